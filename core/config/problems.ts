@@ -1,0 +1,157 @@
+/**
+ * Problems found in a configuration file, and the error that carries all of them at once.
+ *
+ * A problem says where (file, line, column), in which resource (`Kind/name`), at which field
+ * (a YAML path such as `spec.plugins[0].config`) and what is wrong and what is expected. The
+ * loaders collect every problem of a file before failing, so the user fixes them in one pass.
+ */
+import { z } from 'zod';
+
+/** One step of a YAML path: a mapping key or a sequence index. */
+export type PathSegment = string | number;
+
+export interface ConfigProblem {
+  /** The file as the user named it. */
+  readonly file: string;
+  /** 1-based line and column; 0 when the problem concerns the file as a whole (it cannot be read). */
+  readonly line: number;
+  readonly column: number;
+  /** `Kind/name` of the resource, `document N` when its kind or name is unknown, '' for the file. */
+  readonly resource: string;
+  /** YAML path inside the resource (`spec.incomingAuth.resourceUrl`), '' for the resource itself. */
+  readonly path: string;
+  readonly message: string;
+}
+
+const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+/** `['spec', 'plugins', 0, 'config']` → `spec.plugins[0].config`; odd keys are quoted: `backends["a.b"]`. */
+export function formatPath(path: readonly PathSegment[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else if (PLAIN_KEY.test(segment)) out += out === '' ? segment : `.${segment}`;
+    else out += `[${JSON.stringify(segment)}]`;
+  }
+  return out;
+}
+
+/** `config.yaml:14:7 VirtualMCPServer/vmcp spec.incomingAuth.resourceUrl: must be an absolute http(s) URL` */
+export function formatProblem(problem: ConfigProblem): string {
+  const where = problem.line > 0 ? `${problem.file}:${problem.line}:${problem.column}` : problem.file;
+  const what = [problem.resource, problem.path].filter((part) => part !== '').join(' ');
+  return what === '' ? `${where}: ${problem.message}` : `${where} ${what}: ${problem.message}`;
+}
+
+/** One line per problem. */
+export function formatProblems(problems: readonly ConfigProblem[]): string {
+  return problems.map(formatProblem).join('\n');
+}
+
+/** Problems in reading order: by file, line, then column (stable for equal positions). */
+export function sortProblems(problems: readonly ConfigProblem[]): ConfigProblem[] {
+  return [...problems].sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column);
+}
+
+/** A configuration that cannot be used; `problems` lists everything that is wrong with it. */
+export class ConfigError extends Error {
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(problems: readonly ConfigProblem[]) {
+    const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+    super(`invalid configuration (${count}):\n${formatProblems(problems)}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export function isConfigError(value: unknown): value is ConfigError {
+  return value instanceof ConfigError;
+}
+
+/** A value as it appears in a message: strings quoted (and shortened), collections by their kind. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'an empty value';
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return String(value);
+}
+
+/** The candidate closest to a misspelt word, when one is close enough to be a likely typo. */
+export function closestMatch(word: string, candidates: Iterable<string>): string | null {
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const distance = candidate.toLowerCase() === word.toLowerCase() ? 0 : editDistance(word, candidate);
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  const tolerance = Math.max(1, Math.floor(word.length / 3));
+  return best !== null && bestDistance <= tolerance ? best : null;
+}
+
+/** ` (did you mean "x"?)` or ''. */
+export function didYouMean(word: string, candidates: Iterable<string>): string {
+  const match = closestMatch(word, candidates);
+  return match === null ? '' : ` (did you mean ${JSON.stringify(match)}?)`;
+}
+
+const EXPECTED: Readonly<Record<string, string>> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'true or false',
+  object: 'a mapping',
+  record: 'a mapping',
+  array: 'a list',
+};
+
+/**
+ * A zod error map with messages for humans for zod's own issues ("is required", "must be one
+ * of ...", "unknown field ..."); the schemas' own checks bring their own messages. An
+ * `unrecognized_keys` issue gets one line per unknown key, in the order of `issue.keys`.
+ */
+export const schemaIssueMessage: z.core.$ZodErrorMap = (issue) => {
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.input === undefined) return 'is required';
+      return `must be ${EXPECTED[issue.expected] ?? issue.expected} (got ${describeValue(issue.input)})`;
+    case 'invalid_value': {
+      const values = issue.values.map((value) => JSON.stringify(value));
+      const expected = values.length === 1 ? values.join('') : `one of ${values.join(', ')}`;
+      return `must be ${expected} (got ${describeValue(issue.input)})`;
+    }
+    case 'too_small':
+      if (issue.origin === 'string') return 'must not be empty';
+      if (issue.origin === 'array') return `must list at least ${issue.minimum} ${issue.minimum === 1 ? 'entry' : 'entries'}`;
+      return `must be at least ${issue.minimum} (got ${describeValue(issue.input)})`;
+    case 'too_big':
+      if (issue.origin === 'string') return `must be at most ${issue.maximum} characters long`;
+      if (issue.origin === 'array') return `must list at most ${issue.maximum} entries`;
+      return `must be at most ${issue.maximum} (got ${describeValue(issue.input)})`;
+    case 'unrecognized_keys': {
+      const known = issue.inst instanceof z.ZodObject ? Object.keys(issue.inst.shape) : [];
+      return issue.keys.map((key) => `unknown field ${JSON.stringify(key)}${didYouMean(key, known)}`).join('\n');
+    }
+    default:
+      return undefined;
+  }
+};
+
+/** Levenshtein distance. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}

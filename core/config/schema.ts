@@ -1,0 +1,443 @@
+/**
+ * The zod schemas of the vMCP resources: shapes, formats, defaults, and the references between
+ * resources (checked against a `ReferenceIndex` of the whole file, so that every problem shows up
+ * in one pass). Objects are strict: an unknown field is a problem, which is how typos get caught.
+ *
+ * Outputs keep the input's shape; only leaves are normalized (durations to ms, sizes to bytes,
+ * secret references to their values, plugin paths to absolute paths). `vmcp.ts` assembles them
+ * into the resolved `VmcpConfig`.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { durationSchema as duration } from './duration.ts';
+import { describeValue, didYouMean } from './problems.ts';
+import type { PathSegment } from './problems.ts';
+import { secretBodyShape, secretRefSchema } from './secrets.ts';
+import type { SecretStore } from './secrets.ts';
+import { sizeSchema as size } from './size.ts';
+import { isMapping } from './yaml.ts';
+
+export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret'] as const;
+export type ResourceKind = (typeof RESOURCE_KINDS)[number];
+
+export const CLUSTER_ISSUER = 'https://kubernetes.default.svc';
+export const CLUSTER_AUDIENCE = 'gatehouse';
+
+/** The names a file defines, read before validation so that references are checked in the same pass. */
+export interface ReferenceIndex {
+  /** Directory of the config file: relative plugin modules resolve against it. */
+  readonly configDir: string;
+  readonly groups: ReadonlySet<string>;
+  /** MCPServer name → its `spec.groupRef` (undefined when that is not a string). */
+  readonly servers: ReadonlyMap<string, string | undefined>;
+  readonly externalAuthConfigs: ReadonlySet<string>;
+  readonly secrets: SecretStore;
+  /** `spec.config.groupRef` of the VirtualMCPServer. */
+  readonly vmcpGroup: string | undefined;
+  /** Provider names of the VirtualMCPServer's `authServerConfig`; null when it has none. */
+  readonly providers: ReadonlySet<string> | null;
+}
+
+type Ctx = z.core.$RefinementCtx;
+/** Checks on an object run even when some of its fields are invalid, as long as it is a mapping. */
+const whenMapping = { when: (payload: z.core.ParsePayload) => isMapping(payload.value) };
+const q = (text: string): string => JSON.stringify(text);
+
+function addIssue(ctx: Ctx, path: PathSegment[], message: string, at: 'key' | 'value' = 'value'): void {
+  ctx.addIssue({ code: 'custom', path, message, params: { at } });
+}
+
+// ---- Formats ------------------------------------------------------------------------------
+
+const text = z.string().min(1);
+const textList = z.array(text).default([]);
+const stringMap = z.record(z.string(), z.string());
+const anyMapping = z.record(z.string(), z.unknown());
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):(\d{1,5})$/;
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:\d{1,5})?$/;
+
+const dnsLabel = z.string().superRefine((value, ctx) => {
+  if (value.length > 63 || !DNS_LABEL.test(value)) {
+    ctx.addIssue(`must be a DNS label: lowercase letters, digits and "-", starting and ending with a letter or digit, at most 63 characters (got ${q(value)})`);
+  }
+});
+
+const resourceName = z.string().superRefine((value, ctx) => {
+  if (value.length > 253 || !DNS_SUBDOMAIN.test(value)) {
+    ctx.addIssue(`must be a DNS-1123 subdomain: lowercase letters, digits, "-" and ".", starting and ending with a letter or digit, at most 253 characters (got ${q(value)})`);
+  }
+});
+
+function parseUrl(value: string): URL | null {
+  try {
+    return new URL(value);
+  } catch {
+    return null;
+  }
+}
+
+const httpUrl = z.string().superRefine((value, ctx) => {
+  const url = parseUrl(value);
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    ctx.addIssue(`must be an absolute http(s) URL such as https://mcp.example.com/mcp (got ${q(value)})`);
+  }
+});
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** Issuers are https, except on loopback hosts (local development and tests). */
+const issuerUrl = z.string().superRefine((value, ctx) => {
+  const url = parseUrl(value);
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    ctx.addIssue(`must be an absolute https URL (got ${q(value)})`);
+  } else if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+    ctx.addIssue(`must use https: plain http is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1) (got ${q(value)})`);
+  } else if (url.search !== '' || url.hash !== '') {
+    ctx.addIssue(`must not have a query or a fragment (got ${q(value)})`);
+  }
+});
+
+const hostPort = z.string().superRefine((value, ctx) => {
+  const port = Number(HOST_PORT.exec(value)?.[3] ?? 0);
+  if (port < 1 || port > 65535) ctx.addIssue(`must be host:port, for example redis-sentinel:26379 (got ${q(value)})`);
+});
+
+const allowedHost = z.string().superRefine((value, ctx) => {
+  if (value !== '*' && !HOST.test(value)) {
+    ctx.addIssue(`must be a host name, optionally with :port (for example mcp.example.com or mcp.example.com:8443), or "*" (got ${q(value)})`);
+  }
+});
+
+const allowedOrigin = z.string().superRefine((value, ctx) => {
+  const url = parseUrl(value);
+  const isOrigin = url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
+  if (value !== '*' && !isOrigin) {
+    ctx.addIssue(`must be an origin: scheme, host and optional port without a path, for example https://app.example.com, or "*" (got ${q(value)})`);
+  }
+});
+
+/** `MCPGroup "toolz" not found (did you mean "tools"?) (MCPGroups in this file: tools)` */
+function notFound(kind: string, name: string, names: Iterable<string>, where = 'in this file'): string {
+  const list = [...names];
+  const known = list.length === 0 ? `no ${kind} ${where}` : `${kind}s ${where}: ${list.join(', ')}`;
+  return `${kind} ${q(name)} not found${didYouMean(name, list)} (${known})`;
+}
+
+function reference(kind: string, names: ReadonlySet<string>) {
+  return text.superRefine((name, ctx) => {
+    if (!names.has(name)) ctx.addIssue(notFound(kind, name, names));
+  });
+}
+
+/** The block named by `type` is required (unless optional), the blocks of the other types are refused. */
+function blockOfType(blocks: Readonly<Record<string, string | null>>, optional: readonly string[] = []) {
+  const allBlocks = [...new Set(Object.values(blocks))].filter((block) => block !== null);
+  return (value: unknown, ctx: Ctx): void => {
+    if (!isMapping(value) || typeof value.type !== 'string' || !Object.hasOwn(blocks, value.type)) return;
+    const own = blocks[value.type] ?? null;
+    if (own !== null && value[own] === undefined && !optional.includes(own)) {
+      addIssue(ctx, [own], `is required when type is ${value.type}`);
+    }
+    for (const other of allBlocks) {
+      if (other !== own && value[other] !== undefined) addIssue(ctx, [other], `must not be set when type is ${value.type}`, 'key');
+    }
+  };
+}
+
+/** Each item's `name` is unique (checked even when some items are invalid). */
+function uniqueNames<T extends z.ZodType>(what: string, items: z.ZodArray<T>) {
+  return items.superRefine(
+    (list: unknown[], ctx) => {
+      const seen = new Map<string, number>();
+      list.forEach((item, index) => {
+        const name = isMapping(item) ? item.name : undefined;
+        if (typeof name !== 'string') return;
+        const first = seen.get(name);
+        if (first === undefined) seen.set(name, index);
+        else addIssue(ctx, [index, 'name'], `duplicate ${what} name ${q(name)}: names must be unique (first used at [${first}])`);
+      });
+    },
+    { when: (payload) => Array.isArray(payload.value) },
+  );
+}
+
+// ---- Resources ----------------------------------------------------------------------------
+
+const API_VERSION = /^[^/\s]+\/v1alpha1$/;
+
+function apiVersion(kind: ResourceKind) {
+  return z.string().superRefine((value, ctx) => {
+    if (API_VERSION.test(value) || (kind === 'Secret' && value === 'v1')) return;
+    const expected = kind === 'Secret' ? 'must be v1 or end in /v1alpha1' : 'must end in /v1alpha1, for example gatehouse.dev/v1alpha1';
+    ctx.addIssue(`${expected} (got ${q(value)})`);
+  });
+}
+
+const metadata = z.strictObject({
+  name: resourceName,
+  namespace: dnsLabel.optional(),
+  labels: stringMap.optional(),
+  annotations: stringMap.optional(),
+});
+
+function resource<K extends ResourceKind, S extends z.ZodType>(kind: K, spec: S) {
+  return z.strictObject({ apiVersion: apiVersion(kind), kind: z.literal(kind), metadata, spec });
+}
+
+const URL_REQUIRED =
+  'is required: Gatehouse does not start servers, it connects to running streamable-HTTP servers; ' +
+  'set it to the MCP endpoint of the backend, for example http://127.0.0.1:9100/mcp';
+const TRANSPORT_ONLY =
+  'Gatehouse connects to running backends over streamable HTTP only (stdio and sse are not supported)';
+
+/** One schema per kind, checking references against `index`. */
+export function resourceSchemas(index: ReferenceIndex) {
+  const secretRef = secretRefSchema(index.secrets);
+  const hmacSecretRef = secretRef.superRefine((ref, ctx) => {
+    const bytes = Buffer.byteLength(ref.value);
+    if (bytes < 32) ctx.addIssue(`Secret ${q(ref.name)} key ${q(ref.key)} holds ${bytes} bytes: an HMAC secret needs at least 32`);
+  });
+  const externalAuthConfigRef = z.strictObject({ name: reference('MCPExternalAuthConfig', index.externalAuthConfigs) });
+
+  const providerName = text.superRefine((name, ctx) => {
+    if (index.providers === null) {
+      ctx.addIssue(`provider ${q(name)} not found: the VirtualMCPServer has no spec.authServerConfig, and upstream providers belong to that embedded authorization server`);
+    } else if (!index.providers.has(name)) {
+      ctx.addIssue(notFound('upstream provider', name, index.providers, 'in spec.authServerConfig.upstreamProviders'));
+    }
+  });
+
+  const groupRefOfVmcp = reference('MCPGroup', index.groups).superRefine((name, ctx) => {
+    const hasServer = [...index.servers.values()].includes(name);
+    if (index.groups.has(name) && !hasServer) {
+      ctx.addIssue(`MCPGroup ${q(name)} has no MCPServer: add an MCPServer with spec.groupRef: ${name}`);
+    }
+  });
+
+  const mcpServerSpec = z.strictObject({
+    url: z.string({ error: (issue) => (issue.input === undefined ? URL_REQUIRED : undefined) }).pipe(httpUrl),
+    transport: z.enum(['streamable-http'], { error: (issue) => `${TRANSPORT_ONLY} (got ${describeValue(issue.input)})` }).default('streamable-http'),
+    groupRef: reference('MCPGroup', index.groups),
+    externalAuthConfigRef: externalAuthConfigRef.optional(),
+    image: z.string().optional(),
+    timeout: duration().default(30_000),
+  });
+
+  const externalAuthSpec = z
+    .strictObject({
+      type: z.enum(['upstreamInject', 'tokenExchange']),
+      upstreamInject: z.strictObject({ providerName }).optional(),
+      tokenExchange: z
+        .strictObject({
+          tokenUrl: httpUrl,
+          clientId: text,
+          clientSecretRef: secretRef.optional(),
+          audience: text,
+          scopes: textList,
+          subjectProviderName: providerName.optional(),
+        })
+        .optional(),
+    })
+    .superRefine(blockOfType({ upstreamInject: 'upstreamInject', tokenExchange: 'tokenExchange' }), whenMapping);
+
+  const incomingAuth = z
+    .strictObject({
+      type: z.enum(['anonymous', 'oidc']),
+      resourceUrl: httpUrl.optional(),
+      oidcConfig: z
+        .strictObject({
+          type: z.enum(['inline', 'cluster']),
+          inline: z
+            .strictObject({
+              issuer: issuerUrl,
+              clientId: text,
+              audience: text,
+              clientSecretRef: secretRef.optional(),
+              jwksAllowPrivateIP: z.boolean().default(false),
+            })
+            .optional(),
+          cluster: z.strictObject({ issuer: issuerUrl.default(CLUSTER_ISSUER), audience: text.default(CLUSTER_AUDIENCE) }).optional(),
+        })
+        .superRefine(blockOfType({ inline: 'inline', cluster: 'cluster' }, ['cluster']), whenMapping)
+        .optional(),
+    })
+    .superRefine(blockOfType({ oidc: 'oidcConfig', anonymous: null }), whenMapping)
+    .superRefine((auth, ctx) => {
+      if (auth.type === 'oidc' && auth.resourceUrl === undefined) {
+        addIssue(ctx, ['resourceUrl'], 'is required when type is oidc: clients discover the authorization server from it (RFC 9728)');
+      }
+    }, whenMapping);
+
+  const outgoingAuth = z
+    .strictObject({
+      source: z.enum(['discovered', 'inline']).default('discovered'),
+      backends: z
+        .record(z.string(), z.strictObject({ type: z.literal('external_auth_config_ref').default('external_auth_config_ref'), externalAuthConfigRef }))
+        .optional(),
+    })
+    .superRefine((auth, ctx) => {
+      if (!isMapping(auth.backends)) return;
+      if (auth.source === 'discovered') {
+        addIssue(ctx, ['backends'], 'is only used when source is inline (with source discovered, each MCPServer\'s own spec.externalAuthConfigRef applies)', 'key');
+      }
+      const group = index.vmcpGroup !== undefined && index.groups.has(index.vmcpGroup) ? index.vmcpGroup : undefined;
+      for (const name of Object.keys(auth.backends)) {
+        const serverGroup = index.servers.get(name);
+        if (!index.servers.has(name)) addIssue(ctx, ['backends', name], notFound('MCPServer', name, index.servers.keys()), 'key');
+        else if (group !== undefined && serverGroup !== group) {
+          addIssue(ctx, ['backends', name], `MCPServer ${q(name)} is not a backend of group ${q(group)} (its groupRef is ${describeValue(serverGroup)})`, 'key');
+        }
+      }
+    }, whenMapping);
+
+  const upstreamProvider = z
+    .strictObject({
+      name: dnsLabel,
+      type: z.enum(['oauth2', 'oidc']),
+      oauth2Config: z
+        .strictObject({
+          authorizationEndpoint: httpUrl,
+          tokenEndpoint: httpUrl,
+          clientId: text,
+          clientSecretRef: secretRef.optional(),
+          scopes: textList,
+          userInfo: z
+            .strictObject({
+              endpointUrl: httpUrl,
+              httpMethod: z.enum(['GET', 'POST']).default('GET'),
+              additionalHeaders: stringMap.default({}),
+              fieldMapping: z.strictObject({ subjectFields: textList, nameFields: textList, emailFields: textList }).prefault({}),
+            })
+            .optional(),
+          tokenResponseMapping: z
+            .strictObject({ accessTokenPath: text.optional(), scopePath: text.optional(), refreshTokenPath: text.optional(), expiresInPath: text.optional() })
+            .optional(),
+        })
+        .optional(),
+      oidcConfig: z.strictObject({ issuerUrl, clientId: text, clientSecretRef: secretRef.optional(), scopes: textList }).optional(),
+    })
+    .superRefine(blockOfType({ oauth2: 'oauth2Config', oidc: 'oidcConfig' }), whenMapping);
+
+  const redisStorage = z
+    .strictObject({
+      sentinelConfig: z
+        .strictObject({ masterName: text, sentinelAddrs: z.array(hostPort).min(1), sentinelPasswordRef: secretRef.optional() })
+        .optional(),
+      addr: hostPort.optional(),
+      usernameRef: secretRef.optional(),
+      passwordRef: secretRef.optional(),
+      db: z.int().min(0).default(0),
+      keyPrefix: z.string().default('gatehouse:'),
+    })
+    .superRefine((redis, ctx) => {
+      if (redis.sentinelConfig !== undefined && redis.addr !== undefined) {
+        addIssue(ctx, ['addr'], 'must not be set together with sentinelConfig: use sentinelConfig (sentinel-managed) or addr (one server), not both', 'key');
+      } else if (redis.sentinelConfig === undefined && redis.addr === undefined) {
+        addIssue(ctx, [], 'needs sentinelConfig (a sentinel-managed server) or addr (host:port of one server)');
+      }
+    }, whenMapping);
+
+  const authServerConfig = z.strictObject({
+    issuer: issuerUrl,
+    authorizationEndpointBaseUrl: httpUrl.optional(),
+    signingKeySecretRefs: z.array(secretRef).default([]),
+    hmacSecretRefs: z.array(hmacSecretRef).default([]),
+    tokenLifespans: z
+      .strictObject({
+        accessTokenLifespan: duration().default(3_600_000),
+        refreshTokenLifespan: duration().default(168 * 3_600_000),
+        authCodeLifespan: duration().default(600_000),
+      })
+      .prefault({}),
+    upstreamProviders: uniqueNames('provider', z.array(upstreamProvider).min(1)),
+    storage: z
+      .strictObject({ type: z.enum(['memory', 'redis']), redis: redisStorage.optional() })
+      .superRefine(blockOfType({ redis: 'redis', memory: null }), whenMapping)
+      .optional(),
+  });
+
+  const server = z
+    .strictObject({
+      maxBodySize: size.default(4 * 1024 * 1024),
+      allowedHosts: z.array(allowedHost).default([]),
+      allowedOrigins: z.array(allowedOrigin).default([]),
+      shutdownGracePeriod: duration({ allowZero: true }).default(10_000),
+      accessLog: z.boolean().default(false),
+    })
+    .prefault({});
+
+  const plugin = z.strictObject({
+    name: text,
+    module: text.transform((specifier, ctx) => {
+      // A path (relative to the config file, or absolute), or else a package specifier kept as is.
+      if (!/^\.{1,2}\/|^\//.test(specifier)) return specifier;
+      const path = resolve(index.configDir, specifier);
+      if (!existsSync(path)) {
+        ctx.issues.push({ code: 'custom', input: specifier, message: `file not found: ${path} (relative module paths resolve against the directory of the config file)` });
+      }
+      return path;
+    }),
+    config: z.unknown().optional(),
+  });
+
+  const vmcpSpec = z
+    .strictObject({
+      config: z.strictObject({ groupRef: groupRefOfVmcp, aggregation: anyMapping.optional(), session: anyMapping.optional() }),
+      incomingAuth,
+      outgoingAuth: outgoingAuth.prefault({}),
+      authServerConfig: authServerConfig.optional(),
+      server,
+      plugins: uniqueNames('plugin', z.array(plugin)).default([]),
+    })
+    .superRefine(authServerMatchesIncomingAuth, whenMapping);
+
+  return {
+    MCPGroup: resource('MCPGroup', z.strictObject({ description: z.string().optional() }).optional()),
+    MCPServer: resource('MCPServer', mcpServerSpec),
+    VirtualMCPServer: resource('VirtualMCPServer', vmcpSpec),
+    MCPExternalAuthConfig: resource('MCPExternalAuthConfig', externalAuthSpec),
+    Secret: z
+      .strictObject({ apiVersion: apiVersion('Secret'), kind: z.literal('Secret'), metadata, ...secretBodyShape, spec: z.strictObject(secretBodyShape).optional() })
+      .superRefine((secret, ctx) => {
+        const topLevel = (['type', 'data', 'stringData'] as const).filter((field) => secret[field] !== undefined);
+        if (secret.spec !== undefined && topLevel.length > 0) {
+          addIssue(ctx, ['spec'], `write the Secret's fields either at the top level (as Kubernetes does) or under spec, not both (top level has: ${topLevel.join(', ')})`, 'key');
+        }
+      }, whenMapping),
+  };
+}
+
+export type ResourceSchemas = ReturnType<typeof resourceSchemas>;
+export type ParsedResource<K extends ResourceKind> = z.output<ResourceSchemas[K]>;
+
+/**
+ * With the embedded authorization server, incomingAuth validates the JWTs it issues: oidc,
+ * inline, and the same issuer (seed rule).
+ */
+function authServerMatchesIncomingAuth(spec: unknown, ctx: Ctx): void {
+  if (!isMapping(spec) || !isMapping(spec.authServerConfig)) return;
+  const issuer = spec.authServerConfig.issuer;
+  const incoming = isMapping(spec.incomingAuth) ? spec.incomingAuth : {};
+  const oidcConfig = isMapping(incoming.oidcConfig) ? incoming.oidcConfig : {};
+  const inline = isMapping(oidcConfig.inline) ? oidcConfig.inline : null;
+  if (incoming.type === 'anonymous' || oidcConfig.type === 'cluster') {
+    addIssue(
+      ctx,
+      ['authServerConfig'],
+      'needs incomingAuth type oidc with oidcConfig type inline and the same issuer: incomingAuth validates the tokens that the embedded authorization server issues',
+      'key',
+    );
+  } else if (inline !== null && typeof issuer === 'string' && typeof inline.issuer === 'string' && issuer !== inline.issuer) {
+    addIssue(
+      ctx,
+      ['authServerConfig', 'issuer'],
+      `must equal spec.incomingAuth.oidcConfig.inline.issuer (${q(inline.issuer)}), since incomingAuth validates the tokens this authorization server issues (got ${q(issuer)})`,
+    );
+  }
+}

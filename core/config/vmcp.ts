@@ -1,0 +1,375 @@
+/**
+ * The vMCP config loader: a multi-document YAML file of Kubernetes-shaped resources in, the
+ * resolved `VmcpConfig` out, or every problem of the file at once.
+ *
+ * Steps: parse the YAML (syntax errors are problems); identify each document's kind and name;
+ * check names are unique and there is exactly one VirtualMCPServer; index the names the file
+ * defines; validate every resource against its schema with that index (so references are
+ * checked in the same pass); then assemble the resolved config.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { z } from 'zod';
+import { ConfigError, didYouMean, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
+import type { ConfigProblem, PathSegment } from './problems.ts';
+import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, RESOURCE_KINDS, resourceSchemas } from './schema.ts';
+import type { ParsedResource, ReferenceIndex, ResourceKind } from './schema.ts';
+import { SecretStore } from './secrets.ts';
+import type {
+  AuthServerConfig,
+  AuthServerStorageConfig,
+  BackendConfig,
+  ExternalAuthConfig,
+  IncomingAuthConfig,
+  UpstreamProviderConfig,
+  VmcpConfig,
+} from './types.ts';
+import { isMapping, parseYamlDocuments } from './yaml.ts';
+import type { LocateTarget, YamlDocument } from './yaml.ts';
+
+export type VmcpValidation = { ok: true; config: VmcpConfig } | { ok: false; problems: ConfigProblem[] };
+
+/** The resolved config of `file`, or a `ConfigError` listing every problem in it. */
+export async function loadVmcpConfig(file: string): Promise<VmcpConfig> {
+  const result = await validateVmcpFile(file);
+  if (!result.ok) throw new ConfigError(result.problems);
+  return result.config;
+}
+
+/** For `gatehouse validate`: the resolved config, or every problem (sorted by position). */
+export async function validateVmcpFile(file: string): Promise<VmcpValidation> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return { ok: false, problems: [{ file, line: 0, column: 0, resource: '', path: '', message: `cannot read the file: ${reason}` }] };
+  }
+  return validateVmcpText(text, file);
+}
+
+/** Validate YAML text as the content of `file` (relative plugin modules resolve against its directory). */
+export function validateVmcpText(text: string, file: string): VmcpValidation {
+  const problems: ConfigProblem[] = [];
+  const report: Report = (document, resource, path, message, target = 'value', locatePath = path) => {
+    const { line, column } = document.locate(locatePath, target);
+    problems.push({ file, line, column, resource, path: formatPath(path), message });
+  };
+
+  const yaml = parseYamlDocuments(text);
+  const entries = yaml.documents.map((document) => identify(document, report));
+  for (const error of yaml.errors) {
+    const { line, column } = error.position;
+    const resource = entries.find((entry) => entry.document.number === error.document)?.label ?? `document ${error.document}`;
+    problems.push({ file, line, column, resource, path: '', message: `YAML syntax error: ${error.message}` });
+  }
+  checkNames(entries, file, problems, report);
+
+  const index = buildIndex(entries, dirname(resolve(file)));
+  const schemas = resourceSchemas(index);
+  const parsed: ParsedResources = { MCPGroup: [], MCPServer: [], VirtualMCPServer: [], MCPExternalAuthConfig: [], Secret: [] };
+  for (const entry of entries) {
+    // A document with syntax errors is only a best-effort recovery: its problems would mislead.
+    if (entry.kind === null || entry.document.broken) continue;
+    const check = <T>(schema: z.ZodType<T>): T | null => {
+      const result = schema.safeParse(entry.document.value, { error: schemaIssueMessage });
+      if (result.success) return result.data;
+      for (const issue of result.error.issues) reportIssue(issue, entry, report);
+      return null;
+    };
+    switch (entry.kind) {
+      case 'MCPGroup': collect(parsed.MCPGroup, check(schemas.MCPGroup)); break;
+      case 'MCPServer': collect(parsed.MCPServer, check(schemas.MCPServer)); break;
+      case 'VirtualMCPServer': collect(parsed.VirtualMCPServer, check(schemas.VirtualMCPServer)); break;
+      case 'MCPExternalAuthConfig': collect(parsed.MCPExternalAuthConfig, check(schemas.MCPExternalAuthConfig)); break;
+      case 'Secret': collect(parsed.Secret, check(schemas.Secret)); break;
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
+  return { ok: true, config: assemble(parsed, resolve(file)) };
+}
+
+type ParsedResources = { [K in ResourceKind]: ParsedResource<K>[] };
+/** Record a problem at `path` of a document; the position is that of `locatePath` (default: `path`). */
+type Report = (
+  document: YamlDocument,
+  resource: string,
+  path: readonly PathSegment[],
+  message: string,
+  target?: LocateTarget,
+  locatePath?: readonly PathSegment[],
+) => void;
+
+interface ResourceEntry {
+  readonly document: YamlDocument;
+  /** Null when the document has no known kind (reported). */
+  readonly kind: ResourceKind | null;
+  readonly name: string | null;
+  /** `Kind/name`, `Kind (document N)` or `document N`: the resource in messages. */
+  readonly label: string;
+}
+
+function collect<T>(list: T[], item: T | null): void {
+  if (item !== null) list.push(item);
+}
+
+function isKind(value: unknown): value is ResourceKind {
+  return typeof value === 'string' && (RESOURCE_KINDS as readonly string[]).includes(value);
+}
+
+function identify(document: YamlDocument, report: Report): ResourceEntry {
+  const value = document.value;
+  const fallback = `document ${document.number}`;
+  if (!isMapping(value)) {
+    if (!document.broken) report(document, fallback, [], 'a resource must be a mapping with apiVersion, kind, metadata and spec');
+    return { document, kind: null, name: null, label: fallback };
+  }
+  const kinds = RESOURCE_KINDS.join(', ');
+  if (!isKind(value.kind)) {
+    const message =
+      typeof value.kind === 'string'
+        ? `unknown kind ${JSON.stringify(value.kind)}${didYouMean(value.kind, RESOURCE_KINDS)}: expected one of ${kinds}`
+        : `is required: one of ${kinds}`;
+    if (!document.broken) report(document, fallback, ['kind'], message);
+    return { document, kind: null, name: null, label: fallback };
+  }
+  const name = isMapping(value.metadata) && typeof value.metadata.name === 'string' ? value.metadata.name : null;
+  return { document, kind: value.kind, name, label: name === null ? `${value.kind} (${fallback})` : `${value.kind}/${name}` };
+}
+
+/** Names are unique per kind; a file holds exactly one VirtualMCPServer. */
+function checkNames(entries: readonly ResourceEntry[], file: string, problems: ConfigProblem[], report: Report): void {
+  const first = new Map<string, ResourceEntry>();
+  let vmcp: ResourceEntry | null = null;
+  for (const entry of entries) {
+    if (entry.kind === 'VirtualMCPServer') {
+      if (vmcp === null) vmcp = entry;
+      else {
+        const where = vmcp.document.locate(['kind']).line;
+        report(entry.document, entry.label, ['kind'], `a file holds exactly one VirtualMCPServer, and ${vmcp.label} is already defined at line ${where}`);
+      }
+    }
+    if (entry.kind === null || entry.name === null) continue;
+    const key = `${entry.kind}/${entry.name}`;
+    const previous = first.get(key);
+    if (previous === undefined) first.set(key, entry);
+    else {
+      const where = previous.document.locate(['metadata', 'name']).line;
+      report(entry.document, entry.label, ['metadata', 'name'], `duplicate name: ${key} is already defined at line ${where}`);
+    }
+  }
+  if (vmcp === null) {
+    problems.push({ file, line: 0, column: 0, resource: '', path: '', message: 'no VirtualMCPServer: the file must define exactly one (kind: VirtualMCPServer)' });
+  }
+}
+
+/** Plain-data lookup of `path` in a document (undefined when absent). */
+function valueAt(value: unknown, ...path: string[]): unknown {
+  let current = value;
+  for (const key of path) current = isMapping(current) ? current[key] : undefined;
+  return current;
+}
+
+/** The names every resource may refer to, read leniently before validation. */
+function buildIndex(entries: readonly ResourceEntry[], configDir: string): ReferenceIndex {
+  const named = (kind: ResourceKind) => entries.filter((entry) => entry.kind === kind && entry.name !== null);
+  const servers = new Map<string, string | undefined>();
+  for (const entry of named('MCPServer')) {
+    const groupRef = valueAt(entry.document.value, 'spec', 'groupRef');
+    if (entry.name !== null && !servers.has(entry.name)) servers.set(entry.name, typeof groupRef === 'string' ? groupRef : undefined);
+  }
+  const secrets = new SecretStore();
+  for (const entry of named('Secret')) {
+    if (entry.name !== null && isMapping(entry.document.value)) secrets.add(entry.name, entry.document.value);
+  }
+  const vmcp = entries.find((entry) => entry.kind === 'VirtualMCPServer')?.document.value;
+  const groupRef = valueAt(vmcp, 'spec', 'config', 'groupRef');
+  const authServer = valueAt(vmcp, 'spec', 'authServerConfig');
+  const providers = valueAt(authServer, 'upstreamProviders');
+  const providerNames = (Array.isArray(providers) ? providers : []).map((provider) => valueAt(provider, 'name'));
+  return {
+    configDir,
+    groups: new Set(named('MCPGroup').map((entry) => entry.name ?? '')),
+    servers,
+    externalAuthConfigs: new Set(named('MCPExternalAuthConfig').map((entry) => entry.name ?? '')),
+    secrets,
+    vmcpGroup: typeof groupRef === 'string' ? groupRef : undefined,
+    providers: isMapping(authServer) ? new Set(providerNames.filter((name) => typeof name === 'string')) : null,
+  };
+}
+
+/** One problem per zod issue (per key for unknown fields), at the position of its path. */
+function reportIssue(issue: z.core.$ZodIssue, entry: ResourceEntry, report: Report): void {
+  const params = issue.code === 'custom' ? issue.params : undefined;
+  if (params?.silent === true) return;
+  const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
+  if (issue.code === 'unrecognized_keys') {
+    const messages = issue.message.split('\n');
+    issue.keys.forEach((key, i) => {
+      // Reported at the mapping that has the field, positioned at the field's key.
+      report(entry.document, entry.label, path, messages[i] ?? `unknown field ${JSON.stringify(key)}`, 'key', [...path, key]);
+    });
+    return;
+  }
+  report(entry.document, entry.label, path, issue.message, params?.at === 'key' ? 'key' : 'value');
+}
+
+// ---- Assembly of the resolved config (the input is valid here) ----------------------------
+
+type VmcpSpec = ParsedResource<'VirtualMCPServer'>['spec'];
+type AuthServerInput = NonNullable<VmcpSpec['authServerConfig']>;
+
+/** A value the schema's checks guarantee. */
+function checked<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`internal error: ${what} is missing after validation`);
+  return value;
+}
+
+function assemble(parsed: ParsedResources, file: string): VmcpConfig {
+  const vmcp = checked(parsed.VirtualMCPServer[0], 'the VirtualMCPServer');
+  const { spec } = vmcp;
+  const label = `VirtualMCPServer/${vmcp.metadata.name}`;
+  const externalAuths = new Map(parsed.MCPExternalAuthConfig.map((config) => [config.metadata.name, toExternalAuth(config)]));
+  const backends = parsed.MCPServer.filter((server) => server.spec.groupRef === spec.config.groupRef).map((server): BackendConfig => {
+    const outgoing = spec.outgoingAuth;
+    const refName =
+      outgoing.source === 'discovered'
+        ? server.spec.externalAuthConfigRef?.name
+        : outgoing.backends?.[server.metadata.name]?.externalAuthConfigRef.name;
+    return {
+      name: server.metadata.name,
+      url: server.spec.url,
+      transport: server.spec.transport,
+      timeoutMs: server.spec.timeout,
+      externalAuth: refName === undefined ? null : checked(externalAuths.get(refName), `MCPExternalAuthConfig ${refName}`),
+    };
+  });
+  return {
+    file,
+    dir: dirname(file),
+    name: vmcp.metadata.name,
+    groupRef: spec.config.groupRef,
+    backends,
+    incomingAuth: toIncomingAuth(spec.incomingAuth),
+    outgoingAuthSource: spec.outgoingAuth.source,
+    authServer: spec.authServerConfig === undefined ? null : toAuthServer(spec.authServerConfig),
+    aggregation: spec.config.aggregation,
+    session: spec.config.session,
+    server: {
+      maxBodyBytes: spec.server.maxBodySize,
+      allowedHosts: spec.server.allowedHosts,
+      allowedOrigins: spec.server.allowedOrigins,
+      shutdownGraceMs: spec.server.shutdownGracePeriod,
+      accessLog: spec.server.accessLog,
+    },
+    plugins: spec.plugins.map((plugin, i) => ({
+      name: plugin.name,
+      module: plugin.module,
+      config: plugin.config,
+      yamlPath: `${label} spec.plugins[${i}].config`,
+    })),
+  };
+}
+
+function toIncomingAuth(auth: VmcpSpec['incomingAuth']): IncomingAuthConfig {
+  if (auth.type === 'anonymous') return { type: 'anonymous', resourceUrl: auth.resourceUrl ?? null };
+  const resourceUrl = checked(auth.resourceUrl, 'incomingAuth.resourceUrl');
+  const oidc = checked(auth.oidcConfig, 'incomingAuth.oidcConfig');
+  if (oidc.type === 'cluster') {
+    return { type: 'oidc', resourceUrl, oidc: { type: 'cluster', issuer: CLUSTER_ISSUER, audience: CLUSTER_AUDIENCE, ...oidc.cluster } };
+  }
+  const inline = checked(oidc.inline, 'incomingAuth.oidcConfig.inline');
+  return {
+    type: 'oidc',
+    resourceUrl,
+    oidc: {
+      type: 'inline',
+      issuer: inline.issuer,
+      clientId: inline.clientId,
+      audience: inline.audience,
+      clientSecret: inline.clientSecretRef ?? null,
+      jwksAllowPrivateIP: inline.jwksAllowPrivateIP,
+    },
+  };
+}
+
+function toExternalAuth(config: ParsedResource<'MCPExternalAuthConfig'>): ExternalAuthConfig {
+  const name = config.metadata.name;
+  if (config.spec.type === 'upstreamInject') {
+    return { name, type: 'upstreamInject', providerName: checked(config.spec.upstreamInject, 'upstreamInject').providerName };
+  }
+  const exchange = checked(config.spec.tokenExchange, 'tokenExchange');
+  return {
+    name,
+    type: 'tokenExchange',
+    tokenUrl: exchange.tokenUrl,
+    clientId: exchange.clientId,
+    clientSecret: exchange.clientSecretRef ?? null,
+    audience: exchange.audience,
+    scopes: exchange.scopes,
+    subjectProviderName: exchange.subjectProviderName ?? null,
+  };
+}
+
+function toAuthServer(config: AuthServerInput): AuthServerConfig {
+  return {
+    issuer: config.issuer,
+    authorizationEndpointBaseUrl: config.authorizationEndpointBaseUrl ?? null,
+    signingKeys: config.signingKeySecretRefs,
+    hmacSecrets: config.hmacSecretRefs,
+    tokenLifespans: {
+      accessTokenMs: config.tokenLifespans.accessTokenLifespan,
+      refreshTokenMs: config.tokenLifespans.refreshTokenLifespan,
+      authCodeMs: config.tokenLifespans.authCodeLifespan,
+    },
+    upstreamProviders: config.upstreamProviders.map(toUpstreamProvider),
+    storage: toStorage(config.storage),
+  };
+}
+
+function toUpstreamProvider(provider: AuthServerInput['upstreamProviders'][number]): UpstreamProviderConfig {
+  if (provider.type === 'oidc') {
+    const oidc = checked(provider.oidcConfig, `provider ${provider.name} oidcConfig`);
+    const { issuerUrl, clientId, scopes } = oidc;
+    return { name: provider.name, type: 'oidc', issuerUrl, clientId, clientSecret: oidc.clientSecretRef ?? null, scopes };
+  }
+  const oauth2 = checked(provider.oauth2Config, `provider ${provider.name} oauth2Config`);
+  const mapping = oauth2.tokenResponseMapping;
+  return {
+    name: provider.name,
+    type: 'oauth2',
+    authorizationEndpoint: oauth2.authorizationEndpoint,
+    tokenEndpoint: oauth2.tokenEndpoint,
+    clientId: oauth2.clientId,
+    clientSecret: oauth2.clientSecretRef ?? null,
+    scopes: oauth2.scopes,
+    userInfo: oauth2.userInfo ?? null,
+    tokenResponseMapping:
+      mapping === undefined
+        ? null
+        : {
+            accessTokenPath: mapping.accessTokenPath ?? null,
+            scopePath: mapping.scopePath ?? null,
+            refreshTokenPath: mapping.refreshTokenPath ?? null,
+            expiresInPath: mapping.expiresInPath ?? null,
+          },
+  };
+}
+
+function toStorage(storage: AuthServerInput['storage']): AuthServerStorageConfig {
+  if (storage === undefined || storage.type === 'memory') return { type: 'memory' };
+  const redis = checked(storage.redis, 'storage.redis');
+  const sentinel = redis.sentinelConfig;
+  return {
+    type: 'redis',
+    sentinel:
+      sentinel === undefined
+        ? null
+        : { masterName: sentinel.masterName, addresses: sentinel.sentinelAddrs, password: sentinel.sentinelPasswordRef ?? null },
+    address: redis.addr ?? null,
+    username: redis.usernameRef ?? null,
+    password: redis.passwordRef ?? null,
+    db: redis.db,
+    keyPrefix: redis.keyPrefix,
+  };
+}

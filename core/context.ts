@@ -1,0 +1,173 @@
+/**
+ * The per-request context: one instance per HTTP request, every field set in the constructor so
+ * that all contexts share one hidden class. Plugins keep their per-request state in typed slots
+ * (`defineSlot`), never in closures.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { GatewayError, sendError, type AuthChallenge, type ErrorTarget } from './errors.ts';
+import type { JsonRpcId, JsonRpcMessage } from './mcp/jsonrpc.ts';
+import type { RouteMetrics } from './observe/metrics.ts';
+
+/** Who is calling, as established by the authenticate phase. */
+export class Principal {
+  readonly subject: string;
+  readonly issuer: string | null;
+  readonly claims: Readonly<Record<string, unknown>>;
+  /** The raw bearer token: a private field, so it never appears in a log line or a JSON dump. */
+  readonly #token: string | null;
+
+  constructor(subject: string, claims: Readonly<Record<string, unknown>>, token: string | null, issuer: string | null = null) {
+    this.subject = subject;
+    this.claims = claims;
+    this.issuer = issuer;
+    this.#token = token;
+  }
+
+  /** The bearer token the client presented (for RFC 8693 token exchange). */
+  get token(): string | null {
+    return this.#token;
+  }
+
+  toJSON(): object {
+    return { subject: this.subject, issuer: this.issuer };
+  }
+}
+
+export interface Cancellable {
+  cancel(): void;
+}
+
+export interface Slot<T> {
+  readonly index: number;
+  readonly name: string;
+  /** Phantom field carrying the slot's value type. */
+  readonly type?: T;
+}
+
+let slotCount = 0;
+
+/** Declares a typed per-request slot. Call at module load, never per request. */
+export function defineSlot<T>(name: string): Slot<T> {
+  return { index: slotCount++, name };
+}
+
+const EMPTY_SLOTS: unknown[] = [];
+
+// Request ids: a random per-process prefix and a counter; unique across replicas, no crypto per request.
+const BOOT = randomBytes(4).toString('hex');
+let sequence = 0;
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  if (typeof given === 'string' && SAFE_REQUEST_ID.test(given)) return given;
+  return BOOT + '-' + (++sequence).toString(36);
+}
+
+/** What every request of one server shares: its logger and its auth challenge. */
+export interface RequestScope {
+  readonly log: Logger;
+  challenge: AuthChallenge | null;
+}
+
+export class Context implements ErrorTarget {
+  readonly requestId: string;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly startedAt: number;
+  readonly path: string;
+  /** The raw query string without `?`, or '' when there is none. */
+  readonly query: string;
+  /** Label for metrics and logs: the route pattern, never the raw path. */
+  route: string;
+  /** Metrics of the matched route, recorded when the response is done. */
+  routeMetrics: RouteMetrics | null;
+  /** Path parameters of a plugin route. */
+  params: Record<string, string> | null;
+  principal: Principal | null;
+  readonly scope: RequestScope;
+  /** True on the MCP endpoint: errors are answered as JSON-RPC errors where they have a JSON-RPC code. */
+  mcp: boolean;
+  /** The parsed JSON-RPC body of a POST to the MCP endpoint. */
+  message: JsonRpcMessage | JsonRpcMessage[] | null;
+  /** The raw body bytes; null after a plugin replaced the message (then it is serialised again). */
+  body: Buffer | null;
+  /** Id of the single JSON-RPC request being answered (null for notifications, responses, batches). */
+  rpcId: JsonRpcId;
+  /** Method of the single JSON-RPC request or notification (null for responses and batches). */
+  rpcMethod: string | null;
+  /** The browser origin to echo in CORS headers (checked by the origin guard), or null. */
+  corsOrigin: string | null;
+  /** The backend exchange in flight, cancelled if the client goes away first. */
+  inflight: Cancellable | null;
+  readonly #slots: unknown[];
+
+  constructor(req: IncomingMessage, res: ServerResponse, scope: RequestScope, now: number) {
+    this.requestId = requestIdOf(req);
+    this.req = req;
+    this.res = res;
+    this.startedAt = now;
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    this.path = q === -1 ? url : url.slice(0, q);
+    this.query = q === -1 ? '' : url.slice(q + 1);
+    this.route = '';
+    this.routeMetrics = null;
+    this.params = null;
+    this.principal = null;
+    this.scope = scope;
+    this.mcp = false;
+    this.message = null;
+    this.body = null;
+    this.rpcId = null;
+    this.rpcMethod = null;
+    this.corsOrigin = null;
+    this.inflight = null;
+    this.#slots = slotCount === 0 ? EMPTY_SLOTS : new Array(slotCount);
+  }
+
+  get challenge(): AuthChallenge | null {
+    return this.scope.challenge;
+  }
+
+  /** Answers the request with `error` (the one HTTP mapping) and logs it. */
+  fail(error: unknown): void {
+    this.log(sendError(this, error), error);
+  }
+
+  /**
+   * Logs a failure with its private detail: server-side failures at error level, the client's
+   * own mistakes at debug (they are answered, and would flood the log under attack).
+   */
+  log(sent: GatewayError, original: unknown = sent): void {
+    const log = this.scope.log;
+    if (sent.status >= 500) {
+      const err = original instanceof GatewayError ? undefined : original;
+      log.error({ requestId: this.requestId, code: sent.code, detail: sent.detail, err, path: this.path }, sent.description);
+    } else if (log.isLevelEnabled('debug')) {
+      log.debug({ requestId: this.requestId, code: sent.code, detail: sent.detail, path: this.path }, sent.description);
+    }
+  }
+
+  get<T>(slot: Slot<T>): T | undefined {
+    return this.#slots[slot.index] as T | undefined;
+  }
+
+  set<T>(slot: Slot<T>, value: T): void {
+    this.#slots[slot.index] = value;
+  }
+
+  /** A plugin that rewrites the request message calls this; the body is serialised again before forwarding. */
+  replaceMessage(message: JsonRpcMessage | JsonRpcMessage[]): void {
+    this.message = message;
+    this.body = null;
+  }
+
+  /** One request header as a string (the first, if it was repeated), or undefined. */
+  header(name: string): string | undefined {
+    const value = this.req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * One error hierarchy for everything Gatehouse answers with, and the one place that maps an
+ * error to HTTP (`sendError`).
+ *
+ * An expected failure (401, 403, 404, 413, a bad JSON-RPC body, a backend that is down) is a
+ * `GatewayError`: a stable `code`, an HTTP `status`, a public `description` that the client
+ * sees, and a private `detail` that only the log sees. They are thrown or returned on the hot
+ * path, so constructing one captures no stack trace.
+ *
+ * Anything that is not a GatewayError becomes a generic 500 with no internals in the body.
+ */
+import type { ServerResponse } from 'node:http';
+
+/** The stable codes of the core. Plugins may add their own (any string) with an explicit status. */
+export type CoreErrorCode =
+  | 'invalid_request'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'insufficient_permissions'
+  | 'forbidden'
+  | 'forbidden_origin'
+  | 'forbidden_host'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'not_acceptable'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'parse_error'
+  | 'invalid_jsonrpc'
+  | 'header_mismatch'
+  | 'session_required'
+  | 'session_not_found'
+  | 'backend_unavailable'
+  | 'backend_timeout'
+  | 'backend_error'
+  | 'not_ready'
+  | 'shutting_down'
+  | 'internal_error';
+
+interface Kind {
+  status: number;
+  /** JSON-RPC error code used when the failure happens inside an MCP exchange. */
+  rpc: number | null;
+}
+
+/**
+ * Status and JSON-RPC code of every core error code. JSON-RPC codes: -32700/-32600/-32602/-32603
+ * from JSON-RPC 2.0; -32001 "session not found" as the MCP SDKs answer it; -32020 HeaderMismatch
+ * from the 2026-07-28 streamable HTTP transport; -32000 for transport-level refusals.
+ */
+const KINDS: Record<CoreErrorCode, Kind> = {
+  invalid_request: { status: 400, rpc: null },
+  invalid_token: { status: 401, rpc: null },
+  insufficient_scope: { status: 403, rpc: null },
+  insufficient_permissions: { status: 403, rpc: null },
+  forbidden: { status: 403, rpc: null },
+  forbidden_origin: { status: 403, rpc: -32000 },
+  forbidden_host: { status: 403, rpc: -32000 },
+  not_found: { status: 404, rpc: null },
+  method_not_allowed: { status: 405, rpc: -32000 },
+  not_acceptable: { status: 406, rpc: -32000 },
+  payload_too_large: { status: 413, rpc: -32600 },
+  unsupported_media_type: { status: 415, rpc: -32000 },
+  parse_error: { status: 400, rpc: -32700 },
+  invalid_jsonrpc: { status: 400, rpc: -32600 },
+  header_mismatch: { status: 400, rpc: -32020 },
+  session_required: { status: 400, rpc: -32000 },
+  session_not_found: { status: 404, rpc: -32001 },
+  backend_unavailable: { status: 502, rpc: -32603 },
+  backend_timeout: { status: 504, rpc: -32603 },
+  backend_error: { status: 502, rpc: -32603 },
+  not_ready: { status: 503, rpc: -32603 },
+  shutting_down: { status: 503, rpc: -32603 },
+  internal_error: { status: 500, rpc: -32603 },
+};
+
+export interface GatewayErrorOptions {
+  /** Private: logged, never sent. */
+  detail?: string;
+  /** Required for codes the core does not know. */
+  status?: number;
+  /** JSON-RPC error code for failures inside an MCP exchange (overrides the default of the code). */
+  rpcCode?: number;
+  /** Extra response headers (for example `Allow` on a 405). */
+  headers?: Record<string, string>;
+  /** Extra public fields of the JSON body (never secrets). */
+  extra?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class GatewayError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly description: string;
+  readonly detail: string | undefined;
+  readonly rpcCode: number | null;
+  readonly headers: Record<string, string> | undefined;
+  readonly extra: Record<string, unknown> | undefined;
+
+  constructor(code: CoreErrorCode, description: string, options?: GatewayErrorOptions);
+  constructor(code: string, description: string, options: GatewayErrorOptions & { status: number });
+  constructor(code: string, description: string, options?: GatewayErrorOptions) {
+    // Expected failures are part of normal traffic: no stack capture.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(description, options?.cause === undefined ? undefined : { cause: options.cause });
+    Error.stackTraceLimit = limit;
+    const kind = (KINDS as Record<string, Kind | undefined>)[code];
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = options?.status ?? kind?.status ?? 500;
+    this.description = description;
+    this.detail = options?.detail;
+    this.rpcCode = options?.rpcCode ?? kind?.rpc ?? null;
+    this.headers = options?.headers;
+    this.extra = options?.extra;
+  }
+}
+
+export function isGatewayError(value: unknown): value is GatewayError {
+  return value instanceof GatewayError;
+}
+
+/** RFC 6750 / RFC 9728 challenge parameters, set by the incoming-auth plugin at start. */
+export interface AuthChallenge {
+  realm: string;
+  /** URL of the RFC 9728 protected resource metadata document. */
+  resourceMetadata: string;
+  /** Scopes to advertise in the challenge (`scope=`), when configured. */
+  scopes: readonly string[];
+}
+
+/** What the mapper needs to know about the request that failed. */
+export interface ErrorTarget {
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  /** True when the request is an MCP JSON-RPC exchange: errors with an rpc code get a JSON-RPC body. */
+  readonly mcp: boolean;
+  /** The id of the JSON-RPC request being answered, when one was parsed. */
+  readonly rpcId: string | number | null;
+  readonly challenge: AuthChallenge | null;
+}
+
+const INTERNAL = new GatewayError('internal_error', 'internal error');
+
+/** Quote a value for an HTTP auth-param (RFC 9110 quoted-string). */
+function quote(value: string): string {
+  return '"' + value.replace(/[\\"]/g, '\\$&').replace(/[\r\n]/g, ' ') + '"';
+}
+
+/** The `WWW-Authenticate: Bearer ...` value for a 401, or a 403 `insufficient_scope`. */
+export function bearerChallenge(challenge: AuthChallenge, err: GatewayError | null): string {
+  let value = 'Bearer realm=' + quote(challenge.realm) + ', resource_metadata=' + quote(challenge.resourceMetadata);
+  if (challenge.scopes.length > 0) value += ', scope=' + quote(challenge.scopes.join(' '));
+  if (err !== null) value += ', error=' + quote(err.code) + ', error_description=' + quote(err.description);
+  return value;
+}
+
+/** The JSON body for an error: JSON-RPC error object inside an MCP exchange, else `{error, error_description}`. */
+export function errorBody(err: GatewayError, target: Pick<ErrorTarget, 'mcp' | 'rpcId'>): string {
+  if (target.mcp && err.rpcCode !== null) {
+    return JSON.stringify({
+      jsonrpc: '2.0',
+      id: target.rpcId,
+      error: { code: err.rpcCode, message: err.description, data: { error: err.code, ...err.extra } },
+    });
+  }
+  return JSON.stringify({ error: err.code, error_description: err.description, ...err.extra });
+}
+
+/**
+ * The one mapping from an error to an HTTP response. Returns the GatewayError that was sent
+ * (the internal one for unexpected errors) so the caller can log it with its detail.
+ */
+export function sendError(target: ErrorTarget, error: unknown): GatewayError {
+  const err = error instanceof GatewayError ? error : INTERNAL;
+  const res = target.res;
+  if (res.headersSent) {
+    // Too late for a status line: cut the stream so the client sees a failure, not a truncated success.
+    res.destroy();
+    return err;
+  }
+  const body = errorBody(err, target);
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    'x-request-id': target.requestId,
+  };
+  if (err.headers !== undefined) Object.assign(headers, err.headers);
+  if (target.challenge !== null && (err.status === 401 || err.code === 'insufficient_scope')) {
+    headers['www-authenticate'] = bearerChallenge(target.challenge, err);
+  }
+  // After a 413 the rest of the body is not read: close the connection rather than drain it.
+  if (err.status === 413) headers.connection = 'close';
+  res.writeHead(err.status, headers);
+  res.end(body);
+  return err;
+}

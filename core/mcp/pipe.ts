@@ -1,0 +1,127 @@
+/**
+ * The transparent path: a backend's response goes to the client exactly as the backend sent it
+ * (status, headers minus hop-by-hop ones, body bytes), JSON or SSE. SSE chunks are written the
+ * moment they arrive (`X-Accel-Buffering: no` tells buffering proxies in front to do the same);
+ * backpressure from a slow client pauses the backend read.
+ */
+import type { Context } from '../context.ts';
+import type { GatewayError } from '../errors.ts';
+import { errorBody } from '../errors.ts';
+import { Exchange } from '../upstream.ts';
+import type { BackendInfo } from '../backend.ts';
+import type { BackendMetrics } from '../observe/metrics.ts';
+import { formatSseEvent } from './sse.ts';
+import type { OpenStream, OpenStreams } from './streams.ts';
+
+/** Response headers never passed back: hop-by-hop, and what the gateway sets itself. */
+const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'x-request-id']);
+
+export const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
+
+
+/** Filters a backend's raw response headers into the list written to the client. */
+export function clientHeaders(raw: Buffer[], ctx: Context): { list: string[]; sse: boolean } {
+  const list: string[] = [];
+  let sse = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1').toLowerCase();
+    if (DROPPED.has(name) || name.startsWith('access-control-')) continue;
+    const value = raw[i + 1]!.toString('latin1');
+    if (name === 'content-type' && value.startsWith('text/event-stream')) sse = true;
+    list.push(name, value);
+  }
+  list.push('x-request-id', ctx.requestId);
+  if (sse) list.push('x-accel-buffering', 'no', 'cache-control', 'no-cache, no-transform');
+  if (ctx.corsOrigin !== null) {
+    list.push('access-control-allow-origin', ctx.corsOrigin, 'access-control-expose-headers', CORS_EXPOSED, 'vary', 'origin');
+  }
+  return { list, sse };
+}
+
+export class PipeExchange extends Exchange implements OpenStream {
+  readonly ctx: Context;
+  readonly #streams: OpenStreams;
+  /** A GET stream: not part of any request, ended at once on shutdown. */
+  readonly standalone: boolean;
+  #sse = false;
+  #held: Buffer | null = null;
+  #resume: (() => void) | null = null;
+
+  constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, standalone: boolean) {
+    super(backend, metrics);
+    this.ctx = ctx;
+    this.#streams = streams;
+    this.standalone = standalone;
+    ctx.inflight = this;
+  }
+
+  protected head(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    const res = this.ctx.res;
+    const { list, sse } = clientHeaders(rawHeaders, this.ctx);
+    this.#resume = resume;
+    res.writeHead(status, list);
+    if (sse) {
+      this.#sse = true;
+      res.flushHeaders();
+      this.#streams.add(this);
+    }
+    return true;
+  }
+
+  protected data(chunk: Buffer): boolean {
+    if (this.#sse) return this.#write(chunk);
+    // A JSON body usually arrives as one chunk: hold it so that end() sends it with the headers
+    // in a single write.
+    const held = this.#held;
+    this.#held = chunk;
+    return held === null ? true : this.#write(held);
+  }
+
+  #write(chunk: Buffer): boolean {
+    const res = this.ctx.res;
+    if (res.write(chunk)) return true;
+    res.once('drain', this.#resume!);
+    return false;
+  }
+
+  protected end(): void {
+    const held = this.#held;
+    this.#held = null;
+    if (held === null) this.ctx.res.end();
+    else this.ctx.res.end(held);
+    this.#settle();
+  }
+
+  protected fail(error: GatewayError): void {
+    const ctx = this.ctx;
+    this.#settle();
+    if (!ctx.res.headersSent) {
+      ctx.fail(error);
+      return;
+    }
+    if (this.#sse && ctx.rpcId !== null) {
+      // The backend died in the middle of answering a request: the client gets a JSON-RPC error
+      // for that request on the stream instead of waiting forever.
+      ctx.res.end(formatSseEvent({ event: 'message', data: errorBody(error, ctx) }));
+      ctx.log(error);
+      return;
+    }
+    ctx.res.destroy();
+    ctx.log(error);
+  }
+
+  /** Ends the client's stream cleanly (shutdown) and stops the backend exchange. */
+  close(): void {
+    this.cancel();
+    if (!this.ctx.res.writableEnded) this.ctx.res.end();
+    this.#settle();
+  }
+
+  #settle(): void {
+    if (this.#sse) {
+      this.#sse = false;
+      this.#streams.delete(this);
+    }
+    if (this.ctx.inflight === this) this.ctx.inflight = null;
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * The transparent path when an `onResponse` hook wants the response to this request's method:
+ * the backend's JSON-RPC response is parsed, passed through the hooks, and written again. A JSON
+ * body is read whole (bounded); an SSE stream is rewritten event by event, so progress and other
+ * notifications before the response still reach the client the moment they arrive.
+ */
+import type { ResponseHook } from '../plugin.ts';
+import { runResponseHooks } from '../chain.ts';
+import type { Context } from '../context.ts';
+import { GatewayError } from '../errors.ts';
+import type { BackendInfo } from '../backend.ts';
+import type { BackendMetrics } from '../observe/metrics.ts';
+import { Exchange } from '../upstream.ts';
+import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
+import { clientHeaders } from './pipe.ts';
+import type { OpenStream, OpenStreams } from './streams.ts';
+import { SseParser, formatSseEvent, type SseEvent } from './sse.ts';
+
+/** Largest JSON response the gateway reads into memory to run response hooks on. */
+const MAX_JSON_RESPONSE = 32 * 1024 * 1024;
+
+type Mode = 'json' | 'sse' | 'raw';
+
+function asResponse(value: unknown, id: unknown): JsonRpcResponse | null {
+  if (messageProblem(value) !== null) return null;
+  const msg = value as JsonRpcResponse;
+  return !('method' in msg) && msg.id === id ? msg : null;
+}
+
+export class RewriteExchange extends Exchange implements OpenStream {
+  readonly standalone = false;
+  readonly ctx: Context;
+  readonly #hooks: readonly ResponseHook[];
+  readonly #streams: OpenStreams;
+  #mode: Mode = 'raw';
+  #status = 0;
+  #headers: string[] = [];
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #parser: SseParser | null = null;
+  #pending: SseEvent[] = [];
+  #busy = false;
+  #ended = false;
+  #resume: (() => void) | null = null;
+
+  constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, hooks: readonly ResponseHook[]) {
+    super(backend, metrics);
+    this.ctx = ctx;
+    this.#hooks = hooks;
+    this.#streams = streams;
+    ctx.inflight = this;
+  }
+
+  protected head(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    const { list, sse } = clientHeaders(rawHeaders, this.ctx);
+    this.#resume = resume;
+    this.#status = status;
+    if (sse) {
+      this.#mode = 'sse';
+      this.#parser = new SseParser();
+      this.ctx.res.writeHead(status, list);
+      this.ctx.res.flushHeaders();
+      this.#streams.add(this);
+      return true;
+    }
+    const type = list[list.indexOf('content-type') + 1] ?? '';
+    if (list.indexOf('content-type') !== -1 && type.includes('json')) {
+      this.#mode = 'json';
+      // The body is written again: its length changes.
+      const at = list.indexOf('content-length');
+      if (at !== -1) list.splice(at, 2);
+      this.#headers = list;
+      return true;
+    }
+    this.#mode = 'raw';
+    this.ctx.res.writeHead(status, list);
+    return true;
+  }
+
+  protected data(chunk: Buffer): boolean {
+    if (this.#mode === 'raw') return this.#write(chunk);
+    if (this.#mode === 'json') {
+      this.#size += chunk.length;
+      if (this.#size > MAX_JSON_RESPONSE) {
+        this.cancel();
+        this.fail(new GatewayError('backend_error', `backend "${this.backend.name}" sent a response larger than ${MAX_JSON_RESPONSE} bytes`));
+        return false;
+      }
+      this.#chunks.push(chunk);
+      return true;
+    }
+    for (const event of this.#parser!.push(chunk)) this.#pending.push(event);
+    return this.#drainEvents();
+  }
+
+  /** Writes queued SSE events in order; pauses the backend while an async hook works. */
+  #drainEvents(): boolean {
+    while (this.#pending.length > 0) {
+      const event = this.#pending[0]!;
+      const response = event.data.length > 0 ? this.#parseResponse(event.data) : null;
+      if (response === null) {
+        this.#pending.shift();
+        this.ctx.res.write(event.raw);
+        continue;
+      }
+      const result = runResponseHooks(this.#hooks, this.ctx, response);
+      if (result instanceof Promise) {
+        this.#busy = true;
+        result.then(
+          (rewritten) => this.#afterAsync(event, rewritten),
+          (err: unknown) => this.#hookFailed(err),
+        );
+        return false;
+      }
+      this.#pending.shift();
+      this.ctx.res.write(formatSseEvent({ id: event.id, event: event.event, data: JSON.stringify(result) }));
+    }
+    if (this.#ended) this.#finishSse();
+    return true;
+  }
+
+  #afterAsync(event: SseEvent, rewritten: JsonRpcResponse): void {
+    this.#busy = false;
+    if (this.cancelled) return;
+    this.#pending.shift();
+    this.ctx.res.write(formatSseEvent({ id: event.id, event: event.event, data: JSON.stringify(rewritten) }));
+    if (this.#drainEvents() && !this.#ended) this.#resume?.();
+  }
+
+  #parseResponse(data: string): JsonRpcResponse | null {
+    try {
+      return asResponse(JSON.parse(data), this.ctx.rpcId);
+    } catch {
+      return null;
+    }
+  }
+
+  #write(chunk: Buffer): boolean {
+    if (this.ctx.res.write(chunk)) return true;
+    this.ctx.res.once('drain', this.#resume!);
+    return false;
+  }
+
+  protected end(): void {
+    this.#ended = true;
+    if (this.#mode === 'raw') {
+      this.ctx.res.end();
+    } else if (this.#mode === 'sse') {
+      if (!this.#busy) this.#drainEvents();
+    } else {
+      this.#finishJson();
+    }
+  }
+
+  #finishSse(): void {
+    const rest = this.#parser!.rest();
+    this.ctx.res.end(rest.length > 0 ? rest : undefined);
+    this.#settle();
+  }
+
+  #finishJson(): void {
+    const body = Buffer.concat(this.#chunks, this.#size);
+    this.#chunks = [];
+    let response: JsonRpcResponse | null = null;
+    try {
+      response = asResponse(JSON.parse(body.toString('utf8')), this.ctx.rpcId);
+    } catch {
+      response = null;
+    }
+    if (response === null) {
+      // Not the response to this request (an HTTP error page, say): pass it on untouched.
+      this.#send(body);
+      return;
+    }
+    const result = runResponseHooks(this.#hooks, this.ctx, response);
+    if (result instanceof Promise) {
+      result.then(
+        (rewritten) => this.#send(Buffer.from(JSON.stringify(rewritten))),
+        (err: unknown) => this.#hookFailed(err),
+      );
+    } else {
+      this.#send(Buffer.from(JSON.stringify(result)));
+    }
+  }
+
+  #send(body: Buffer): void {
+    if (this.cancelled) return;
+    this.#headers.push('content-length', String(body.length));
+    this.ctx.res.writeHead(this.#status, this.#headers);
+    this.ctx.res.end(body);
+    this.#settle();
+  }
+
+  #hookFailed(err: unknown): void {
+    this.#busy = false;
+    this.cancel();
+    this.fail(err instanceof GatewayError ? err : new GatewayError('internal_error', 'a response hook failed', { detail: String(err), cause: err }));
+  }
+
+  protected fail(error: GatewayError): void {
+    this.#settle();
+    if (!this.ctx.res.headersSent) {
+      this.ctx.fail(error);
+      return;
+    }
+    this.ctx.res.destroy();
+    this.ctx.log(error);
+  }
+
+  close(): void {
+    this.cancel();
+    if (!this.ctx.res.writableEnded) this.ctx.res.end();
+    this.#settle();
+  }
+
+  #settle(): void {
+    if (this.#mode === 'sse' && this.#parser !== null) {
+      this.#parser = null;
+      this.#streams.delete(this);
+    }
+    if (this.ctx.inflight === this) this.ctx.inflight = null;
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * The SSE streams open to clients: counted for metrics, and closed at shutdown (standalone GET
+ * streams at once, streams answering a request after the grace period).
+ */
+import type { GatewayMetrics } from '../observe/metrics.ts';
+
+export interface OpenStream {
+  /** A GET stream: not part of any request, ended at once on shutdown. */
+  readonly standalone: boolean;
+  /** Ends the client's stream cleanly and stops the backend exchange. */
+  close(): void;
+}
+
+export class OpenStreams {
+  readonly #streams = new Set<OpenStream>();
+  readonly #metrics: GatewayMetrics;
+
+  constructor(metrics: GatewayMetrics) {
+    this.#metrics = metrics;
+  }
+
+  add(stream: OpenStream): void {
+    this.#streams.add(stream);
+    this.#metrics.streams++;
+  }
+
+  delete(stream: OpenStream): void {
+    if (this.#streams.delete(stream)) this.#metrics.streams--;
+  }
+
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  /** Closes the standalone streams (shutdown, first step), or all of them. */
+  close(standaloneOnly: boolean): void {
+    for (const stream of [...this.#streams]) {
+      if (!standaloneOnly || stream.standalone) stream.close();
+    }
+  }
+}

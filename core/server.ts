@@ -1,0 +1,290 @@
+/**
+ * The HTTP server: node:http, one Context per request, the fixed order of what a request meets,
+ * the built-in operational endpoints, and graceful shutdown.
+ *
+ * What a request meets, in order:
+ *   1. /healthz, /readyz, /metrics — operational; no origin check (probes and scrapers reach the
+ *      pod by IP), no auth.
+ *   2. The origin guard (DNS rebinding): Host and Origin must name this gateway. First, so that
+ *      nothing else runs for a request a browser was tricked into sending.
+ *   3. CORS preflight for allowed origins.
+ *   4. authenticate, then authorize (chain.ts) — for the MCP endpoint and every plugin route
+ *      that does not opt out.
+ *   5. The MCP endpoint or the plugin route's handler.
+ * Every error on the way is mapped to HTTP in one place (errors.ts `sendError`).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { runHooks, type Chain, type HookOutcome } from './chain.ts';
+import { Context, type RequestScope } from './context.ts';
+import { GatewayError, type AuthChallenge } from './errors.ts';
+import { OriginGuard } from './http/origin-guard.ts';
+import type { McpEndpoint } from './mcp/endpoint.ts';
+import { CORS_EXPOSED } from './mcp/pipe.ts';
+import type { OpenStreams } from './mcp/streams.ts';
+import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
+import { Reply } from './reply.ts';
+import { Router, type Route } from './router.ts';
+
+export interface ServerOptions {
+  host: string;
+  port: number;
+  log: Logger;
+  metrics: GatewayMetrics;
+  chain: Chain;
+  mcp: McpEndpoint | null;
+  /** Externally reachable URLs of this server (resourceUrl, issuer): their hosts pass the origin guard. */
+  publicUrls: readonly string[];
+  allowedHosts: readonly string[];
+  allowedOrigins: readonly string[];
+  /** The SSE streams open to clients, closed at shutdown. */
+  streams: OpenStreams;
+  shutdownGraceMs: number;
+  accessLog: boolean;
+}
+
+type Handler = (ctx: Context) => HookOutcome | Promise<HookOutcome> | Reply | GatewayError | void;
+
+const kCtx = Symbol('gatehouse.ctx');
+type TrackedResponse = ServerResponse & { [kCtx]?: Context };
+
+interface ServerScope extends RequestScope {
+  readonly metrics: GatewayMetrics;
+  readonly accessLog: boolean;
+}
+
+const CORS_ALLOW_HEADERS = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name';
+
+function isPromise(value: unknown): value is Promise<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
+}
+
+/** Records the request when its response is done (finished, or the client went away). */
+function onResponseClose(this: TrackedResponse): void {
+  const ctx = this[kCtx]!;
+  ctx.inflight?.cancel();
+  const scope = ctx.scope as ServerScope;
+  scope.metrics.inflight--;
+  const seconds = (performance.now() - ctx.startedAt) / 1000;
+  const status = this.writableFinished ? this.statusCode : 499;
+  ctx.routeMetrics?.record(status, seconds);
+  if (scope.accessLog) {
+    scope.log.info({ requestId: ctx.requestId, method: ctx.req.method, route: ctx.route, status, ms: Math.round(seconds * 1e4) / 10 }, 'request');
+  }
+}
+
+export function writeReply(ctx: Context, reply: Reply): void {
+  const res = ctx.res;
+  const headers: Record<string, string | number> = { ...reply.headers, 'x-request-id': ctx.requestId };
+  if (ctx.corsOrigin !== null) {
+    headers['access-control-allow-origin'] = ctx.corsOrigin;
+    headers['access-control-expose-headers'] = CORS_EXPOSED;
+    headers.vary = 'origin';
+  }
+  if (reply.body === null) {
+    res.writeHead(reply.status, headers);
+    res.end();
+    return;
+  }
+  headers['content-length'] = Buffer.byteLength(reply.body);
+  res.writeHead(reply.status, headers);
+  res.end(reply.body);
+}
+
+export class GatewayServer {
+  readonly http: Server;
+  readonly log: Logger;
+  readonly #options: ServerOptions;
+  readonly #scope: ServerScope;
+  readonly #router = new Router();
+  readonly #mcpMetrics: RouteMetrics;
+  readonly #builtinMetrics: RouteMetrics;
+  readonly #notFoundMetrics: RouteMetrics;
+  readonly #mcpHandle: Handler | null;
+  #guard: OriginGuard | null = null;
+  #ready = false;
+  #draining = false;
+  #address: AddressInfo | null = null;
+
+  constructor(options: ServerOptions) {
+    this.#options = options;
+    this.log = options.log;
+    this.#scope = { log: options.log, challenge: null, metrics: options.metrics, accessLog: options.accessLog };
+    const metrics = options.metrics;
+    this.#mcpMetrics = metrics.route('mcp');
+    this.#builtinMetrics = metrics.route('builtin');
+    this.#notFoundMetrics = metrics.route('not_found');
+    for (const route of options.chain.routes) this.#router.add(route, route.plugin, metrics.route(route.path));
+    const mcp = options.mcp;
+    this.#mcpHandle = mcp === null ? null : (ctx) => mcp.handle(ctx);
+    this.http = createServer({ noDelay: true, requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 65_000 }, this.#onRequest);
+  }
+
+  setAuthChallenge(challenge: AuthChallenge): void {
+    this.#scope.challenge = challenge;
+  }
+
+  /** Registers plugin routes that were not part of the chain (used by composition roots). */
+  addRoute(route: Route['def'], plugin: string): void {
+    this.#router.add(route, plugin, this.#options.metrics.route(route.path));
+  }
+
+  get address(): AddressInfo {
+    if (this.#address === null) throw new Error('server is not listening');
+    return this.#address;
+  }
+
+  async listen(): Promise<AddressInfo> {
+    const { host, port } = this.#options;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      this.http.once('error', onError);
+      this.http.listen(port, host, () => {
+        this.http.removeListener('error', onError);
+        resolve();
+      });
+    });
+    this.#address = this.http.address() as AddressInfo;
+    this.#guard = new OriginGuard({
+      host,
+      port: this.#address.port,
+      publicUrls: this.#options.publicUrls,
+      allowedHosts: this.#options.allowedHosts,
+      allowedOrigins: this.#options.allowedOrigins,
+    });
+    return this.#address;
+  }
+
+  /** Marks the server ready (/readyz 200) once everything it serves has started. */
+  markReady(): void {
+    this.#ready = true;
+  }
+
+  readonly #onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const ctx = new Context(req, res, this.#scope, performance.now());
+    (res as TrackedResponse)[kCtx] = ctx;
+    res.on('close', onResponseClose);
+    this.#scope.metrics.inflight++;
+    if (this.#draining) res.setHeader('connection', 'close');
+    try {
+      const outcome = this.#route(ctx);
+      if (outcome === undefined) return;
+      if (isPromise(outcome)) outcome.then((settled) => this.#answer(ctx, settled), (err: unknown) => ctx.fail(err));
+      else this.#answer(ctx, outcome);
+    } catch (err) {
+      ctx.fail(err);
+    }
+  };
+
+  #answer(ctx: Context, outcome: unknown): void {
+    if (outcome === undefined) return;
+    if (outcome instanceof Reply) writeReply(ctx, outcome);
+    else ctx.fail(outcome);
+  }
+
+  #route(ctx: Context): ReturnType<Handler> {
+    const path = ctx.path;
+    if (this.#mcpHandle !== null && path === this.#options.mcp!.path) {
+      ctx.mcp = true;
+      ctx.route = 'mcp';
+      ctx.routeMetrics = this.#mcpMetrics;
+      this.#checkOrigin(ctx);
+      if (ctx.req.method === 'OPTIONS') return this.#preflight(ctx, 'GET, POST, DELETE, OPTIONS');
+      if (this.#draining) throw new GatewayError('shutting_down', 'the gateway is shutting down', { headers: { 'retry-after': '1' } });
+      return this.#authenticated(ctx, this.#mcpHandle);
+    }
+    switch (path) {
+      case '/healthz':
+        return this.#builtin(ctx, Reply.json(200, { status: 'ok' }));
+      case '/readyz':
+        return this.#builtin(ctx, this.#ready && !this.#draining ? Reply.json(200, { status: 'ready' }) : Reply.json(503, { status: this.#draining ? 'draining' : 'starting' }));
+      case '/metrics':
+        ctx.route = 'metrics';
+        ctx.routeMetrics = this.#builtinMetrics;
+        return this.#options.metrics.registry.metrics().then((text) => new Reply(200, text, { 'content-type': this.#options.metrics.registry.contentType }));
+      case '/status':
+        if (this.#options.mcp !== null) {
+          this.#checkOrigin(ctx);
+          return this.#builtin(ctx, Reply.json(200, this.#options.mcp.status()));
+        }
+    }
+    const match = this.#router.find(ctx.req.method ?? 'GET', path);
+    if (match === null) {
+      ctx.route = 'not_found';
+      ctx.routeMetrics = this.#notFoundMetrics;
+      throw new GatewayError('not_found', `no route for ${ctx.req.method} ${path}`);
+    }
+    ctx.route = match.route.pattern;
+    ctx.routeMetrics = match.route.metrics;
+    ctx.params = match.params;
+    this.#checkOrigin(ctx);
+    const handler = match.route.def.handler as Handler;
+    return match.route.auth ? this.#authenticated(ctx, handler) : handler(ctx);
+  }
+
+  #builtin(ctx: Context, reply: Reply): Reply {
+    ctx.route = ctx.path;
+    ctx.routeMetrics = this.#builtinMetrics;
+    return reply;
+  }
+
+  #checkOrigin(ctx: Context): void {
+    const problem = this.#guard!.check(ctx.req);
+    if (problem !== null) throw problem;
+    const origin = ctx.req.headers.origin;
+    if (origin !== undefined) ctx.corsOrigin = origin;
+  }
+
+  #preflight(ctx: Context, methods: string): Reply {
+    if (ctx.corsOrigin === null) return Reply.empty(204, { allow: methods });
+    return Reply.empty(204, {
+      'access-control-allow-methods': methods,
+      'access-control-allow-headers': CORS_ALLOW_HEADERS,
+      'access-control-max-age': '600',
+    });
+  }
+
+  /** authenticate, then authorize, then the handler; sync while every hook is. */
+  #authenticated(ctx: Context, handler: Handler): ReturnType<Handler> {
+    const chain = this.#options.chain;
+    if (chain.authenticate !== null) {
+      const outcome = runHooks(chain.authenticate, ctx, undefined);
+      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#authorized(ctx, handler)));
+      if (outcome !== undefined) return outcome;
+    }
+    return this.#authorized(ctx, handler);
+  }
+
+  #authorized(ctx: Context, handler: Handler): ReturnType<Handler> {
+    const chain = this.#options.chain;
+    if (chain.authorize !== null) {
+      const outcome = runHooks(chain.authorize, ctx, undefined);
+      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : handler(ctx)));
+      if (outcome !== undefined) return outcome;
+    }
+    return handler(ctx);
+  }
+
+  /**
+   * Graceful shutdown: stop accepting, end standalone SSE streams cleanly, let in-flight requests
+   * finish within the grace period, then close what is left.
+   */
+  async close(): Promise<void> {
+    if (this.#draining) return;
+    this.#draining = true;
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.http.closeIdleConnections();
+    this.#options.streams.close(true);
+    const deadline = Date.now() + this.#options.shutdownGraceMs;
+    const metrics = this.#options.metrics;
+    while (metrics.inflight > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      this.http.closeIdleConnections();
+    }
+    if (metrics.inflight > 0) this.log.warn({ inflight: metrics.inflight }, 'grace period over: closing the remaining requests');
+    this.#options.streams.close(false);
+    this.http.closeAllConnections();
+    await closed;
+  }
+}

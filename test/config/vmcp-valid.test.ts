@@ -1,0 +1,261 @@
+/**
+ * Valid vMCP configs resolve to the expected `VmcpConfig`, defaults included.
+ */
+import assert from 'node:assert/strict';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadVmcpConfig, validateVmcpText } from '../../core/config/vmcp.ts';
+import type { VmcpConfig } from '../../core/config/types.ts';
+
+const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
+
+/** The config of YAML text that must be valid (relative paths resolve against the fixtures). */
+function configOf(text: string): VmcpConfig {
+  const result = validateVmcpText(text, join(fixtures, 'inline.yaml'));
+  assert.ok(result.ok, result.ok ? '' : JSON.stringify(result.problems, null, 2));
+  return result.config;
+}
+
+const GROUP_AND_SERVER = `
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPGroup
+metadata: {name: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: echo}
+spec: {url: "http://127.0.0.1:9100/mcp", groupRef: tools}
+---
+`;
+
+test('the minimal file resolves, with every default', async () => {
+  const config = await loadVmcpConfig(join(fixtures, 'minimal.yaml'));
+  assert.deepEqual(config, {
+    file: join(fixtures, 'minimal.yaml'),
+    dir: fixtures,
+    name: 'vmcp',
+    groupRef: 'tools',
+    backends: [{ name: 'echo', url: 'http://127.0.0.1:9100/mcp', transport: 'streamable-http', timeoutMs: 30_000, externalAuth: null }],
+    incomingAuth: { type: 'anonymous', resourceUrl: 'http://127.0.0.1:4483/mcp' },
+    outgoingAuthSource: 'discovered',
+    authServer: null,
+    aggregation: undefined,
+    session: undefined,
+    server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, accessLog: false },
+    plugins: [],
+  });
+});
+
+test('the rich file resolves every field', async () => {
+  const config = await loadVmcpConfig(join(fixtures, 'rich.yaml'));
+  assert.equal(config.name, 'vmcp');
+  assert.deepEqual(config.incomingAuth, {
+    type: 'oidc',
+    resourceUrl: 'https://mcp.example.com/mcp',
+    oidc: {
+      type: 'inline',
+      issuer: 'https://auth.example.com',
+      clientId: 'vmcp',
+      audience: 'https://mcp.example.com/mcp',
+      clientSecret: { name: 'oidc-client', key: 'clientSecret', value: 's3cr3t' },
+      jwksAllowPrivateIP: true,
+    },
+  });
+
+  // outgoingAuth.source inline: only the listed backends get a strategy.
+  assert.equal(config.outgoingAuthSource, 'inline');
+  assert.deepEqual(
+    config.backends.map((backend) => [backend.name, backend.url, backend.timeoutMs, backend.externalAuth?.type ?? null]),
+    [
+      ['github', 'https://github-mcp.example.com/mcp', 90_000, 'upstreamInject'],
+      ['docs', 'http://127.0.0.1:9200/mcp', 30_000, 'tokenExchange'],
+      ['fetch', 'http://127.0.0.1:9300/mcp', 30_000, null],
+    ],
+  );
+  assert.deepEqual(config.backends[0]?.externalAuth, { name: 'github-inject', type: 'upstreamInject', providerName: 'github' });
+  assert.deepEqual(config.backends[1]?.externalAuth, {
+    name: 'docs-exchange',
+    type: 'tokenExchange',
+    tokenUrl: 'https://sts.example.com/token',
+    clientId: 'gatehouse',
+    clientSecret: { name: 'auth-keys', key: 'exchange', value: 'exchange-secret' },
+    audience: 'docs-api',
+    scopes: ['docs.read', 'docs.write'],
+    subjectProviderName: 'google',
+  });
+
+  const authServer = config.authServer;
+  assert.ok(authServer !== null);
+  assert.equal(authServer.issuer, 'https://auth.example.com');
+  assert.equal(authServer.authorizationEndpointBaseUrl, 'https://login.example.com');
+  // `data` values are base64-decoded.
+  assert.deepEqual(authServer.signingKeys, [{ name: 'auth-keys', key: 'signing', value: '-----BEGIN PRIVATE KEY-----' }]);
+  assert.deepEqual(authServer.hmacSecrets, [{ name: 'auth-keys', key: 'hmac', value: '0123456789abcdef0123456789abcdef' }]);
+  assert.deepEqual(authServer.tokenLifespans, { accessTokenMs: 30 * 60_000, refreshTokenMs: 720 * 3_600_000, authCodeMs: 5 * 60_000 });
+  assert.deepEqual(authServer.upstreamProviders, [
+    {
+      name: 'github',
+      type: 'oauth2',
+      authorizationEndpoint: 'https://github.com/login/oauth/authorize',
+      tokenEndpoint: 'https://github.com/login/oauth/access_token',
+      clientId: 'gh-client',
+      clientSecret: { name: 'auth-keys', key: 'github', value: 'gh-secret' },
+      scopes: ['read:user', 'repo'],
+      userInfo: {
+        endpointUrl: 'https://api.github.com/user',
+        httpMethod: 'GET',
+        additionalHeaders: { Accept: 'application/vnd.github+json' },
+        fieldMapping: { subjectFields: ['id'], nameFields: ['name', 'login'], emailFields: ['email'] },
+      },
+      tokenResponseMapping: {
+        accessTokenPath: 'data.access_token',
+        scopePath: 'data.scope',
+        refreshTokenPath: 'data.refresh_token',
+        expiresInPath: 'data.expires_in',
+      },
+    },
+    {
+      name: 'google',
+      type: 'oidc',
+      issuerUrl: 'https://accounts.google.com',
+      clientId: 'google-client',
+      clientSecret: { name: 'auth-keys', key: 'google', value: 'google-secret' },
+      scopes: ['openid', 'email'],
+    },
+  ]);
+  // A Secret written with its fields under `spec` works too.
+  assert.deepEqual(authServer.storage, {
+    type: 'redis',
+    sentinel: {
+      masterName: 'gatehouse-master',
+      addresses: ['sentinel-0.redis:26379', 'sentinel-1.redis:26379'],
+      password: { name: 'redis', key: 'sentinel', value: 'sentinel-pass' },
+    },
+    address: null,
+    username: { name: 'redis', key: 'username', value: 'gatehouse' },
+    password: { name: 'redis', key: 'password', value: 'redis-pass' },
+    db: 2,
+    keyPrefix: 'gh:',
+  });
+
+  assert.deepEqual(config.aggregation, { conflictResolution: 'prefix' });
+  assert.deepEqual(config.session, { ttl: '30m' });
+  assert.deepEqual(config.server, {
+    maxBodyBytes: 512 * 1024,
+    allowedHosts: ['mcp.example.com', 'mcp.internal:8443'],
+    allowedOrigins: ['https://app.example.com', 'http://localhost:3000'],
+    shutdownGraceMs: 45_000,
+    accessLog: true,
+  });
+  assert.deepEqual(config.plugins, [
+    {
+      name: 'audit',
+      module: join(fixtures, 'audit-plugin.ts'),
+      config: { level: 'info', redact: ['authorization'] },
+      yamlPath: 'VirtualMCPServer/vmcp spec.plugins[0].config',
+    },
+    { name: 'ratelimit', module: '@gatehouse/plugin-ratelimit', config: undefined, yamlPath: 'VirtualMCPServer/vmcp spec.plugins[1].config' },
+  ]);
+});
+
+test('a loopback issuer may use plain http; source discovered follows each MCPServer\'s externalAuthConfigRef', async () => {
+  const config = await loadVmcpConfig(join(fixtures, 'oidc-loopback.yaml'));
+  assert.equal(config.incomingAuth.type === 'oidc' && config.incomingAuth.oidc.issuer, 'http://127.0.0.1:4483');
+  assert.deepEqual(config.backends[0]?.externalAuth, { name: 'github-token', type: 'upstreamInject', providerName: 'github' });
+  // Defaults of the authorization server.
+  assert.deepEqual(config.authServer?.tokenLifespans, { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 });
+  assert.deepEqual(config.authServer?.storage, { type: 'memory' });
+  assert.deepEqual(config.authServer?.signingKeys, []);
+  const provider = config.authServer?.upstreamProviders[0];
+  assert.ok(provider?.type === 'oauth2');
+  assert.deepEqual([provider.scopes, provider.userInfo, provider.tokenResponseMapping, provider.clientSecret], [[], null, null, null]);
+});
+
+test('cluster OIDC defaults its issuer and audience', () => {
+  const config = configOf(`${GROUP_AND_SERVER}
+apiVersion: gatehouse.dev/v1alpha1
+kind: VirtualMCPServer
+metadata: {name: vmcp}
+spec:
+  config: {groupRef: tools}
+  incomingAuth: {type: oidc, resourceUrl: "https://mcp.example.com/mcp", oidcConfig: {type: cluster}}
+`);
+  assert.deepEqual(config.incomingAuth, {
+    type: 'oidc',
+    resourceUrl: 'https://mcp.example.com/mcp',
+    oidc: { type: 'cluster', issuer: 'https://kubernetes.default.svc', audience: 'gatehouse' },
+  });
+  // outgoingAuth may be left out: source discovered.
+  assert.equal(config.outgoingAuthSource, 'discovered');
+});
+
+test('redis storage with one address, integer body size, zero grace period', () => {
+  const config = configOf(`${GROUP_AND_SERVER}
+apiVersion: v1
+kind: Secret
+metadata: {name: keys}
+stringData: {hmac: "0123456789abcdef0123456789abcdef"}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: VirtualMCPServer
+metadata: {name: vmcp}
+spec:
+  config: {groupRef: tools}
+  incomingAuth:
+    type: oidc
+    resourceUrl: http://localhost:4483/mcp
+    oidcConfig: {type: inline, inline: {issuer: "http://localhost:4483", clientId: vmcp, audience: vmcp}}
+  authServerConfig:
+    issuer: http://localhost:4483
+    upstreamProviders: [{name: idp, type: oidc, oidcConfig: {issuerUrl: "https://idp.example.com", clientId: gatehouse}}]
+    storage: {type: redis, redis: {addr: "127.0.0.1:6379"}}
+  server: {maxBodySize: 1048576, shutdownGracePeriod: 0s, allowedHosts: ["*"], allowedOrigins: ["*"]}
+`);
+  assert.deepEqual(config.authServer?.storage, {
+    type: 'redis',
+    sentinel: null,
+    address: '127.0.0.1:6379',
+    username: null,
+    password: null,
+    db: 0,
+    keyPrefix: 'gatehouse:',
+  });
+  assert.deepEqual(config.server, { maxBodyBytes: 1_048_576, allowedHosts: ['*'], allowedOrigins: ['*'], shutdownGraceMs: 0, accessLog: false });
+});
+
+test('only the MCPServers of the group are backends, in document order', () => {
+  const config = configOf(`
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPGroup
+metadata: {name: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPGroup
+metadata: {name: other}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: b}
+spec: {url: "http://127.0.0.1:9102/mcp", groupRef: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: elsewhere}
+spec: {url: "http://127.0.0.1:9103/mcp", groupRef: other}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: a}
+spec: {url: "http://127.0.0.1:9101/mcp", groupRef: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: VirtualMCPServer
+metadata: {name: vmcp}
+spec:
+  config: {groupRef: tools}
+  incomingAuth: {type: anonymous}
+`);
+  assert.deepEqual(config.backends.map((backend) => backend.name), ['b', 'a']);
+  assert.deepEqual(config.incomingAuth, { type: 'anonymous', resourceUrl: null });
+});

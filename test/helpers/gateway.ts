@@ -1,0 +1,101 @@
+/**
+ * Starts a Gatehouse vMCP in the test process from a real YAML file (so every test also goes
+ * through the config loader), on 127.0.0.1 and a free port.
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadVmcpConfig } from '../../core/config/vmcp.ts';
+import { createLogger } from '../../core/observe/log.ts';
+import type { PluginSpec } from '../../core/plugin-loader.ts';
+import { startVmcp, type RunningVmcp } from '../../core/vmcp.ts';
+import { vmcpBuiltins } from '../../plugins/vmcp.ts';
+
+export interface TestBackend {
+  name: string;
+  url: string;
+  /** `spec.timeout` of the MCPServer, e.g. `300ms`. */
+  timeout?: string;
+}
+
+export interface VmcpYamlOptions {
+  backends: TestBackend[];
+  /** YAML (indented for `spec:`) replacing the default anonymous incomingAuth block. */
+  incomingAuth?: string;
+  /** Extra lines under the VirtualMCPServer `spec:` (indented by two spaces). */
+  spec?: string;
+  /** Extra documents appended to the file. */
+  documents?: string;
+}
+
+export function vmcpYaml(options: VmcpYamlOptions): string {
+  const docs = [
+    'apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: tools}',
+    ...options.backends.map(
+      (b) =>
+        `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}}\nspec:\n  url: "${b.url}"\n  transport: streamable-http\n  groupRef: tools` +
+        (b.timeout ? `\n  timeout: ${b.timeout}` : ''),
+    ),
+    'apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer\nmetadata: {name: vmcp}\nspec:\n  config: {groupRef: tools}\n' +
+      (options.incomingAuth ?? '  incomingAuth: {type: anonymous}') +
+      '\n  outgoingAuth: {source: discovered}' +
+      (options.spec ? '\n' + options.spec : ''),
+  ];
+  if (options.documents) docs.push(options.documents);
+  return docs.join('\n---\n') + '\n';
+}
+
+export async function writeConfig(yaml: string, name = 'vmcp.yaml'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'gatehouse-test-'));
+  const file = join(dir, name);
+  await writeFile(file, yaml);
+  return file;
+}
+
+export interface StartOptions extends VmcpYamlOptions {
+  plugins?: PluginSpec[];
+  /** Log level of the gateway (default silent; set GATEHOUSE_TEST_LOG=debug to see it). */
+  logLevel?: 'silent' | 'debug' | 'info' | 'warn';
+}
+
+export async function startTestGateway(options: StartOptions): Promise<RunningVmcp & { file: string }> {
+  const file = await writeConfig(vmcpYaml(options));
+  const config = await loadVmcpConfig(file);
+  const level = (process.env.GATEHOUSE_TEST_LOG as StartOptions['logLevel']) ?? options.logLevel ?? 'silent';
+  const running = await startVmcp({
+    config,
+    port: 0,
+    log: createLogger(level),
+    builtins: vmcpBuiltins(config),
+    ...(options.plugins ? { plugins: options.plugins } : {}),
+  });
+  return Object.assign(running, { file });
+}
+
+/** A raw POST to the gateway, for bad-input tests that the SDK client would never send. */
+export async function post(
+  url: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: unknown }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+  });
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw-test', version: '1' } },
+});
