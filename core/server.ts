@@ -67,7 +67,8 @@ function onResponseClose(this: TrackedResponse): void {
   const scope = ctx.scope as ServerScope;
   scope.metrics.inflight--;
   const seconds = (performance.now() - ctx.startedAt) / 1000;
-  const status = this.writableFinished ? this.statusCode : 499;
+  // 499 (nginx's "client closed request") only when the client left before any answer.
+  const status = this.headersSent ? this.statusCode : 499;
   ctx.routeMetrics?.record(status, seconds);
   if (scope.accessLog) {
     scope.log.info({ requestId: ctx.requestId, method: ctx.req.method, route: ctx.route, status, ms: Math.round(seconds * 1e4) / 10 }, 'request');

@@ -1,0 +1,124 @@
+/**
+ * Starts the gateway under test as a child process:
+ * `node core/bin.mjs vmcp serve --config <file> --host 127.0.0.1 --port <port>`, and waits
+ * until `GET /readyz` answers 200.
+ *
+ * A missing `core/bin.mjs`, a gateway that exits, or one that is not ready in time is a
+ * `NotAvailable` row (with the gateway's last output as the reason), never a failed run.
+ *
+ * Variants (other auth modes, more plugins) are rows built with `gatehouseRow()`: a config
+ * generator, and optional static headers or a `prepare` step that yields headers (e.g. a token
+ * minted once the row has started an issuer).
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, httpRequest, spawnChild, waitUntil } from './process.ts';
+import { NotAvailable, type Row, type RowContext, type Target } from './target.ts';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const GATEHOUSE_BIN = join(REPO_ROOT, 'core', 'bin.mjs');
+
+export interface GatehouseConfigContext {
+  backendUrl: string;
+  /** The port the gateway will listen on (known before start, for `resourceUrl`). */
+  port: number;
+  tmpDir: string;
+}
+
+/** The anonymous, transparent vMCP: one group with the one backend, no incoming auth. */
+export function anonymousConfig({ backendUrl, port }: GatehouseConfigContext): string {
+  return `apiVersion: gatehouse.dev/v1alpha1
+kind: MCPGroup
+metadata: {name: bench}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: backend}
+spec: {url: "${backendUrl}", transport: streamable-http, groupRef: bench}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: VirtualMCPServer
+metadata: {name: bench}
+spec:
+  config: {groupRef: bench}
+  incomingAuth: {type: anonymous, resourceUrl: "http://127.0.0.1:${port}/mcp"}
+  outgoingAuth: {source: discovered}
+`;
+}
+
+export interface GatehouseStartOptions {
+  /** A file-name-safe label for the config file. */
+  label: string;
+  config: (ctx: GatehouseConfigContext) => string;
+  /** Extra environment of the gateway process. */
+  env?: Record<string, string>;
+  /** Path of the MCP endpoint (default `/mcp`). */
+  path?: string;
+}
+
+/** Starts the gateway; throws `NotAvailable` when it is missing or does not get ready. */
+export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOptions): Promise<Target> {
+  if (!existsSync(GATEHOUSE_BIN)) throw new NotAvailable(`${GATEHOUSE_BIN} does not exist yet`);
+  const port = await freePort();
+  const dir = join(ctx.tmpDir, 'gatehouse');
+  mkdirSync(dir, { recursive: true });
+  const configFile = join(dir, `${opts.label}.yaml`);
+  writeFileSync(configFile, opts.config({ backendUrl: ctx.backendUrl, port, tmpDir: ctx.tmpDir }));
+
+  const child = spawnChild(
+    'gatehouse',
+    process.execPath,
+    [GATEHOUSE_BIN, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port)],
+    { cwd: REPO_ROOT, env: { ...process.env, ...opts.env } },
+  );
+  const timeoutMs = Number(process.env['BENCH_START_TIMEOUT'] ?? 20) * 1000;
+  try {
+    await waitUntil(
+      'GET /readyz to answer 200',
+      async () => (await httpRequest(`http://127.0.0.1:${port}/readyz`, 'GET', {}, undefined, 1000)).status === 200,
+      timeoutMs,
+      child,
+    );
+  } catch (err) {
+    await child.stop();
+    // First line for the table: what happened + the gateway's own error line; then its output.
+    const output = child.output().trim();
+    const lines = output.split('\n');
+    const key = lines.find((l) => /(^|\s)(\w*Error\b|error:)/i.test(l)) ?? lines[lines.length - 1] ?? '';
+    const what = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
+    throw new NotAvailable(`${what}${key.trim() === '' ? '' : `: ${key.trim()}`}\n${lines.slice(-12).join('\n')}`);
+  }
+  return {
+    url: `http://127.0.0.1:${port}${opts.path ?? '/mcp'}`,
+    pids: [child.pid],
+    stop: () => child.stop(5000),
+  };
+}
+
+export interface GatehouseRowOptions extends GatehouseStartOptions {
+  name: string;
+  headers?: Record<string, string>;
+  /** Runs after the gateway is ready; the headers it returns are sent with every request. */
+  prepare?: (ctx: RowContext, target: Target) => Promise<Record<string, string>>;
+}
+
+/** A gatehouse row (role `subject`): compared with http-proxy and nginx. */
+export function gatehouseRow(opts: GatehouseRowOptions): Row {
+  const row: Row = {
+    name: opts.name,
+    role: 'subject',
+    async start(ctx) {
+      const target = await startGatehouse(ctx, opts);
+      if (opts.prepare === undefined) return target;
+      try {
+        return { ...target, headers: await opts.prepare(ctx, target) };
+      } catch (err) {
+        await target.stop();
+        throw err;
+      }
+    },
+  };
+  if (opts.headers !== undefined) row.headers = opts.headers;
+  return row;
+}

@@ -1,0 +1,263 @@
+/**
+ * Results of the load benchmark: per-row figures, the ratios taken within one run, and their
+ * renderings (a markdown table + ratio summary, and the JSON written to bench/results/).
+ */
+import type { RowRole } from './target.ts';
+import { errorCount, type WrkErrors } from './wrk.ts';
+
+export interface Measurement {
+  requests: number;
+  seconds: number;
+  rps: number;
+  latencyAvgMs: number;
+  p50Ms: number;
+  p75Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  /** user+sys CPU of the target's process tree during the measured run. */
+  cpuMicros: number;
+  cpuMicrosPerRequest: number;
+  /** cpuMicrosPerRequest ÷ nginx's, filled in by `computeRatios`. */
+  cpuVsNginx: number | null;
+  /** CPU of the shared backend per request (proxied rows only). */
+  backendCpuMicrosPerRequest: number | null;
+  /** Sum of VmHWM over the target's process tree, MiB. */
+  peakRssMiB: number;
+  /**
+   * CPU used by processes outside the benchmark during the measured run, in % of the whole
+   * machine: above `NOISY_PERCENT` the row is marked noisy (throughput and latency suspect).
+   */
+  foreignCpuPercent: number;
+  errors: WrkErrors;
+}
+
+/** Foreign CPU share above which a row is marked noisy (BENCH_NOISY_PERCENT, default 10). */
+export const NOISY_PERCENT = Number(process.env['BENCH_NOISY_PERCENT'] ?? 10);
+
+export const isNoisy = (m: Measurement): boolean => m.foreignCpuPercent > NOISY_PERCENT;
+
+/**
+ * `ok`: measured without errors. `flagged`: measured, but wrk saw errors (figures are suspect).
+ * `unavailable`: could not be started here (missing binary, gateway not written yet).
+ * `failed`: started but broke (wrong answer to the check request, wrk failure).
+ */
+export type RowStatus = 'ok' | 'flagged' | 'unavailable' | 'failed';
+
+export interface RoundSummary {
+  status: RowStatus;
+  rps: number | null;
+  cpuMicrosPerRequest: number | null;
+  foreignCpuPercent: number | null;
+}
+
+export interface RowResult {
+  name: string;
+  role: RowRole;
+  status: RowStatus;
+  reason: string | null;
+  /** The measurement reported: with several rounds, the one where other processes took least CPU. */
+  measured: Measurement | null;
+  /** Every round of this row, in order (BENCH_ROUNDS). */
+  rounds: RoundSummary[];
+}
+
+export interface SubjectRatios {
+  name: string;
+  /** req/s ÷ baseline req/s */
+  throughputVsBaseline: number | null;
+  /** CPU µs/req ÷ baseline CPU µs/req */
+  cpuVsBaseline: number | null;
+  /** CPU µs/req ÷ nginx CPU µs/req */
+  cpuVsNginx: number | null;
+  /** True when a row the ratio is taken from had errors or was noisy. */
+  flagged: boolean;
+}
+
+export interface Ratios {
+  reference: string | null;
+  baseline: string | null;
+  /** Every measured row's CPU µs/req ÷ nginx's. */
+  cpuVsNginx: Record<string, number | null>;
+  subjects: SubjectRatios[];
+}
+
+export interface MachineInfo {
+  cpuModel: string;
+  cores: number;
+  kernel: string;
+  node: string;
+  nginx: string | null;
+  wrk: string | null;
+  date: string;
+}
+
+export interface LoadSettings {
+  /** Passes over all rows; each row reports its quietest round. */
+  rounds: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  connections: number;
+  threads: number;
+  clockTicksPerSecond: number;
+  /** BENCH_ROWS of the run, when rows were filtered. */
+  rowsFilter: string | null;
+}
+
+export interface LoadReport {
+  machine: MachineInfo;
+  settings: LoadSettings;
+  rows: RowResult[];
+  ratios: Ratios;
+}
+
+const measuredRow = (r: RowResult | undefined): Measurement | null =>
+  r !== undefined && (r.status === 'ok' || r.status === 'flagged') ? r.measured : null;
+
+const ratio = (a: number | undefined, b: number | undefined): number | null =>
+  a !== undefined && b !== undefined && b > 0 && Number.isFinite(a) ? a / b : null;
+
+/** Fills `cpuVsNginx` of each row and returns the ratios of the run. */
+export function computeRatios(rows: RowResult[]): Ratios {
+  const ref = rows.find((r) => r.role === 'reference');
+  const base = rows.find((r) => r.role === 'baseline');
+  const refM = measuredRow(ref);
+  const baseM = measuredRow(base);
+  const cpuVsNginx: Record<string, number | null> = {};
+  for (const r of rows) {
+    const m = measuredRow(r);
+    if (m === null) continue;
+    m.cpuVsNginx = ratio(m.cpuMicrosPerRequest, refM?.cpuMicrosPerRequest);
+    cpuVsNginx[r.name] = m.cpuVsNginx;
+  }
+  const subjects = rows
+    .filter((r) => r.role === 'subject')
+    .map((r): SubjectRatios => {
+      const m = measuredRow(r);
+      return {
+        name: r.name,
+        throughputVsBaseline: ratio(m?.rps, baseM?.rps),
+        cpuVsBaseline: ratio(m?.cpuMicrosPerRequest, baseM?.cpuMicrosPerRequest),
+        cpuVsNginx: m?.cpuVsNginx ?? null,
+        flagged: [r, base, ref].some((x) => x?.status === 'flagged' || (x?.measured != null && isNoisy(x.measured))),
+      };
+    });
+  return { reference: ref?.name ?? null, baseline: base?.name ?? null, cpuVsNginx, subjects };
+}
+
+function describeErrors(m: Measurement): string {
+  const e = m.errors;
+  const noise = isNoisy(m) ? `⚠ noisy: other processes took ${m.foreignCpuPercent.toFixed(0)}% CPU` : '';
+  if (errorCount(e) === 0) return noise === '' ? '0' : `0; ${noise}`;
+  const parts: string[] = [];
+  if (e.non2xx > 0) parts.push(`${e.non2xx} HTTP ≥400`);
+  for (const k of ['connect', 'read', 'write', 'timeout'] as const) {
+    if (e[k] > 0) parts.push(`${e[k]} ${k}`);
+  }
+  return `⚠ ${parts.join(', ')}${noise === '' ? '' : `; ${noise}`}`;
+}
+
+const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');
+const fixed = (n: number | null | undefined, digits: number): string =>
+  n === null || n === undefined || !Number.isFinite(n) ? '—' : n.toFixed(digits);
+const times = (n: number | null): string => (n === null ? 'n/a' : `${n.toFixed(2)}×`);
+const firstLine = (s: string | null, max = 140): string => {
+  const line = (s ?? '').trim().split('\n')[0] ?? '';
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+
+export function markdownTable(rows: RowResult[]): string {
+  const out = [
+    '| target | req/s | p50 ms | p99 ms | CPU µs/req | ×nginx CPU | peak RSS MB | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const r of rows) {
+    const m = measuredRow(r);
+    if (m === null) {
+      const what = r.status === 'unavailable' ? 'not available' : 'failed';
+      out.push(`| ${cell(r.name)} | — | — | — | — | — | — | ${cell(`${what}: ${firstLine(r.reason)}`)} |`);
+      continue;
+    }
+    out.push(
+      `| ${cell(r.name)} | ${m.rps.toFixed(0)} | ${fixed(m.p50Ms, 2)} | ${fixed(m.p99Ms, 2)} | ` +
+        `${fixed(m.cpuMicrosPerRequest, 1)} | ${m.cpuVsNginx === null ? '—' : m.cpuVsNginx.toFixed(2)} | ` +
+        `${fixed(m.peakRssMiB, 1)} | ${describeErrors(m)} |`,
+    );
+  }
+  return out.join('\n');
+}
+
+export function ratioSummary(report: LoadReport): string {
+  const { ratios, rows } = report;
+  const lines: string[] = [];
+  const ref = rows.find((r) => r.name === ratios.reference);
+  const refM = measuredRow(ref);
+  if (refM === null) {
+    lines.push(`- no nginx reference in this run${ref ? ` (${firstLine(ref.reason)})` : ''}: no ×nginx ratios`);
+  } else {
+    const others = rows
+      .filter((r) => r !== ref && ratios.cpuVsNginx[r.name] != null)
+      .map((r) => `${r.name} ${times(ratios.cpuVsNginx[r.name] ?? null)}`);
+    lines.push(`- CPU per request vs nginx (${refM.cpuMicrosPerRequest.toFixed(1)} µs): ${others.join(', ') || 'n/a'}`);
+  }
+  for (const s of ratios.subjects) {
+    const row = rows.find((r) => r.name === s.name);
+    if (measuredRow(row) === null) {
+      lines.push(`- ${s.name}: ${row?.status === 'failed' ? 'failed' : 'not available'} (${firstLine(row?.reason ?? null)})`);
+      continue;
+    }
+    lines.push(
+      `- ${s.name}: throughput ${times(s.throughputVsBaseline)} ${ratios.baseline ?? 'baseline'}; ` +
+        `CPU/request ${times(s.cpuVsBaseline)} ${ratios.baseline ?? 'baseline'}, ${times(s.cpuVsNginx)} nginx` +
+        (s.flagged ? ' ⚠ (a row had errors or was noisy: ratio suspect)' : ''),
+    );
+  }
+  for (const r of rows) {
+    if (r.status === 'flagged') lines.push(`- ⚠ ${r.name}: wrk reported errors; its figures are suspect`);
+    if (r.measured !== null && isNoisy(r.measured)) {
+      lines.push(
+        `- ⚠ ${r.name}: other processes used ${r.measured.foreignCpuPercent.toFixed(0)}% of the machine's CPU during ` +
+          'its run; rerun on a quiet machine before quoting it',
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+export function machineLine(report: LoadReport): string {
+  const { machine: m, settings: s } = report;
+  return (
+    `${m.date} · ${m.cpuModel}, ${m.cores} cores · Node ${m.node} · ${m.nginx ?? 'no nginx'} · ${m.wrk ?? 'no wrk'} · ` +
+    `wrk -t${s.threads} -c${s.connections}, ${s.durationSeconds} s measured after ${s.warmupSeconds} s warm-up` +
+    (s.rounds > 1 ? `, quietest of ${s.rounds} rounds` : '')
+  );
+}
+
+/** The markdown of bench/results/latest.md (included by the README). */
+export function markdownReport(report: LoadReport): string {
+  return `${machineLine(report)}
+
+${markdownTable(report.rows)}
+
+CPU is user+sys of the target's processes (nginx: master + worker) divided by requests served;
+load generator, proxy and backend share the machine, so ratios within one run are what to quote.
+The Node rows run their TypeScript through tsx's loader (gatehouse too), which accounts for about
+35 MB of their peak RSS and nothing per request.
+
+${ratioSummary(report)}
+`;
+}
+
+/** Combines the rounds of one row: reports the measured round with the least foreign CPU. */
+export function pickQuietest(rounds: RowResult[]): RowResult {
+  const summaries = rounds.map((r): RoundSummary => ({
+    status: r.status,
+    rps: r.measured?.rps ?? null,
+    cpuMicrosPerRequest: r.measured?.cpuMicrosPerRequest ?? null,
+    foreignCpuPercent: r.measured?.foreignCpuPercent ?? null,
+  }));
+  const rank = (r: RowResult): number =>
+    r.measured === null ? Number.POSITIVE_INFINITY : (r.status === 'ok' ? 0 : 1000) + r.measured.foreignCpuPercent;
+  const best = rounds.reduce<RowResult | undefined>((a, r) => (a === undefined || rank(r) < rank(a) ? r : a), undefined);
+  if (best === undefined) throw new Error('pickQuietest: no rounds');
+  return { ...best, rounds: summaries };
+}

@@ -1,0 +1,56 @@
+/**
+ * The rows of the load benchmark, in the order they run. Each row is data: a name, a role
+ * (for the ratios, see target.ts), a `start()` and optional request headers.
+ *
+ * To add a gatehouse variant, append a `gatehouseRow({...})` with its own config generator and
+ * headers, e.g.
+ *
+ *   gatehouseRow({
+ *     name: 'gatehouse (oidc, cached token)',
+ *     label: 'oidc',
+ *     config: (ctx) => oidcConfig(ctx),                 // YAML with incomingAuth: {type: oidc, ...}
+ *     prepare: async () => ({ authorization: `Bearer ${await mintToken()}` }),
+ *   }),
+ *
+ * Any other row is `{ name, role, start: async (ctx) => ({ url, pids, stop }) }`.
+ * `BENCH_ROWS=nginx,http-proxy` runs only the rows whose name contains one of the words.
+ */
+import { startBackendProcess } from './backend.ts';
+import { anonymousConfig, gatehouseRow } from './gatehouse.ts';
+import { startHttpProxy } from './http-proxy.ts';
+import { startNginx } from './nginx.ts';
+import type { Row } from './target.ts';
+
+export const rows: Row[] = [
+  {
+    name: 'direct backend',
+    role: 'direct',
+    // Its own backend process, so its peak RSS and CPU are its own.
+    async start() {
+      const { child, url } = await startBackendProcess();
+      return { url, pids: [child.pid], stop: () => child.stop() };
+    },
+  },
+  {
+    name: 'nginx',
+    role: 'reference',
+    start: (ctx) => startNginx(ctx.tmpDir, ctx.backendUrl),
+  },
+  {
+    name: 'http-proxy',
+    role: 'baseline',
+    start: (ctx) => startHttpProxy(ctx.backendUrl),
+  },
+  gatehouseRow({
+    name: 'gatehouse (anonymous, transparent)',
+    label: 'anonymous',
+    config: anonymousConfig,
+  }),
+];
+
+/** The rows selected by `BENCH_ROWS` (comma-separated name fragments), or all. */
+export function selectedRows(all: readonly Row[] = rows, filter = process.env['BENCH_ROWS']): Row[] {
+  if (filter === undefined || filter.trim() === '') return [...all];
+  const words = filter.split(',').map((w) => w.trim().toLowerCase()).filter((w) => w !== '');
+  return all.filter((r) => words.some((w) => r.name.toLowerCase().includes(w)));
+}

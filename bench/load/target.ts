@@ -1,0 +1,48 @@
+/**
+ * The data model of the load benchmark: a row is something to measure, a target is a started
+ * row. Rows are plain data (see rows.ts): adding a variant is adding an entry to a list.
+ */
+
+/** A running server under load. */
+export interface Target {
+  /** Full URL of the MCP endpoint wrk POSTs to, e.g. `http://127.0.0.1:4000/mcp`. */
+  url: string;
+  /**
+   * Root pids of the process(es) doing the work. CPU time and peak RSS are summed over these
+   * and all their descendants (e.g. nginx master + worker).
+   */
+  pids: number[];
+  /** Headers known only once started (e.g. a freshly minted bearer token); merged over the row's. */
+  headers?: Record<string, string>;
+  /** Stops every process the target started. Must not throw. */
+  stop(): Promise<void>;
+}
+
+/**
+ * What a row is, for the ratios: `direct` is the backend answering itself (the floor of
+ * node:http), `reference` is nginx (every row's CPU is divided by it), `baseline` is bare
+ * http-proxy (subjects are compared with it), `subject` is a gatehouse variant.
+ */
+export type RowRole = 'direct' | 'reference' | 'baseline' | 'subject';
+
+/** Shared by every row of one run. */
+export interface RowContext {
+  /** MCP endpoint of the shared backend the proxies forward to. */
+  backendUrl: string;
+  /** A per-run temp dir; a row may create files and dirs inside it (removed at the end). */
+  tmpDir: string;
+}
+
+export interface Row {
+  name: string;
+  role: RowRole;
+  /** Starts the target. Throw `NotAvailable` (or any error) to report the row as not available. */
+  start(ctx: RowContext): Promise<Target>;
+  /** Extra request headers for every request of this row (e.g. `authorization`). */
+  headers?: Record<string, string>;
+}
+
+/** A row that cannot run on this machine or in this tree (yet): reported, not fatal. */
+export class NotAvailable extends Error {
+  override name = 'NotAvailable';
+}

@@ -1,0 +1,152 @@
+/**
+ * `npm run bench` — the micro benchmarks, then the load benchmark.
+ *
+ *   npm run bench                      both
+ *   npm run bench -- --micro-only      only the micro benchmarks
+ *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
+ *   npm run bench -- --filter jsonrpc  only micro files whose path contains "jsonrpc"
+ *
+ * Micro benchmark convention (tinybench):
+ * - A file `bench/<area>/<name>.bench.ts`, mirroring the source it measures (core/mcp/jsonrpc.ts
+ *   → bench/core/mcp/jsonrpc.bench.ts; plugins/x/y.ts → bench/plugins/x/y.bench.ts).
+ * - Its default export registers tasks on the Bench it is given, sync or async:
+ *
+ *     import type { Bench } from 'tinybench';
+ *     export default function register(bench: Bench): void {
+ *       bench.add('verifyBearer, cache hit', () => { ... });
+ *     }
+ *
+ * - Optional `export const options: BenchOptions` (tinybench) overrides the defaults of that
+ *   file's Bench (time per task BENCH_MICRO_TIME ms, default 500; warm-up on).
+ * - Setup happens in the module body or in `register`, never inside a task; keep results alive
+ *   (e.g. assign them to an exported variable) so the work is not optimised away.
+ * - Each file gets its own Bench, run sequentially in one process. Results are printed and
+ *   written to bench/results/micro.json.
+ *
+ * Environment of the load benchmark: see bench/load/harness.ts (BENCH_DURATION, BENCH_WARMUP,
+ * BENCH_CONNECTIONS, BENCH_ROWS, BENCH_STRICT, ...).
+ */
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Bench, type BenchOptions } from 'tinybench';
+import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+
+interface MicroModule {
+  default?: unknown;
+  options?: unknown;
+}
+
+interface MicroResult {
+  file: string;
+  task: string;
+  opsPerSecond: number | null;
+  meanNs: number | null;
+  p99Ns: number | null;
+  rmePercent: number | null;
+  samples: number | null;
+  error: string | null;
+}
+
+export function findBenchFiles(dir = BENCH_DIR): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.bench.ts') && !f.split('/').includes('node_modules'))
+    .map((f) => join(dir, f))
+    .sort();
+}
+
+function fmt(n: number | null, digits = 0): string {
+  return n === null || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits });
+}
+
+async function runMicro(filter: string | undefined): Promise<boolean> {
+  const files = findBenchFiles().filter((f) => filter === undefined || f.includes(filter));
+  const results: MicroResult[] = [];
+  let ok = true;
+  const time = Number(process.env['BENCH_MICRO_TIME'] ?? 500);
+  for (const file of files) {
+    const rel = relative(BENCH_DIR, file);
+    const mod = (await import(pathToFileURL(file).href)) as MicroModule;
+    if (typeof mod.default !== 'function') {
+      console.error(`${rel}: no default export function (bench: Bench) => void; skipped`);
+      ok = false;
+      continue;
+    }
+    const options = typeof mod.options === 'object' && mod.options !== null ? (mod.options as BenchOptions) : {};
+    const bench = new Bench({ name: rel, time, ...options });
+    await (mod.default as (bench: Bench) => unknown)(bench);
+    await bench.run();
+    const rows: MicroResult[] = bench.tasks.map((task) => {
+      const r = task.result;
+      if (r.state === 'completed' || r.state === 'aborted-with-statistics') {
+        return {
+          file: rel,
+          task: task.name,
+          opsPerSecond: r.throughput.mean,
+          meanNs: r.latency.mean * 1e6,
+          p99Ns: r.latency.p99 * 1e6,
+          rmePercent: r.latency.rme,
+          samples: r.latency.samplesCount,
+          error: null,
+        };
+      }
+      ok = false;
+      const error = r.state === 'errored' ? r.error.message : r.state;
+      return { file: rel, task: task.name, opsPerSecond: null, meanNs: null, p99Ns: null, rmePercent: null, samples: null, error };
+    });
+    results.push(...rows);
+    console.log(`\n### ${rel}\n`);
+    console.log('| task | ops/s | mean ns | p99 ns | ±% | samples |');
+    console.log('|---|---:|---:|---:|---:|---:|');
+    for (const r of rows) {
+      console.log(
+        r.error !== null
+          ? `| ${r.task} | error: ${r.error} | | | | |`
+          : `| ${r.task} | ${fmt(r.opsPerSecond)} | ${fmt(r.meanNs, 1)} | ${fmt(r.p99Ns, 1)} | ${fmt(r.rmePercent, 2)} | ${fmt(r.samples)} |`,
+      );
+    }
+  }
+  if (files.length === 0) console.log('no micro benchmarks matched');
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(
+    join(RESULTS_DIR, 'micro.json'),
+    `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`,
+  );
+  return ok;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      'load-only': { type: 'boolean', default: false },
+      'micro-only': { type: 'boolean', default: false },
+      filter: { type: 'string' },
+    },
+  });
+  if (values['load-only'] && values['micro-only']) {
+    console.error('--load-only and --micro-only exclude each other');
+    return 2;
+  }
+  let failed = false;
+  if (!values['load-only']) {
+    console.log('## Micro benchmarks');
+    failed = !(await runMicro(values.filter)) || failed;
+  }
+  if (!values['micro-only']) {
+    failed = reportFails(await runLoad()) || failed;
+  }
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,39 @@
+/**
+ * `gatehouse vmcp serve|validate --config FILE`.
+ */
+import { formatProblems } from '../config/problems.ts';
+import { validateVmcpFile } from '../config/vmcp.ts';
+import { createLogger } from '../observe/log.ts';
+import { PluginConfigError } from '../plugin-loader.ts';
+import { NotAvailableError, startVmcp } from '../vmcp.ts';
+import { vmcpBuiltins } from '../../plugins/vmcp.ts';
+import { exitWith, listenProblem, parseCommandOptions, stopOnSignals } from './args.ts';
+
+export const VMCP_USAGE = `  gatehouse vmcp serve --config FILE [--host 127.0.0.1] [--port 4483] [--log-level info]
+  gatehouse vmcp validate --config FILE`;
+
+export async function vmcpValidate(args: string[]): Promise<void> {
+  const options = parseCommandOptions(args, 4483);
+  const result = await validateVmcpFile(options.config);
+  if (!result.ok) exitWith(formatProblems(result.problems));
+  const { config } = result;
+  const count = config.backends.length;
+  process.stdout.write(`${options.config}: OK (VirtualMCPServer/${config.name}, group "${config.groupRef}" with ${count} backend${count === 1 ? '' : 's'})\n`);
+}
+
+export async function vmcpServe(args: string[]): Promise<void> {
+  const options = parseCommandOptions(args, 4483);
+  const result = await validateVmcpFile(options.config);
+  if (!result.ok) exitWith(formatProblems(result.problems));
+  const log = createLogger(options.logLevel);
+  let running;
+  try {
+    running = await startVmcp({ config: result.config, host: options.host, port: options.port, log, builtins: vmcpBuiltins(result.config) });
+  } catch (err) {
+    if (err instanceof NotAvailableError || err instanceof PluginConfigError) exitWith(err.message);
+    const problem = listenProblem(err, options.host, options.port);
+    if (problem !== null) exitWith(problem);
+    throw err;
+  }
+  stopOnSignals(() => running.stop(), log);
+}

@@ -1,0 +1,41 @@
+/**
+ * `npm start`: the demo backend(s) of examples/quickstart/vmcp.yaml, then Gatehouse in front of
+ * them on 127.0.0.1:4483. Ctrl-C stops everything.
+ */
+import { fileURLToPath } from 'node:url';
+import { stopOnSignals, listenProblem, exitWith } from '../../core/commands/args.ts';
+import { formatProblems } from '../../core/config/problems.ts';
+import { validateVmcpFile } from '../../core/config/vmcp.ts';
+import { createLogger } from '../../core/observe/log.ts';
+import { startVmcp } from '../../core/vmcp.ts';
+import { vmcpBuiltins } from '../../plugins/vmcp.ts';
+import { startDemoServer } from './demo-server.ts';
+
+const file = fileURLToPath(new URL('./vmcp.yaml', import.meta.url));
+const result = await validateVmcpFile(file);
+if (!result.ok) exitWith(formatProblems(result.problems));
+const config = result.config;
+const log = createLogger(process.env.LOG_LEVEL === undefined ? 'info' : (process.env.LOG_LEVEL as 'info'));
+
+const demos: { close(): Promise<void> }[] = [];
+for (const backend of config.backends) {
+  const url = new URL(backend.url);
+  try {
+    demos.push(await startDemoServer(backend.name, Number(url.port)));
+  } catch (err) {
+    exitWith(listenProblem(err, url.hostname, Number(url.port)) ?? String(err));
+  }
+  log.info({ backend: backend.name, url: backend.url }, 'demo MCP server started');
+}
+
+let gateway;
+try {
+  gateway = await startVmcp({ config, host: '127.0.0.1', port: 4483, log, builtins: vmcpBuiltins(config) });
+} catch (err) {
+  exitWith(listenProblem(err, '127.0.0.1', 4483) ?? String(err));
+}
+process.stdout.write(`\nGatehouse is ready: point an MCP client at ${gateway.url}\n  e.g. npx @modelcontextprotocol/inspector --cli ${gateway.url} --transport http --method tools/list\n\n`);
+stopOnSignals(async () => {
+  await gateway.stop();
+  for (const demo of demos) await demo.close();
+}, log);

@@ -1,0 +1,165 @@
+/**
+ * The `gatehouse` command as a user runs it: validate, serve, and graceful shutdown on SIGTERM.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { after, before, describe, it } from 'node:test';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connectClient } from '../fixtures/client.ts';
+import { REPO_ROOT, freePort } from '../fixtures/processes.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+
+const BIN = `${REPO_ROOT}core/bin.mjs`;
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  logs: Record<string, unknown>[];
+  exited: Promise<number | null>;
+}
+
+/** Starts `gatehouse vmcp serve` and waits for its "listening" log line. */
+async function serve(config: string): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, 'vmcp', 'serve', '--config', config, '--port', '0'], { cwd: REPO_ROOT });
+  const logs: Record<string, unknown>[] = [];
+  const exited = once(child, 'close').then(([code]) => code as number | null);
+  const url = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      logs.push(entry);
+      if (entry.msg === 'virtual MCP server listening') resolve(entry.url as string);
+    });
+    exited.then((code) => reject(new Error(`gatehouse exited with ${code} before listening`)));
+  });
+  return { child, url, logs, exited };
+}
+
+describe('gatehouse vmcp validate', () => {
+  it('exits 0 and says OK for a good file', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'http://127.0.0.1:9100/mcp' }] }));
+    const result = await run(['vmcp', 'validate', '--config', file]);
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /OK \(VirtualMCPServer\/vmcp, group "tools" with 1 backend\)/);
+  });
+
+  it('prints every problem with its file position and YAML path, and exits 1', async () => {
+    const yaml = `apiVersion: gatehouse.dev/v1
+kind: MCPGroup
+metadata: {name: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: echo}
+spec: {transport: streamable-http, groupRef: tools, timeout: soon}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: other}
+spec: {url: "http://127.0.0.1:9101/mcp", groupRef: toolz}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: VirtualMCPServer
+metadata: {name: vmcp}
+spec:
+  config: {groupRef: tools}
+  incomingAuth: {type: anonymous}
+`;
+    const file = await writeConfig(yaml);
+    const result = await run(['vmcp', 'validate', '--config', file]);
+    assert.equal(result.code, 1);
+    const lines = result.stderr.trim().split('\n');
+    const expect = [
+      /:1:\d+ MCPGroup\/tools apiVersion: .*v1alpha1/,
+      /:8:\d+ MCPServer\/echo spec.url: is required: Gatehouse does not start servers/,
+      /:8:\d+ MCPServer\/echo spec.timeout: "soon" is not a duration/,
+      /:13:\d+ MCPServer\/other spec.groupRef: MCPGroup "toolz" not found \(did you mean "tools"\?\)/,
+    ];
+    for (const pattern of expect) assert.ok(lines.some((l) => pattern.test(l)), `${pattern} in:\n${result.stderr}`);
+    assert.ok(lines.every((l) => l.startsWith(file)), 'every line starts with the file');
+  });
+
+  it('exits 2 with usage for a wrong command line', async () => {
+    const result = await run(['vmcp', 'validate']);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--config FILE is required/);
+  });
+});
+
+describe('gatehouse vmcp serve', () => {
+  let backend: SdkServer;
+  before(async () => {
+    backend = await startSdkServer({ name: 'alpha' });
+  });
+  after(async () => {
+    await backend.close();
+  });
+
+  it('refuses a bad file the same way validate does, without starting', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'not a url' }] }));
+    const result = await run(['vmcp', 'serve', '--config', file, '--port', '0']);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /MCPServer\/echo spec.url: /);
+    assert.doesNotMatch(result.stdout, /listening/);
+  });
+
+  it('says plainly which configured part is not available yet, and does not start', async () => {
+    const yaml = vmcpYaml({
+      backends: [{ name: 'echo', url: backend.url }],
+      incomingAuth: '  incomingAuth:\n    type: oidc\n    resourceUrl: "http://127.0.0.1:4483/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "http://127.0.0.1:4483", clientId: vmcp, audience: "http://127.0.0.1:4483/mcp"}}',
+      spec: '  authServerConfig:\n    issuer: "http://127.0.0.1:4483"\n    upstreamProviders:\n      - {name: corp, type: oidc, oidcConfig: {issuerUrl: "https://idp.example.com", clientId: gatehouse}}',
+    });
+    const result = await run(['vmcp', 'serve', '--config', await writeConfig(yaml), '--port', '0']);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /VirtualMCPServer\/vmcp spec.authServerConfig: the embedded authorization server is not available in this version yet/);
+  });
+
+  it('says which address is in use', async () => {
+    const port = await freePort();
+    const blocker = await startSdkServer({ port });
+    try {
+      const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: backend.url }] }));
+      const result = await run(['vmcp', 'serve', '--config', file, '--port', String(port)]);
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, new RegExp(`cannot listen on 127.0.0.1:${port}: the address is already in use`));
+    } finally {
+      await blocker.close();
+    }
+  });
+
+  it('on SIGTERM drains the in-flight call, ends the SSE stream cleanly, and exits 0', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'alpha', url: backend.url }] }));
+    const served = await serve(file);
+    const c = await connectClient(served.url);
+    const stream = await c.standaloneStream;
+    assert.equal(stream, 200, 'the GET stream is open');
+    const progress: number[] = [];
+    const call = c.client.callTool({ name: 'slow', arguments: { steps: 5, delayMs: 120 } }, CallToolResultSchema, {
+      onprogress: (p) => progress.push(p.progress),
+    });
+    await c.waitForNotification('notifications/progress');
+    served.child.kill('SIGTERM');
+    const result = await call;
+    assert.equal((result.content as { text: string }[])[0]?.text, 'done', 'the in-flight call finished');
+    assert.deepEqual(progress, [1, 2, 3, 4, 5]);
+    assert.equal(await served.exited, 0);
+    assert.ok(served.logs.some((l) => l.msg === 'shutting down: draining in-flight requests'));
+    assert.ok(served.logs.some((l) => l.msg === 'stopped'));
+    await c.close({ terminate: false });
+    await assert.rejects(fetch(served.url), 'nothing listens any more');
+  });
+});
