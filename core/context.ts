@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { GatewayError, sendError, type AuthChallenge, type ErrorTarget } from './errors.ts';
 import type { JsonRpcId, JsonRpcMessage } from './mcp/jsonrpc.ts';
 import type { RouteMetrics } from './observe/metrics.ts';
+import { RequestHead } from './http/request-head.ts';
 
 /** Who is calling, as established by the authenticate phase. */
 export class Principal {
@@ -60,9 +61,8 @@ const BOOT = randomBytes(4).toString('hex');
 let sequence = 0;
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-function requestIdOf(req: IncomingMessage): string {
-  const given = req.headers['x-request-id'];
-  if (typeof given === 'string' && SAFE_REQUEST_ID.test(given)) return given;
+function requestIdOf(given: string | undefined): string {
+  if (given !== undefined && SAFE_REQUEST_ID.test(given)) return given;
   return BOOT + '-' + (++sequence).toString(36);
 }
 
@@ -75,6 +75,8 @@ export interface RequestScope {
 export class Context implements ErrorTarget {
   readonly requestId: string;
   readonly req: IncomingMessage;
+  /** The headers the core reads, from one pass over rawHeaders. */
+  readonly head: RequestHead;
   readonly res: ServerResponse;
   readonly startedAt: number;
   readonly path: string;
@@ -105,8 +107,9 @@ export class Context implements ErrorTarget {
   readonly #slots: unknown[];
 
   constructor(req: IncomingMessage, res: ServerResponse, scope: RequestScope, now: number) {
-    this.requestId = requestIdOf(req);
     this.req = req;
+    this.head = new RequestHead(req.rawHeaders);
+    this.requestId = requestIdOf(this.head.requestId);
     this.res = res;
     this.startedAt = now;
     const url = req.url ?? '/';

@@ -21,10 +21,10 @@ import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
 import { OriginGuard } from './http/origin-guard.ts';
 import type { McpEndpoint } from './mcp/endpoint.ts';
-import { CORS_EXPOSED } from './mcp/pipe.ts';
 import type { OpenStreams } from './mcp/streams.ts';
 import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
 import { Reply } from './reply.ts';
+import { respond } from './respond.ts';
 import { Router, type Route } from './router.ts';
 
 export interface ServerOptions {
@@ -73,24 +73,6 @@ function onResponseClose(this: TrackedResponse): void {
   if (scope.accessLog) {
     scope.log.info({ requestId: ctx.requestId, method: ctx.req.method, route: ctx.route, status, ms: Math.round(seconds * 1e4) / 10 }, 'request');
   }
-}
-
-export function writeReply(ctx: Context, reply: Reply): void {
-  const res = ctx.res;
-  const headers: Record<string, string | number> = { ...reply.headers, 'x-request-id': ctx.requestId };
-  if (ctx.corsOrigin !== null) {
-    headers['access-control-allow-origin'] = ctx.corsOrigin;
-    headers['access-control-expose-headers'] = CORS_EXPOSED;
-    headers.vary = 'origin';
-  }
-  if (reply.body === null) {
-    res.writeHead(reply.status, headers);
-    res.end();
-    return;
-  }
-  headers['content-length'] = Buffer.byteLength(reply.body);
-  res.writeHead(reply.status, headers);
-  res.end(reply.body);
 }
 
 export class GatewayServer {
@@ -171,18 +153,12 @@ export class GatewayServer {
     try {
       const outcome = this.#route(ctx);
       if (outcome === undefined) return;
-      if (isPromise(outcome)) outcome.then((settled) => this.#answer(ctx, settled), (err: unknown) => ctx.fail(err));
-      else this.#answer(ctx, outcome);
+      if (isPromise(outcome)) outcome.then((settled) => respond(ctx, settled), (err: unknown) => ctx.fail(err));
+      else respond(ctx, outcome);
     } catch (err) {
       ctx.fail(err);
     }
   };
-
-  #answer(ctx: Context, outcome: unknown): void {
-    if (outcome === undefined) return;
-    if (outcome instanceof Reply) writeReply(ctx, outcome);
-    else ctx.fail(outcome);
-  }
 
   #route(ctx: Context): ReturnType<Handler> {
     const path = ctx.path;
@@ -231,9 +207,9 @@ export class GatewayServer {
   }
 
   #checkOrigin(ctx: Context): void {
-    const problem = this.#guard!.check(ctx.req);
+    const problem = this.#guard!.check(ctx.head);
     if (problem !== null) throw problem;
-    const origin = ctx.req.headers.origin;
+    const origin = ctx.head.origin;
     if (origin !== undefined) ctx.corsOrigin = origin;
   }
 

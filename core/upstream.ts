@@ -1,125 +1,44 @@
 /**
- * Pooled keep-alive connections to backends (one undici Pool per backend origin), the headers a
- * backend receives, and the classification of upstream failures.
+ * Connections to backends: one keep-alive pool per backend origin (core/upstream/pool.ts), the
+ * mapping of upstream failures to what the client is told, and the base class of one exchange.
  *
- * Measured choice (bench/README.md, PERF-NOTES.md): undici `Pool.dispatch` with a raw handler
- * object costs about half the CPU per request of `http.request` + pipe or of http-proxy, and
- * streams SSE chunk by chunk. The legacy handler interface (onConnect/onHeaders/onData/
- * onComplete/onError) is the one undici's core calls directly; the newer one is wrapped.
+ * Measured choice (bench/README.md): a small HTTP/1.1 client on Node's native llhttp binding
+ * costs less CPU per request than undici's Pool.dispatch with a raw handler, which costs about
+ * half of http.request + pipe or http-proxy; all three stream SSE chunk by chunk.
  */
-import type { IncomingMessage } from 'node:http';
-import { Pool } from 'undici';
+import type { ServerResponse } from 'node:http';
 import type { BackendInfo } from './backend.ts';
 import { GatewayError } from './errors.ts';
 import type { BackendMetrics } from './observe/metrics.ts';
+import type { Connection, UpstreamError, UpstreamHandler } from './upstream/connection.ts';
+import { Pool } from './upstream/pool.ts';
 
-/** Request headers that never travel to a backend. */
-const NOT_FORWARDED = new Set([
-  // Hop-by-hop (RFC 9110 §7.6.1): they describe the client's connection, not the request.
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-authorization',
-  'proxy-authenticate',
-  // The backend gets its own authority as Host (undici writes it from the pool's origin).
-  'host',
-  // The client's credentials are for the gateway: a backend gets only what prepareBackend sets.
-  'authorization',
-  'cookie',
-  // Origin was checked by the gateway; a backend doing its own rebinding check must not see a
-  // browser origin it was never configured for.
-  'origin',
-  // Recomputed for the body actually sent.
-  'content-length',
-  'expect',
-]);
+export { Pool } from './upstream/pool.ts';
 
-/**
- * The headers to forward from the client's request, as the flat array undici writes as is.
- * `stripEncoding` drops Accept-Encoding when the gateway must read the response body itself.
- */
-export function forwardHeaders(req: IncomingMessage, requestId: string, stripEncoding: boolean): string[] {
-  const raw = req.rawHeaders;
-  const out: string[] = [];
-  let connectionTokens: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (NOT_FORWARDED.has(name)) {
-      if (name === 'connection') connectionTokens = raw[i + 1];
-      continue;
-    }
-    if (name === 'x-request-id' || (stripEncoding && name === 'accept-encoding')) continue;
-    out.push(name, raw[i + 1]!);
-  }
-  if (connectionTokens !== undefined) {
-    // Headers the client listed in Connection are hop-by-hop too (e.g. "Connection: close, x-foo").
-    for (const token of connectionTokens.split(',')) {
-      const name = token.trim().toLowerCase();
-      if (name === 'close' || name === 'keep-alive' || name === '') continue;
-      for (let i = out.length - 2; i >= 0; i -= 2) if (out[i] === name) out.splice(i, 2);
-    }
-  }
-  out.push('x-request-id', requestId);
-  return out;
-}
+const REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'host unreachable',
+  ECONNECT_TIMEOUT: 'connect timeout',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  EPROTO: 'protocol error',
+};
+
+const UNAVAILABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNECT_TIMEOUT']);
 
 /** Maps a failure of the exchange with `backend` to what the client is told. */
-export function upstreamError(backend: BackendInfo, err: unknown): GatewayError {
-  const code = (err as { code?: string }).code ?? '';
-  const message = (err as Error).message ?? String(err);
-  switch (code) {
-    case 'UND_ERR_HEADERS_TIMEOUT':
-      return new GatewayError('backend_timeout', `backend "${backend.name}" did not answer within ${backend.timeoutMs} ms`, {
-        detail: message,
-        extra: { backend: backend.name },
-      });
-    case 'UND_ERR_BODY_TIMEOUT':
-      return new GatewayError('backend_timeout', `backend "${backend.name}" stopped sending its response`, {
-        detail: message,
-        extra: { backend: backend.name },
-      });
-    case 'ECONNREFUSED':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-    case 'UND_ERR_CONNECT_TIMEOUT':
-      return new GatewayError('backend_unavailable', `backend "${backend.name}" is unavailable (${describe(code)})`, {
-        detail: message,
-        extra: { backend: backend.name },
-      });
-    default:
-      return new GatewayError('backend_error', `backend "${backend.name}" failed (${describe(code)})`, {
-        detail: `${code} ${message}`,
-        extra: { backend: backend.name },
-      });
+export function upstreamError(backend: BackendInfo, err: { code?: string; message?: string }): GatewayError {
+  const code = err.code ?? '';
+  const options = { detail: `${code} ${err.message ?? ''}`, extra: { backend: backend.name } };
+  if (code === 'EHEADERS_TIMEOUT') {
+    return new GatewayError('backend_timeout', `backend "${backend.name}" did not answer within ${backend.timeoutMs} ms`, options);
   }
-}
-
-function describe(code: string): string {
-  switch (code) {
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'host not found';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'host unreachable';
-    case 'UND_ERR_CONNECT_TIMEOUT':
-      return 'connect timeout';
-    case 'ECONNRESET':
-    case 'UND_ERR_SOCKET':
-      return 'connection reset';
-    case 'UND_ERR_ABORTED':
-      return 'aborted';
-    default:
-      return code === '' ? 'error' : code;
-  }
+  const reason = REASONS[code] ?? (code.startsWith('HPE_') ? 'invalid HTTP response' : code === '' ? 'error' : code);
+  if (UNAVAILABLE.has(code)) return new GatewayError('backend_unavailable', `backend "${backend.name}" is unavailable (${reason})`, options);
+  return new GatewayError('backend_error', `backend "${backend.name}" failed (${reason})`, options);
 }
 
 export interface UpstreamOptions {
@@ -144,35 +63,50 @@ export class Upstreams {
   pool(backend: BackendInfo): Pool {
     let pool = this.#pools.get(backend.origin);
     if (pool === undefined) {
-      pool = new Pool(backend.origin, {
-        connections: this.#options.connections,
-        pipelining: 1,
-        keepAliveTimeout: this.#options.keepAliveMs,
-        keepAliveMaxTimeout: this.#options.keepAliveMs,
-        connect: { timeout: this.#options.connectTimeoutMs },
-      });
+      pool = new Pool(new URL(backend.origin), this.#options);
       this.#pools.set(backend.origin, pool);
     }
     return pool;
   }
 
   async close(): Promise<void> {
-    const pools = [...this.#pools.values()];
+    for (const pool of this.#pools.values()) pool.close();
     this.#pools.clear();
-    await Promise.allSettled(pools.map((pool) => pool.destroy()));
   }
 }
 
+const kResumeOnDrain = Symbol('gatehouse.resumeOnDrain');
+type Draining = ServerResponse & { [kResumeOnDrain]?: Exchange };
+
+function onClientDrain(this: Draining): void {
+  this[kResumeOnDrain]?.resume();
+}
+
 /**
- * One request to a backend, as an undici raw dispatch handler. Subclasses decide what happens to
- * the response (`head`, `data`, `end`, `fail`); this class wires the pool, the abort, the timing
- * and the error classification. One object per request, no closures.
+ * Writes `chunk` to the client; when the client's buffer is full, pauses the backend until the
+ * client drains it (one module-level listener per response, no closure).
  */
-export abstract class Exchange {
+export function writeToClient(res: ServerResponse, chunk: Buffer, exchange: Exchange): boolean {
+  if (res.write(chunk)) return true;
+  const draining = res as Draining;
+  if (draining[kResumeOnDrain] === undefined) {
+    draining[kResumeOnDrain] = exchange;
+    res.on('drain', onClientDrain);
+  }
+  return false;
+}
+
+/**
+ * One request to a backend. Subclasses decide what happens to the response (`head`, `data`,
+ * `end`, `fail`); this class wires the pool, the abort, the timing and the error mapping.
+ * One object per request, no closures.
+ */
+export abstract class Exchange implements UpstreamHandler {
   readonly backend: BackendInfo;
   readonly metrics: BackendMetrics;
   readonly startedAt: number;
-  #abort: ((err?: Error) => void) | null = null;
+  #pool: Pool | null = null;
+  #connection: Connection | null = null;
   /** True once the client went away (or the gateway closed the stream): nothing more is written. */
   cancelled = false;
 
@@ -182,40 +116,31 @@ export abstract class Exchange {
     this.startedAt = performance.now();
   }
 
-  dispatch(pool: Pool, method: string, headers: string[], body: Buffer | null): void {
-    pool.dispatch(
-      {
-        path: this.backend.path,
-        method,
-        headers,
-        body,
-        headersTimeout: this.backend.timeoutMs,
-        // SSE streams may be idle for long: only the wait for headers is bounded.
-        bodyTimeout: 0,
-      },
-      this,
-    );
+  dispatch(pool: Pool, method: string, headers: readonly string[], body: Buffer | null): void {
+    this.#pool = pool;
+    pool.dispatch(this, method, this.backend.path, headers, body, this.backend.timeoutMs);
   }
 
   /** The client is gone (or the gateway is shutting the stream): stop the backend exchange. */
   cancel(): void {
     if (this.cancelled) return;
     this.cancelled = true;
-    this.#abort?.();
+    if (this.#connection !== null && this.#connection.handler === this) this.#connection.abort();
+    else this.#pool?.cancel(this);
+    this.metrics.outcome('aborted');
   }
 
-  // ---- undici's handler interface ----
-
-  onConnect(abort: (err?: Error) => void): void {
-    this.#abort = abort;
-    if (this.cancelled) abort();
+  /** Resumes reading from the backend after backpressure. */
+  resume(): void {
+    this.#connection?.resume();
   }
 
-  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    this.metrics.latency((performance.now() - this.startedAt) / 1000);
-    this.metrics.outcome('ok');
+  // ---- UpstreamHandler ----
+
+  onHeaders(status: number, headers: string[]): boolean {
+    this.metrics.ok((performance.now() - this.startedAt) / 1000);
     if (this.cancelled) return false;
-    return this.head(status, rawHeaders, resume);
+    return this.head(status, headers);
   }
 
   onData(chunk: Buffer): boolean {
@@ -224,20 +149,24 @@ export abstract class Exchange {
   }
 
   onComplete(): void {
+    this.#connection = null;
     if (!this.cancelled) this.end();
   }
 
-  onError(err: Error): void {
-    if (this.cancelled) {
-      this.metrics.outcome('aborted');
-      return;
-    }
+  onError(err: UpstreamError): void {
+    this.#connection = null;
+    if (this.cancelled) return;
     const error = upstreamError(this.backend, err);
     this.metrics.outcome(error.code === 'backend_timeout' ? 'timeout' : error.code === 'backend_unavailable' ? 'unavailable' : 'error');
     this.fail(error);
   }
 
-  protected abstract head(status: number, rawHeaders: Buffer[], resume: () => void): boolean;
+  /** The connection serving this exchange (queued requests get one later). */
+  attach(connection: Connection): void {
+    this.#connection = connection;
+  }
+
+  protected abstract head(status: number, headers: string[]): boolean;
   protected abstract data(chunk: Buffer): boolean;
   protected abstract end(): void;
   protected abstract fail(error: GatewayError): void;

@@ -1,29 +1,29 @@
 /**
- * JSON-RPC framing costs on the hot path: parsing a tools/call body and serialising a response.
- * A convention example for bench/run.ts (to be replaced by benchmarks of core/mcp/jsonrpc.ts).
+ * JSON-RPC framing on the hot path (core/mcp/jsonrpc.ts): what parsing and checking one
+ * `tools/call` body costs, next to the bare JSON.parse it is built on.
  */
 import type { Bench } from 'tinybench';
+import { messageProblem, parseMessages, standardHeadersProblem } from '../../core/mcp/jsonrpc.ts';
 
-const BODY = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}';
-const BODY_BYTES = Buffer.from(BODY);
-const RESPONSE = {
-  jsonrpc: '2.0',
-  id: 1,
-  result: { content: [{ type: 'text', text: 'echo: hi' }], structuredContent: { text: 'hi', length: 2 }, isError: false },
-};
-
-/** Results go to an exported sink so the engine cannot drop the work as dead code. */
-export let sink: unknown;
+const BODY = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}');
+const TEXT = BODY.toString();
+const MESSAGE = JSON.parse(TEXT) as unknown;
 
 export default function register(bench: Bench): void {
   bench
-    .add('JSON.parse(tools/call body string)', () => {
-      sink = JSON.parse(BODY);
+    .add('jsonrpc: JSON.parse(string) baseline', () => {
+      JSON.parse(TEXT);
     })
-    .add('JSON.parse(body Buffer → utf8 string)', () => {
-      sink = JSON.parse(BODY_BYTES.toString('utf8'));
+    .add('jsonrpc: buffer.toString + JSON.parse', () => {
+      JSON.parse(BODY.toString('utf8'));
     })
-    .add('Buffer.from(JSON.stringify(response))', () => {
-      sink = Buffer.from(JSON.stringify(RESPONSE));
+    .add('jsonrpc: messageProblem (validation only)', () => {
+      messageProblem(MESSAGE);
+    })
+    .add('jsonrpc: parseMessages (tools/call body)', () => {
+      parseMessages(BODY);
+    })
+    .add('jsonrpc: standardHeadersProblem (headers present)', () => {
+      standardHeadersProblem(MESSAGE as never, 'tools/call', 'echo');
     });
 }

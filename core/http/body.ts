@@ -2,88 +2,121 @@
  * Reads a request body into one Buffer, refusing it with 413 the moment it is known to exceed
  * the cap: at once from `Content-Length`, or while reading a chunked body. The rest of an
  * oversize body is not read (the error reply closes the connection).
+ *
+ * `readBodyInto` is the callback form used on the hot path (no promise, no closure: the
+ * listeners are module functions that find the read's state on the request); `readBody` is the
+ * promise form for plugin routes.
  */
 import type { IncomingMessage } from 'node:http';
 import { GatewayError } from '../errors.ts';
 
-function tooLarge(limit: number): GatewayError {
-  return new GatewayError('payload_too_large', `request body exceeds the limit of ${limit} bytes`, {
-    extra: { limit },
-  });
+/** Receives the body (or the reason there is none) for `state`. */
+export interface BodySink<S> {
+  body(state: S, body: Buffer): void;
+  bodyFailed(state: S, error: GatewayError): void;
 }
 
-/** State of one body read; module-level listeners find it on the request (no closures per request). */
-class BodyRead {
-  readonly limit: number;
-  readonly chunks: Buffer[] = [];
-  size = 0;
-  resolve: (body: Buffer) => void;
-  reject: (err: unknown) => void;
+function tooLarge(limit: number): GatewayError {
+  return new GatewayError('payload_too_large', `request body exceeds the limit of ${limit} bytes`, { extra: { limit } });
+}
 
-  constructor(limit: number, resolve: (body: Buffer) => void, reject: (err: unknown) => void) {
+class BodyRead<S> {
+  readonly limit: number;
+  readonly sink: BodySink<S>;
+  readonly state: S;
+  chunk: Buffer | null = null;
+  chunks: Buffer[] | null = null;
+  size = 0;
+
+  constructor(limit: number, sink: BodySink<S>, state: S) {
     this.limit = limit;
-    this.resolve = resolve;
-    this.reject = reject;
+    this.sink = sink;
+    this.state = state;
   }
 }
 
 const kRead = Symbol('gatehouse.bodyRead');
-type Readable = IncomingMessage & { [kRead]?: BodyRead };
+type Reading = IncomingMessage & { [kRead]?: BodyRead<unknown> | undefined };
 
-function onData(this: Readable, chunk: Buffer): void {
+function onData(this: Reading, chunk: Buffer): void {
   const read = this[kRead]!;
   read.size += chunk.length;
   if (read.size > read.limit) {
-    cleanup(this);
+    finish(this);
     this.pause();
-    read.reject(tooLarge(read.limit));
+    read.sink.bodyFailed(read.state, tooLarge(read.limit));
     return;
   }
-  read.chunks.push(chunk);
+  if (read.chunk === null) read.chunk = chunk;
+  else (read.chunks ??= [read.chunk]).push(chunk);
 }
 
-function onEnd(this: Readable): void {
+function onEnd(this: Reading): void {
   const read = this[kRead]!;
-  cleanup(this);
-  read.resolve(read.chunks.length === 1 ? read.chunks[0]! : Buffer.concat(read.chunks, read.size));
+  finish(this);
+  const body = read.chunks !== null ? Buffer.concat(read.chunks, read.size) : (read.chunk ?? EMPTY);
+  read.sink.body(read.state, body);
 }
 
-function onError(this: Readable, err: Error): void {
+function onError(this: Reading, err: Error): void {
   const read = this[kRead]!;
-  cleanup(this);
-  read.reject(new GatewayError('invalid_request', 'the request body could not be read', { detail: err.message }));
+  finish(this);
+  read.sink.bodyFailed(read.state, new GatewayError('invalid_request', 'the request body could not be read', { detail: err.message }));
 }
 
-function onAborted(this: Readable): void {
+function onClose(this: Reading): void {
   const read = this[kRead];
   if (read === undefined) return;
-  cleanup(this);
-  read.reject(new GatewayError('invalid_request', 'the client closed the request before its body was complete'));
+  finish(this);
+  read.sink.bodyFailed(read.state, new GatewayError('invalid_request', 'the client closed the request before its body was complete'));
 }
 
-function cleanup(req: Readable): void {
+function finish(req: Reading): void {
   req.removeListener('data', onData);
   req.removeListener('end', onEnd);
   req.removeListener('error', onError);
-  req.removeListener('close', onAborted);
+  req.removeListener('close', onClose);
   req[kRead] = undefined;
 }
 
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined) {
-    const length = Number(declared);
-    if (!Number.isSafeInteger(length) || length < 0) {
-      return Promise.reject(new GatewayError('invalid_request', 'Content-Length is not a valid length'));
-    }
-    if (length > limit) return Promise.reject(tooLarge(limit));
+const EMPTY = Buffer.alloc(0);
+
+/** Checks `Content-Length` against the cap: the error to answer with, or null. */
+export function declaredLengthProblem(contentLength: string | undefined, limit: number): GatewayError | null {
+  if (contentLength === undefined) return null;
+  const length = Number(contentLength);
+  if (!Number.isSafeInteger(length) || length < 0) return new GatewayError('invalid_request', 'Content-Length is not a valid length');
+  return length > limit ? tooLarge(limit) : null;
+}
+
+/** Reads the body and hands it to `sink.body(state, ...)`, or the failure to `sink.bodyFailed`. */
+export function readBodyInto<S>(req: IncomingMessage, limit: number, sink: BodySink<S>, state: S): void {
+  const problem = declaredLengthProblem(req.headers['content-length'], limit);
+  if (problem !== null) {
+    sink.bodyFailed(state, problem);
+    return;
   }
-  return new Promise<Buffer>((resolve, reject) => {
-    const r = req as Readable;
-    r[kRead] = new BodyRead(limit, resolve, reject);
-    r.on('data', onData);
-    r.on('end', onEnd);
-    r.on('error', onError);
-    r.on('close', onAborted);
-  });
+  startReading(req, limit, sink, state);
+}
+
+/** As readBodyInto, when the caller already checked Content-Length (the MCP endpoint does, from its header pass). */
+export function startReading<S>(req: IncomingMessage, limit: number, sink: BodySink<S>, state: S): void {
+  const r = req as Reading;
+  r[kRead] = new BodyRead(limit, sink, state) as BodyRead<unknown>;
+  r.on('data', onData);
+  r.on('end', onEnd);
+  r.on('error', onError);
+  r.on('close', onClose);
+}
+
+type Settle = { resolve(body: Buffer): void; reject(err: unknown): void };
+
+const PROMISE_SINK: BodySink<Settle> = {
+  body: (settle, body) => settle.resolve(body),
+  bodyFailed: (settle, error) => settle.reject(error),
+};
+
+/** Promise form, for plugin routes. */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => readBodyInto(req, limit, PROMISE_SINK, { resolve, reject }));
 }

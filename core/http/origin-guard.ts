@@ -5,8 +5,8 @@
  * own origins or a configured one. Anything else is refused with 403 before any other work.
  */
 import { networkInterfaces } from 'node:os';
-import type { IncomingMessage } from 'node:http';
 import { GatewayError } from '../errors.ts';
+import type { RequestHead } from './request-head.ts';
 
 export interface OriginGuardOptions {
   /** The address the server is bound to (as given to listen) and the port it got. */
@@ -67,14 +67,14 @@ export class OriginGuard {
   }
 
   /** Null when the request may proceed; the 403 otherwise. */
-  check(req: IncomingMessage): GatewayError | null {
-    const host = req.headers.host;
+  check(head: Pick<RequestHead, 'host' | 'origin'>): GatewayError | null {
+    const host = head.host;
     if (host !== undefined && !this.#anyHost && !this.#hosts.has(host.toLowerCase())) {
       return new GatewayError('forbidden_host', `Host "${host}" is not a name of this gateway`, {
         detail: 'add it to spec.server.allowedHosts if the gateway is reached under that name',
       });
     }
-    const origin = req.headers.origin;
+    const origin = head.origin;
     if (origin !== undefined && !this.allowsOrigin(origin)) {
       return new GatewayError('forbidden_origin', `Origin "${origin}" is not allowed`, {
         detail: 'add it to spec.server.allowedOrigins to let that web origin call the gateway',

@@ -1,13 +1,17 @@
 /**
- * What every POST to the MCP endpoint goes through before it is routed, in this order: the
- * media type, the body (capped), JSON-RPC framing, the standard headers agreeing with the body,
- * and the onMessage hooks. Each step answers with its own clear error.
+ * What every POST to the MCP endpoint goes through before it is routed, in this order:
+ *   1. the media type and the declared length (before reading anything),
+ *   2. the body (capped),
+ *   3. JSON-RPC framing,
+ *   4. the 2026-07-28 standard headers agreeing with the body,
+ *   5. the onMessage hooks.
+ * Each step answers with its own clear error. Steps 1–4 are synchronous and throw.
  */
 import type { Chain, HookOutcome } from '../chain.ts';
 import { runHooks } from '../chain.ts';
 import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
-import { readBody } from '../http/body.ts';
+import { declaredLengthProblem } from '../http/body.ts';
 import { parseMessages, standardHeadersProblem, type JsonRpcMessage } from './jsonrpc.ts';
 
 function isJsonMediaType(value: string | undefined): boolean {
@@ -17,12 +21,17 @@ function isJsonMediaType(value: string | undefined): boolean {
   return type === 'application/json';
 }
 
-/** Steps 1–4: the request's messages land on `ctx.message` / `ctx.rpcMethod` / `ctx.rpcId`. */
-export async function receiveMessages(ctx: Context, maxBodyBytes: number): Promise<void> {
-  if (!isJsonMediaType(ctx.req.headers['content-type'])) {
+/** Step 1. */
+export function checkPostHead(ctx: Context, maxBodyBytes: number): void {
+  if (!isJsonMediaType(ctx.head.contentType)) {
     throw new GatewayError('unsupported_media_type', 'Content-Type must be application/json');
   }
-  const body = await readBody(ctx.req, maxBodyBytes);
+  const problem = declaredLengthProblem(ctx.head.contentLength, maxBodyBytes);
+  if (problem !== null) throw problem;
+}
+
+/** Steps 3–4: the request's messages land on `ctx.message` / `ctx.rpcMethod` / `ctx.rpcId`. */
+export function acceptMessages(ctx: Context, body: Buffer): void {
   ctx.body = body;
   const message = parseMessages(body);
   ctx.message = message;
@@ -30,7 +39,7 @@ export async function receiveMessages(ctx: Context, maxBodyBytes: number): Promi
     ctx.rpcMethod = message.method;
     if ('id' in message) ctx.rpcId = message.id;
   }
-  const mismatch = standardHeadersProblem(message, ctx.header('mcp-method'), ctx.header('mcp-name'));
+  const mismatch = standardHeadersProblem(message, ctx.head.mcpMethod, ctx.head.mcpName);
   if (mismatch !== null) throw mismatch;
 }
 

@@ -7,7 +7,7 @@
 import type { Context } from '../context.ts';
 import type { GatewayError } from '../errors.ts';
 import { errorBody } from '../errors.ts';
-import { Exchange } from '../upstream.ts';
+import { Exchange, writeToClient } from '../upstream.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { formatSseEvent } from './sse.ts';
@@ -19,15 +19,25 @@ const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transf
 export const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
 
 
-/** Filters a backend's raw response headers into the list written to the client. */
-export function clientHeaders(raw: Buffer[], ctx: Context): { list: string[]; sse: boolean } {
+const EVENT_STREAM = /^text\/event-stream/i;
+
+/**
+ * Filters a backend's response headers into the list written to the client. Only names whose
+ * length matches one of the dropped ones (or `content-type`, or an `access-control-*`) are
+ * lower-cased and looked up.
+ */
+export function clientHeaders(headers: string[], ctx: Context): { list: string[]; sse: boolean } {
   const list: string[] = [];
   let sse = false;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toString('latin1').toLowerCase();
-    if (DROPPED.has(name) || name.startsWith('access-control-')) continue;
-    const value = raw[i + 1]!.toString('latin1');
-    if (name === 'content-type' && value.startsWith('text/event-stream')) sse = true;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    const length = name.length;
+    if (length === 2 || length === 7 || length === 10 || length === 12 || length >= 16) {
+      const lower = name.toLowerCase();
+      if (DROPPED.has(lower) || lower.startsWith('access-control-')) continue;
+      if (lower === 'content-type' && EVENT_STREAM.test(value)) sse = true;
+    }
     list.push(name, value);
   }
   list.push('x-request-id', ctx.requestId);
@@ -45,7 +55,6 @@ export class PipeExchange extends Exchange implements OpenStream {
   readonly standalone: boolean;
   #sse = false;
   #held: Buffer | null = null;
-  #resume: (() => void) | null = null;
 
   constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, standalone: boolean) {
     super(backend, metrics);
@@ -55,10 +64,9 @@ export class PipeExchange extends Exchange implements OpenStream {
     ctx.inflight = this;
   }
 
-  protected head(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+  protected head(status: number, headers: string[]): boolean {
     const res = this.ctx.res;
-    const { list, sse } = clientHeaders(rawHeaders, this.ctx);
-    this.#resume = resume;
+    const { list, sse } = clientHeaders(headers, this.ctx);
     res.writeHead(status, list);
     if (sse) {
       this.#sse = true;
@@ -78,10 +86,7 @@ export class PipeExchange extends Exchange implements OpenStream {
   }
 
   #write(chunk: Buffer): boolean {
-    const res = this.ctx.res;
-    if (res.write(chunk)) return true;
-    res.once('drain', this.#resume!);
-    return false;
+    return writeToClient(this.ctx.res, chunk, this);
   }
 
   protected end(): void {

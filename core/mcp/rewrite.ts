@@ -10,7 +10,7 @@ import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
-import { Exchange } from '../upstream.ts';
+import { Exchange, writeToClient } from '../upstream.ts';
 import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
 import { clientHeaders } from './pipe.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
@@ -41,7 +41,6 @@ export class RewriteExchange extends Exchange implements OpenStream {
   #pending: SseEvent[] = [];
   #busy = false;
   #ended = false;
-  #resume: (() => void) | null = null;
 
   constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, hooks: readonly ResponseHook[]) {
     super(backend, metrics);
@@ -51,9 +50,8 @@ export class RewriteExchange extends Exchange implements OpenStream {
     ctx.inflight = this;
   }
 
-  protected head(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    const { list, sse } = clientHeaders(rawHeaders, this.ctx);
-    this.#resume = resume;
+  protected head(status: number, headers: string[]): boolean {
+    const { list, sse } = clientHeaders(headers, this.ctx);
     this.#status = status;
     if (sse) {
       this.#mode = 'sse';
@@ -124,7 +122,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
     if (this.cancelled) return;
     this.#pending.shift();
     this.ctx.res.write(formatSseEvent({ id: event.id, event: event.event, data: JSON.stringify(rewritten) }));
-    if (this.#drainEvents() && !this.#ended) this.#resume?.();
+    if (this.#drainEvents() && !this.#ended) this.resume();
   }
 
   #parseResponse(data: string): JsonRpcResponse | null {
@@ -136,9 +134,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
   }
 
   #write(chunk: Buffer): boolean {
-    if (this.ctx.res.write(chunk)) return true;
-    this.ctx.res.once('drain', this.#resume!);
-    return false;
+    return writeToClient(this.ctx.res, chunk, this);
   }
 
   protected end(): void {

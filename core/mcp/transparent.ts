@@ -1,23 +1,24 @@
 /**
  * Transparent mode: a group of ONE backend. The gateway forwards POST, GET (the standalone SSE
  * stream) and DELETE to the backend and pipes the answer back; the backend's own session id,
- * protocol version and event ids pass through untouched. This is the fastest path: no
- * per-request work for features that are off.
+ * protocol version and event ids pass through untouched. This is the fastest path: a POST is
+ * read, checked and dispatched without a promise unless a plugin hook is asynchronous.
  */
 import type { BackendInfo } from '../backend.ts';
 import { runHooks, type Chain, type HookOutcome } from '../chain.ts';
 import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
+import { startReading, type BodySink } from '../http/body.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../outgoing-headers.ts';
-import type { BackendHook } from '../plugin.ts';
-import { forwardHeaders, type Upstreams } from '../upstream.ts';
+import type { BackendHook, ResponseHook } from '../plugin.ts';
+import { respond } from '../respond.ts';
+import type { Pool, Upstreams } from '../upstream.ts';
 import type { McpEndpoint } from './endpoint.ts';
-import { receiveMessages, runMessageHooks } from './intake.ts';
+import { acceptMessages, checkPostHead, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
-import type { OpenStreams } from './streams.ts';
 import { RewriteExchange } from './rewrite.ts';
-import type { Pool } from 'undici';
+import type { OpenStreams } from './streams.ts';
 
 export interface TransparentOptions {
   path: string;
@@ -33,7 +34,7 @@ function isPromise(value: unknown): value is Promise<unknown> {
   return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
 }
 
-export class TransparentEndpoint implements McpEndpoint {
+export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly path: string;
   readonly #backend: BackendInfo;
   readonly #pool: Pool;
@@ -57,7 +58,9 @@ export class TransparentEndpoint implements McpEndpoint {
   handle(ctx: Context): HookOutcome | Promise<HookOutcome> {
     switch (ctx.req.method) {
       case 'POST':
-        return this.#post(ctx);
+        checkPostHead(ctx, this.#maxBodyBytes);
+        startReading(ctx.req, this.#maxBodyBytes, this, ctx);
+        return undefined;
       case 'GET':
         return this.#forward(ctx, 'GET', null);
       case 'DELETE':
@@ -69,20 +72,36 @@ export class TransparentEndpoint implements McpEndpoint {
     }
   }
 
-  async #post(ctx: Context): Promise<HookOutcome> {
-    await receiveMessages(ctx, this.#maxBodyBytes);
-    const outcome = runMessageHooks(ctx, this.#chain);
-    if (outcome !== undefined) {
-      const settled = isPromise(outcome) ? await outcome : outcome;
-      if (settled !== undefined) return settled;
+  /** The POST body arrived: frame it, run the message hooks, forward it. */
+  body(ctx: Context, body: Buffer): void {
+    try {
+      acceptMessages(ctx, body);
+      const outcome = runMessageHooks(ctx, this.#chain);
+      if (outcome === undefined) {
+        respond(ctx, this.#forward(ctx, 'POST', body));
+      } else if (isPromise(outcome)) {
+        outcome.then(
+          (settled) => respond(ctx, settled !== undefined ? settled : this.#forward(ctx, 'POST', ctx.body ?? serialize(ctx))),
+          (err: unknown) => ctx.fail(err),
+        );
+      } else {
+        respond(ctx, outcome);
+      }
+    } catch (err) {
+      ctx.fail(err);
     }
-    const body = ctx.body ?? Buffer.from(JSON.stringify(ctx.message));
-    return this.#forward(ctx, 'POST', body);
+  }
+
+  bodyFailed(ctx: Context, error: GatewayError): void {
+    ctx.fail(error);
   }
 
   #forward(ctx: Context, method: string, body: Buffer | null): HookOutcome | Promise<HookOutcome> {
+    if (body !== null && ctx.body === null) body = serialize(ctx); // a hook replaced the message
     const responseHooks = method === 'POST' ? this.#chain.responseHooks(ctx.rpcMethod) : null;
-    const list = forwardHeaders(ctx.req, ctx.requestId, responseHooks !== null);
+    const list = ctx.head.forward;
+    if (responseHooks !== null) dropHeader(list, 'accept-encoding'); // the gateway reads the body itself
+    list.push('x-request-id', ctx.requestId);
     if (this.#backendHooks !== null) {
       const headers = new OutgoingHeaders(list);
       const outcome = runHooks(this.#backendHooks, ctx, headers);
@@ -90,12 +109,11 @@ export class TransparentEndpoint implements McpEndpoint {
         return outcome.then((settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks)));
       }
       if (outcome !== undefined) return outcome;
-      return this.#send(ctx, method, headers.list, body, responseHooks);
     }
     return this.#send(ctx, method, list, body, responseHooks);
   }
 
-  #send(ctx: Context, method: string, headers: string[], body: Buffer | null, responseHooks: ReturnType<Chain['responseHooks']>): undefined {
+  #send(ctx: Context, method: string, headers: string[], body: Buffer | null, responseHooks: ResponseHook[] | null): undefined {
     if (ctx.res.destroyed) return undefined; // the client left while hooks ran
     const exchange =
       responseHooks === null
@@ -112,4 +130,12 @@ export class TransparentEndpoint implements McpEndpoint {
   status(): unknown {
     return { mode: 'transparent', backends: [{ name: this.#backend.name, url: this.#backend.url.href }] };
   }
+}
+
+function serialize(ctx: Context): Buffer {
+  return Buffer.from(JSON.stringify(ctx.message));
+}
+
+function dropHeader(list: string[], name: string): void {
+  for (let i = list.length - 2; i >= 0; i -= 2) if (list[i] === name) list.splice(i, 2);
 }

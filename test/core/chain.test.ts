@@ -13,7 +13,7 @@ import { Reply } from '../../core/reply.ts';
 const noTimer = () => null;
 
 function context(): Context {
-  const req = { url: '/mcp', headers: {} } as unknown as IncomingMessage;
+  const req = { url: '/mcp', headers: {}, rawHeaders: [] } as unknown as IncomingMessage;
   return new Context(req, {} as ServerResponse, { log: createLogger('silent'), challenge: null }, 0);
 }
 

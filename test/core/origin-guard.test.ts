@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
+import { RequestHead } from '../../core/http/request-head.ts';
 import { describe, it } from 'node:test';
 import { OriginGuard } from '../../core/http/origin-guard.ts';
 
-function request(headers: Record<string, string>): IncomingMessage {
-  return { headers } as unknown as IncomingMessage;
+function request(headers: Record<string, string>): RequestHead {
+  return new RequestHead(Object.entries(headers).flat());
 }
 
 describe('OriginGuard (DNS rebinding)', () => {

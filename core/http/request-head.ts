@@ -1,0 +1,104 @@
+/**
+ * The request headers the core reads, found in ONE pass over `rawHeaders`: Node then never
+ * builds the `req.headers` object on the hot path, and the same pass produces the list of
+ * headers to forward to a backend.
+ *
+ * Repeated headers: the first value wins for the singletons read here (as Node does for them);
+ * `authorization` repetitions are counted so that incoming auth can refuse them.
+ */
+
+/** Request headers that never travel to a backend. */
+const NOT_FORWARDED = new Set([
+  // Hop-by-hop (RFC 9110 §7.6.1): they describe the client's connection, not the request.
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  // The backend gets its own authority as Host (written by the upstream client).
+  'host',
+  // The client's credentials are for the gateway: a backend gets only what prepareBackend sets.
+  'authorization',
+  'cookie',
+  // Origin was checked by the gateway; a backend doing its own rebinding check must not see a
+  // browser origin it was never configured for.
+  'origin',
+  // Recomputed for the body actually sent.
+  'content-length',
+  'expect',
+  // The gateway's own request id is sent instead.
+  'x-request-id',
+]);
+
+export class RequestHead {
+  host: string | undefined = undefined;
+  origin: string | undefined = undefined;
+  contentType: string | undefined = undefined;
+  contentLength: string | undefined = undefined;
+  requestId: string | undefined = undefined;
+  mcpMethod: string | undefined = undefined;
+  mcpName: string | undefined = undefined;
+  authorization: string | undefined = undefined;
+  authorizationCount = 0;
+  /** Lower-case `[name, value, ...]` of the headers that may be forwarded to a backend. */
+  readonly forward: string[] = [];
+  /** Names listed in `Connection` (hop-by-hop too), when the client sent any besides close/keep-alive. */
+  connectionTokens: string | undefined = undefined;
+
+  constructor(raw: readonly string[]) {
+    const forward = this.forward;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      const value = raw[i + 1]!;
+      switch (name) {
+        case 'host':
+          this.host ??= value;
+          continue;
+        case 'origin':
+          this.origin ??= value;
+          continue;
+        case 'content-type':
+          this.contentType ??= value;
+          break;
+        case 'content-length':
+          this.contentLength ??= value;
+          continue;
+        case 'x-request-id':
+          this.requestId ??= value;
+          continue;
+        case 'mcp-method':
+          this.mcpMethod ??= value;
+          break;
+        case 'mcp-name':
+          this.mcpName ??= value;
+          break;
+        case 'authorization':
+          this.authorization ??= value;
+          this.authorizationCount++;
+          continue;
+        case 'connection':
+          this.connectionTokens = value;
+          continue;
+      }
+      if (!NOT_FORWARDED.has(name)) forward.push(name, value);
+    }
+    const tokens = this.connectionTokens;
+    if (tokens !== undefined && !PLAIN_CONNECTION.test(tokens)) dropConnectionTokens(forward, tokens);
+  }
+}
+
+/** `Connection: keep-alive` / `close`, as nearly every client sends it: lists no header to drop. */
+const PLAIN_CONNECTION = /^\s*(keep-alive|close)\s*$/i;
+
+/** Headers the client listed in `Connection` are hop-by-hop too (e.g. `Connection: close, x-foo`). */
+function dropConnectionTokens(forward: string[], tokens: string): void {
+  for (const token of tokens.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name === 'close' || name === 'keep-alive' || name === '') continue;
+    for (let i = forward.length - 2; i >= 0; i -= 2) if (forward[i] === name) forward.splice(i, 2);
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * Writing what a hook or handler answered: a `Reply` as is, anything else through the one error
+ * mapping (errors.ts). Every answer the gateway itself gives goes through here.
+ */
+import type { Context } from './context.ts';
+import { CORS_EXPOSED } from './mcp/pipe.ts';
+import { Reply } from './reply.ts';
+
+export function writeReply(ctx: Context, reply: Reply): void {
+  const res = ctx.res;
+  const headers: Record<string, string | number> = { ...reply.headers, 'x-request-id': ctx.requestId };
+  if (ctx.corsOrigin !== null) {
+    headers['access-control-allow-origin'] = ctx.corsOrigin;
+    headers['access-control-expose-headers'] = CORS_EXPOSED;
+    headers.vary = 'origin';
+  }
+  if (reply.body === null) {
+    res.writeHead(reply.status, headers);
+    res.end();
+    return;
+  }
+  headers['content-length'] = Buffer.byteLength(reply.body);
+  res.writeHead(reply.status, headers);
+  res.end(reply.body);
+}
+
+/** Answers with `outcome` when there is one (undefined: the handler already answered). */
+export function respond(ctx: Context, outcome: unknown): void {
+  if (outcome === undefined) return;
+  if (outcome instanceof Reply) writeReply(ctx, outcome);
+  else ctx.fail(outcome);
+}

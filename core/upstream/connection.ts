@@ -1,0 +1,271 @@
+/**
+ * One keep-alive HTTP/1.1 connection to a backend: a socket, Node's native response parser, and
+ * at most one exchange at a time (no pipelining). The request is written with one syscall; the
+ * response reaches the exchange through the parser's callbacks, which are module functions that
+ * find the connection on the parser (no closures per request).
+ */
+import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import {
+  createResponseParser,
+  kOnBody,
+  kOnHeaders,
+  kOnHeadersComplete,
+  kOnMessageComplete,
+  type NativeParser,
+} from './http-parser.ts';
+
+/** What a connection reports to the exchange it serves. */
+export interface UpstreamHandler {
+  /** The connection that will carry the exchange (called when the request is written). */
+  attach(connection: Connection): void;
+  /** Return false to pause reading (backpressure); call `connection.resume()` later. */
+  onHeaders(status: number, headers: string[]): boolean;
+  onData(chunk: Buffer): boolean;
+  onComplete(): void;
+  onError(error: UpstreamError): void;
+}
+
+/** A failure of the connection, with a code the gateway maps to 502 / 504. */
+export class UpstreamError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'UpstreamError';
+    this.code = code;
+  }
+}
+
+/** What the pool exposes to its connections. */
+export interface ConnectionOwner {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+  /** `Host` header value: the backend's own authority. */
+  readonly authority: string;
+  readonly connectTimeoutMs: number;
+  release(connection: Connection): void;
+  discard(connection: Connection): void;
+}
+
+const kConnection = Symbol('gatehouse.connection');
+type Tagged<T> = T & { [kConnection]: Connection };
+
+function onSocketConnect(this: Tagged<Socket>): void {
+  this.setTimeout(0);
+  this[kConnection].connected = true;
+}
+
+function onSocketTimeout(this: Tagged<Socket>): void {
+  const connection = this[kConnection];
+  if (!connection.connected) connection.fail(new UpstreamError('ECONNECT_TIMEOUT', 'connect timeout'));
+}
+
+function onSocketData(this: Tagged<Socket>, chunk: Buffer): void {
+  const connection = this[kConnection];
+  if (connection.handler === null) {
+    connection.fail(new UpstreamError('EPROTO', 'the backend sent data with no request outstanding'));
+    return;
+  }
+  const result = connection.parser.execute(chunk);
+  if (typeof result !== 'number') {
+    const code = (result as { code?: string }).code ?? 'HPE_ERROR';
+    connection.fail(new UpstreamError(code, `invalid HTTP response (${code})`, result));
+  }
+}
+
+function onSocketError(this: Tagged<Socket>, err: Error): void {
+  const connection = this[kConnection];
+  const code = (err as { code?: string }).code ?? 'ECONNRESET';
+  connection.fail(new UpstreamError(code, err.message, err));
+}
+
+function onSocketClose(this: Tagged<Socket>): void {
+  const connection = this[kConnection];
+  if (connection.handler !== null) {
+    // A body delimited by the connection closing ends here; anything else was cut short.
+    const result = connection.parser.finish();
+    if (connection.handler !== null) {
+      connection.fail(new UpstreamError('ECONNRESET', 'the backend closed the connection before its response was complete', result));
+      return;
+    }
+  }
+  connection.fail(null);
+}
+
+function onHeaders(this: Tagged<NativeParser>, headers: string[]): void {
+  // More than 32 header lines arrive in several parts before onHeadersComplete.
+  const connection = this[kConnection];
+  (connection.partialHeaders ??= []).push(...headers);
+}
+
+function onHeadersComplete(
+  this: Tagged<NativeParser>,
+  _major: number,
+  _minor: number,
+  headers: string[] | undefined,
+  _method: unknown,
+  _url: unknown,
+  status: number,
+  _statusMessage: string,
+  _upgrade: boolean,
+  keepAlive: boolean,
+): number {
+  const connection = this[kConnection];
+  let all = headers ?? [];
+  if (connection.partialHeaders !== null) {
+    all = connection.partialHeaders.concat(all);
+    connection.partialHeaders = null;
+  }
+  if (status < 200 && status !== 101) {
+    // 1xx informational (103 Early Hints...): the real response follows.
+    connection.informational = true;
+    return 0;
+  }
+  connection.keepAlive = keepAlive;
+  // The backend's idle limit does not change between responses: read it from the first one.
+  if (connection.served === 0) connection.keepAliveHintMs = keepAliveHint(all);
+  connection.deadline = 0;
+  if (!connection.handler!.onHeaders(status, all)) connection.pause();
+  return connection.headOnly ? 1 : 0;
+}
+
+function onBody(this: Tagged<NativeParser>, chunk: Buffer): void {
+  const connection = this[kConnection];
+  if (!connection.handler!.onData(chunk)) connection.pause();
+}
+
+function onMessageComplete(this: Tagged<NativeParser>): void {
+  const connection = this[kConnection];
+  if (connection.informational) {
+    connection.informational = false;
+    return;
+  }
+  const handler = connection.handler!;
+  connection.handler = null;
+  connection.served++;
+  if (connection.keepAlive) connection.owner.release(connection);
+  else connection.destroy();
+  handler.onComplete();
+}
+
+/** `Keep-Alive: timeout=N` of a response: how long the backend keeps an idle connection, ms. */
+function keepAliveHint(headers: string[]): number {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name.length === 10 && name.toLowerCase() === 'keep-alive') {
+      const match = /timeout=(\d+)/i.exec(headers[i + 1]!);
+      if (match !== null) return Number(match[1]) * 1000;
+    }
+  }
+  return Infinity;
+}
+
+export class Connection {
+  readonly owner: ConnectionOwner;
+  readonly socket: Tagged<Socket>;
+  readonly parser: Tagged<NativeParser>;
+  handler: UpstreamHandler | null = null;
+  connected = false;
+  closed = false;
+  keepAlive = true;
+  /** The backend's own idle limit (Keep-Alive hint), ms; the pool expires idle connections before it. */
+  keepAliveHintMs = Infinity;
+  informational = false;
+  headOnly = false;
+  partialHeaders: string[] | null = null;
+  /** performance.now() by which response headers must arrive; 0 when not waiting. */
+  deadline = 0;
+  idleSince = 0;
+  served = 0;
+  paused = false;
+
+  constructor(owner: ConnectionOwner) {
+    this.owner = owner;
+    const options = { host: owner.host, port: owner.port };
+    const socket = (
+      owner.tls
+        ? tlsConnect({ ...options, servername: isIP(owner.host) === 0 ? owner.host : undefined, ALPNProtocols: ['http/1.1'] })
+        : netConnect(options)
+    ) as Tagged<Socket>;
+    socket[kConnection] = this;
+    socket.setNoDelay(true);
+    socket.setTimeout(owner.connectTimeoutMs);
+    socket.on(owner.tls ? 'secureConnect' : 'connect', onSocketConnect);
+    socket.on('timeout', onSocketTimeout);
+    socket.on('data', onSocketData);
+    socket.on('error', onSocketError);
+    socket.on('close', onSocketClose);
+    this.socket = socket;
+    const parser = createResponseParser() as Tagged<NativeParser>;
+    parser[kConnection] = this;
+    parser[kOnHeaders] = onHeaders;
+    parser[kOnHeadersComplete] = onHeadersComplete;
+    parser[kOnBody] = onBody;
+    parser[kOnMessageComplete] = onMessageComplete;
+    this.parser = parser;
+  }
+
+  /**
+   * Writes one request. `headers` are lower-case `[name, value, ...]` whose values were checked
+   * for CR/LF (they come from Node's request parser, or through OutgoingHeaders.set).
+   */
+  send(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, deadline: number): void {
+    this.handler = handler;
+    handler.attach(this);
+    this.headOnly = method === 'HEAD';
+    this.deadline = deadline;
+    let head = method + ' ' + path + ' HTTP/1.1\r\nhost: ' + this.owner.authority + '\r\n';
+    for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
+    if (body !== null) head += 'content-length: ' + body.length + '\r\n';
+    head += '\r\n';
+    if (body === null || body.length === 0) {
+      this.socket.write(head, 'latin1');
+      return;
+    }
+    const headLength = Buffer.byteLength(head, 'latin1');
+    const request = Buffer.allocUnsafe(headLength + body.length);
+    request.write(head, 0, headLength, 'latin1');
+    body.copy(request, headLength);
+    this.socket.write(request);
+  }
+
+  pause(): void {
+    if (!this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    }
+  }
+
+  resume(): void {
+    if (this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
+  }
+
+  /** Ends the exchange with `error` (null: the connection closed while idle), and the connection with it. */
+  fail(error: UpstreamError | null): void {
+    const handler = this.handler;
+    this.handler = null;
+    this.destroy();
+    if (handler !== null) handler.onError(error ?? new UpstreamError('ECONNRESET', 'connection closed'));
+  }
+
+  /** Abandons the exchange in flight (the client went away): the connection cannot be reused. */
+  abort(): void {
+    this.handler = null;
+    this.destroy();
+  }
+
+  destroy(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.deadline = 0;
+    this.socket.destroy();
+    const parser = this.parser;
+    // Free the native parser once its callbacks have unwound (as node:http does).
+    setImmediate(() => parser.close());
+    this.owner.discard(this);
+  }
+}

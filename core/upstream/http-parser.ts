@@ -1,0 +1,79 @@
+/**
+ * Node's own HTTP/1.1 parser (llhttp, the binding node:http uses for its server and client),
+ * reached through `node:_http_common`. Gatehouse's upstream client drives it directly: response
+ * headers arrive as strings from C++, and no stream machinery sits between the socket and the
+ * parser. Measured against undici's wasm parser in bench/README.md.
+ *
+ * The binding is not a documented API, so its shape is checked once at load: if a Node release
+ * changes it, Gatehouse refuses to start with a clear message instead of misparsing.
+ */
+import { createRequire } from 'node:module';
+
+/** The callback slots of the binding, by index. */
+export interface NativeParser {
+  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
+  /** Bytes parsed, or an Error with `code` (e.g. `HPE_INVALID_CONSTANT`). */
+  execute(data: Buffer): number | Error;
+  /** Signals the end of the input (bodies delimited by the connection closing). */
+  finish(): number | Error | undefined;
+  close(): void;
+  remove(): void;
+  [slot: number]: unknown;
+}
+
+interface NativeParserClass {
+  new (): NativeParser;
+  readonly RESPONSE: number;
+  readonly kOnHeaders: number;
+  readonly kOnHeadersComplete: number;
+  readonly kOnBody: number;
+  readonly kOnMessageComplete: number;
+  readonly kLenientNone: number;
+}
+
+const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser: NativeParserClass };
+
+export const RESPONSE = HTTPParser.RESPONSE;
+export const kOnHeaders = HTTPParser.kOnHeaders;
+export const kOnHeadersComplete = HTTPParser.kOnHeadersComplete;
+export const kOnBody = HTTPParser.kOnBody;
+export const kOnMessageComplete = HTTPParser.kOnMessageComplete;
+export const kLenientNone = HTTPParser.kLenientNone;
+
+/** Maximum size of a backend's response head (Node's default). */
+export const MAX_HEADER_SIZE = 16 * 1024;
+
+export function createResponseParser(): NativeParser {
+  const parser = new HTTPParser();
+  parser.initialize(RESPONSE, {}, MAX_HEADER_SIZE, kLenientNone);
+  return parser;
+}
+
+/** Parses a canned response once: proves the binding behaves as this module expects. */
+function selfCheck(): void {
+  const parser = createResponseParser();
+  let status = 0;
+  let body = '';
+  let complete = false;
+  parser[kOnHeadersComplete] = (_major: number, _minor: number, headers: string[], _m: unknown, _u: unknown, code: number) => {
+    status = code;
+    if (headers[0] !== 'Content-Length') throw new Error('unexpected header layout');
+    return 0;
+  };
+  parser[kOnBody] = (chunk: Buffer) => {
+    body += chunk.toString();
+  };
+  parser[kOnMessageComplete] = () => {
+    complete = true;
+  };
+  const response = Buffer.from('HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok');
+  const result = parser.execute(response);
+  parser.close();
+  if (result !== response.length || status !== 201 || body !== 'ok' || !complete) {
+    throw new Error(
+      `Gatehouse: this Node.js (${process.version}) has an HTTP parser binding Gatehouse does not know; use Node 20 or 22`,
+    );
+  }
+}
+
+selfCheck();

@@ -1,0 +1,175 @@
+/**
+ * Keep-alive connections to one backend origin: reused most-recent-first, opened on demand up to
+ * a limit, with a FIFO queue beyond it. One timer per pool (running only while there is work)
+ * enforces the response-header deadline of each exchange and expires idle connections before
+ * the backend's own keep-alive limit would (so a request never lands on a connection the backend
+ * is closing).
+ */
+import { Connection, UpstreamError, type ConnectionOwner, type UpstreamHandler } from './connection.ts';
+
+export interface PoolOptions {
+  /** Maximum connections to this origin. */
+  connections: number;
+  /** How long an idle connection is kept, ms. */
+  keepAliveMs: number;
+  connectTimeoutMs: number;
+}
+
+interface Waiting {
+  handler: UpstreamHandler;
+  method: string;
+  path: string;
+  headers: readonly string[];
+  body: Buffer | null;
+  deadline: number;
+}
+
+/** Margin kept below the backend's advertised keep-alive timeout. */
+const HINT_MARGIN_MS = 1000;
+
+export class Pool implements ConnectionOwner {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+  readonly authority: string;
+  readonly connectTimeoutMs: number;
+  readonly #options: PoolOptions;
+  readonly #idle: Connection[] = [];
+  readonly #all = new Set<Connection>();
+  readonly #waiting: Waiting[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  #sweepMs = 1000;
+  #closed = false;
+
+  constructor(origin: URL, options: PoolOptions) {
+    this.tls = origin.protocol === 'https:';
+    this.host = origin.hostname.startsWith('[') ? origin.hostname.slice(1, -1) : origin.hostname;
+    this.port = origin.port === '' ? (this.tls ? 443 : 80) : Number(origin.port);
+    this.authority = origin.host;
+    this.connectTimeoutMs = options.connectTimeoutMs;
+    this.#options = options;
+  }
+
+  /** Sends a request (or queues it); the response, or the failure, reaches `handler`. */
+  dispatch(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, timeoutMs: number): void {
+    const now = performance.now();
+    const deadline = now + timeoutMs;
+    const sweep = Math.max(10, Math.min(1000, Math.floor(timeoutMs / 4)));
+    if (sweep < this.#sweepMs) {
+      // A shorter deadline than any before: sweep more often.
+      this.#sweepMs = sweep;
+      if (this.#timer !== null) clearInterval(this.#timer);
+      this.#timer = null;
+    }
+    this.#arm();
+    if (this.#closed) {
+      handler.onError(new UpstreamError('ECONNREFUSED', 'the gateway is shutting down'));
+      return;
+    }
+    const connection = this.#reusable(now) ?? (this.#all.size < this.#options.connections ? this.#open() : null);
+    if (connection === null) {
+      this.#waiting.push({ handler, method, path, headers, body, deadline });
+      return;
+    }
+    connection.send(handler, method, path, headers, body, deadline);
+  }
+
+  /** Removes a queued request whose client went away. */
+  cancel(handler: UpstreamHandler): void {
+    const at = this.#waiting.findIndex((w) => w.handler === handler);
+    if (at !== -1) this.#waiting.splice(at, 1);
+  }
+
+  /** The most recently used idle connection that is not about to expire. */
+  #reusable(now: number): Connection | null {
+    for (;;) {
+      const connection = this.#idle.pop();
+      if (connection === undefined) return null;
+      if (now - connection.idleSince < this.#idleLimit(connection)) return connection;
+      connection.destroy();
+    }
+  }
+
+  #idleLimit(connection: Connection): number {
+    const hint = connection.keepAliveHintMs;
+    return Math.min(this.#options.keepAliveMs, hint > 2 * HINT_MARGIN_MS ? hint - HINT_MARGIN_MS : hint / 2);
+  }
+
+  #open(): Connection {
+    const connection = new Connection(this);
+    this.#all.add(connection);
+    return connection;
+  }
+
+  release(connection: Connection): void {
+    const next = this.#waiting.shift();
+    if (next !== undefined) {
+      connection.send(next.handler, next.method, next.path, next.headers, next.body, next.deadline);
+      return;
+    }
+    if (this.#closed) {
+      connection.destroy();
+      return;
+    }
+    connection.idleSince = performance.now();
+    this.#idle.push(connection);
+  }
+
+  discard(connection: Connection): void {
+    this.#all.delete(connection);
+    const at = this.#idle.lastIndexOf(connection);
+    if (at !== -1) this.#idle.splice(at, 1);
+    // A queued request may now get a connection of its own.
+    if (this.#waiting.length > 0 && !this.#closed && this.#all.size < this.#options.connections) {
+      const next = this.#waiting.shift()!;
+      this.#open().send(next.handler, next.method, next.path, next.headers, next.body, next.deadline);
+    }
+  }
+
+  #arm(): void {
+    if (this.#timer !== null) return;
+    this.#timer = setInterval(() => this.#sweep(), this.#sweepMs);
+    this.#timer.unref();
+  }
+
+  /** Deadlines and idle expiry; stops itself when the pool has nothing to watch. */
+  #sweep(): void {
+    const now = performance.now();
+    for (const connection of this.#all) {
+      if (connection.deadline !== 0 && connection.deadline <= now) {
+        connection.fail(new UpstreamError('EHEADERS_TIMEOUT', 'no response headers in time'));
+      }
+    }
+    for (let i = this.#waiting.length - 1; i >= 0; i--) {
+      const waiting = this.#waiting[i]!;
+      if (waiting.deadline <= now) {
+        this.#waiting.splice(i, 1);
+        waiting.handler.onError(new UpstreamError('EHEADERS_TIMEOUT', 'no connection became free in time'));
+      }
+    }
+    for (let i = this.#idle.length - 1; i >= 0; i--) {
+      const connection = this.#idle[i]!;
+      if (now - connection.idleSince >= this.#idleLimit(connection)) connection.destroy();
+    }
+    if (this.#all.size === 0 && this.#waiting.length === 0 && this.#timer !== null) {
+      clearInterval(this.#timer);
+      this.#timer = null;
+    }
+  }
+
+  get size(): { open: number; idle: number; waiting: number } {
+    return { open: this.#all.size, idle: this.#idle.length, waiting: this.#waiting.length };
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const waiting of this.#waiting.splice(0)) waiting.handler.onError(new UpstreamError('ECONNREFUSED', 'the gateway is shutting down'));
+    for (const connection of [...this.#all]) {
+      if (connection.handler === null) connection.destroy();
+    }
+    if (this.#timer !== null) {
+      clearInterval(this.#timer);
+      this.#timer = null;
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RequestHead } from '../../core/http/request-head.ts';
+
+describe('RequestHead', () => {
+  it('reads the headers the core needs in one pass, first value wins', () => {
+    const head = new RequestHead([
+      'Host', 'gw:1', 'Content-Type', 'application/json', 'MCP-Method', 'tools/call', 'Mcp-Name', 'echo',
+      'X-Request-Id', 'abc', 'Authorization', 'Bearer a', 'authorization', 'Bearer b', 'Origin', 'https://o', 'Host', 'second',
+    ]);
+    assert.equal(head.host, 'gw:1');
+    assert.equal(head.contentType, 'application/json');
+    assert.equal(head.mcpMethod, 'tools/call');
+    assert.equal(head.mcpName, 'echo');
+    assert.equal(head.requestId, 'abc');
+    assert.equal(head.authorization, 'Bearer a');
+    assert.equal(head.authorizationCount, 2, 'a repeated Authorization is visible to incoming auth');
+    assert.equal(head.origin, 'https://o');
+  });
+
+  it('forwards end-to-end headers only: no hop-by-hop, Host, credentials, Origin, length or request id', () => {
+    const head = new RequestHead([
+      'Host', 'gw:1', 'Connection', 'keep-alive, X-Hop', 'X-Hop', '1', 'Keep-Alive', 'timeout=5', 'Transfer-Encoding', 'chunked',
+      'Authorization', 'Bearer secret', 'Cookie', 'sid=1', 'Origin', 'https://o', 'Content-Length', '10', 'X-Request-Id', 'r',
+      'Proxy-Authorization', 'Basic x', 'TE', 'trailers', 'Upgrade', 'h2c', 'Expect', '100-continue',
+      'Content-Type', 'application/json', 'Accept', 'application/json, text/event-stream', 'Mcp-Session-Id', 's1',
+      'MCP-Protocol-Version', '2025-11-25', 'Last-Event-ID', 'e9', 'Mcp-Method', 'tools/list', 'X-Custom', 'kept',
+    ]);
+    assert.deepEqual(head.forward, [
+      'content-type', 'application/json', 'accept', 'application/json, text/event-stream', 'mcp-session-id', 's1',
+      'mcp-protocol-version', '2025-11-25', 'last-event-id', 'e9', 'mcp-method', 'tools/list', 'x-custom', 'kept',
+    ]);
+  });
+});
