@@ -4,20 +4,25 @@
  */
 import { UsageError, exitWith } from './commands/args.ts';
 import { VMCP_USAGE, vmcpServe, vmcpValidate } from './commands/vmcp.ts';
+import { REGISTRY_USAGE, registryServe, registryValidate } from '../plugins/registry/commands.ts';
 
 type Command = (args: string[]) => Promise<void>;
 
 const COMMANDS: Record<string, Command> = {
   'vmcp serve': vmcpServe,
   'vmcp validate': vmcpValidate,
+  'registry serve': registryServe,
+  'registry validate': registryValidate,
 };
 
 const USAGE = `Usage:
 ${VMCP_USAGE}
+${REGISTRY_USAGE}
 
 Options:
   --config FILE      the configuration file (vmcp: multi-document YAML of MCPGroup, MCPServer,
-                     VirtualMCPServer, MCPExternalAuthConfig and Secret resources)
+                     VirtualMCPServer, MCPExternalAuthConfig and Secret resources; registry: one YAML
+                     document with auth, sources, registries and database)
   --host ADDRESS     address to listen on (default 127.0.0.1)
   --port PORT        port to listen on (0 picks a free one)
   --log-level LEVEL  fatal, error, warn, info, debug, trace or silent (default info)

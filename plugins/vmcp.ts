@@ -7,16 +7,19 @@ import type { VmcpConfig } from '../core/config/types.ts';
 import type { PluginSpec } from '../core/plugin-loader.ts';
 import { NotAvailableError } from '../core/vmcp.ts';
 import { anonymousAuth } from './incoming-auth/anonymous.ts';
+import { oidcAuth, type OidcAuthConfig } from './incoming-auth/oidc.ts';
 
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   const where = `VirtualMCPServer/${config.name}`;
   const missing: string[] = [];
   const specs: PluginSpec[] = [];
 
-  if (config.incomingAuth.type === 'anonymous') {
+  const incoming = config.incomingAuth;
+  if (incoming.type === 'anonymous') {
     specs.push({ definition: anonymousAuth, config: undefined, source: `${where} spec.incomingAuth` });
   } else {
-    missing.push(`${where} spec.incomingAuth.type: "oidc" is not available in this version yet (only "anonymous" is)`);
+    const oidcConfig: OidcAuthConfig = { resourceUrl: incoming.resourceUrl, oidc: incoming.oidc, ...(incoming.scopes ? { scopes: incoming.scopes } : {}) };
+    specs.push({ definition: oidcAuth, config: oidcConfig, source: `${where} spec.incomingAuth` });
   }
   if (config.authServer !== null) {
     missing.push(`${where} spec.authServerConfig: the embedded authorization server is not available in this version yet`);

@@ -19,6 +19,7 @@ import { startBackendProcess } from './backend.ts';
 import { anonymousConfig, gatehouseRow } from './gatehouse.ts';
 import { startHttpProxy } from './http-proxy.ts';
 import { startNginx } from './nginx.ts';
+import { oidcRow } from './oidc.ts';
 import type { Row } from './target.ts';
 
 export const rows: Row[] = [
@@ -46,6 +47,7 @@ export const rows: Row[] = [
     label: 'anonymous',
     config: anonymousConfig,
   }),
+  oidcRow(), // incoming auth, every request a verified-token cache hit (bench/load/oidc.ts)
 ];
 
 /** The rows selected by `BENCH_ROWS` (comma-separated name fragments), or all. */

@@ -250,6 +250,8 @@ export function resourceSchemas(index: ReferenceIndex) {
     .strictObject({
       type: z.enum(['anonymous', 'oidc']),
       resourceUrl: httpUrl.optional(),
+      // incoming-auth (issue 4): scopes advertised in RFC 9728 `scopes_supported` and the challenge's `scope=`.
+      scopes: z.array(text).optional(),
       oidcConfig: z
         .strictObject({
           type: z.enum(['inline', 'cluster']),

@@ -43,7 +43,13 @@ export interface ClusterOidcConfig {
 
 export type IncomingAuthConfig =
   | { readonly type: 'anonymous'; readonly resourceUrl: string | null }
-  | { readonly type: 'oidc'; readonly resourceUrl: string; readonly oidc: InlineOidcConfig | ClusterOidcConfig };
+  | {
+      readonly type: 'oidc';
+      readonly resourceUrl: string;
+      readonly oidc: InlineOidcConfig | ClusterOidcConfig;
+      /** `incomingAuth.scopes` (Gatehouse extension): advertised in `scopes_supported` and the 401 challenge. Absent when not set. */
+      readonly scopes?: readonly string[];
+    };
 
 export type ExternalAuthConfig =
   | {

@@ -275,13 +275,15 @@ function toIncomingAuth(auth: VmcpSpec['incomingAuth']): IncomingAuthConfig {
   if (auth.type === 'anonymous') return { type: 'anonymous', resourceUrl: auth.resourceUrl ?? null };
   const resourceUrl = checked(auth.resourceUrl, 'incomingAuth.resourceUrl');
   const oidc = checked(auth.oidcConfig, 'incomingAuth.oidcConfig');
+  const scopes = auth.scopes === undefined ? {} : { scopes: auth.scopes }; // incoming-auth (issue 4)
   if (oidc.type === 'cluster') {
-    return { type: 'oidc', resourceUrl, oidc: { type: 'cluster', issuer: CLUSTER_ISSUER, audience: CLUSTER_AUDIENCE, ...oidc.cluster } };
+    return { type: 'oidc', resourceUrl, ...scopes, oidc: { type: 'cluster', issuer: CLUSTER_ISSUER, audience: CLUSTER_AUDIENCE, ...oidc.cluster } };
   }
   const inline = checked(oidc.inline, 'incomingAuth.oidcConfig.inline');
   return {
     type: 'oidc',
     resourceUrl,
+    ...scopes,
     oidc: {
       type: 'inline',
       issuer: inline.issuer,

@@ -12,6 +12,12 @@ export interface VerifiedToken {
   readonly claims: Readonly<JWTPayload>;
   /** Expiry, seconds since the epoch. */
   readonly expiresAt: number;
+  /**
+   * Until when (ms since the epoch) this result may be reused without asking the validator
+   * again: the token's `exp`, or earlier for introspection results (their cache cap). Set by the
+   * validator of validator.ts (extension: absent means `expiresAt`).
+   */
+  readonly validUntil?: number;
 }
 
 export interface TokenValidatorOptions {
@@ -28,8 +34,39 @@ export interface TokenValidatorOptions {
   readonly clockToleranceSeconds?: number;
   /** Extra CA certificates (PEM) trusted for the issuer's endpoints (cluster mode). */
   readonly ca?: string;
-  /** Bearer token sent when fetching discovery and JWKS (cluster mode: the service-account token). */
-  readonly fetchBearerToken?: string;
+  /**
+   * Bearer token sent when fetching discovery and JWKS (cluster mode: the service-account token),
+   * only to the issuer's own origin. A function is called per fetch (projected tokens rotate).
+   */
+  readonly fetchBearerToken?: string | (() => string);
+
+  // ---- Extensions (all optional; defaults in brackets) ----------------------------------------
+
+  /** JWKS URL to use instead of the discovery document's `jwks_uri` (cluster mode: `<issuer>/openid/v1/jwks`). */
+  readonly jwksUri?: string;
+  /**
+   * Take the expected `iss` from the discovery document fetched at `issuer` instead of requiring
+   * them to be equal (cluster mode: the API server's service-account issuer is auto-detected). [false]
+   */
+  readonly issuerFromDiscovery?: boolean;
+  /** Timeout of each discovery / JWKS / introspection request, ms. [5000] */
+  readonly fetchTimeoutMs?: number;
+  readonly cache?: TokenValidatorCacheOptions;
+  /** The clock, ms since the epoch (tests inject one). [Date.now] */
+  readonly now?: () => number;
+}
+
+export interface TokenValidatorCacheOptions {
+  /** Verified tokens kept (LRU), each until its `exp`. [10000] */
+  readonly maxTokens?: number;
+  /** JWKS freshness: the issuer's `Cache-Control: max-age`, clamped to [min, max]; default when absent. [60, 86400, 600] */
+  readonly jwksMinAgeSeconds?: number;
+  readonly jwksMaxAgeSeconds?: number;
+  readonly jwksDefaultAgeSeconds?: number;
+  /** At most one JWKS fetch per cooldown for an unknown `kid` or an unreachable issuer. [30] */
+  readonly jwksCooldownSeconds?: number;
+  /** Cap on how long an active introspection result is cached (it is never kept past its `exp`). [none; 60 without `exp`] */
+  readonly introspectionMaxAgeSeconds?: number;
 }
 
 export interface TokenValidator {

@@ -1,0 +1,260 @@
+/**
+ * The zod schemas of the registry server's configuration file (`gatehouse registry serve`): the
+ * seed's `auth`, `sources[]` and `registries[]` sections, plus `database` and `server`. Objects
+ * are strict, so a typo is a problem. Cross-field rules (references between sections, the
+ * operating mode) are checked here too, so that `validate` reports everything in one pass.
+ *
+ * The source and registry item schemas are also the bodies of the admin API's PUT requests.
+ */
+import { z } from 'zod';
+import { durationSchema } from './duration.ts';
+import { describeValue, didYouMean } from './problems.ts';
+import type { PathSegment } from './problems.ts';
+import { sizeSchema } from './size.ts';
+import { isMapping } from './yaml.ts';
+
+type Ctx = z.core.$RefinementCtx;
+const whenMapping = { when: (payload: z.core.ParsePayload) => isMapping(payload.value) };
+const q = (text: string): string => JSON.stringify(text);
+
+function addIssue(ctx: Ctx, path: PathSegment[], message: string, at: 'key' | 'value' = 'value'): void {
+  ctx.addIssue({ code: 'custom', path, message, params: { at } });
+}
+
+function parseUrl(value: string): URL | null {
+  try {
+    return new URL(value);
+  } catch {
+    return null;
+  }
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+const text = z.string().min(1);
+
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Names of sources and registries: they appear in URL paths. */
+export const resourceNameSchema = z.string().superRefine((value, ctx) => {
+  if (value.length > 63 || !NAME.test(value)) {
+    ctx.addIssue(`must be lowercase letters, digits and "-", starting and ending with a letter or digit, at most 63 characters (got ${q(value)})`);
+  }
+});
+
+/** A claims map: a flat map of claim names to string values. */
+export const claimMapSchema = z
+  .record(
+    z.string().min(1, { error: 'claim names must not be empty' }),
+    z.string({ error: (issue) => `must be a string (got ${describeValue(issue.input)}): claims are a flat map of claim names to string values` }),
+    { error: (issue) => `must be a flat map of claim names to string values (got ${describeValue(issue.input)})` },
+  )
+  .transform((claims): Readonly<Record<string, string>> => claims);
+
+/** A role's claim map: like claims, but never empty (an empty map would grant the role to every caller). */
+const roleClaimMap = claimMapSchema.superRefine((claims, ctx) => {
+  if (Object.keys(claims).length === 0) {
+    ctx.addIssue('an empty claim map matches every caller: list at least one claim, e.g. {role: admin}');
+  }
+});
+
+const httpUrl = z.string().superRefine((value, ctx) => {
+  const url = parseUrl(value);
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    ctx.addIssue(`must be an absolute http(s) URL such as https://registry.example.com (got ${q(value)})`);
+  }
+});
+
+/** Issuers are https, except on loopback hosts (local development and tests). */
+const issuerUrl = z.string().superRefine((value, ctx) => {
+  const url = parseUrl(value);
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    ctx.addIssue(`must be an absolute https URL (got ${q(value)})`);
+  } else if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+    ctx.addIssue(`must use https: plain http is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1) (got ${q(value)})`);
+  } else if (url.search !== '' || url.hash !== '') {
+    ctx.addIssue(`must not have a query or a fragment (got ${q(value)})`);
+  }
+});
+
+const GIT_URL = /^(https?|ssh|git|file):\/\/\S+$|^[\w.-]+@[\w.-]+:\S+$/;
+const gitRepository = z.string().superRefine((value, ctx) => {
+  if (!GIT_URL.test(value)) ctx.addIssue(`must be a git repository URL such as https://github.com/acme/registry.git (got ${q(value)})`);
+});
+
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:\d{1,5})?$/;
+const allowedHost = z.string().superRefine((value, ctx) => {
+  if (value !== '*' && !HOST.test(value)) ctx.addIssue(`must be a host name, optionally with :port, or "*" (got ${q(value)})`);
+});
+const allowedOrigin = z.string().superRefine((value, ctx) => {
+  const url = parseUrl(value);
+  if (value !== '*' && (url === null || url.origin !== value)) ctx.addIssue(`must be an origin such as https://app.example.com, or "*" (got ${q(value)})`);
+});
+
+/** Each item's `name` is unique (checked even when some items are invalid). */
+function uniqueNames<T extends z.ZodType>(what: string, items: z.ZodArray<T>) {
+  return items.superRefine(
+    (list: unknown[], ctx) => {
+      const seen = new Map<string, number>();
+      list.forEach((item, index) => {
+        const name = isMapping(item) ? item.name : undefined;
+        if (typeof name !== 'string') return;
+        const first = seen.get(name);
+        if (first === undefined) seen.set(name, index);
+        else addIssue(ctx, [index, 'name'], `duplicate ${what} name ${q(name)}: names must be unique (first used at [${first}])`);
+      });
+    },
+    { when: (payload) => Array.isArray(payload.value) },
+  );
+}
+
+// ---- auth ---------------------------------------------------------------------------------
+
+const provider = z.strictObject({
+  name: text,
+  issuerUrl,
+  audience: text,
+  /** Let discovery and JWKS resolve to private addresses (an identity provider inside the network). */
+  allowPrivateIP: z.boolean().default(false),
+});
+
+const roleMaps = z.array(roleClaimMap).min(1);
+
+export const authSchema = z
+  .strictObject({
+    mode: z.enum(['anonymous', 'oauth']),
+    oauth: z
+      .strictObject({
+        resourceUrl: httpUrl,
+        realm: text.optional(),
+        providers: uniqueNames('provider', z.array(provider).min(1)),
+      })
+      .optional(),
+    authz: z
+      .strictObject({
+        roles: z
+          .strictObject({ superAdmin: roleMaps.optional(), manageSources: roleMaps.optional(), manageRegistries: roleMaps.optional(), manageEntries: roleMaps.optional() })
+          .prefault({}),
+      })
+      .optional(),
+  })
+  .superRefine((auth, ctx) => {
+    if (auth.mode === 'oauth' && auth.oauth === undefined) {
+      addIssue(ctx, ['oauth'], 'is required when mode is oauth: set resourceUrl and at least one provider {name, issuerUrl, audience}');
+    }
+    if (auth.mode === 'anonymous' && auth.oauth !== undefined) addIssue(ctx, ['oauth'], 'must not be set when mode is anonymous', 'key');
+    if (auth.mode === 'anonymous' && auth.authz !== undefined) {
+      addIssue(ctx, ['authz'], 'needs mode oauth: OAuth authentication must be enabled before authorization is configured', 'key');
+    }
+  }, whenMapping);
+
+// ---- sources and registries ---------------------------------------------------------------
+
+const SOURCE_KINDS = ['git', 'managed', 'file'] as const;
+
+export const sourceFieldsShape = {
+  format: z.enum(['upstream'], { error: (issue) => `only the upstream format (the official MCP registry's) is supported (got ${describeValue(issue.input)})` }).optional(),
+  git: z.strictObject({ repository: gitRepository, branch: text.optional(), path: text }).optional(),
+  managed: z.strictObject({}).optional(),
+  file: z.strictObject({ path: text }).optional(),
+  syncPolicy: z.strictObject({ interval: durationSchema() }).optional(),
+  claims: claimMapSchema.optional(),
+};
+
+/** Exactly one of git, managed, file; what only synced sources have is refused on managed ones. */
+function sourceKindRules(source: unknown, ctx: Ctx): void {
+  if (!isMapping(source)) return;
+  const kinds = SOURCE_KINDS.filter((kind) => source[kind] !== undefined);
+  if (kinds.length === 0) addIssue(ctx, [], `needs exactly one of ${SOURCE_KINDS.join(', ')}: git {repository, branch, path}, managed: {} or file {path}`);
+  for (const extra of kinds.slice(1)) addIssue(ctx, [extra], `must not be set together with ${kinds[0]}: a source is exactly one of ${SOURCE_KINDS.join(', ')}`, 'key');
+  if (kinds[0] === 'managed') {
+    if (source.syncPolicy !== undefined) addIssue(ctx, ['syncPolicy'], 'must not be set on a managed source: it receives published entries and is not synced', 'key');
+    if (source.format !== undefined) addIssue(ctx, ['format'], 'must not be set on a managed source: it holds published entries', 'key');
+  }
+}
+
+export const sourceSchema = z.strictObject({ name: resourceNameSchema, ...sourceFieldsShape }).superRefine(sourceKindRules, whenMapping);
+/** The body of `PUT /v1/sources/{name}`: a source without (or with the same) name. */
+export const sourceBodySchema = z.strictObject({ name: resourceNameSchema.optional(), ...sourceFieldsShape }).superRefine(sourceKindRules, whenMapping);
+
+export const registryFieldsShape = {
+  sources: z.array(resourceNameSchema).superRefine((names, ctx) => {
+    names.forEach((name, index) => {
+      if (names.indexOf(name) !== index) addIssue(ctx, [index], `source ${q(name)} is listed twice`);
+    });
+  }),
+  claims: claimMapSchema.optional(),
+};
+export const registrySchema = z.strictObject({ name: resourceNameSchema, ...registryFieldsShape });
+export const registryBodySchema = z.strictObject({ name: resourceNameSchema.optional(), ...registryFieldsShape });
+
+// ---- database and server ------------------------------------------------------------------
+
+const postgresUrl = z.string().superRefine((value, ctx) => {
+  const url = parseUrl(value);
+  if (url === null || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
+    ctx.addIssue(`must be a postgres://user:password@host:5432/database URL (got ${describeValue(value.replace(/\/\/[^@/]*@/, '//***@'))})`);
+  }
+});
+
+export const DEFAULT_DATA_DIR = './data/registry';
+
+const databaseSchema = z
+  .strictObject({ type: z.enum(['embedded', 'postgres', 'memory']), path: text.optional(), url: postgresUrl.optional() })
+  .superRefine((db, ctx) => {
+    if (db.type === 'postgres' && db.url === undefined) addIssue(ctx, ['url'], 'is required when type is postgres');
+    if (db.type !== 'postgres' && db.url !== undefined) addIssue(ctx, ['url'], `must not be set when type is ${db.type}`, 'key');
+    if (db.type !== 'embedded' && db.path !== undefined) addIssue(ctx, ['path'], `must not be set when type is ${db.type} (it is the data directory of the embedded store)`, 'key');
+  }, whenMapping);
+
+const serverSchema = z.strictObject({
+  maxBodySize: sizeSchema.default(1024 * 1024),
+  allowedHosts: z.array(allowedHost).default([]),
+  allowedOrigins: z.array(allowedOrigin).default([]),
+  shutdownGracePeriod: durationSchema({ allowZero: true }).default(10_000),
+  accessLog: z.boolean().default(false),
+});
+
+// ---- the file -----------------------------------------------------------------------------
+
+/** References between sections: registries name existing sources, and at most one managed one. */
+function crossReferences(file: unknown, ctx: Ctx): void {
+  if (!isMapping(file) || !Array.isArray(file.registries)) return;
+  const sources = Array.isArray(file.sources) ? file.sources.filter(isMapping) : [];
+  const kinds = new Map<string, string>();
+  for (const source of sources) {
+    if (typeof source.name === 'string') kinds.set(source.name, SOURCE_KINDS.find((kind) => source[kind] !== undefined) ?? 'unknown');
+  }
+  file.registries.forEach((registry, r) => {
+    if (!isMapping(registry) || !Array.isArray(registry.sources)) return;
+    const managed: string[] = [];
+    registry.sources.forEach((name, s) => {
+      if (typeof name !== 'string') return;
+      if (!kinds.has(name)) {
+        const known = kinds.size === 0 ? 'no sources are defined' : `sources: ${[...kinds.keys()].join(', ')}`;
+        addIssue(ctx, ['registries', r, 'sources', s], `source ${q(name)} not found${didYouMean(name, kinds.keys())} (${known})`);
+      } else if (kinds.get(name) === 'managed') {
+        managed.push(name);
+        if (managed.length === 2) {
+          addIssue(ctx, ['registries', r, 'sources', s], `a registry lists at most one managed source (publishing writes into it), and ${q(managed[0]!)} is managed too`);
+        }
+      }
+    });
+  });
+}
+
+export const registryFileSchema = z
+  .strictObject({
+    auth: authSchema,
+    sources: uniqueNames('source', z.array(sourceSchema)).default([]),
+    registries: uniqueNames('registry', z.array(registrySchema)).default([]),
+    database: databaseSchema.prefault({ type: 'embedded' }),
+    server: serverSchema.prefault({}),
+  })
+  .superRefine(crossReferences, whenMapping);
+
+export type RegistryFileInput = z.output<typeof registryFileSchema>;
+export type SourceInput = z.output<typeof sourceSchema>;
+export type RegistryInput = z.output<typeof registrySchema>;

@@ -1,0 +1,206 @@
+/**
+ * The registry server's config loader: one YAML document in (the seed's `auth`, `sources[]`,
+ * `registries[]`, plus `database` and `server`), the resolved `RegistryConfig` out, or every
+ * problem of the file at once, each as `file:line:col path: message`.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { ConfigError, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
+import type { ConfigProblem } from './problems.ts';
+import { DEFAULT_DATA_DIR, registryFileSchema } from './registry-schema.ts';
+import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
+import { parseYamlDocuments } from './yaml.ts';
+
+export type ClaimMap = Readonly<Record<string, string>>;
+
+/** Default `syncPolicy.interval` of a synced source that does not set one. */
+export const DEFAULT_SYNC_INTERVAL_MS = 5 * 60_000;
+
+export interface OAuthProviderConfig {
+  readonly name: string;
+  readonly issuerUrl: string;
+  readonly audience: string;
+  readonly allowPrivateIp: boolean;
+}
+
+export type RoleRulesConfig = Readonly<Partial<Record<'superAdmin' | 'manageSources' | 'manageRegistries' | 'manageEntries', readonly ClaimMap[]>>>;
+
+export type RegistryAuthConfig =
+  | { readonly mode: 'anonymous' }
+  | {
+      readonly mode: 'oauth';
+      readonly resourceUrl: string;
+      /** `realm` of the WWW-Authenticate challenge (default: the resourceUrl). */
+      readonly realm: string;
+      readonly providers: readonly OAuthProviderConfig[];
+      /** Null: auth-only mode. */
+      readonly authz: { readonly roles: RoleRulesConfig } | null;
+    };
+
+export type SourceKind = 'managed' | 'file' | 'git';
+
+/** A source as the store keeps it (from the config file or the admin API). */
+export interface SourceDefinition {
+  readonly name: string;
+  readonly kind: SourceKind;
+  readonly format: 'upstream' | null;
+  /** Absolute path of the file of a file source. */
+  readonly file: { readonly path: string } | null;
+  readonly git: { readonly repository: string; readonly branch: string | null; readonly path: string } | null;
+  /** Sync interval of a synced source (null for managed sources). */
+  readonly syncIntervalMs: number | null;
+  readonly claims: ClaimMap;
+}
+
+export interface RegistryDefinition {
+  readonly name: string;
+  /** Source names, in priority order. */
+  readonly sources: readonly string[];
+  readonly claims: ClaimMap;
+}
+
+export type DatabaseConfig = { readonly type: 'embedded'; readonly path: string } | { readonly type: 'postgres'; readonly url: string } | { readonly type: 'memory' };
+
+export interface RegistryServerSettings {
+  readonly maxBodyBytes: number;
+  readonly allowedHosts: readonly string[];
+  readonly allowedOrigins: readonly string[];
+  readonly shutdownGraceMs: number;
+  readonly accessLog: boolean;
+}
+
+export interface RegistryConfig {
+  /** Absolute path of the file and its directory. */
+  readonly file: string;
+  readonly dir: string;
+  readonly auth: RegistryAuthConfig;
+  readonly sources: readonly SourceDefinition[];
+  readonly registries: readonly RegistryDefinition[];
+  readonly database: DatabaseConfig;
+  readonly server: RegistryServerSettings;
+}
+
+export type RegistryValidation = { ok: true; config: RegistryConfig } | { ok: false; problems: ConfigProblem[] };
+
+export async function loadRegistryConfig(file: string): Promise<RegistryConfig> {
+  const result = await validateRegistryFile(file);
+  if (!result.ok) throw new ConfigError(result.problems);
+  return result.config;
+}
+
+export async function validateRegistryFile(file: string): Promise<RegistryValidation> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return { ok: false, problems: [{ file, line: 0, column: 0, resource: '', path: '', message: `cannot read the file: ${reason}` }] };
+  }
+  return validateRegistryText(text, file);
+}
+
+export function validateRegistryText(text: string, file: string): RegistryValidation {
+  const problems: ConfigProblem[] = [];
+  const whole = (message: string): void => void problems.push({ file, line: 0, column: 0, resource: '', path: '', message });
+  const yaml = parseYamlDocuments(text);
+  for (const error of yaml.errors) {
+    problems.push({ file, line: error.position.line, column: error.position.column, resource: '', path: '', message: `YAML syntax error: ${error.message}` });
+  }
+  const [document, ...others] = yaml.documents;
+  for (const extra of others) {
+    const { line, column } = extra.locate([]);
+    problems.push({ file, line, column, resource: '', path: '', message: 'a registry configuration is one YAML document: remove the extra document' });
+  }
+  if (document === undefined) {
+    if (yaml.errors.length === 0) whole('the file is empty: it needs at least an auth section (auth: {mode: anonymous} or auth: {mode: oauth, ...})');
+    return { ok: false, problems: sortProblems(problems) };
+  }
+  if (document.broken) return { ok: false, problems: sortProblems(problems) };
+
+  const result = registryFileSchema.safeParse(document.value, { error: schemaIssueMessage });
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
+      const report = (message: string, at: 'key' | 'value', locatePath = path): void => {
+        const { line, column } = document.locate(locatePath, at);
+        problems.push({ file, line, column, resource: '', path: formatPath(path), message });
+      };
+      if (issue.code === 'unrecognized_keys') {
+        const messages = issue.message.split('\n');
+        issue.keys.forEach((key, i) => report(messages[i] ?? `unknown field ${JSON.stringify(key)}`, 'key', [...path, key]));
+      } else {
+        report(issue.message, issue.code === 'custom' && issue.params?.at === 'key' ? 'key' : 'value');
+      }
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
+  if (!result.success) return { ok: false, problems };
+  return { ok: true, config: assemble(result.data, resolve(file)) };
+}
+
+function assemble(input: RegistryFileInput, file: string): RegistryConfig {
+  const dir = dirname(file);
+  return {
+    file,
+    dir,
+    auth: toAuth(input.auth),
+    sources: input.sources.map((source) => toSourceDefinition(source, source.name, dir)),
+    registries: input.registries.map((registry) => ({ name: registry.name, sources: registry.sources, claims: registry.claims ?? {} })),
+    database: toDatabase(input.database, dir),
+    server: {
+      maxBodyBytes: input.server.maxBodySize,
+      allowedHosts: input.server.allowedHosts,
+      allowedOrigins: input.server.allowedOrigins,
+      shutdownGraceMs: input.server.shutdownGracePeriod,
+      accessLog: input.server.accessLog,
+    },
+  };
+}
+
+function toAuth(auth: RegistryFileInput['auth']): RegistryAuthConfig {
+  if (auth.mode === 'anonymous' || auth.oauth === undefined) return { mode: 'anonymous' };
+  const { oauth } = auth;
+  return {
+    mode: 'oauth',
+    resourceUrl: oauth.resourceUrl,
+    realm: oauth.realm ?? oauth.resourceUrl,
+    providers: oauth.providers.map((p) => ({ name: p.name, issuerUrl: p.issuerUrl, audience: p.audience, allowPrivateIp: p.allowPrivateIP })),
+    authz: auth.authz === undefined ? null : { roles: auth.authz.roles },
+  };
+}
+
+function toDatabase(db: RegistryFileInput['database'], dir: string): DatabaseConfig {
+  if (db.type === 'memory') return { type: 'memory' };
+  if (db.type === 'postgres') return { type: 'postgres', url: db.url ?? '' };
+  return { type: 'embedded', path: resolve(dir, db.path ?? DEFAULT_DATA_DIR) };
+}
+
+type SourceFields = Omit<SourceInput, 'name'>;
+
+/** A validated source item (config or API body) as a definition; relative file paths resolve against `dir`. */
+export function toSourceDefinition(source: SourceFields, name: string, dir: string): SourceDefinition {
+  const kind: SourceKind = source.managed !== undefined ? 'managed' : source.file !== undefined ? 'file' : 'git';
+  const synced = kind !== 'managed';
+  return {
+    name,
+    kind,
+    format: synced ? (source.format ?? 'upstream') : null,
+    file: source.file === undefined ? null : { path: isAbsolute(source.file.path) ? source.file.path : resolve(dir, source.file.path) },
+    git: source.git === undefined ? null : { repository: source.git.repository, branch: source.git.branch ?? null, path: source.git.path },
+    syncIntervalMs: synced ? (source.syncPolicy?.interval ?? DEFAULT_SYNC_INTERVAL_MS) : null,
+    claims: source.claims ?? {},
+  };
+}
+
+/** `30m`, `1h30m`, `45s`: a duration in the form the config uses. */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  let rest = ms;
+  let out = '';
+  for (const [unit, size] of [['h', 3_600_000], ['m', 60_000], ['s', 1000], ['ms', 1]] as const) {
+    const amount = Math.floor(rest / size);
+    if (amount > 0) out += `${amount}${unit}`;
+    rest -= amount * size;
+  }
+  return out;
+}

@@ -1,0 +1,205 @@
+/**
+ * The bearer-token validator (contract.ts), shared by vMCP incoming auth and the registry server.
+ *
+ *   verify(token)
+ *     ├─ cache hit (SHA-256 of the token → verified token, until exp): returned synchronously
+ *     ├─ same token already being verified: that promise (concurrent first uses share one check)
+ *     └─ miss: a JWT (3 parts) → signature and claims against the issuer's JWKS (jwt.ts);
+ *              an opaque token → RFC 7662 introspection when client credentials are set;
+ *              then cached until its exp.
+ *
+ * Issuer metadata is discovered once (discovery.ts) and retried at most once per cooldown after
+ * a failure; keys live in the JWKS cache (jwks-cache.ts). A token naming an unknown `kid`
+ * triggers one rate-limited key refetch before it is refused.
+ */
+import type { Logger } from 'pino';
+import { GatewayError } from '../../core/errors.ts';
+import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from './contract.ts';
+import { discoverIssuer, type IssuerMetadata } from './discovery.ts';
+import { invalidToken, issuerUnavailable } from './errors.ts';
+import { Introspector } from './introspection.ts';
+import { IssuerHttp, reasonOf } from './issuer-http.ts';
+import { JwksCache } from './jwks-cache.ts';
+import { jwtParts, UnknownKeyError, verifyJwt, type JwtExpectations } from './jwt.ts';
+import { tokenCacheKey, VerifiedTokenCache } from './token-cache.ts';
+import { validatorSettings, type ValidatorSettings } from './validator-options.ts';
+
+class OidcTokenValidator implements TokenValidator {
+  readonly #settings: ValidatorSettings;
+  readonly #log: Logger;
+  readonly #http: IssuerHttp;
+  readonly #tokens: VerifiedTokenCache;
+  readonly #pending = new Map<string, Promise<VerifiedToken>>();
+  readonly #jwks: JwksCache;
+  #metadata: Promise<IssuerMetadata> | null = null;
+  /** The metadata once discovered, and the JWT expectations derived from it. */
+  #known: IssuerMetadata | null = null;
+  #expect: JwtExpectations | null = null;
+  #metadataFailedAt = Number.NEGATIVE_INFINITY;
+  #introspector: Introspector | null = null;
+  #closed = false;
+
+  constructor(settings: ValidatorSettings, log: Logger) {
+    this.#settings = settings;
+    this.#log = log;
+    this.#http = new IssuerHttp({
+      issuer: settings.issuerUrl,
+      ca: settings.ca,
+      bearerToken: settings.fetchBearerToken,
+      allowPrivateIp: settings.allowPrivateIp,
+      timeoutMs: settings.fetchTimeoutMs,
+    });
+    this.#tokens = new VerifiedTokenCache({ max: settings.maxTokens, ...(settings.injectedClock ? { now: settings.now } : {}) });
+    this.#jwks = new JwksCache({
+      fetch: async (uri) => {
+        const { json, cacheControl } = await this.#http.getJson(uri);
+        return { json, cacheControl };
+      },
+      now: settings.now,
+      log,
+      minAgeMs: settings.jwksMinAgeMs,
+      maxAgeMs: settings.jwksMaxAgeMs,
+      defaultAgeMs: settings.jwksDefaultAgeMs,
+      cooldownMs: settings.cooldownMs,
+    });
+  }
+
+  verify(token: string): VerifiedToken | Promise<VerifiedToken> {
+    const key = tokenCacheKey(token);
+    const cached = this.#tokens.get(key);
+    if (cached !== undefined) return cached;
+    const pending = this.#pending.get(key);
+    if (pending !== undefined) return pending;
+    const verification = this.#verifyAndCache(token, key);
+    this.#pending.set(key, verification);
+    return verification;
+  }
+
+  async #verifyAndCache(token: string, key: string): Promise<VerifiedToken> {
+    try {
+      const parts = jwtParts(token);
+      let verified: VerifiedToken;
+      let validUntil: number;
+      if (parts === 3) {
+        verified = await this.#verifyJwt(token);
+        validUntil = verified.expiresAt * 1000;
+      } else if (parts === 5) {
+        throw invalidToken('encrypted tokens (JWE) are not accepted');
+      } else if (this.#settings.clientSecret === undefined) {
+        throw invalidToken('the token is not a JWT (and introspection of opaque tokens is not configured)');
+      } else {
+        verified = await this.#introspect(token);
+        validUntil = Math.min(verified.expiresAt * 1000, this.#settings.now() + this.#settings.introspectionMaxAgeMs);
+      }
+      const result: VerifiedToken = { ...verified, validUntil };
+      this.#tokens.set(key, result);
+      return result;
+    } finally {
+      this.#pending.delete(key);
+    }
+  }
+
+  async #verifyJwt(token: string): Promise<VerifiedToken> {
+    // Known metadata and fresh keys are taken synchronously: no extra awaits before jose's own.
+    const metadata = this.#known ?? (await this.#issuerMetadata());
+    const expect = this.#expect ?? this.#expectationsFor(metadata);
+    const keys = this.#jwks.fresh(metadata.jwksUri) ?? (await this.#call(() => this.#jwks.keys(metadata.jwksUri)));
+    try {
+      return await verifyJwt(token, keys, expect, this.#settings.now());
+    } catch (err) {
+      if (!(err instanceof UnknownKeyError)) throw err;
+    }
+    const fresh = await this.#call(() => this.#jwks.refreshForUnknownKey(metadata.jwksUri));
+    if (fresh === null) throw invalidToken('the token is signed with a key the issuer does not publish (unknown kid)');
+    try {
+      return await verifyJwt(token, fresh, expect, this.#settings.now());
+    } catch (err) {
+      if (err instanceof UnknownKeyError) throw invalidToken('the token is signed with a key the issuer does not publish (unknown kid)');
+      throw err;
+    }
+  }
+
+  async #introspect(token: string): Promise<VerifiedToken> {
+    const settings = this.#settings;
+    const metadata = await this.#issuerMetadata();
+    if (this.#introspector === null) {
+      if (metadata.introspectionEndpoint === null) throw issuerUnavailable(`${metadata.source} has no introspection_endpoint`);
+      this.#introspector = new Introspector(this.#http, metadata.issuer, metadata.introspectionEndpoint, settings.clientId!, settings.clientSecret!, settings.fetchTimeoutMs);
+    }
+    return this.#introspector.verify(
+      token,
+      {
+        issuer: metadata.issuer,
+        audience: settings.audience,
+        clockToleranceSeconds: settings.clockToleranceSeconds,
+        defaultLifetimeSeconds: settings.introspectionDefaultSeconds,
+      },
+      settings.now(),
+    );
+  }
+
+  #expectationsFor(metadata: IssuerMetadata): JwtExpectations {
+    this.#expect = { issuer: metadata.issuer, audience: this.#settings.audience, clockToleranceSeconds: this.#settings.clockToleranceSeconds };
+    return this.#expect;
+  }
+
+  /** Runs an issuer fetch; its failure is the 503 (the token may be fine). */
+  async #call<T>(fetch: () => Promise<T>): Promise<T> {
+    try {
+      return await fetch();
+    } catch (err) {
+      throw issuerUnavailable(reasonOf(err));
+    }
+  }
+
+  /** The issuer's metadata: discovered once; after a failure, retried at most once per cooldown. */
+  #issuerMetadata(): Promise<IssuerMetadata> {
+    if (this.#metadata !== null) return this.#metadata;
+    const now = this.#settings.now();
+    if (now - this.#metadataFailedAt < this.#settings.cooldownMs) {
+      return Promise.reject(issuerUnavailable(`issuer discovery failed less than ${this.#settings.cooldownMs / 1000}s ago`));
+    }
+    const settings = this.#settings;
+    const discovery = discoverIssuer(this.#http, settings.issuer, { issuerFromDocument: settings.issuerFromDiscovery, jwksUri: settings.jwksUri });
+    this.#metadata = discovery.then(
+      (metadata) => {
+        this.#known = metadata;
+        this.#log.info({ issuer: metadata.issuer, source: metadata.source, jwksUri: metadata.jwksUri }, 'discovered the token issuer');
+        return metadata;
+      },
+      (err: unknown) => {
+        this.#metadata = null;
+        this.#metadataFailedAt = settings.now();
+        this.#log.warn({ issuer: settings.issuer, err: reasonOf(err) }, 'issuer discovery failed');
+        throw issuerUnavailable(reasonOf(err));
+      },
+    );
+    return this.#metadata;
+  }
+
+  async warm(): Promise<void> {
+    try {
+      const metadata = await this.#issuerMetadata();
+      await this.#jwks.keys(metadata.jwksUri);
+    } catch (err) {
+      const reason = err instanceof GatewayError ? (err.detail ?? err.description) : reasonOf(err);
+      this.#log.warn({ issuer: this.#settings.issuer, err: reason }, 'could not load the issuer keys at start; will retry on the first request');
+    }
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#tokens.clear();
+    this.#http.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Creates a validator for one issuer and audience. Checks the options and throws an Error that
+ * names the problem (issuer not a URL, http issuer off loopback, no audience, half of the
+ * client credentials); fetches nothing until `warm()` or the first `verify()`.
+ */
+export async function createTokenValidator(options: TokenValidatorOptions, log: Logger): Promise<TokenValidator> {
+  return new OidcTokenValidator(validatorSettings(options), log);
+}

@@ -1,0 +1,53 @@
+/**
+ * The registry-authz plugin: in the authorize phase it turns the authenticated principal into
+ * the request's `Caller` (mode, claims, resolved roles), which every later check of the request
+ * consults. Role resolution happens once per request; the checks themselves are the pure
+ * functions of caller.ts and publish-rules.ts, applied by the registry's endpoints.
+ */
+import { defineSlot, type Context } from '../../core/context.ts';
+import { GatewayError } from '../../core/errors.ts';
+import { definePlugin } from '../../core/plugin.ts';
+import { ANONYMOUS_CALLER, authenticatedCaller, type AuthzMode, type Caller } from './caller.ts';
+import type { RoleRules } from './roles.ts';
+
+export const CALLER = defineSlot<Caller>('registry.caller');
+
+/** The exact text of the auth-only startup warning (seed). */
+export const AUTH_ONLY_WARNING = 'authorization is not configured and per-entry claims filtering is disabled (auth-only mode)';
+export const ANONYMOUS_WARNING = 'auth.mode is anonymous: no authentication, every source, registry and entry is accessible to anyone (development only)';
+
+export interface RegistryAuthzConfig {
+  readonly mode: AuthzMode;
+  readonly roles: RoleRules;
+}
+
+/** The request's caller (set in the authorize phase of every authenticated route). */
+export function callerOf(ctx: Context): Caller {
+  const caller = ctx.get(CALLER);
+  if (caller === undefined) throw new GatewayError('internal_error', 'internal error', { detail: 'no caller: the registry-authz plugin did not run' });
+  return caller;
+}
+
+export const registryAuthz = definePlugin<RegistryAuthzConfig>({
+  name: 'registry-authz',
+  create(config, host) {
+    const { mode, roles } = config;
+    return {
+      name: 'registry-authz',
+      authorize(ctx) {
+        if (mode === 'anonymous') {
+          ctx.set(CALLER, ANONYMOUS_CALLER);
+          return undefined;
+        }
+        const principal = ctx.principal;
+        if (principal === null) return new GatewayError('invalid_request', 'this resource requires a bearer token in the Authorization header', { status: 401 });
+        ctx.set(CALLER, authenticatedCaller(mode, principal.subject, principal.claims, roles));
+        return undefined;
+      },
+      start() {
+        if (mode === 'authOnly') host.log.warn(AUTH_ONLY_WARNING);
+        if (mode === 'anonymous') host.log.warn(ANONYMOUS_WARNING);
+      },
+    };
+  },
+});

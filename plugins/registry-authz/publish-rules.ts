@@ -1,0 +1,71 @@
+/**
+ * The claims rules of publishing an entry version, in the order they are checked:
+ *
+ * 1. Under full authorization an entry needs claims (400 `claims_required`): an entry without
+ *    claims would be invisible to everyone but superAdmin.
+ * 2. Publish claims must be a subset of the publisher's JWT claims: every requested key must be
+ *    held with the requested value (403 `claims_not_held`).
+ * 3. Every later version carries exactly the claims of the entry's first version
+ *    (409 `claims_mismatch`).
+ *
+ * Rules 1 and 2 are claim checks: anonymous and auth-only modes skip them, and superAdmin
+ * bypasses them. Rule 3 is an invariant of the data ("all versions of one entry carry identical
+ * claims") and holds for every caller in every mode.
+ */
+import { GatewayError } from '../../core/errors.ts';
+import { hasClaims, sameClaims, unheldClaims, type ClaimMap } from './claims.ts';
+import type { Caller } from './caller.ts';
+
+const q = (text: string): string => JSON.stringify(text);
+
+function describe(claims: ClaimMap): string {
+  return hasClaims(claims) ? JSON.stringify(claims) : 'no claims';
+}
+
+/**
+ * The error that refuses publishing a version with `requested` claims, or null when it may be
+ * published. `existing` is the claims of the entry's versions already published (null for a
+ * new entry).
+ */
+export function publishClaimsProblem(caller: Caller, requested: ClaimMap, existing: ClaimMap | null): GatewayError | null {
+  if (!caller.unrestricted) {
+    if (!hasClaims(requested)) {
+      return new GatewayError(
+        'claims_required',
+        'claims are required when authorization is enabled: publish with a "claims" map (a subset of your token\'s claims), or the entry would be visible to superAdmin only',
+        { status: 400 },
+      );
+    }
+    const unheld = unheldClaims(caller.claims, requested);
+    if (unheld.length > 0) {
+      return new GatewayError(
+        'claims_not_held',
+        `publish claims must be a subset of your token's claims: your token does not hold ${unheld.map((key) => `${q(key)}=${q(requested[key]!)}`).join(', ')}`,
+        { status: 403 },
+      );
+    }
+  }
+  if (existing !== null && !sameClaims(existing, requested)) {
+    return new GatewayError(
+      'claims_mismatch',
+      `every version of an entry must carry the claims of its first version: published versions have ${describe(existing)}, this one has ${describe(requested)}`,
+      { status: 409 },
+    );
+  }
+  return null;
+}
+
+/**
+ * Creating (or re-scoping) a source or registry: its claims must be a subset of the caller's JWT
+ * claims, so that nobody can scope a resource to claims they do not hold. SuperAdmin bypasses it.
+ */
+export function creationClaimsProblem(caller: Caller, requested: ClaimMap, what: string): GatewayError | null {
+  if (caller.unrestricted) return null;
+  const unheld = unheldClaims(caller.claims, requested);
+  if (unheld.length === 0) return null;
+  return new GatewayError(
+    'claims_not_held',
+    `the claims of a ${what} must be a subset of your token's claims: your token does not hold ${unheld.map((key) => `${q(key)}=${q(requested[key]!)}`).join(', ')}`,
+    { status: 403 },
+  );
+}

@@ -1,0 +1,32 @@
+/**
+ * An endpoint is a readable list of small named steps (the style of oidc-provider's actions):
+ *
+ *   endpoint('GET', '/v1/sources/:name', requireRole('manageSources'), loadSource, replySource)
+ *
+ * Each step reads the request and the slots earlier steps filled, and either continues
+ * (returns nothing), answers (returns a Reply), or refuses (throws a GatewayError). Steps stay
+ * synchronous until one returns a promise.
+ */
+import type { Context } from '../../../core/context.ts';
+import type { HttpMethod, MaybePromise, RouteDef } from '../../../core/plugin.ts';
+import type { Reply } from '../../../core/reply.ts';
+
+export type Step = (ctx: Context) => MaybePromise<Reply | void>;
+
+function isPromise(value: unknown): value is Promise<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
+}
+
+function runSteps(steps: readonly Step[], ctx: Context, from: number): MaybePromise<Reply | undefined> {
+  for (let i = from; i < steps.length; i++) {
+    const result = steps[i]!(ctx);
+    if (result === undefined) continue;
+    if (isPromise(result)) return result.then((settled) => (settled === undefined ? runSteps(steps, ctx, i + 1) : settled));
+    return result;
+  }
+  throw new Error(`internal error: the endpoint ${ctx.route} ended without an answer`);
+}
+
+export function endpoint(method: HttpMethod, path: string, ...steps: Step[]): RouteDef {
+  return { method, path, handler: (ctx) => runSteps(steps, ctx, 0) };
+}

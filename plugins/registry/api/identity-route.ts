@@ -1,0 +1,20 @@
+/**
+ * `GET /v1/me`: who the registry thinks the caller is, `{subject, roles}`. Roles are resolved
+ * under full authorization only (auth-only mode does not resolve them: an empty list). There is
+ * no caller identity in anonymous mode: 401.
+ */
+import { GatewayError } from '../../../core/errors.ts';
+import type { RouteDef } from '../../../core/plugin.ts';
+import { Reply } from '../../../core/reply.ts';
+import { callerOf } from '../../registry-authz/plugin.ts';
+import { endpoint } from './endpoint.ts';
+
+export function identityRoute(): RouteDef {
+  return endpoint('GET', '/v1/me', function replyIdentity(ctx) {
+    const caller = callerOf(ctx);
+    if (caller.mode === 'anonymous' || caller.subject === null) {
+      throw new GatewayError('anonymous_mode', 'the registry runs in anonymous mode (auth.mode: anonymous): there is no caller identity', { status: 401 });
+    }
+    return Reply.json(200, { subject: caller.subject, roles: caller.roles });
+  });
+}

@@ -1,0 +1,46 @@
+/**
+ * Query parameters of the list endpoints: `cursor`, `limit` (default 30, at most 100), `search`,
+ * `updated_since` (RFC 3339) and `version` (`latest` or an exact version). Bad values are a 400
+ * that says what is expected.
+ */
+import { GatewayError } from '../../../core/errors.ts';
+
+export interface ListQuery {
+  readonly cursor: string | null;
+  readonly limit: number;
+  readonly search: string | null;
+  readonly updatedSince: Date | null;
+  readonly version: string | null;
+}
+
+export const DEFAULT_LIMIT = 30;
+export const MAX_LIMIT = 100;
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function bad(description: string): GatewayError {
+  return new GatewayError('invalid_request', description);
+}
+
+export function parseListQuery(query: string, defaults: { limit: number; maxLimit: number } = { limit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT }): ListQuery {
+  const params = new URLSearchParams(query);
+  const text = (name: string): string | null => {
+    const value = params.get(name);
+    return value === null || value === '' ? null : value;
+  };
+  let limit = defaults.limit;
+  const rawLimit = text('limit');
+  if (rawLimit !== null) {
+    limit = Number(rawLimit);
+    if (!/^\d+$/.test(rawLimit) || limit < 1 || limit > defaults.maxLimit) throw bad(`limit must be an integer from 1 to ${defaults.maxLimit} (got ${JSON.stringify(rawLimit)})`);
+  }
+  let updatedSince: Date | null = null;
+  const rawSince = text('updated_since');
+  if (rawSince !== null) {
+    updatedSince = new Date(rawSince);
+    if (!RFC3339.test(rawSince) || Number.isNaN(updatedSince.getTime())) {
+      throw bad(`updated_since must be an RFC 3339 timestamp such as 2025-08-07T13:15:04.280Z (got ${JSON.stringify(rawSince)})`);
+    }
+  }
+  return { cursor: text('cursor'), limit, search: text('search'), updatedSince, version: text('version') };
+}

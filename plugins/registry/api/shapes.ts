@@ -1,0 +1,87 @@
+/**
+ * Response bodies. Consumer and publish paths use the official MCP registry v0.1 shapes:
+ * `{"server": <server.json>, "_meta": {...}}` per version and
+ * `{"servers": [...], "metadata": {"nextCursor", "count"}}` per list (skills alike, under
+ * `skill` / `skills`). The admin API shows sources and registries in the shape of the config
+ * file, plus read-only fields (origin, times, sync status).
+ */
+import { formatDuration } from '../../../core/config/registry.ts';
+import type { EntryRecord, Page, RegistryRecord, ServedVersion, SourceRecord } from '../store/records.ts';
+
+export const OFFICIAL_META = 'io.modelcontextprotocol.registry/official';
+
+export function versionResponse(version: ServedVersion): object {
+  return {
+    [version.kind]: version.document,
+    _meta: {
+      [OFFICIAL_META]: {
+        status: 'active',
+        publishedAt: version.publishedAt.toISOString(),
+        updatedAt: version.updatedAt.toISOString(),
+        isLatest: version.isLatest,
+      },
+    },
+  };
+}
+
+function metadata(count: number, nextCursor: string | null): object {
+  return nextCursor === null ? { count } : { nextCursor, count };
+}
+
+export function versionList(field: 'servers' | 'skills', versions: readonly ServedVersion[], nextCursor: string | null = null): object {
+  return { [field]: versions.map(versionResponse), metadata: metadata(versions.length, nextCursor) };
+}
+
+export function entryList(page: Page<EntryRecord>, withSource: boolean): object {
+  const entries = page.items.map((entry) => ({
+    type: entry.kind,
+    name: entry.name,
+    ...(withSource ? { source: entry.source } : {}),
+    claims: entry.claims,
+    versions: entry.versions.map((v) => ({
+      version: v.version,
+      isLatest: v.isLatest,
+      publishedAt: v.publishedAt.toISOString(),
+      updatedAt: v.updatedAt.toISOString(),
+      [entry.kind]: v.document,
+    })),
+  }));
+  return { entries, metadata: metadata(entries.length, page.nextCursor) };
+}
+
+export function sourceView(source: SourceRecord): object {
+  const view: Record<string, unknown> = { name: source.name };
+  if (source.format !== null) view.format = source.format;
+  if (source.kind === 'managed') view.managed = {};
+  if (source.file !== null) view.file = { path: source.file.path };
+  if (source.git !== null) view.git = source.git.branch === null ? { repository: source.git.repository, path: source.git.path } : source.git;
+  if (source.syncIntervalMs !== null) view.syncPolicy = { interval: formatDuration(source.syncIntervalMs) };
+  view.claims = source.claims;
+  view.origin = source.origin;
+  view.createdAt = source.createdAt.toISOString();
+  view.updatedAt = source.updatedAt.toISOString();
+  if (source.kind !== 'managed') {
+    const sync = source.sync;
+    view.status =
+      source.kind === 'git'
+        ? { state: 'not_available', message: 'git sources are not available in this version yet' }
+        : sync === null
+          ? { state: 'pending', message: 'not synced yet' }
+          : { state: sync.state, message: sync.message, lastAttemptAt: sync.lastAttemptAt, lastSuccessAt: sync.lastSuccessAt, servers: sync.servers, skills: sync.skills };
+  }
+  return view;
+}
+
+export function registryView(registry: RegistryRecord): object {
+  return {
+    name: registry.name,
+    sources: registry.sources,
+    claims: registry.claims,
+    origin: registry.origin,
+    createdAt: registry.createdAt.toISOString(),
+    updatedAt: registry.updatedAt.toISOString(),
+  };
+}
+
+/** Fields of a source or registry view that a PUT body may carry back unchanged (ignored). */
+export const READ_ONLY_FIELDS = ['origin', 'createdAt', 'updatedAt', 'status'] as const;

@@ -1,0 +1,32 @@
+/**
+ * The official MCP registry's rules for entry names and versions.
+ *
+ * - A name is reverse-DNS `namespace/name`: exactly one `/`, the namespace of letters, digits,
+ *   `.` and `-`, the name of letters, digits, `.`, `_` and `-`; 3 to 200 characters.
+ * - A version is one specific version (at most 255 characters): not `latest`, not a range
+ *   (`^1.2.3`, `~1.2.3`, `>=1.2.3`, `1.x`, `1.*`, `1.0.0 - 2.0.0`, `1 || 2`). Semantic
+ *   versioning is recommended; other versions are accepted but rank below semver ones.
+ */
+
+const NAME = /^[a-zA-Z0-9.-]+\/[a-zA-Z0-9._-]+$/;
+
+/** What is wrong with an entry name, or null. */
+export function entryNameProblem(name: unknown): string | null {
+  if (typeof name !== 'string' || name === '') return 'name is required: a reverse-DNS "namespace/name" such as "io.github.acme/weather"';
+  if (name.length < 3 || name.length > 200) return `name must be 3 to 200 characters long (got ${name.length})`;
+  if (!NAME.test(name)) {
+    return `name ${JSON.stringify(name)} is not valid: use reverse-DNS "namespace/name" with exactly one "/", letters, digits, "." and "-" in the namespace, and letters, digits, ".", "_" and "-" in the name (e.g. "io.github.acme/weather")`;
+  }
+  return null;
+}
+
+/** What is wrong with a version to publish, or null. */
+export function versionProblem(version: unknown): string | null {
+  if (typeof version !== 'string' || version === '') return 'version is required: one specific version such as "1.0.2"';
+  if (version.length > 255) return 'version must be at most 255 characters long';
+  if (version === 'latest') return 'version must be a specific version: "latest" is what readers ask for, not something to publish';
+  const isRange = /^[\^~><=]/.test(version) || /\s/.test(version) || version.includes('||') || version.split('.').some((part) => part === 'x' || part === 'X' || part === '*');
+  if (isRange) return `version ${JSON.stringify(version)} is a range: publish one specific version such as "1.2.3"`;
+  if (/[/?#%\\]/.test(version)) return `version ${JSON.stringify(version)} must not contain "/", "?", "#", "%" or "\\"`;
+  return null;
+}

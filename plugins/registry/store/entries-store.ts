@@ -1,0 +1,142 @@
+/**
+ * Entry versions: reading one entry, publishing a version, deleting one.
+ *
+ * Publishing is one transaction under a lock on the entry's name (within its source): the claims
+ * rule is checked against the versions committed before, and the version is inserted, or
+ * nothing is. Two concurrent publishes of one version give one success and one 409; no reader
+ * ever sees an entry without its version.
+ */
+import { createHash } from 'node:crypto';
+import { GatewayError } from '../../../core/errors.ts';
+import type { ClaimMap } from '../../../core/config/registry.ts';
+import { resourceClaimPairs } from '../../registry-authz/claims.ts';
+import { Params } from './cursor.ts';
+import { UNIQUE_VIOLATION, sqlState, type Database } from './database.ts';
+import { VERSION_COLUMNS, refreshLatest, servedByRegistry, toVersionRecord, visibleTo, type VersionRow } from './entry-sql.ts';
+import type { PlannerStatistics } from './planner-statistics.ts';
+import type { EntryFilter, EntryKind, VersionRecord } from './records.ts';
+import { versionSortKey } from './version-order.ts';
+
+export interface PublishInput {
+  /** The registry published to: a name another of its sources holds is refused. */
+  readonly registry: string;
+  /** Its managed source, where the version is written. */
+  readonly source: string;
+  readonly kind: EntryKind;
+  readonly name: string;
+  readonly version: string;
+  readonly document: Readonly<Record<string, unknown>>;
+  readonly claims: ClaimMap;
+}
+
+/** Decides whether a version with the requested claims may join an entry whose versions carry `existing` (null: a new entry). */
+export type ClaimsCheck = (existing: ClaimMap | null) => GatewayError | null;
+
+export function documentDigest(document: unknown): string {
+  return createHash('sha256').update(JSON.stringify(document)).digest('base64url');
+}
+
+const q = (text: string): string => JSON.stringify(text);
+
+export class EntriesStore {
+  readonly #db: Database;
+  readonly #statistics: PlannerStatistics;
+
+  constructor(db: Database, statistics: PlannerStatistics) {
+    this.#db = db;
+    this.#statistics = statistics;
+  }
+
+  /** The versions of `name` that `registry` serves to a caller with `filter`, newest first. */
+  async versionsOf(registry: string, kind: EntryKind, name: string, filter: EntryFilter): Promise<VersionRecord[]> {
+    const p = new Params();
+    const rows = await this.#db.query<VersionRow>(
+      `SELECT ${VERSION_COLUMNS} ${servedByRegistry(p, registry, kind)} AND e.name = ${p.add(name)}${visibleTo(p, filter)}
+       ORDER BY v.version_key DESC, v.published_at DESC, v.version DESC`,
+      p.values,
+    );
+    return rows.map(toVersionRecord);
+  }
+
+  /** One version (`latest` for the latest) of `name` as `registry` serves it to the caller, or null. */
+  async getVersion(registry: string, kind: EntryKind, name: string, version: string, filter: EntryFilter): Promise<VersionRecord | null> {
+    const p = new Params();
+    const which = version === 'latest' ? 'v.is_latest' : `v.version = ${p.add(version)}`;
+    const rows = await this.#db.query<VersionRow>(
+      `SELECT ${VERSION_COLUMNS} ${servedByRegistry(p, registry, kind)} AND e.name = ${p.add(name)} AND ${which}${visibleTo(p, filter)}`,
+      p.values,
+    );
+    return rows[0] === undefined ? null : toVersionRecord(rows[0]);
+  }
+
+  async publish(input: PublishInput, check: ClaimsCheck): Promise<VersionRecord> {
+    try {
+      const published = await this.#db.transaction(async (tx) => {
+        const { source, kind, name, version } = input;
+        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`gatehouse.entry\u001f${source}\u001f${kind}\u001f${name}`]);
+        const shadowing = await tx.query<{ source: string }>(
+          `SELECT e.source FROM registry_sources rs JOIN entries e ON e.source = rs.source AND e.kind = $2 AND e.name = $3
+           WHERE rs.registry = $1 AND rs.source <> $4 LIMIT 1`,
+          [input.registry, kind, name, source],
+        );
+        if (shadowing[0] !== undefined) {
+          throw new GatewayError('name_conflict', `${kind} ${q(name)} is provided by source ${q(shadowing[0].source)} of registry ${q(input.registry)}: publish it under another name`, { status: 409 });
+        }
+        const existing = await tx.query<{ id: number; claims: ClaimMap }>('SELECT id, claims FROM entries WHERE source = $1 AND kind = $2 AND name = $3', [source, kind, name]);
+        const problem = check(existing[0]?.claims ?? null);
+        if (problem !== null) throw problem;
+        let entryId = existing[0]?.id;
+        if (entryId === undefined) {
+          const created = await tx.query<{ id: number }>(
+            'INSERT INTO entries (source, kind, name, claims, claim_pairs) VALUES ($1, $2, $3, $4::jsonb, $5::text[]) RETURNING id',
+            [source, kind, name, JSON.stringify(input.claims), resourceClaimPairs(input.claims)],
+          );
+          entryId = created[0]!.id;
+        }
+        await tx.query(
+          'INSERT INTO entry_versions (entry_id, version, version_key, document, digest) VALUES ($1, $2, $3, $4::json, $5)',
+          [entryId, version, versionSortKey(version), JSON.stringify(input.document), documentDigest(input.document)],
+        );
+        await refreshLatest(tx, { entryId });
+        const rows = await tx.query<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM entries e JOIN entry_versions v ON v.entry_id = e.id WHERE e.id = $1 AND v.version = $2`, [entryId, version]);
+        return toVersionRecord(rows[0]!);
+      });
+      this.#statistics.noteChanges(1);
+      return published;
+    } catch (err) {
+      if (sqlState(err) === UNIQUE_VIOLATION) throw duplicate(input);
+      throw err;
+    }
+  }
+
+  /**
+   * Deletes one version of an entry of `source` that the caller can see; returns it, or null when
+   * there is no such version (or the caller may not see it). The entry goes with its last version.
+   */
+  async deleteVersion(source: string, kind: EntryKind, name: string, version: string, filter: EntryFilter): Promise<VersionRecord | null> {
+    const deleted = await this.#db.transaction(async (tx) => {
+      const p = new Params();
+      const rows = await tx.query<VersionRow & { id: number }>(
+        `SELECT e.id, ${VERSION_COLUMNS} FROM entries e JOIN entry_versions v ON v.entry_id = e.id
+         WHERE e.source = ${p.add(source)} AND e.kind = ${p.add(kind)} AND e.name = ${p.add(name)} AND v.version = ${p.add(version)}${visibleTo(p, filter)}
+         FOR UPDATE OF e`,
+        p.values,
+      );
+      const row = rows[0];
+      if (row === undefined) return null;
+      await tx.query('DELETE FROM entry_versions WHERE entry_id = $1 AND version = $2', [row.id, version]);
+      const left = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM entry_versions WHERE entry_id = $1', [row.id]);
+      if ((left[0]?.n ?? 0) === 0) await tx.query('DELETE FROM entries WHERE id = $1', [row.id]);
+      else await refreshLatest(tx, { entryId: row.id });
+      return toVersionRecord(row);
+    });
+    if (deleted !== null) this.#statistics.noteChanges(1);
+    return deleted;
+  }
+}
+
+function duplicate(input: PublishInput): GatewayError {
+  return new GatewayError('version_exists', `version ${q(input.version)} of ${input.kind} ${q(input.name)} is already published: versions are immutable, publish a new version`, {
+    status: 409,
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * SQL fragments shared by the entry queries: what a registry serves, what a caller may see, and
+ * how "latest" is kept.
+ */
+import type { Params } from './cursor.ts';
+import type { SqlRunner } from './database.ts';
+import type { EntryFilter, EntryKind, ServedVersion, VersionRecord } from './records.ts';
+
+/**
+ * The entry versions (`e` entries, `v` versions) a registry serves: those of its sources, except
+ * names that a source listed earlier in the registry also holds. The first source to hold a
+ * name wins it with all its versions, whoever the caller is, so every name comes from one
+ * source and all its versions share one set of claims.
+ */
+export function servedByRegistry(p: Params, registry: string, kind: EntryKind): string {
+  return `FROM registry_sources rs
+    JOIN entries e ON e.source = rs.source AND e.kind = ${p.add(kind)}
+    JOIN entry_versions v ON v.entry_id = e.id
+    WHERE rs.registry = ${p.add(registry)}
+      AND NOT EXISTS (
+        SELECT 1 FROM registry_sources hs JOIN entries he ON he.source = hs.source AND he.kind = e.kind AND he.name = e.name
+        WHERE hs.registry = rs.registry AND hs.position < rs.position)`;
+}
+
+/** The entry filter (layer 2): an entry is visible when it has claims and the caller holds all of them. */
+export function visibleTo(p: Params, filter: EntryFilter): string {
+  if (filter === null) return '';
+  return ` AND cardinality(e.claim_pairs) > 0 AND e.claim_pairs <@ ${p.add(filter.pairs)}::text[]`;
+}
+
+export const VERSION_COLUMNS = 'e.source, e.kind, e.name, e.claims, v.version, v.document, v.is_latest, v.published_at, v.updated_at';
+/** What a consumer listing needs: fewer columns to transfer and decode per row (measured: ~40% of a page's query time on PGlite). */
+export const SERVED_COLUMNS = 'e.kind, e.name, v.version, v.document, v.is_latest, v.published_at, v.updated_at';
+
+export interface VersionRow {
+  source: string;
+  kind: EntryKind;
+  name: string;
+  claims: Record<string, string>;
+  version: string;
+  document: Record<string, unknown>;
+  is_latest: boolean;
+  published_at: Date;
+  updated_at: Date;
+}
+
+export type ServedRow = Omit<VersionRow, 'source' | 'claims'>;
+
+export function toServedVersion(row: ServedRow): ServedVersion {
+  return { kind: row.kind, name: row.name, version: row.version, document: row.document, isLatest: row.is_latest, publishedAt: row.published_at, updatedAt: row.updated_at };
+}
+
+export function toVersionRecord(row: VersionRow): VersionRecord {
+  return { ...toServedVersion(row), source: row.source, claims: row.claims };
+}
+
+/**
+ * Recomputes `is_latest` for the entries of a source (or one entry): the highest version by
+ * semver precedence, then the most recently published. A version whose flag changes counts as
+ * updated (`updated_since` clients see the change).
+ */
+export async function refreshLatest(sql: SqlRunner, scope: { source: string } | { entryId: number }): Promise<void> {
+  const where = 'source' in scope ? 'e2.source = $1' : 'e2.id = $1';
+  await sql.query(
+    `UPDATE entry_versions v SET is_latest = ranked.latest, updated_at = now()
+     FROM (
+       SELECT v2.entry_id, v2.version,
+         row_number() OVER (PARTITION BY v2.entry_id ORDER BY v2.version_key DESC, v2.published_at DESC, v2.version DESC) = 1 AS latest
+       FROM entry_versions v2 JOIN entries e2 ON e2.id = v2.entry_id
+       WHERE ${where}
+     ) ranked
+     WHERE v.entry_id = ranked.entry_id AND v.version = ranked.version AND v.is_latest IS DISTINCT FROM ranked.latest`,
+    ['source' in scope ? scope.source : scope.entryId],
+  );
+}

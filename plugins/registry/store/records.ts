@@ -1,0 +1,78 @@
+/**
+ * What the stores return: sources, registries and entry versions as records.
+ */
+import type { ClaimMap, RegistryDefinition, SourceDefinition } from '../../../core/config/registry.ts';
+
+/** Where a source or registry was defined: the config file (read-only through the API) or the admin API. */
+export type Origin = 'config' | 'api';
+
+export type EntryKind = 'server' | 'skill';
+
+/** Outcome of the syncs of a synced source, shown by `GET /v1/sources/{name}`. */
+export interface SyncStatus {
+  /** `ok`: the last sync succeeded; `failed`: it did not (the last good data stays visible). */
+  readonly state: 'pending' | 'ok' | 'failed';
+  readonly lastAttemptAt: string | null;
+  readonly lastSuccessAt: string | null;
+  /** Why the last sync failed (null when it succeeded). */
+  readonly message: string | null;
+  /** Entries of the last good data. */
+  readonly servers: number;
+  readonly skills: number;
+  /** sha256 of the content last applied: an unchanged file is not written again. */
+  readonly digest: string | null;
+}
+
+export interface SourceRecord extends SourceDefinition {
+  readonly origin: Origin;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+  readonly sync: SyncStatus | null;
+}
+
+export interface RegistryRecord extends RegistryDefinition {
+  readonly origin: Origin;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+  /** The one managed source among `sources` (where publishing writes), or null. */
+  readonly managedSource: string | null;
+}
+
+/** One version of one entry, as a consumer sees it. */
+export interface ServedVersion {
+  readonly kind: EntryKind;
+  readonly name: string;
+  readonly version: string;
+  readonly document: Readonly<Record<string, unknown>>;
+  readonly isLatest: boolean;
+  readonly publishedAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** One version of one entry, with where it lives and its claims. */
+export interface VersionRecord extends ServedVersion {
+  readonly source: string;
+  readonly claims: ClaimMap;
+}
+
+/** An entry with all its versions (the raw entries of the admin API). */
+export interface EntryRecord {
+  readonly source: string;
+  readonly kind: EntryKind;
+  readonly name: string;
+  readonly claims: ClaimMap;
+  readonly versions: readonly Omit<VersionRecord, 'source' | 'kind' | 'name' | 'claims'>[];
+}
+
+/**
+ * Which entries a caller may see: null when no claim check applies (anonymous, auth-only,
+ * superAdmin), else the claim pairs the caller holds (an entry is visible when it has claims
+ * and all of them are among these).
+ */
+export type EntryFilter = { readonly pairs: readonly string[] } | null;
+
+/** A page of results and the cursor of the next page (null on the last page). */
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly nextCursor: string | null;
+}

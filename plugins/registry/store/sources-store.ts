@@ -1,0 +1,124 @@
+/**
+ * Sources: definitions, origin, and the status of their syncs.
+ */
+import { GatewayError } from '../../../core/errors.ts';
+import type { ClaimMap, SourceDefinition } from '../../../core/config/registry.ts';
+import { resourceClaimPairs } from '../../registry-authz/claims.ts';
+import type { Database, SqlRunner } from './database.ts';
+import type { Origin, SourceRecord, SyncStatus } from './records.ts';
+
+interface SourceRow {
+  name: string;
+  kind: SourceDefinition['kind'];
+  format: 'upstream' | null;
+  file_path: string | null;
+  git: SourceDefinition['git'];
+  sync_interval_ms: number | null;
+  claims: ClaimMap;
+  origin: Origin;
+  sync_status: SyncStatus | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'name, kind, format, file_path, git, sync_interval_ms, claims, origin, sync_status, created_at, updated_at';
+
+function toRecord(row: SourceRow): SourceRecord {
+  return {
+    name: row.name,
+    kind: row.kind,
+    format: row.format,
+    file: row.file_path === null ? null : { path: row.file_path },
+    git: row.git,
+    syncIntervalMs: row.sync_interval_ms,
+    claims: row.claims,
+    origin: row.origin,
+    sync: row.sync_status,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export class SourcesStore {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async list(): Promise<SourceRecord[]> {
+    const rows = await this.#db.query<SourceRow>(`SELECT ${COLUMNS} FROM sources ORDER BY name`);
+    return rows.map(toRecord);
+  }
+
+  async get(name: string, sql: SqlRunner = this.#db): Promise<SourceRecord | null> {
+    const rows = await sql.query<SourceRow>(`SELECT ${COLUMNS} FROM sources WHERE name = $1`, [name]);
+    return rows[0] === undefined ? null : toRecord(rows[0]);
+  }
+
+  /** Creates or replaces a source; the entries of a synced source take its (new) claims. */
+  async put(source: SourceDefinition, origin: Origin, sql?: SqlRunner): Promise<{ created: boolean; record: SourceRecord }> {
+    if (sql === undefined) return this.#db.transaction((tx) => this.put(source, origin, tx));
+    const existing = await this.get(source.name, sql);
+    if (existing !== null && existing.kind !== source.kind) await this.#refuseKindChange(existing, source, sql);
+    const claims = JSON.stringify(source.claims);
+    const pairs = resourceClaimPairs(source.claims);
+    const git = source.git === null ? null : JSON.stringify(source.git);
+    const rows = await sql.query<SourceRow & { inserted: boolean }>(
+      `INSERT INTO sources (name, kind, format, file_path, git, sync_interval_ms, claims, claim_pairs, origin)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::text[], $9)
+       ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, format = EXCLUDED.format, file_path = EXCLUDED.file_path,
+         git = EXCLUDED.git, sync_interval_ms = EXCLUDED.sync_interval_ms, claims = EXCLUDED.claims,
+         claim_pairs = EXCLUDED.claim_pairs, origin = EXCLUDED.origin, updated_at = now(),
+         sync_status = CASE WHEN sources.kind = EXCLUDED.kind THEN sources.sync_status END
+       RETURNING ${COLUMNS}, (xmax = 0) AS inserted`,
+      [source.name, source.kind, source.format, source.file?.path ?? null, git, source.syncIntervalMs, claims, pairs, origin],
+    );
+    if (source.kind !== 'managed') {
+      await sql.query(
+        'UPDATE entries SET claims = $2::jsonb, claim_pairs = $3::text[] WHERE source = $1 AND claim_pairs IS DISTINCT FROM $3::text[]',
+        [source.name, claims, pairs],
+      );
+    }
+    const row = rows[0]!;
+    return { created: row.inserted, record: toRecord(row) };
+  }
+
+  /** A managed source with published entries does not silently become a synced one (its entries would be lost). */
+  async #refuseKindChange(existing: SourceRecord, source: SourceDefinition, sql: SqlRunner): Promise<void> {
+    if (existing.kind !== 'managed') return;
+    const rows = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM entries WHERE source = $1', [source.name]);
+    const count = rows[0]?.n ?? 0;
+    if (count > 0) {
+      throw new GatewayError(
+        'source_in_use',
+        `source ${JSON.stringify(source.name)} is a managed source holding ${count} published entr${count === 1 ? 'y' : 'ies'}: it cannot become a ${source.kind} source (delete its entries first, or use another name)`,
+        { status: 409 },
+      );
+    }
+  }
+
+  /** Deletes a source and its entries; refused (409) while a registry lists it. */
+  async delete(name: string): Promise<boolean> {
+    return this.#db.transaction(async (tx) => {
+      const users = await this.registriesUsing(name, tx);
+      if (users.length > 0) {
+        throw new GatewayError('source_in_use', `source ${JSON.stringify(name)} is used by registr${users.length === 1 ? 'y' : 'ies'} ${users.join(', ')}: remove it from them first`, {
+          status: 409,
+          extra: { registries: users },
+        });
+      }
+      const rows = await tx.query<{ name: string }>('DELETE FROM sources WHERE name = $1 RETURNING name', [name]);
+      return rows.length > 0;
+    });
+  }
+
+  async registriesUsing(name: string, sql: SqlRunner = this.#db): Promise<string[]> {
+    const rows = await sql.query<{ registry: string }>('SELECT registry FROM registry_sources WHERE source = $1 ORDER BY registry', [name]);
+    return rows.map((row) => row.registry);
+  }
+
+  async setSyncStatus(name: string, status: SyncStatus): Promise<void> {
+    await this.#db.query('UPDATE sources SET sync_status = $2::jsonb WHERE name = $1', [name, JSON.stringify(status)]);
+  }
+}

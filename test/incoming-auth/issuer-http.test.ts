@@ -1,0 +1,85 @@
+/**
+ * What the issuer fetches may reach: https (or loopback http), no private addresses unless
+ * allowed, loopback only for a loopback issuer; the fetch bearer token only to the issuer's
+ * own origin; a response size cap.
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import { isLoopbackHost, isPrivateAddress, refusedAddress } from '../../plugins/incoming-auth/address-guard.ts';
+import { IssuerHttp } from '../../plugins/incoming-auth/issuer-http.ts';
+import { KeyIssuer } from './helpers/key-issuer.ts';
+
+function http(issuer: string, allowPrivateIp = false, bearerToken?: string, maxBytes?: number): IssuerHttp {
+  return new IssuerHttp({ issuer: new URL(issuer), allowPrivateIp, timeoutMs: 2000, bearerToken, ...(maxBytes ? { maxBytes } : {}) });
+}
+
+describe('address guard', () => {
+  it('classifies private, link-local, unique-local and mapped addresses', () => {
+    for (const a of ['10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '::']) {
+      assert.ok(isPrivateAddress(a), a);
+    }
+    for (const a of ['8.8.8.8', '172.32.0.1', '2001:4860:4860::8888', '127.0.0.1', '::1']) assert.ok(!isPrivateAddress(a), a);
+  });
+
+  it('allows loopback only for a loopback issuer, private ranges only when allowed', () => {
+    assert.match(refusedAddress('127.0.0.1', { allowPrivate: false, allowLoopback: false }) ?? '', /loopback/);
+    assert.equal(refusedAddress('127.0.0.1', { allowPrivate: false, allowLoopback: true }), null);
+    assert.match(refusedAddress('::ffff:127.0.0.1', { allowPrivate: false, allowLoopback: false }) ?? '', /loopback/);
+    assert.match(refusedAddress('10.0.0.1', { allowPrivate: false, allowLoopback: true }) ?? '', /private/);
+    assert.equal(refusedAddress('10.0.0.1', { allowPrivate: true, allowLoopback: false }), null);
+    assert.equal(refusedAddress('93.184.216.34', { allowPrivate: false, allowLoopback: false }), null);
+    assert.ok(isLoopbackHost('localhost') && isLoopbackHost('127.9.9.9') && isLoopbackHost('[::1]') && !isLoopbackHost('localhost.example.com'));
+  });
+});
+
+describe('IssuerHttp', () => {
+  it('refuses plain http off loopback, and private or loopback IP literals the policy does not allow', () => {
+    const publicIssuer = http('https://id.example.com');
+    assert.throws(() => publicIssuer.checkUrl(new URL('http://id.example.com/jwks')), /must use https/);
+    assert.throws(() => publicIssuer.checkUrl(new URL('https://10.0.0.1/jwks')), /private/);
+    assert.throws(() => publicIssuer.checkUrl(new URL('https://127.0.0.1/jwks')), /loopback/);
+    assert.throws(() => publicIssuer.checkUrl(new URL('https://[fd00::1]/jwks')), /private/);
+    publicIssuer.checkUrl(new URL('https://keys.example.com/jwks'));
+    http('https://id.example.com', true).checkUrl(new URL('https://10.0.0.1/jwks'));
+    http('http://127.0.0.1:1').checkUrl(new URL('http://127.0.0.1:2/jwks'));
+  });
+
+  it('refuses a host name that resolves to a refused address, at connect time', async () => {
+    // `localhost` resolves to loopback: refused for a non-loopback issuer even though the name is not an IP literal.
+    const issuer = http('https://id.example.com');
+    await assert.rejects(issuer.getJson('https://localhost:65000/jwks'), /refusing to connect to localhost: .*loopback/);
+    await issuer.close();
+  });
+
+  it('sends the fetch bearer token to the issuer origin only', async () => {
+    const issuer = await KeyIssuer.start();
+    const other = await KeyIssuer.start();
+    await other.addKey('ES256');
+    const client = http(issuer.url, false, 'sa-token');
+    await client.getJson(`${issuer.url}/.well-known/openid-configuration`);
+    await client.getJson(`${other.url}/jwks`);
+    assert.deepEqual(issuer.bearers, ['sa-token']);
+    assert.deepEqual(other.bearers, [undefined], 'never to another origin');
+    await client.close();
+    await issuer.close();
+    await other.close();
+  });
+
+  it('caps the size of a response and refuses non-JSON and error statuses', async () => {
+    const server = createServer((req, res) => {
+      if (req.url === '/big') res.end(JSON.stringify({ keys: 'x'.repeat(200_000) }));
+      else if (req.url === '/html') res.end('<html>');
+      else res.writeHead(500).end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = http(base, false, undefined, 100_000);
+    await assert.rejects(client.getJson(`${base}/big`), /exceeded max size/);
+    await assert.rejects(client.getJson(`${base}/html`), /did not answer JSON/);
+    await assert.rejects(client.getJson(`${base}/err`), /answered 500/);
+    await client.close();
+    server.close();
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * `gatehouse registry serve|validate` as a user runs them: data on the embedded store survives a
+ * restart, SIGTERM drains and exits 0, one process per data directory, the auth-only startup
+ * warning in the log, git sources refused at serve, and validate's report.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startIssuer } from './helpers/issuer.ts';
+import { tempDir } from './helpers/registry.ts';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(REPO_ROOT, 'core/bin.mjs');
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+interface Served {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly logs: { level: string; msg: string }[];
+  readonly exited: Promise<number | null>;
+}
+
+async function serve(config: string): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, 'registry', 'serve', '--config', config, '--port', '0'], { cwd: REPO_ROOT });
+  const logs: { level: string; msg: string }[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = once(child, 'close').then(([code]) => code as number | null);
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const entry = JSON.parse(line) as { level: string; msg: string; url?: string };
+      logs.push(entry);
+      if (entry.msg === 'registry server listening') resolve(entry.url!);
+    });
+    void exited.then((code) => reject(new Error(`gatehouse exited with ${code} before listening: ${stderr}`)));
+  });
+  return { child, url, logs, exited };
+}
+
+async function stop(served: Served): Promise<number | null> {
+  served.child.kill('SIGTERM');
+  return served.exited;
+}
+
+async function writeConfig(yaml: string): Promise<string> {
+  const dir = await tempDir();
+  const file = join(dir, 'registry.yaml');
+  await writeFile(file, yaml);
+  return file;
+}
+
+const EMBEDDED = `auth: {mode: anonymous}
+sources: [{name: internal, managed: {}}]
+registries: [{name: main, sources: [internal]}]
+`;
+
+describe('gatehouse registry serve', () => {
+  it('keeps published data across a restart on the embedded store (the default database)', { timeout: 120_000 }, async () => {
+    const config = await writeConfig(EMBEDDED);
+    const first = await serve(config);
+    const published = await fetch(`${first.url}/main/v0.1/publish`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'io.github.acme/weather', version: '1.0.0', description: 'Weather', url: 'https://w.example.com/mcp' }),
+    });
+    assert.equal(published.status, 201);
+
+    // One process per data directory.
+    const second = await run(['registry', 'serve', '--config', config, '--port', '0']);
+    assert.equal(second.code, 1);
+    assert.match(second.stderr, /is in use by process \d+/);
+
+    assert.equal(await stop(first), 0, 'SIGTERM drains and exits 0');
+    assert.ok(first.logs.some((l) => l.msg === 'stopped'));
+
+    const again = await serve(config);
+    const list = (await (await fetch(`${again.url}/main/v0.1/servers`)).json()) as { servers: { server: { name: string } }[] };
+    assert.deepEqual(list.servers.map((s) => s.server.name), ['io.github.acme/weather']);
+    assert.equal(await stop(again), 0);
+  });
+
+  it('logs the auth-only warning when oauth has no authz block', { timeout: 60_000 }, async () => {
+    const issuer = await startIssuer('registry');
+    try {
+      const config = await writeConfig(`auth:
+  mode: oauth
+  oauth:
+    resourceUrl: http://127.0.0.1:8080
+    providers: [{name: test, issuerUrl: "${issuer.url}", audience: registry}]
+database: {type: memory}
+`);
+      const served = await serve(config);
+      const warning = served.logs.find((l) => l.msg === 'authorization is not configured and per-entry claims filtering is disabled (auth-only mode)');
+      assert.equal(warning?.level, 'warn');
+      const res = await fetch(`${served.url}/v1/me`, { headers: { authorization: `Bearer ${await issuer.token({ sub: 'alice' })}` } });
+      assert.deepEqual(await res.json(), { subject: 'alice', roles: [] });
+      assert.equal(await stop(served), 0);
+    } finally {
+      await issuer.close();
+    }
+  });
+
+  it('refuses git sources (not available yet), naming them', async () => {
+    const config = await writeConfig(`auth: {mode: anonymous}
+sources: [{name: upstream, format: upstream, git: {repository: "https://github.com/acme/registry.git", branch: main, path: registry.json}}]
+database: {type: memory}
+`);
+    const result = await run(['registry', 'serve', '--config', config, '--port', '0']);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /sources\[0\]\.git: git sources are not available in this version yet/);
+  });
+});
+
+describe('gatehouse registry validate', () => {
+  it('says OK with the mode for a good file', async () => {
+    const result = await run(['registry', 'validate', '--config', await writeConfig(EMBEDDED)]);
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /OK \(anonymous mode, 1 source, 1 registry, database embedded\)/);
+  });
+  it('validates the examples', async () => {
+    for (const example of ['registry.yaml', 'registry-oauth.yaml']) {
+      const result = await run(['registry', 'validate', '--config', join(REPO_ROOT, 'examples/registry', example)]);
+      assert.equal(result.code, 0, result.stderr);
+    }
+  });
+  it('prints every problem with file:line:col and its YAML path, and exits 1', async () => {
+    const config = await writeConfig(`auth:
+  mode: anonymous
+  authz: {roles: {}}
+sources:
+  - {name: a, managed: {}, syncPolicy: {interval: 5m}}
+registries:
+  - {name: r, sources: [b]}
+`);
+    const result = await run(['registry', 'validate', '--config', config]);
+    assert.equal(result.code, 1);
+    const lines = result.stderr.trim().split('\n');
+    assert.equal(lines.length, 3, result.stderr);
+    assert.match(lines[0]!, /registry\.yaml:3:3 auth\.authz: needs mode oauth/);
+    assert.match(lines[1]!, /registry\.yaml:5:28 sources\[0\]\.syncPolicy: must not be set on a managed source/);
+    assert.match(lines[2]!, /registry\.yaml:7:25 registries\[0\]\.sources\[0\]: source "b" not found/);
+  });
+});
