@@ -139,7 +139,12 @@ export interface ErrorTarget {
   /** The id of the JSON-RPC request being answered, when one was parsed. */
   readonly rpcId: string | number | null;
   readonly challenge: AuthChallenge | null;
+  /** The browser origin allowed by the origin guard, echoed in CORS headers; null for none. */
+  readonly corsOrigin: string | null;
 }
+
+/** Response headers a browser client may read (the challenge and the session id above all). */
+export const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
 
 const INTERNAL = new GatewayError('internal_error', 'internal error');
 
@@ -188,6 +193,11 @@ export function sendError(target: ErrorTarget, error: unknown): GatewayError {
     'x-request-id': target.requestId,
   };
   if (err.headers !== undefined) Object.assign(headers, err.headers);
+  if (target.corsOrigin !== null) {
+    headers['access-control-allow-origin'] = target.corsOrigin;
+    headers['access-control-expose-headers'] = CORS_EXPOSED;
+    headers.vary = 'origin';
+  }
   if (target.challenge !== null && (err.status === 401 || err.code === 'insufficient_scope')) {
     headers['www-authenticate'] = bearerChallenge(target.challenge, err);
   }

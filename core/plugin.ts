@@ -46,6 +46,11 @@ export interface RouteDef {
   readonly path: string;
   /** Whether authenticate and authorize run before the handler (default true). */
   readonly auth?: boolean;
+  /**
+   * A public document any web origin may read (protected resource metadata, discovery): the
+   * Origin check is skipped (Host is still checked) and the handler sets its own CORS headers.
+   */
+  readonly anyOrigin?: boolean;
   /** Returns the response, or undefined when it wrote to `ctx.res` itself. */
   readonly handler: (ctx: Context) => MaybePromise<Reply | GatewayError | undefined | void>;
 }

@@ -3,7 +3,7 @@
  * mapping (errors.ts). Every answer the gateway itself gives goes through here.
  */
 import type { Context } from './context.ts';
-import { CORS_EXPOSED } from './mcp/pipe.ts';
+import { CORS_EXPOSED } from './errors.ts';
 import { Reply } from './reply.ts';
 
 export function writeReply(ctx: Context, reply: Reply): void {

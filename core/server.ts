@@ -195,7 +195,8 @@ export class GatewayServer {
     ctx.route = match.route.pattern;
     ctx.routeMetrics = match.route.metrics;
     ctx.params = match.params;
-    this.#checkOrigin(ctx);
+    if (match.route.def.anyOrigin === true) this.#checkHost(ctx);
+    else this.#checkOrigin(ctx);
     const handler = match.route.def.handler as Handler;
     return match.route.auth ? this.#authenticated(ctx, handler) : handler(ctx);
   }
@@ -204,6 +205,11 @@ export class GatewayServer {
     ctx.route = ctx.path;
     ctx.routeMetrics = this.#builtinMetrics;
     return reply;
+  }
+
+  #checkHost(ctx: Context): void {
+    const problem = this.#guard!.check({ host: ctx.head.host, origin: undefined });
+    if (problem !== null) throw problem;
   }
 
   #checkOrigin(ctx: Context): void {

@@ -6,7 +6,7 @@
  */
 import type { Context } from '../context.ts';
 import type { GatewayError } from '../errors.ts';
-import { errorBody } from '../errors.ts';
+import { CORS_EXPOSED, errorBody } from '../errors.ts';
 import { Exchange, writeToClient } from '../upstream.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
@@ -16,7 +16,6 @@ import type { OpenStream, OpenStreams } from './streams.ts';
 /** Response headers never passed back: hop-by-hop, and what the gateway sets itself. */
 const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'x-request-id']);
 
-export const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
 
 
 const EVENT_STREAM = /^text\/event-stream/i;

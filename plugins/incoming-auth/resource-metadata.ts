@@ -63,7 +63,7 @@ export function protectedResourceRoutes(resourceUrl: string, doc: object): Route
   const preflight = Reply.empty(204, { allow: 'GET, HEAD, OPTIONS', ...CORS });
   const paths = [...new Set([resourceMetadataPath(resourceUrl), WELL_KNOWN_PRM])];
   return paths.flatMap((path): RouteDef[] => [
-    { method: 'GET', path, auth: false, handler: () => document },
-    { method: 'OPTIONS', path, auth: false, handler: () => preflight },
+    { method: 'GET', path, auth: false, anyOrigin: true, handler: () => document },
+    { method: 'OPTIONS', path, auth: false, anyOrigin: true, handler: () => preflight },
   ]);
 }
