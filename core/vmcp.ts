@@ -11,6 +11,8 @@ import type { VmcpConfig } from './config/types.ts';
 import type { McpEndpoint } from './mcp/endpoint.ts';
 import { TransparentEndpoint } from './mcp/transparent.ts';
 import { OpenStreams } from './mcp/streams.ts';
+import { createAggregated } from './mcp/aggregate/compose.ts';
+import { needsAggregation } from './mcp/aggregate/config.ts';
 import { createLogger } from './observe/log.ts';
 import { GatewayMetrics } from './observe/metrics.ts';
 import { createPlugins, importPlugin, type PluginSpec } from './plugin-loader.ts';
@@ -58,13 +60,6 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
   const { config } = options;
   const log = options.log ?? createLogger();
   const metrics = options.metrics ?? new GatewayMetrics();
-  const where = `VirtualMCPServer/${config.name}`;
-
-  if (config.backends.length !== 1) {
-    throw new NotAvailableError([
-      `${where} spec.config.groupRef: group "${config.groupRef}" has ${config.backends.length} backends; aggregating several backends is not available in this version yet (a group of one is served transparently)`,
-    ]);
-  }
 
   const backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth));
   const mcpPath = mcpPathOf(config);
@@ -95,16 +90,20 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
   const publicUrls = [config.incomingAuth.resourceUrl, config.authServer?.issuer].filter((u): u is string => typeof u === 'string');
 
   const streams = new OpenStreams(metrics);
-  const backend = backends[0]!;
-  const endpoint: McpEndpoint = new TransparentEndpoint({
-    path: mcpPath,
-    backend,
-    upstreams,
-    chain,
-    metrics: metrics.backend(backend.name),
-    streams,
-    maxBodyBytes: config.server.maxBodyBytes,
-  });
+  const aggregated = needsAggregation(backends.length, config.aggregation)
+    ? await createAggregated({ config, path: mcpPath, backends, upstreams, chain, metrics, streams, log })
+    : null;
+  const endpoint: McpEndpoint =
+    aggregated?.endpoint ??
+    new TransparentEndpoint({
+      path: mcpPath,
+      backend: backends[0]!,
+      upstreams,
+      chain,
+      metrics: metrics.backend(backends[0]!.name),
+      streams,
+      maxBodyBytes: config.server.maxBodyBytes,
+    });
   const server = new GatewayServer({
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 4483,
@@ -132,12 +131,17 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
   } catch (err) {
     await server.close();
     await upstreams.close();
+    await aggregated?.close();
     throw err;
   }
+  aggregated?.health.start();
   server.markReady();
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}${mcpPath}`;
-  log.info({ url, backend: backend.name, backendUrl: backend.url.href, mode: 'transparent' }, 'virtual MCP server listening');
+  log.info(
+    { url, mode: aggregated === null ? 'transparent' : 'aggregated', backends: backends.map((b) => `${b.name}=${b.url.href}`) },
+    'virtual MCP server listening',
+  );
 
   let stopping: Promise<void> | null = null;
   return {
@@ -150,6 +154,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
         await server.close();
         await endpoint.close();
         await upstreams.close();
+        await aggregated?.close();
         for (const plugin of started.reverse()) {
           try {
             await plugin.stop?.();

@@ -345,6 +345,76 @@ export function resourceSchemas(index: ReferenceIndex) {
       }
     }, whenMapping);
 
+  /** A name that must be an MCPServer of the VirtualMCPServer's group. */
+  const groupBackend = text.superRefine((name, ctx) => {
+    const group = index.vmcpGroup !== undefined && index.groups.has(index.vmcpGroup) ? index.vmcpGroup : undefined;
+    if (!index.servers.has(name)) ctx.addIssue(notFound('MCPServer', name, index.servers.keys()));
+    else if (group !== undefined && index.servers.get(name) !== group) {
+      ctx.addIssue(`MCPServer ${q(name)} is not a backend of group ${q(group)} (its groupRef is ${describeValue(index.servers.get(name))})`);
+    }
+  });
+
+  const toolOverride = z.strictObject({ name: text.optional(), description: z.string().optional() });
+
+  const aggregation = z
+    .strictObject({
+      conflictResolution: z.enum(['prefix', 'priority', 'manual']).default('prefix'),
+      conflictResolutionConfig: z
+        .strictObject({
+          prefixFormat: text.default('{workload}_'),
+          priorityOrder: z.array(groupBackend).default([]),
+        })
+        .prefault({}),
+      tools: z
+        .array(
+          z.strictObject({
+            workload: groupBackend,
+            filter: z.array(text).optional(),
+            exclude: textList,
+            overrides: z.record(z.string(), toolOverride).default({}),
+          }),
+        )
+        .default([]),
+      pageSize: z.int().min(0).default(0),
+    })
+    .superRefine((config, ctx) => {
+      // Statically known clashes: a backend listed twice, or two overrides naming the same tool.
+      const workloads = new Map<string, number>();
+      const targets = new Map<string, string>();
+      config.tools.forEach((entry, i) => {
+        if (workloads.has(entry.workload)) addIssue(ctx, ['tools', i, 'workload'], `${q(entry.workload)} is already configured in tools[${workloads.get(entry.workload)}]: merge the two entries`);
+        workloads.set(entry.workload, i);
+        for (const [tool, override] of Object.entries(entry.overrides)) {
+          if (override.name === undefined) continue;
+          const owner = targets.get(override.name);
+          if (owner !== undefined) addIssue(ctx, ['tools', i, 'overrides', tool, 'name'], `${q(override.name)} is already the name of ${owner}: two tools cannot have one name`);
+          targets.set(override.name, `${entry.workload}/${tool}`);
+        }
+      });
+      if (config.conflictResolution !== 'priority' && config.conflictResolutionConfig.priorityOrder.length > 0) {
+        addIssue(ctx, ['conflictResolutionConfig', 'priorityOrder'], 'is only used with conflictResolution: priority', 'key');
+      }
+    }, whenMapping);
+
+  const session = z.strictObject({
+    ttl: duration().default(30 * 60_000),
+    maxSessions: z.int().min(1).default(10_000),
+    storage: z
+      .strictObject({ type: z.enum(['memory', 'redis']), redis: redisStorage.optional() })
+      .superRefine(blockOfType({ redis: 'redis', memory: null }), whenMapping)
+      .prefault({ type: 'memory' }),
+  });
+
+  const operational = z.strictObject({
+    failureHandling: z
+      .strictObject({
+        partialFailureMode: z.enum(['bestEffort', 'fail']).default('bestEffort'),
+        healthCheckInterval: duration({ allowZero: true }).default(30_000),
+        unhealthyThreshold: z.int().min(1).default(3),
+      })
+      .prefault({}),
+  });
+
   const authServerConfig = z.strictObject({
     issuer: issuerUrl,
     authorizationEndpointBaseUrl: httpUrl.optional(),
@@ -390,7 +460,12 @@ export function resourceSchemas(index: ReferenceIndex) {
 
   const vmcpSpec = z
     .strictObject({
-      config: z.strictObject({ groupRef: groupRefOfVmcp, aggregation: anyMapping.optional(), session: anyMapping.optional() }),
+      config: z.strictObject({
+        groupRef: groupRefOfVmcp,
+        aggregation: aggregation.prefault({}),
+        session: session.prefault({}),
+        operational: operational.prefault({}),
+      }),
       incomingAuth,
       outgoingAuth: outgoingAuth.prefault({}),
       authServerConfig: authServerConfig.optional(),

@@ -5,6 +5,9 @@
  * are milliseconds; sizes are bytes; relative paths are absolute.
  */
 
+import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from '../mcp/aggregate/config.ts';
+import type { RedisConnectionConfig } from '../store/redis-config.ts';
+
 /** `{name, key}` of a `Secret`, plus the resolved value. */
 export interface ResolvedSecretRef {
   readonly name: string;
@@ -110,17 +113,7 @@ export type UpstreamProviderConfig =
 
 export type AuthServerStorageConfig =
   | { readonly type: 'memory' }
-  | {
-      readonly type: 'redis';
-      /** Sentinel-managed (production) ... */
-      readonly sentinel: { readonly masterName: string; readonly addresses: readonly string[]; readonly password: ResolvedSecretRef | null } | null;
-      /** ... or one plain address (`host:port`, development). Exactly one of the two is set. */
-      readonly address: string | null;
-      readonly username: ResolvedSecretRef | null;
-      readonly password: ResolvedSecretRef | null;
-      readonly db: number;
-      readonly keyPrefix: string;
-    };
+  | ({ readonly type: 'redis' } & RedisConnectionConfig);
 
 export interface AuthServerConfig {
   readonly issuer: string;
@@ -172,10 +165,12 @@ export interface VmcpConfig {
   readonly incomingAuth: IncomingAuthConfig;
   readonly outgoingAuthSource: 'discovered' | 'inline';
   readonly authServer: AuthServerConfig | null;
-  /** `spec.config.aggregation`, validated by the aggregation module (raw here). */
-  readonly aggregation: unknown;
-  /** `spec.config.session`, validated by the session module (raw here). */
-  readonly session: unknown;
+  /** `spec.config.aggregation`: naming, filters, renames and paging of an aggregated group. */
+  readonly aggregation: AggregationConfig;
+  /** `spec.config.session`: TTL, LRU bound and storage of aggregated sessions. */
+  readonly session: SessionConfig;
+  /** `spec.config.operational.failureHandling`. */
+  readonly failureHandling: FailureHandlingConfig;
   readonly server: ServerSettings;
   readonly plugins: readonly PluginRef[];
 }

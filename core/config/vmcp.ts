@@ -9,6 +9,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import type { RedisConnectionConfig } from '../store/redis-config.ts';
+import type { AggregationConfig } from '../mcp/aggregate/config.ts';
 import type { z } from 'zod';
 import { ConfigError, didYouMean, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem, PathSegment } from './problems.ts';
@@ -253,8 +255,17 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
     incomingAuth: toIncomingAuth(spec.incomingAuth),
     outgoingAuthSource: spec.outgoingAuth.source,
     authServer: spec.authServerConfig === undefined ? null : toAuthServer(spec.authServerConfig),
-    aggregation: spec.config.aggregation,
-    session: spec.config.session,
+    aggregation: toAggregation(spec.config.aggregation),
+    session: {
+      ttlMs: spec.config.session.ttl,
+      maxSessions: spec.config.session.maxSessions,
+      storage: spec.config.session.storage.type === 'redis' ? { type: 'redis', redis: toRedis(checked(spec.config.session.storage.redis, 'session.storage.redis')) } : { type: 'memory' },
+    },
+    failureHandling: {
+      partialFailureMode: spec.config.operational.failureHandling.partialFailureMode,
+      healthCheckIntervalMs: spec.config.operational.failureHandling.healthCheckInterval,
+      unhealthyThreshold: spec.config.operational.failureHandling.unhealthyThreshold,
+    },
     server: {
       maxBodyBytes: spec.server.maxBodySize,
       allowedHosts: spec.server.allowedHosts,
@@ -358,12 +369,37 @@ function toUpstreamProvider(provider: AuthServerInput['upstreamProviders'][numbe
   };
 }
 
+function toAggregation(input: VmcpSpec['config']['aggregation']): AggregationConfig {
+  return {
+    conflictResolution: input.conflictResolution,
+    prefixFormat: input.conflictResolutionConfig.prefixFormat,
+    priorityOrder: input.conflictResolutionConfig.priorityOrder,
+    tools: Object.fromEntries(
+      input.tools.map((entry) => [
+        entry.workload,
+        {
+          filter: entry.filter ?? null,
+          exclude: entry.exclude,
+          overrides: Object.fromEntries(
+            Object.entries(entry.overrides).map(([tool, o]) => [tool, { name: o.name ?? null, description: o.description ?? null }]),
+          ),
+        },
+      ]),
+    ),
+    pageSize: input.pageSize,
+  };
+}
+
 function toStorage(storage: AuthServerInput['storage']): AuthServerStorageConfig {
   if (storage === undefined || storage.type === 'memory') return { type: 'memory' };
-  const redis = checked(storage.redis, 'storage.redis');
+  return { type: 'redis', ...toRedis(checked(storage.redis, 'storage.redis')) };
+}
+
+type RedisInput = NonNullable<NonNullable<AuthServerInput['storage']>['redis']>;
+
+function toRedis(redis: RedisInput): RedisConnectionConfig {
   const sentinel = redis.sentinelConfig;
   return {
-    type: 'redis',
     sentinel:
       sentinel === undefined
         ? null

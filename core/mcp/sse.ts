@@ -91,10 +91,11 @@ function parseBlock(raw: string): SseEvent {
 }
 
 /** Serialises an event; `data` may contain newlines (each becomes a `data:` line). */
-export function formatSseEvent(event: { id?: string | null; event?: string | null; data: string }): string {
+export function formatSseEvent(event: { id?: string | null; event?: string | null; retry?: string | null; data: string }): string {
   let out = '';
   if (event.event) out += `event: ${event.event}\n`;
   if (event.id !== undefined && event.id !== null) out += `id: ${event.id}\n`;
+  if (event.retry !== undefined && event.retry !== null) out += `retry: ${event.retry}\n`;
   for (const line of event.data.split(LINE)) out += `data: ${line}\n`;
   return out + '\n';
 }

@@ -40,8 +40,9 @@ test('the minimal file resolves, with every default', async () => {
     incomingAuth: { type: 'anonymous', resourceUrl: 'http://127.0.0.1:4483/mcp' },
     outgoingAuthSource: 'discovered',
     authServer: null,
-    aggregation: undefined,
-    session: undefined,
+    aggregation: { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 },
+    session: { ttlMs: 30 * 60_000, maxSessions: 10_000, storage: { type: 'memory' } },
+    failureHandling: { partialFailureMode: 'bestEffort', healthCheckIntervalMs: 30_000, unhealthyThreshold: 3 },
     server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, accessLog: false },
     plugins: [],
   });
@@ -139,8 +140,8 @@ test('the rich file resolves every field', async () => {
     keyPrefix: 'gh:',
   });
 
-  assert.deepEqual(config.aggregation, { conflictResolution: 'prefix' });
-  assert.deepEqual(config.session, { ttl: '30m' });
+  assert.deepEqual(config.aggregation, { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 });
+  assert.deepEqual(config.session, { ttlMs: 30 * 60_000, maxSessions: 10_000, storage: { type: 'memory' } });
   assert.deepEqual(config.server, {
     maxBodyBytes: 512 * 1024,
     allowedHosts: ['mcp.example.com', 'mcp.internal:8443'],

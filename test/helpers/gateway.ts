@@ -24,6 +24,8 @@ export interface VmcpYamlOptions {
   incomingAuth?: string;
   /** Extra lines under the VirtualMCPServer `spec:` (indented by two spaces). */
   spec?: string;
+  /** Extra keys of `spec.config` (YAML flow style), e.g. `aggregation: {pageSize: 8}`. */
+  config?: string;
   /** Extra documents appended to the file. */
   documents?: string;
 }
@@ -36,7 +38,9 @@ export function vmcpYaml(options: VmcpYamlOptions): string {
         `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}}\nspec:\n  url: "${b.url}"\n  transport: streamable-http\n  groupRef: tools` +
         (b.timeout ? `\n  timeout: ${b.timeout}` : ''),
     ),
-    'apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer\nmetadata: {name: vmcp}\nspec:\n  config: {groupRef: tools}\n' +
+    'apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer\nmetadata: {name: vmcp}\nspec:\n  config: {groupRef: tools' +
+      (options.config ? ', ' + options.config : '') +
+      '}\n' +
       (options.incomingAuth ?? '  incomingAuth: {type: anonymous}') +
       '\n  outgoingAuth: {source: discovered}' +
       (options.spec ? '\n' + options.spec : ''),

@@ -1,0 +1,207 @@
+/**
+ * Aggregation benchmarks (`npm run bench -- --aggregate-only`; also part of the full run):
+ *
+ *  1. tools/list over 5 backends × 50 tools through an aggregated gateway: the first call of a
+ *     session (cold: 5 backends asked, names built) and the next one (warm: the session's cache).
+ *  2. tools/call CPU µs per request of the gateway process, aggregated (5 backends) against
+ *     transparent (1 backend), in the same run, with wrk at BENCH_CONNECTIONS connections.
+ *  3. Memory per idle aggregated session with 10,000 sessions open (in this process, after GC).
+ *
+ * Backends: bench/aggregate/backend.ts (stateless, JSON responses), so the gateway is measured.
+ * Results: printed as markdown and written to bench/results/aggregate.json.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { loadVmcpConfig } from '../../core/config/vmcp.ts';
+import { createLogger } from '../../core/observe/log.ts';
+import { startVmcp } from '../../core/vmcp.ts';
+import { vmcpBuiltins } from '../../plugins/vmcp.ts';
+import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
+import { GATEHOUSE_BIN } from '../load/gatehouse.ts';
+import { RESULTS_DIR } from '../load/harness.ts';
+import { freePort, spawnChild, spawnNodeScript, stopAll, waitUntil, type ManagedChild } from '../load/process.ts';
+import { runWrk } from '../load/wrk.ts';
+
+const BACKENDS = 5;
+const TOOLS = 50;
+const LIST_SESSIONS = Number(process.env['BENCH_LIST_SESSIONS'] ?? 200);
+const IDLE_SESSIONS = Number(process.env['BENCH_IDLE_SESSIONS'] ?? 10_000);
+const SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
+const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
+const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
+
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
+
+function configYaml(backends: { name: string; port: number }[], gatewayPort: number): string {
+  const docs = ['apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: bench}'];
+  for (const b of backends) {
+    docs.push(`apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}}\nspec: {url: "http://127.0.0.1:${b.port}/mcp", groupRef: bench}`);
+  }
+  docs.push(
+    'apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer\nmetadata: {name: bench}\nspec:\n' +
+      `  config: {groupRef: bench, session: {maxSessions: ${IDLE_SESSIONS * 2}}, operational: {failureHandling: {healthCheckInterval: 0s}}}\n` +
+      `  incomingAuth: {type: anonymous, resourceUrl: "http://127.0.0.1:${gatewayPort}/mcp"}`,
+  );
+  return docs.join('\n---\n') + '\n';
+}
+
+async function rpc(url: string, body: string, headers: Record<string, string> = {}): Promise<Response> {
+  const res = await fetch(url, { method: 'POST', body, headers: { ...HEADERS, ...headers } });
+  if (res.status >= 400) throw new Error(`${res.status} from ${url}: ${await res.text()}`);
+  return res;
+}
+
+/** A new client session: initialize + initialized; returns its id. */
+async function openSession(url: string): Promise<string> {
+  const res = await rpc(url, INITIALIZE);
+  await res.arrayBuffer();
+  const id = res.headers.get('mcp-session-id');
+  if (id === null) throw new Error('no Mcp-Session-Id from initialize');
+  await (await rpc(url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', { 'mcp-session-id': id })).arrayBuffer();
+  return id;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function startGateway(dir: string, label: string, yaml: string, port: number): Promise<{ child: ManagedChild; url: string }> {
+  const config = join(dir, `${label}.yaml`);
+  writeFileSync(config, yaml);
+  const child = spawnChild(`gatehouse-${label}`, process.execPath, [GATEHOUSE_BIN, 'vmcp', 'serve', '--config', config, '--port', String(port), '--log-level', 'warn']);
+  await waitUntil(`gatehouse ${label} ready`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 20_000, child);
+  return { child, url: `http://127.0.0.1:${port}/mcp` };
+}
+
+async function listLatency(url: string): Promise<{ coldP50: number; coldP99: number; warmP50: number; warmP99: number; tools: number }> {
+  const cold: number[] = [];
+  const warm: number[] = [];
+  let tools = 0;
+  const list = '{"jsonrpc":"2.0","id":2,"method":"tools/list"}';
+  for (let i = 0; i < LIST_SESSIONS; i++) {
+    const id = await openSession(url);
+    let t = performance.now();
+    const first = (await (await rpc(url, list, { 'mcp-session-id': id })).json()) as { result: { tools: unknown[] } };
+    cold.push(performance.now() - t);
+    t = performance.now();
+    await (await rpc(url, list, { 'mcp-session-id': id })).arrayBuffer();
+    warm.push(performance.now() - t);
+    tools = first.result.tools.length;
+    await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': id } });
+  }
+  const r = (v: number) => Math.round(v * 1000) / 1000;
+  return { coldP50: r(percentile(cold, 50)), coldP99: r(percentile(cold, 99)), warmP50: r(percentile(warm, 50)), warmP99: r(percentile(warm, 99)), tools };
+}
+
+async function callCpu(dir: string, label: string, gateway: { child: ManagedChild; url: string }, tool: string) {
+  const session = await openSession(gateway.url);
+  const headers = { ...HEADERS, 'mcp-session-id': session };
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: tool, arguments: { text: 'hi' } } });
+  const check = (await (await rpc(gateway.url, body, { 'mcp-session-id': session })).json()) as { result?: unknown; error?: unknown };
+  if (check.result === undefined) throw new Error(`${label}: tools/call failed: ${JSON.stringify(check)}`);
+  await runWrk({ url: gateway.url, seconds: WARMUP, connections: CONNECTIONS, threads: 1, headers, body, dir, label: `${label}-warmup` });
+  const pid = gateway.child.proc.pid!;
+  const before = cpuSnapshot([pid]);
+  const result = await runWrk({ url: gateway.url, seconds: SECONDS, connections: CONNECTIONS, threads: 1, headers, body, dir, label });
+  const cpu = cpuDeltaMicros(before, cpuSnapshot([pid]));
+  const errors = result.errors.non2xx + result.errors.connect + result.errors.read + result.errors.write + result.errors.timeout;
+  return { rps: Math.round(result.rps), p50Ms: result.p50Ms, p99Ms: result.p99Ms, cpuUsPerRequest: Math.round((cpu / result.requests) * 10) / 10, errors };
+}
+
+async function sessionMemory(yaml: string, dir: string): Promise<{ sessions: number; heapBytesPerSession: number; rssBytesPerSession: number } | { skipped: string }> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (() => void) | undefined;
+  if (typeof gc !== 'function') return { skipped: 'global gc is not available' };
+  const file = join(dir, 'memory.yaml');
+  writeFileSync(file, yaml.replace(/resourceUrl: "[^"]+"/, 'resourceUrl: "http://127.0.0.1:1/mcp"'));
+  const config = await loadVmcpConfig(file);
+  const gateway = await startVmcp({ config, port: 0, log: createLogger('silent'), builtins: vmcpBuiltins(config) });
+  const url = gateway.url;
+  try {
+    await openSession(url); // warm every code path before the baseline
+    gc();
+    const heap0 = process.memoryUsage().heapUsed;
+    const rss0 = process.memoryUsage().rss;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < IDLE_SESSIONS) {
+          next++;
+          await openSession(url);
+        }
+      }),
+    );
+    gc();
+    gc();
+    const heap1 = process.memoryUsage().heapUsed;
+    const rss1 = process.memoryUsage().rss;
+    return { sessions: IDLE_SESSIONS, heapBytesPerSession: Math.round((heap1 - heap0) / IDLE_SESSIONS), rssBytesPerSession: Math.round((rss1 - rss0) / IDLE_SESSIONS) };
+  } finally {
+    await gateway.stop();
+  }
+}
+
+export async function runAggregate(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-aggregate-'));
+  try {
+    const backendProcess = spawnNodeScript('aggregate-backends', join(import.meta.dirname, 'backend.ts'), ['--count', String(BACKENDS), '--tools', String(TOOLS)]);
+    let ports: number[] = [];
+    await waitUntil('backends listening', async () => {
+      const match = /LISTENING ([\d ]+)/.exec(backendProcess.output());
+      if (match !== null) ports = match[1]!.trim().split(' ').map(Number);
+      return match !== null;
+    }, 20_000, backendProcess);
+    const backends = ports.map((port, i) => ({ name: `b${i}`, port }));
+    const aggregatedPort = await freePort();
+    const transparentPort = await freePort();
+    const aggregatedYaml = configYaml(backends, aggregatedPort);
+    const aggregated = await startGateway(dir, 'aggregated', aggregatedYaml, aggregatedPort);
+    const transparent = await startGateway(dir, 'transparent', configYaml(backends.slice(0, 1), transparentPort), transparentPort);
+
+    const list = await listLatency(aggregated.url);
+    const callAggregated = await callCpu(dir, 'aggregated', aggregated, 'b0_tool_001');
+    const callTransparent = await callCpu(dir, 'transparent', transparent, 'tool_001');
+    const memory = await sessionMemory(aggregatedYaml, dir);
+
+    const report = {
+      date: new Date().toISOString(),
+      node: process.version,
+      setup: { backends: BACKENDS, toolsPerBackend: TOOLS, listSessions: LIST_SESSIONS, wrk: `-t1 -c${CONNECTIONS} -d${SECONDS}s` },
+      toolsList: list,
+      toolsCall: { aggregated: callAggregated, transparent: callTransparent, cpuRatio: Math.round((callAggregated.cpuUsPerRequest / callTransparent.cpuUsPerRequest) * 100) / 100 },
+      idleSessions: memory,
+    };
+    writeFileSync(join(RESULTS_DIR, 'aggregate.json'), JSON.stringify(report, null, 2) + '\n');
+    const lines = [
+      '## Aggregation',
+      '',
+      `tools/list over ${BACKENDS} backends × ${TOOLS} tools (${list.tools} tools merged, ${LIST_SESSIONS} sessions): cold p50 ${list.coldP50} ms (p99 ${list.coldP99} ms), warm p50 ${list.warmP50} ms (p99 ${list.warmP99} ms)`,
+      '',
+      '| tools/call | req/s | p50 ms | p99 ms | CPU µs/req | errors |',
+      '|---|---:|---:|---:|---:|---:|',
+      `| transparent (1 backend) | ${callTransparent.rps} | ${callTransparent.p50Ms} | ${callTransparent.p99Ms} | ${callTransparent.cpuUsPerRequest} | ${callTransparent.errors} |`,
+      `| aggregated (${BACKENDS} backends) | ${callAggregated.rps} | ${callAggregated.p50Ms} | ${callAggregated.p99Ms} | ${callAggregated.cpuUsPerRequest} | ${callAggregated.errors} |`,
+      '',
+      `aggregated / transparent CPU per request: ${report.toolsCall.cpuRatio}×`,
+      '',
+      'skipped' in memory
+        ? `idle sessions: skipped (${memory.skipped})`
+        : `memory per idle aggregated session (${memory.sessions} open, ${BACKENDS} backend sessions each): ${memory.heapBytesPerSession} B heap, ${memory.rssBytesPerSession} B RSS`,
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+  } finally {
+    await stopAll();
+  }
+}
+
+if (process.argv[1]?.endsWith('aggregate/run.ts')) {
+  runAggregate().catch((err: unknown) => {
+    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}

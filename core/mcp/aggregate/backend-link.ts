@@ -1,0 +1,190 @@
+/**
+ * The gateway speaking MCP to one backend of an aggregated group, on the backend's own session:
+ * a JSON-RPC call whose answer is read whole (JSON) or event by event (SSE, with the messages
+ * that precede the response handed to a sink), and the session's initialize, notifications and
+ * DELETE. Outgoing credentials come from the prepareBackend hooks compiled for this backend.
+ */
+import type { BackendInfo } from '../../backend.ts';
+import { runHooks, type Chain } from '../../chain.ts';
+import type { Context } from '../../context.ts';
+import { GatewayError } from '../../errors.ts';
+import type { BackendMetrics } from '../../observe/metrics.ts';
+import { OutgoingHeaders } from '../../outgoing-headers.ts';
+import type { BackendHook } from '../../plugin.ts';
+import { Exchange, type Pool } from '../../upstream.ts';
+import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
+import { SseParser } from '../sse.ts';
+import type { BackendSessionRecord } from './session-store.ts';
+
+/** Receives the messages a backend sends on a call's stream besides the response itself. */
+export type MessageSink = (message: JsonRpcMessage, eventId: string | null) => void;
+
+export interface CallResult {
+  readonly status: number;
+  /** The backend's `Mcp-Session-Id` response header. */
+  readonly sessionId: string | null;
+  /** The JSON-RPC response to the request sent; null for a notification, or a non-JSON-RPC answer. */
+  readonly response: JsonRpcResponse | null;
+  /** The body, when it was not JSON-RPC (an error page): for messages. */
+  readonly text: string;
+}
+
+const EVENT_STREAM = /^text\/event-stream/i;
+const MAX_BODY = 32 * 1024 * 1024;
+
+function parseMessage(text: string): JsonRpcMessage | null {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return messageProblem(value) === null ? (value as JsonRpcMessage) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** One POST/DELETE to a backend, its answer collected. */
+class BackendCall extends Exchange {
+  readonly result: Promise<CallResult>;
+  readonly #requestId: JsonRpcId | undefined;
+  readonly #sink: MessageSink | null;
+  #resolve!: (result: CallResult) => void;
+  #reject!: (error: GatewayError) => void;
+  #status = 0;
+  #sessionId: string | null = null;
+  #parser: SseParser | null = null;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #response: JsonRpcResponse | null = null;
+
+  constructor(backend: BackendInfo, metrics: BackendMetrics, requestId: JsonRpcId | undefined, sink: MessageSink | null) {
+    super(backend, metrics);
+    this.#requestId = requestId;
+    this.#sink = sink;
+    this.result = new Promise<CallResult>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  protected head(status: number, headers: string[]): boolean {
+    this.#status = status;
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i]!.toLowerCase();
+      if (name === 'mcp-session-id') this.#sessionId = headers[i + 1]!;
+      else if (name === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser();
+    }
+    return true;
+  }
+
+  protected data(chunk: Buffer): boolean {
+    if (this.#parser === null) {
+      this.#size += chunk.length;
+      if (this.#size > MAX_BODY) {
+        this.cancel();
+        this.#reject(new GatewayError('backend_error', `backend "${this.backend.name}" sent a response larger than ${MAX_BODY} bytes`));
+        return false;
+      }
+      this.#chunks.push(chunk);
+      return true;
+    }
+    for (const event of this.#parser.push(chunk)) {
+      if (event.data.length === 0) continue;
+      const message = parseMessage(event.data);
+      if (message === null) continue;
+      if (!('method' in message) && this.#requestId !== undefined && message.id === this.#requestId) this.#response = message;
+      else this.#sink?.(message, event.id);
+    }
+    return true;
+  }
+
+  protected end(): void {
+    let text = '';
+    if (this.#parser === null && this.#size > 0) {
+      text = Buffer.concat(this.#chunks, this.#size).toString('utf8');
+      const message = parseMessage(text);
+      if (message !== null && !('method' in message) && message.id === this.#requestId) this.#response = message;
+    }
+    this.#resolve({ status: this.#status, sessionId: this.#sessionId, response: this.#response, text });
+  }
+
+  protected fail(error: GatewayError): void {
+    this.#reject(error);
+  }
+}
+
+function isPromise(value: unknown): value is Promise<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
+}
+
+export class BackendLink {
+  readonly index: number;
+  readonly backend: BackendInfo;
+  readonly pool: Pool;
+  readonly metrics: BackendMetrics;
+  readonly #hooks: BackendHook[] | null;
+
+  constructor(index: number, backend: BackendInfo, pool: Pool, metrics: BackendMetrics, chain: Chain) {
+    this.index = index;
+    this.backend = backend;
+    this.pool = pool;
+    this.metrics = metrics;
+    this.#hooks = chain.compileBackend(backend);
+  }
+
+  get name(): string {
+    return this.backend.name;
+  }
+
+  /**
+   * The headers of a request on `session`, after the backend's prepareBackend hooks (outgoing
+   * credentials). `ctx` is null for the gateway's own requests (health checks): no hooks run then.
+   */
+  async headers(ctx: Context | null, session: BackendSessionRecord | null, accept: string, lastEventId?: string): Promise<string[] | GatewayError> {
+    const list = ['accept', accept];
+    if (session !== null) {
+      list.push('mcp-protocol-version', session.protocolVersion);
+      if (session.sessionId !== null) list.push('mcp-session-id', session.sessionId);
+    }
+    if (lastEventId !== undefined) list.push('last-event-id', lastEventId);
+    if (ctx === null) return list;
+    list.push('x-request-id', ctx.requestId);
+    if (this.#hooks === null) return list;
+    const headers = new OutgoingHeaders(list);
+    let outcome = runHooks(this.#hooks, ctx, headers);
+    if (isPromise(outcome)) outcome = await outcome;
+    if (outcome instanceof GatewayError) return outcome;
+    if (outcome !== undefined) return new GatewayError('forbidden', `backend "${this.name}" refused by a plugin`, { status: 403 });
+    return headers.list;
+  }
+
+  /** Sends one JSON-RPC message and collects the answer. */
+  async call(ctx: Context | null, session: BackendSessionRecord | null, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
+    const headers = await this.headers(ctx, session, 'application/json, text/event-stream');
+    if (headers instanceof GatewayError) throw headers;
+    headers.push('content-type', 'application/json');
+    const call = new BackendCall(this.backend, this.metrics, 'id' in message && 'method' in message ? message.id : undefined, sink);
+    call.dispatch(this.pool, 'POST', headers, Buffer.from(JSON.stringify(message)));
+    return call.result;
+  }
+
+  /** Ends the backend session (DELETE); failures are the backend's business. */
+  async remove(ctx: Context | null, session: BackendSessionRecord): Promise<number> {
+    if (session.sessionId === null) return 204;
+    const headers = await this.headers(ctx, session, 'application/json, text/event-stream');
+    if (headers instanceof GatewayError) throw headers;
+    const call = new BackendCall(this.backend, this.metrics, undefined, null);
+    call.dispatch(this.pool, 'DELETE', headers, null);
+    return (await call.result).status;
+  }
+
+  /** A failure of `result` as the client should see it, naming this backend; null when it is a success. */
+  problem(result: CallResult, what: string): GatewayError | null {
+    if (result.status === 404 && result.response === null) {
+      return new GatewayError('session_not_found', `backend "${this.name}" no longer knows this session`, { status: 404, extra: { backend: this.name } });
+    }
+    if (result.status >= 400 && result.response === null) {
+      const detail = result.text.length > 200 ? result.text.slice(0, 200) + '…' : result.text;
+      return new GatewayError('backend_error', `backend "${this.name}" refused ${what} (HTTP ${result.status})`, { detail, extra: { backend: this.name } });
+    }
+    return null;
+  }
+}

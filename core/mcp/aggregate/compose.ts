@@ -1,0 +1,92 @@
+/**
+ * Builds the aggregated endpoint of a group: one link per backend (pooled connection, metrics,
+ * compiled prepareBackend hooks), the health monitor, and the session store — in memory, or
+ * Redis (plain or Sentinel) so that several gateway processes serve one set of sessions.
+ */
+import type { Logger } from 'pino';
+import type { BackendInfo } from '../../backend.ts';
+import type { Chain } from '../../chain.ts';
+import type { VmcpConfig } from '../../config/types.ts';
+import type { GatewayMetrics } from '../../observe/metrics.ts';
+import { createRedisClient, waitReady } from '../../store/redis.ts';
+import type { Upstreams } from '../../upstream.ts';
+import type { OpenStreams } from '../streams.ts';
+import { BackendLink } from './backend-link.ts';
+import { AggregatedEndpoint } from './endpoint.ts';
+import { HealthMonitor } from './health.ts';
+import { MemorySessionStore } from './memory-session-store.ts';
+import { RedisSessionStore } from './redis-session-store.ts';
+import type { SessionStore } from './session-store.ts';
+
+export interface AggregatedDeps {
+  config: VmcpConfig;
+  path: string;
+  backends: readonly BackendInfo[];
+  upstreams: Upstreams;
+  chain: Chain;
+  metrics: GatewayMetrics;
+  streams: OpenStreams;
+  log: Logger;
+}
+
+export interface Aggregated {
+  endpoint: AggregatedEndpoint;
+  health: HealthMonitor;
+  /** Closes the store's connection (Redis). */
+  close(): Promise<void>;
+}
+
+const REDIS_READY_MS = 10_000;
+
+export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated> {
+  const { config, log } = deps;
+  const links = deps.backends.map((backend, i) => new BackendLink(i, backend, deps.upstreams.pool(backend), deps.metrics.backend(backend.name), deps.chain));
+  const failure = config.failureHandling;
+  const health = new HealthMonitor(links, failure.healthCheckIntervalMs, failure.unhealthyThreshold, log.child({ component: 'health' }));
+
+  let endpoint: AggregatedEndpoint | null = null;
+  let store: SessionStore;
+  let close = async (): Promise<void> => {};
+  const storage = config.session.storage;
+  if (storage.type === 'redis') {
+    const client = createRedisClient(storage.redis, log, `vmcp-${config.name}`);
+    try {
+      await waitReady(client, REDIS_READY_MS);
+    } catch (err) {
+      client.disconnect();
+      throw err;
+    }
+    store = new RedisSessionStore(client, { ttlMs: config.session.ttlMs, keyPrefix: storage.redis.keyPrefix, log });
+    close = async () => {
+      await client.quit().catch(() => client.disconnect());
+    };
+  } else {
+    const memory = new MemorySessionStore({
+      max: config.session.maxSessions,
+      ttlMs: config.session.ttlMs,
+      log,
+      onExpire: (record, reason) => {
+        log.info({ session: record.id, reason }, 'aggregated session ended without DELETE: closing its backend sessions');
+        void endpoint?.endBackends(null, record);
+      },
+    });
+    store = memory;
+    close = () => memory.close();
+  }
+
+  endpoint = new AggregatedEndpoint({
+    path: deps.path,
+    name: config.name,
+    links,
+    chain: deps.chain,
+    streams: deps.streams,
+    maxBodyBytes: config.server.maxBodyBytes,
+    aggregation: config.aggregation,
+    session: config.session,
+    failure,
+    store,
+    health,
+    log,
+  });
+  return { endpoint, health, close };
+}

@@ -1,0 +1,100 @@
+/**
+ * The settings of an aggregated virtual MCP server (a group of several backends), resolved from
+ * `VirtualMCPServer.spec.config.aggregation`, `.session` and `.operational`. Field names follow
+ * ToolHive's vMCP so that its users find what they know:
+ *
+ *   aggregation:
+ *     conflictResolution: prefix          # prefix (default) | priority | manual
+ *     conflictResolutionConfig:
+ *       prefixFormat: "{workload}_"       # {workload} is the MCPServer name
+ *       priorityOrder: [github, jira]     # priority: earlier backends keep the bare name
+ *     tools:                              # per-backend filters and renames
+ *       - workload: github
+ *         filter: [create_pr, list_issues]  # only these (omit for all)
+ *         exclude: [delete_repo]            # never these
+ *         overrides:
+ *           create_pr: {name: gh_create_pr, description: "Open a pull request"}
+ *     pageSize: 0                         # list page size toward the client (0: one page)
+ *   session:
+ *     ttl: 30m                            # sliding
+ *     maxSessions: 10000                  # LRU bound per process
+ *     storage: {type: memory}             # or {type: redis, redis: {...}} to share across replicas
+ *   operational:
+ *     failureHandling:
+ *       partialFailureMode: bestEffort    # bestEffort (default) | fail
+ *       healthCheckInterval: 30s          # 0s: off
+ *       unhealthyThreshold: 3
+ */
+import type { RedisConnectionConfig } from '../../store/redis-config.ts';
+
+export type ConflictResolution = 'prefix' | 'priority' | 'manual';
+
+export interface ToolOverride {
+  readonly name: string | null;
+  readonly description: string | null;
+}
+
+export interface WorkloadTools {
+  /** Only these tools of the backend (null: all). */
+  readonly filter: readonly string[] | null;
+  readonly exclude: readonly string[];
+  /** Original tool name → what the client sees. */
+  readonly overrides: Readonly<Record<string, ToolOverride>>;
+}
+
+export interface AggregationConfig {
+  readonly conflictResolution: ConflictResolution;
+  readonly prefixFormat: string;
+  readonly priorityOrder: readonly string[];
+  /** Backend name → its filters and renames. */
+  readonly tools: Readonly<Record<string, WorkloadTools>>;
+  readonly pageSize: number;
+}
+
+export type SessionStorageConfig = { readonly type: 'memory' } | { readonly type: 'redis'; readonly redis: RedisConnectionConfig };
+
+export interface SessionConfig {
+  readonly ttlMs: number;
+  readonly maxSessions: number;
+  readonly storage: SessionStorageConfig;
+}
+
+export interface FailureHandlingConfig {
+  readonly partialFailureMode: 'bestEffort' | 'fail';
+  /** 0: no periodic health checks. */
+  readonly healthCheckIntervalMs: number;
+  readonly unhealthyThreshold: number;
+}
+
+export const DEFAULT_AGGREGATION: AggregationConfig = {
+  conflictResolution: 'prefix',
+  prefixFormat: '{workload}_',
+  priorityOrder: [],
+  tools: {},
+  pageSize: 0,
+};
+
+export const DEFAULT_SESSION: SessionConfig = {
+  ttlMs: 30 * 60_000,
+  maxSessions: 10_000,
+  storage: { type: 'memory' },
+};
+
+export const DEFAULT_FAILURE_HANDLING: FailureHandlingConfig = {
+  partialFailureMode: 'bestEffort',
+  healthCheckIntervalMs: 30_000,
+  unhealthyThreshold: 3,
+};
+
+/** The prefix of a backend's names under `prefixFormat`. */
+export function prefixFor(format: string, backend: string): string {
+  return format.replaceAll('{workload}', backend).replaceAll('{backend}', backend);
+}
+
+/**
+ * Whether a group is served transparently (one backend, nothing to rename) or aggregated (the
+ * gateway owns the session).
+ */
+export function needsAggregation(backendCount: number, aggregation: AggregationConfig): boolean {
+  return backendCount > 1 || Object.keys(aggregation.tools).length > 0;
+}

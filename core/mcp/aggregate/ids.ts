@@ -1,0 +1,64 @@
+/**
+ * The identifiers an aggregated session rewrites, encoded so that any gateway process can route
+ * them back without shared state:
+ *
+ *  - Server→client request ids (sampling, elicitation, roots): `g<backend index>~<n|s><id>`.
+ *    The client answers with the same id; the answer goes to the backend that asked, with its
+ *    own id. Ids from different backends can never collide: the backend is part of the id.
+ *  - SSE event ids of a request's stream: `<backend index>.<backend's event id>`; a client that
+ *    resumes with it as Last-Event-ID is sent to that backend with the backend's own id.
+ *  - SSE event ids of the multiplexed GET stream: `m.<base64url of [[index, id], ...]>`, the last
+ *    event id seen from each backend, so that resuming resumes every backend where it was.
+ * Backend indexes are positions in the group, the same in every process of one config.
+ */
+import type { JsonRpcId } from '../jsonrpc.ts';
+
+const REQUEST = /^g(\d+)~([ns])([\s\S]*)$/;
+
+export function wrapRequestId(backendIndex: number, id: string | number): string {
+  return typeof id === 'number' ? `g${backendIndex}~n${id}` : `g${backendIndex}~s${id}`;
+}
+
+export function unwrapRequestId(id: JsonRpcId): { backendIndex: number; id: string | number } | null {
+  if (typeof id !== 'string') return null;
+  const match = REQUEST.exec(id);
+  if (match === null) return null;
+  const original = match[2] === 'n' ? Number(match[3]) : match[3]!;
+  if (typeof original === 'number' && !Number.isFinite(original)) return null;
+  return { backendIndex: Number(match[1]), id: original };
+}
+
+export function routedEventId(backendIndex: number, eventId: string): string {
+  return `${backendIndex}.${eventId}`;
+}
+
+export function multiplexEventId(positions: ReadonlyMap<number, string>): string {
+  return 'm.' + Buffer.from(JSON.stringify([...positions])).toString('base64url');
+}
+
+export type ParsedEventId =
+  | { readonly kind: 'routed'; readonly backendIndex: number; readonly eventId: string }
+  | { readonly kind: 'multiplex'; readonly positions: ReadonlyMap<number, string> };
+
+/** Decodes a Last-Event-ID this gateway issued; null for anything else. */
+export function parseEventId(value: string): ParsedEventId | null {
+  if (value.startsWith('m.')) {
+    try {
+      const pairs = JSON.parse(Buffer.from(value.slice(2), 'base64url').toString('utf8')) as unknown;
+      if (!Array.isArray(pairs)) return null;
+      const positions = new Map<number, string>();
+      for (const pair of pairs) {
+        if (!Array.isArray(pair) || !Number.isInteger(pair[0]) || typeof pair[1] !== 'string') return null;
+        positions.set(pair[0] as number, pair[1]);
+      }
+      return { kind: 'multiplex', positions };
+    } catch {
+      return null;
+    }
+  }
+  const dot = value.indexOf('.');
+  if (dot <= 0) return null;
+  const index = Number(value.slice(0, dot));
+  if (!Number.isInteger(index) || index < 0) return null;
+  return { kind: 'routed', backendIndex: index, eventId: value.slice(dot + 1) };
+}

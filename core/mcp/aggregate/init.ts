@@ -1,0 +1,114 @@
+/**
+ * Creating an aggregated session: every backend of the group is initialized in parallel (each
+ * within its own timeout) with the client's parameters; the answers are merged into one
+ * InitializeResult. With `partialFailureMode: bestEffort` (the default) a backend that fails is
+ * left out and named in the instructions and the log; with `fail`, the client gets an error and
+ * the backend sessions already opened are closed.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Context } from '../../context.ts';
+import { GatewayError } from '../../errors.ts';
+import { Reply } from '../../reply.ts';
+import type { JsonRpcRequest } from '../jsonrpc.ts';
+import type { BackendLink, MessageSink } from './backend-link.ts';
+import type { FailureHandlingConfig } from './config.ts';
+import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
+import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
+
+const INTERNAL_ERROR = -32603;
+const GATEHOUSE_VERSION = '0.1.0';
+
+export interface InitOptions {
+  name: string;
+  links: readonly BackendLink[];
+  failure: FailureHandlingConfig;
+  sink: (link: BackendLink) => MessageSink;
+  log: Logger;
+}
+
+interface Joined {
+  link: BackendLink;
+  record: BackendSessionRecord;
+  instructions: unknown;
+}
+
+/** Initializes one backend session with the client's parameters. */
+async function initializeBackend(ctx: Context | null, link: BackendLink, params: Record<string, unknown>, sink: MessageSink | null): Promise<Joined> {
+  const result = await link.call(ctx, null, { jsonrpc: '2.0', id: 'initialize', method: 'initialize', params }, sink);
+  const problem = link.problem(result, 'initialize');
+  if (problem !== null) throw problem;
+  const response = result.response;
+  if (response?.error !== undefined) {
+    throw new GatewayError('backend_error', `backend "${link.name}" refused initialize: ${response.error.message}`, { extra: { backend: link.name } });
+  }
+  const init = response?.result as { protocolVersion?: unknown; capabilities?: unknown; instructions?: unknown } | undefined;
+  if (init === undefined || typeof init.protocolVersion !== 'string') {
+    throw new GatewayError('backend_error', `backend "${link.name}" answered initialize without a protocol version`, { extra: { backend: link.name } });
+  }
+  const capabilities = typeof init.capabilities === 'object' && init.capabilities !== null ? (init.capabilities as Record<string, unknown>) : {};
+  return { link, record: { sessionId: result.sessionId, protocolVersion: init.protocolVersion, capabilities }, instructions: init.instructions };
+}
+
+function reasonOf(err: unknown): string {
+  return (err as GatewayError).description ?? (err as Error).message ?? String(err);
+}
+
+export async function initializeSession(
+  ctx: Context,
+  request: JsonRpcRequest,
+  options: InitOptions,
+): Promise<Reply | { session: AggregatedSession; result: Record<string, unknown> }> {
+  const params = request.params ?? {};
+  const version = negotiateVersion(params.protocolVersion);
+  const outcomes = await Promise.allSettled(options.links.map((link) => initializeBackend(ctx, link, params, options.sink(link))));
+  const joined: Joined[] = [];
+  const missing: { name: string; reason: string }[] = [];
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === 'fulfilled') joined.push(outcome.value);
+    else missing.push({ name: options.links[i]!.name, reason: reasonOf(outcome.reason) });
+  });
+  const clientCapabilities = typeof params.capabilities === 'object' && params.capabilities !== null ? (params.capabilities as Record<string, unknown>) : {};
+
+  if (missing.length > 0) {
+    options.log.warn({ missing, requestId: ctx.requestId }, `initialize: ${missing.length} backend(s) unavailable`);
+    if (options.failure.partialFailureMode === 'fail' || joined.length === 0) {
+      await Promise.allSettled(joined.map((j) => j.link.remove(ctx, j.record)));
+      const what = missing.map((m) => `${m.name} (${m.reason})`).join('; ');
+      return Reply.rpcError(request.id, INTERNAL_ERROR, joined.length === 0 ? `no backend is available: ${what}` : `backends unavailable: ${what}`, { missing: missing.map((m) => m.name) });
+    }
+  }
+
+  const record: SessionRecord = {
+    v: 1,
+    id: randomBytes(24).toString('base64url'),
+    createdAt: Date.now(),
+    protocolVersion: version,
+    clientInfo: params.clientInfo ?? null,
+    clientCapabilities,
+    backends: Object.fromEntries(joined.map((j) => [j.link.name, j.record])),
+    missing: missing.map((m) => m.name),
+  };
+  const session = new AggregatedSession(record);
+  const result = {
+    protocolVersion: version,
+    capabilities: mergeCapabilities(joined.map((j) => j.record.capabilities)),
+    serverInfo: { name: options.name, version: GATEHOUSE_VERSION, title: `${options.name} (Gatehouse virtual MCP server)` },
+    instructions: mergeInstructions(
+      options.name,
+      joined.map((j) => ({ name: j.link.name, instructions: j.instructions })),
+      missing,
+    ),
+  };
+  return { session, result };
+}
+
+/** A backend forgot the session (it restarted): initialize it again with the client's parameters. */
+export async function reconnectBackend(ctx: Context, session: AggregatedSession, link: BackendLink, log: Logger): Promise<void> {
+  const record = session.record;
+  const params = { protocolVersion: record.protocolVersion, capabilities: record.clientCapabilities, clientInfo: record.clientInfo };
+  const joined = await initializeBackend(ctx, link, params, null);
+  await link.call(ctx, joined.record, { jsonrpc: '2.0', method: 'notifications/initialized' });
+  session.replaceBackend(link.name, joined.record);
+  log.info({ backend: link.name, session: session.id }, `backend ${link.name} lost the session: re-initialized it`);
+}

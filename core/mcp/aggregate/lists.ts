@@ -1,0 +1,188 @@
+/**
+ * The merged lists of an aggregated session: fetched from every backend that has the
+ * capability (following each backend's pagination cursors to the end), named (naming.ts),
+ * cached per session until a `notifications/<kind>/list_changed`, and served to the client in
+ * pages of its own (an opaque cursor tied to the list's version).
+ */
+import type { Context } from '../../context.ts';
+import { GatewayError } from '../../errors.ts';
+import type { BackendLink, MessageSink } from './backend-link.ts';
+import type { AggregationConfig } from './config.ts';
+import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
+import type { AggregatedSession } from './session.ts';
+
+export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+interface ListSpec {
+  readonly method: string;
+  /** Key of the array in the result. */
+  readonly key: string;
+  /** Capability a backend must declare to be asked. */
+  readonly capability: string;
+}
+
+export const LISTS: Readonly<Record<ListKind, ListSpec>> = {
+  tools: { method: 'tools/list', key: 'tools', capability: 'tools' },
+  prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts' },
+  resources: { method: 'resources/list', key: 'resources', capability: 'resources' },
+  resourceTemplates: { method: 'resources/templates/list', key: 'resourceTemplates', capability: 'resources' },
+};
+
+export const LIST_CHANGED: Readonly<Record<string, ListKind>> = {
+  'notifications/tools/list_changed': 'tools',
+  'notifications/prompts/list_changed': 'prompts',
+  'notifications/resources/list_changed': 'resources',
+};
+
+/** Pages a backend may return for one list before the gateway stops following its cursor. */
+const MAX_PAGES = 100;
+
+export interface Resource {
+  readonly uri: string;
+}
+
+export interface ResourceTemplate {
+  readonly uriTemplate: string;
+}
+
+export interface ListCache {
+  /** Items as the client sees them, with their owner. */
+  readonly items: readonly { readonly backend: string; readonly item: unknown }[];
+  /** Tools and prompts: the name table. */
+  readonly names: NameTable<Named> | null;
+  /** Resources: URI → owner; templates: matcher → owner. */
+  readonly uris: ReadonlyMap<string, string> | null;
+  readonly templates: readonly { readonly pattern: RegExp; readonly uriTemplate: string; readonly backend: string }[] | null;
+  readonly conflicts: readonly NameConflict[];
+  /** False when a backend failed: served, but not kept. */
+  readonly complete: boolean;
+}
+
+/** One backend's full list (all pages). */
+async function fetchAll(link: BackendLink, ctx: Context | null, session: AggregatedSession, spec: ListSpec, sink: MessageSink): Promise<unknown[]> {
+  const backendSession = session.backends.get(link.name)!;
+  const items: unknown[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const params = cursor === undefined ? {} : { cursor };
+    const result = await link.call(ctx, backendSession, { jsonrpc: '2.0', id: `list-${page}`, method: spec.method, params }, sink);
+    const problem = link.problem(result, spec.method);
+    if (problem !== null) throw problem;
+    const response = result.response;
+    if (response === null) throw new GatewayError('backend_error', `backend "${link.name}" gave no answer to ${spec.method}`, { extra: { backend: link.name } });
+    if (response.error !== undefined) throw new GatewayError('backend_error', `backend "${link.name}" failed ${spec.method}: ${response.error.message}`, { extra: { backend: link.name } });
+    const body = response.result as Record<string, unknown> | undefined;
+    const list = body?.[spec.key];
+    if (Array.isArray(list)) items.push(...list);
+    cursor = typeof body?.nextCursor === 'string' && body.nextCursor.length > 0 ? body.nextCursor : undefined;
+    if (cursor === undefined) return items;
+  }
+  return items;
+}
+
+function isNamed(item: unknown): item is Named {
+  return typeof item === 'object' && item !== null && typeof (item as Named).name === 'string';
+}
+
+/** RFC 6570 level 1–2 template → a matcher for concrete URIs. */
+export function templatePattern(template: string): RegExp {
+  let source = '';
+  let last = 0;
+  for (const match of template.matchAll(/\{([+#]?)[^}]*\}/g)) {
+    source += template.slice(last, match.index).replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+    source += match[1] === '' ? '([^/?#]+)' : '(.+)';
+    last = match.index + match[0].length;
+  }
+  source += template.slice(last).replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${source}$`);
+}
+
+/** Fetches and names one kind of list for the session (cached until invalidated). */
+export async function loadList(
+  kind: ListKind,
+  session: AggregatedSession,
+  links: readonly BackendLink[],
+  config: AggregationConfig,
+  ctx: Context | null,
+  sink: (link: BackendLink) => MessageSink,
+  onBackendFailure: (link: BackendLink, error: unknown) => void,
+): Promise<ListCache> {
+  const cached = session.lists.get(kind);
+  if (cached !== undefined) return cached;
+  const spec = LISTS[kind];
+  const asked = links.filter((link) => session.backends.get(link.name)?.capabilities[spec.capability] !== undefined);
+  const settled = await Promise.allSettled(asked.map((link) => fetchAll(link, ctx, session, spec, sink(link))));
+  const perBackend = new Map<string, unknown[]>();
+  let complete = true;
+  settled.forEach((outcome, i) => {
+    if (outcome.status === 'fulfilled') perBackend.set(asked[i]!.name, outcome.value);
+    else {
+      complete = false;
+      onBackendFailure(asked[i]!, outcome.reason);
+    }
+  });
+  const cache = build(kind, perBackend, config);
+  const result: ListCache = { ...cache, complete };
+  if (complete) session.lists.set(kind, result);
+  return result;
+}
+
+function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete'> {
+  if (kind === 'tools' || kind === 'prompts') {
+    const lists = new Map<string, Named[]>();
+    for (const [backend, items] of perBackend) lists.set(backend, items.filter(isNamed));
+    const names = buildNameTable(lists, config, kind === 'tools');
+    return { items: names.items.map((e: ExposedItem<Named>) => ({ backend: e.backend, item: e.item })), names, uris: null, templates: null, conflicts: names.conflicts };
+  }
+  if (kind === 'resources') {
+    const uris = new Map<string, string>();
+    const items: { backend: string; item: unknown }[] = [];
+    for (const [backend, list] of perBackend) {
+      for (const item of list) {
+        const uri = (item as Resource | null)?.uri;
+        if (typeof uri !== 'string' || uris.has(uri)) continue; // the first backend in group order keeps a shared URI
+        uris.set(uri, backend);
+        items.push({ backend, item });
+      }
+    }
+    return { items, names: null, uris, templates: null, conflicts: [] };
+  }
+  const templates: { pattern: RegExp; uriTemplate: string; backend: string }[] = [];
+  const items: { backend: string; item: unknown }[] = [];
+  const seen = new Set<string>();
+  for (const [backend, list] of perBackend) {
+    for (const item of list) {
+      const uriTemplate = (item as ResourceTemplate | null)?.uriTemplate;
+      if (typeof uriTemplate !== 'string' || seen.has(uriTemplate)) continue;
+      seen.add(uriTemplate);
+      templates.push({ pattern: templatePattern(uriTemplate), uriTemplate, backend });
+      items.push({ backend, item });
+    }
+  }
+  return { items, names: null, uris: null, templates, conflicts: [] };
+}
+
+/**
+ * A page of the merged list, in the client's `tools/list` (etc.) result shape; null for a cursor
+ * this session did not issue, or one from before the list changed.
+ */
+export function page(kind: ListKind, cache: ListCache, session: AggregatedSession, cursor: unknown, pageSize: number): Record<string, unknown> | null {
+  let offset = 0;
+  if (cursor !== undefined) {
+    const decoded = typeof cursor === 'string' ? /^(\d+)\.(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString()) : null;
+    if (decoded === null || Number(decoded[1]) !== session.listVersion) return null;
+    offset = Number(decoded[2]);
+  }
+  const end = pageSize > 0 ? Math.min(cache.items.length, offset + pageSize) : cache.items.length;
+  const result: Record<string, unknown> = { [LISTS[kind].key]: cache.items.slice(offset, end).map((e) => e.item) };
+  if (end < cache.items.length) result.nextCursor = Buffer.from(`${session.listVersion}.${end}`).toString('base64url');
+  return result;
+}
+
+/** The backend that serves `uri`: the one that listed it, or whose template matches it. */
+export function resourceOwner(resources: ListCache | undefined, templates: ListCache | undefined, uri: string): string | null {
+  const listed = resources?.uris?.get(uri);
+  if (listed !== undefined) return listed;
+  for (const template of templates?.templates ?? []) if (template.pattern.test(uri)) return template.backend;
+  return null;
+}

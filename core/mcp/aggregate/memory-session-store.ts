@@ -1,0 +1,106 @@
+/**
+ * Aggregated sessions in this process only (the embedded default, one gateway process): a
+ * bounded LRU with a sliding time to live. `touch` resets a session's age (lru-cache
+ * `updateAgeOnGet`); beyond `max` sessions the least recently used one is evicted.
+ *
+ * A session that ends without a DELETE from its client (expired, or evicted to make room)
+ * is reported to `onExpire(record, reason)`, so the endpoint can close its backend sessions.
+ * Expired sessions are found by a periodic sweep (an unref'd timer) and on access, so the
+ * callback runs even for a session nobody asks for again. `delete`, replacing a record with
+ * `save`, and `close` do not call it: the caller ends those sessions itself, and a gateway
+ * shutting down is not the end of its sessions.
+ *
+ * Records are kept by reference (they are readonly); nothing is copied.
+ */
+import { LRUCache } from 'lru-cache';
+import type { Logger } from '../../observe/log.ts';
+import type { SessionRecord, SessionStore } from './session-store.ts';
+
+/** Why a session ended without a DELETE. */
+export type SessionEndReason = 'expired' | 'evicted';
+
+export interface MemorySessionStoreOptions {
+  /** Most sessions kept at once (a positive integer); the least recently used is evicted. */
+  readonly max: number;
+  /** Sliding time to live of a session, in ms (a positive integer). */
+  readonly ttlMs: number;
+  /** Called once for each session that expired or was evicted. Must not throw (a throw is logged). */
+  readonly onExpire?: (record: SessionRecord, reason: SessionEndReason) => void;
+  /** Period of the sweep for expired sessions; default ttlMs/4 within 1 s..60 s; 0 = no timer. */
+  readonly sweepIntervalMs?: number;
+  readonly log?: Logger;
+  /** Clock in ms (tests); default `performance.now`. */
+  readonly now?: () => number;
+}
+
+const positive = (value: number, what: string): number => {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`MemorySessionStore: ${what} must be a positive whole number (got ${value})`);
+  return value;
+};
+
+export class MemorySessionStore implements SessionStore {
+  readonly #cache: LRUCache<string, SessionRecord>;
+  readonly #onExpire: MemorySessionStoreOptions['onExpire'];
+  readonly #log: Logger | null;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(options: MemorySessionStoreOptions) {
+    const ttl = positive(options.ttlMs, 'ttlMs');
+    this.#onExpire = options.onExpire;
+    this.#log = options.log ?? null;
+    this.#cache = new LRUCache<string, SessionRecord>({
+      max: positive(options.max, 'max'),
+      ttl,
+      updateAgeOnGet: true,
+      // After the cache operation completes, so the callback may use the store again.
+      disposeAfter: (record, _id, reason) => {
+        if (reason === 'expire') this.#ended(record, 'expired');
+        else if (reason === 'evict') this.#ended(record, 'evicted');
+      },
+      // A test clock must be read on every check (lru-cache otherwise caches `now` for 1 ms).
+      ...(options.now !== undefined ? { perf: { now: options.now }, ttlResolution: 0 } : {}),
+    });
+    const interval = options.sweepIntervalMs ?? Math.min(Math.max(Math.floor(ttl / 4), 1_000), 60_000);
+    if (interval > 0) {
+      this.#timer = setInterval(() => this.sweep(), interval);
+      this.#timer.unref();
+    }
+  }
+
+  /** Sessions held now (expired ones not yet swept included). */
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  /** Removes the expired sessions now, calling `onExpire` for each. */
+  sweep(): void {
+    this.#cache.purgeStale();
+  }
+
+  async touch(id: string): Promise<SessionRecord | null> {
+    return this.#cache.get(id) ?? null;
+  }
+
+  async save(record: SessionRecord): Promise<void> {
+    this.#cache.set(record.id, record);
+  }
+
+  async delete(id: string): Promise<void> {
+    this.#cache.delete(id);
+  }
+
+  /** Stops the sweep and forgets every session, without calling `onExpire`. */
+  async close(): Promise<void> {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    this.#cache.clear();
+  }
+
+  #ended(record: SessionRecord, reason: SessionEndReason): void {
+    try {
+      this.#onExpire?.(record, reason);
+    } catch (err) {
+      this.#log?.error({ error: err instanceof Error ? err.message : String(err), reason }, 'session onExpire callback failed');
+    }
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * `spec.config.aggregation`, `.session` and `.operational`: defaults, and each mistake reported
+ * with its YAML path.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { formatProblems } from '../../core/config/problems.ts';
+import { validateVmcpFile } from '../../core/config/vmcp.ts';
+import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+
+const backends = [
+  { name: 'github', url: 'http://127.0.0.1:9101/mcp' },
+  { name: 'jira', url: 'http://127.0.0.1:9102/mcp' },
+];
+
+async function problemsOf(config: string): Promise<string> {
+  const result = await validateVmcpFile(await writeConfig(vmcpYaml({ backends, config })));
+  assert.equal(result.ok, false, 'expected problems');
+  return result.ok ? '' : formatProblems(result.problems);
+}
+
+describe('aggregation config', () => {
+  it('resolves every field', async () => {
+    const config = [
+      'aggregation: {conflictResolution: priority, conflictResolutionConfig: {prefixFormat: "{workload}.", priorityOrder: [jira, github]}, ' +
+      '  tools: [{workload: github, filter: [create_pr, search], exclude: [search], overrides: {create_pr: {name: gh_pr, description: "Open a PR"}}}], pageSize: 50}',
+      'session: {ttl: 10m, maxSessions: 500, storage: {type: redis, redis: {addr: "127.0.0.1:6379", keyPrefix: "vmcp:"}}}',
+      'operational: {failureHandling: {partialFailureMode: fail, healthCheckInterval: 15s, unhealthyThreshold: 5}}',
+    ].join(', ');
+    const result = await validateVmcpFile(await writeConfig(vmcpYaml({ backends, config })));
+    assert.ok(result.ok, result.ok ? '' : formatProblems(result.problems));
+    assert.deepEqual(result.config.aggregation, {
+      conflictResolution: 'priority',
+      prefixFormat: '{workload}.',
+      priorityOrder: ['jira', 'github'],
+      tools: { github: { filter: ['create_pr', 'search'], exclude: ['search'], overrides: { create_pr: { name: 'gh_pr', description: 'Open a PR' } } } },
+      pageSize: 50,
+    });
+    assert.deepEqual(result.config.session, {
+      ttlMs: 600_000,
+      maxSessions: 500,
+      storage: { type: 'redis', redis: { sentinel: null, address: '127.0.0.1:6379', username: null, password: null, db: 0, keyPrefix: 'vmcp:' } },
+    });
+    assert.deepEqual(result.config.failureHandling, { partialFailureMode: 'fail', healthCheckIntervalMs: 15_000, unhealthyThreshold: 5 });
+  });
+
+  it('names a workload that is not a backend of the group', async () => {
+    assert.match(await problemsOf('aggregation: {tools: [{workload: githib}]}'), /VirtualMCPServer\/vmcp spec\.config\.aggregation\.tools\[0\]\.workload: MCPServer "githib" not found \(did you mean "github"\?\)/);
+  });
+
+  it('refuses two overrides giving one name, and a backend configured twice', async () => {
+    const text = await problemsOf(
+      'aggregation: {tools: [{workload: github, overrides: {a: {name: x}}}, {workload: jira, overrides: {b: {name: x}}}, {workload: github}]}',
+    );
+    assert.match(text, /spec\.config\.aggregation\.tools\[1\]\.overrides\.b\.name: "x" is already the name of github\/a/);
+    assert.match(text, /spec\.config\.aggregation\.tools\[2\]\.workload: "github" is already configured in tools\[0\]/);
+  });
+
+  it('refuses an unknown strategy, priorityOrder without priority, and a bad priorityOrder entry', async () => {
+    assert.match(await problemsOf('aggregation: {conflictResolution: random}'), /spec\.config\.aggregation\.conflictResolution: /);
+    assert.match(await problemsOf('aggregation: {conflictResolutionConfig: {priorityOrder: [github]}}'), /priorityOrder: is only used with conflictResolution: priority/);
+    assert.match(await problemsOf('aggregation: {conflictResolution: priority, conflictResolutionConfig: {priorityOrder: [nope]}}'), /priorityOrder\[0\]: MCPServer "nope" not found/);
+  });
+
+  it('refuses a bad session TTL, a redis storage without an address, and a bad failure mode', async () => {
+    assert.match(await problemsOf('session: {ttl: forever}'), /spec\.config\.session\.ttl: "forever" is not a duration/);
+    assert.match(await problemsOf('session: {storage: {type: redis}}'), /spec\.config\.session\.storage/);
+    assert.match(await problemsOf('session: {storage: {type: redis, redis: {}}}'), /needs sentinelConfig .* or addr/);
+    assert.match(await problemsOf('operational: {failureHandling: {partialFailureMode: sometimes}}'), /partialFailureMode: /);
+    assert.match(await problemsOf('session: {maxSessions: 0}'), /spec\.config\.session\.maxSessions: /);
+  });
+});

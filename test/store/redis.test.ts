@@ -1,0 +1,187 @@
+/**
+ * createRedisClient / waitReady and RedisSessionStore against the machine's Redis
+ * (127.0.0.1:6379): a random key prefix per run, its keys deleted at the end. Skipped with the
+ * reason when Redis does not answer, except under CI=true.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import { RedisSessionStore } from '../../core/mcp/aggregate/redis-session-store.ts';
+import { createRedisClient, parseHostPort, redisOptions, waitReady } from '../../core/store/redis.ts';
+import { freePort } from '../fixtures/processes.ts';
+import { captureLog } from './helpers/log.ts';
+import { openLocalRedis, type LocalRedis } from './helpers/local-redis.ts';
+import { withProbe } from './helpers/redis-process.ts';
+import { skipIf, type Skip } from './helpers/service.ts';
+import { sessionRecord, sleep } from './helpers/session.ts';
+
+const plain = (address: string) => ({ sentinel: null, address, username: null, password: null, db: 0, keyPrefix: 'gatehouse:' });
+
+describe('redis addresses and options', () => {
+  it('parses host:port and [ipv6]:port, and refuses anything else with the expected form', () => {
+    assert.deepEqual(parseHostPort('127.0.0.1:6379'), { host: '127.0.0.1', port: 6379 });
+    assert.deepEqual(parseHostPort('redis-0.redis.svc:26379'), { host: 'redis-0.redis.svc', port: 26379 });
+    assert.deepEqual(parseHostPort('[::1]:6380'), { host: '::1', port: 6380 });
+    for (const bad of ['127.0.0.1', '::1:6379', 'host:0', 'host:70000', ':6379', 'redis://host:6379', '']) {
+      assert.throws(() => parseHostPort(bad), /must be host:port \(for example 127\.0\.0\.1:6379 or \[::1\]:6379\)/, bad);
+    }
+  });
+
+  it('maps a sentinel config to ioredis sentinel options with the secrets', () => {
+    const secret = (value: string) => ({ name: 's', key: 'k', value });
+    const options = redisOptions(
+      { sentinel: { masterName: 'main', addresses: ['10.0.0.1:26379', '[::1]:26380'], password: secret('sp') }, address: null, username: secret('u'), password: secret('p'), db: 3, keyPrefix: 'x:' },
+      'sessions',
+    );
+    assert.equal(options.name, 'main');
+    assert.deepEqual(options.sentinels, [{ host: '10.0.0.1', port: 26379 }, { host: '::1', port: 26380 }]);
+    assert.deepEqual([options.sentinelPassword, options.username, options.password, options.db], ['sp', 'u', 'p', 3]);
+    assert.equal(options.connectionName, 'gatehouse:sessions');
+    assert.equal(options.keyPrefix, undefined, 'stores build full keys themselves');
+    assert.throws(() => redisOptions(plain('nope'), 'x'), /Redis address "nope" must be host:port/);
+  });
+
+  it('waitReady names the address and the error when nothing listens there', async () => {
+    const port = await freePort();
+    const captured = captureLog();
+    const client = createRedisClient(plain(`127.0.0.1:${port}`), captured.log, 'unreachable');
+    try {
+      await assert.rejects(waitReady(client, 1_200), (err: Error) => {
+        assert.match(err.message, new RegExp(`^Redis 127\\.0\\.0\\.1:${port} is not ready after 1200ms: .*ECONNREFUSED`));
+        return true;
+      });
+      // Several reconnect attempts happened in that time; the refusal was logged once.
+      const errors = captured.lines().filter((line) => line.msg === 'redis error');
+      assert.equal(errors.length, 1, captured.text());
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('redis client and RedisSessionStore on a real Redis', () => {
+  let redis: LocalRedis;
+  let skip: Skip | null = null;
+  const clients: Redis[] = [];
+  const captured = captureLog();
+  const client = async (name: string): Promise<Redis> => {
+    const created = createRedisClient(redis.config, captured.log, name);
+    clients.push(created);
+    await waitReady(created, 5_000);
+    return created;
+  };
+
+  before(async () => {
+    const opened = await openLocalRedis();
+    if ('skip' in opened) skip = opened;
+    else redis = opened;
+  });
+  after(async () => {
+    for (const c of clients) c.disconnect();
+    if (skip === null) await redis.cleanup();
+  });
+
+  it('connects, names the connection, and logs that it is ready', async (t) => {
+    if (skipIf(t, skip)) return;
+    const c = await client('naming');
+    assert.equal(await c.client('GETNAME'), 'gatehouse:naming');
+    await waitReady(c, 10); // already ready: resolves at once
+    assert.ok(captured.lines().some((line) => line.msg === 'redis ready' && line.connection === 'naming'));
+  });
+
+  it('connects to an IPv6 address ([::1]:port)', async (t) => {
+    if (skipIf(t, skip)) return;
+    const { port } = parseHostPort(redis.config.address ?? '');
+    try {
+      await withProbe(port, null, (c) => c.ping(), '::1');
+    } catch (err) {
+      return t.skip(`Redis does not listen on [::1]:${port} (optional in this environment): ${(err as Error).message}`);
+    }
+    const c = createRedisClient({ ...redis.config, address: `[::1]:${port}` }, captured.log, 'ipv6');
+    clients.push(c);
+    await waitReady(c, 5_000);
+    assert.equal(await c.ping(), 'PONG');
+  });
+
+  it('save / touch / delete round trip, with the TTL set on save', async (t) => {
+    if (skipIf(t, skip)) return;
+    const store = new RedisSessionStore(await client('round-trip'), { ttlMs: 60_000, keyPrefix: redis.keyPrefix });
+    const record = sessionRecord();
+    await store.save(record);
+    const pttl = await redis.admin.pttl(`${redis.keyPrefix}vmcp:session:${record.id}`);
+    assert.ok(pttl > 55_000 && pttl <= 60_000, `PTTL ${pttl}`);
+    assert.deepEqual(await store.touch(record.id), record);
+    await store.save({ ...record, missing: [] });
+    assert.deepEqual((await store.touch(record.id))?.missing, []);
+    await store.delete(record.id);
+    assert.equal(await store.touch(record.id), null);
+    await store.delete(record.id); // deleting an absent session is fine
+  });
+
+  it('unknown and malformed ids are absent; saving a malformed id is refused', async (t) => {
+    if (skipIf(t, skip)) return;
+    const store = new RedisSessionStore(await client('ids'), { ttlMs: 60_000, keyPrefix: redis.keyPrefix });
+    assert.equal(await store.touch('never-saved'), null);
+    assert.equal(await store.touch('has space'), null);
+    assert.equal(await store.touch('x'.repeat(257)), null);
+    await assert.rejects(store.save(sessionRecord('bad id')), /session id must be 1-256 visible ASCII characters/);
+    assert.throws(() => new RedisSessionStore(redis.admin, { ttlMs: 0, keyPrefix: '' }), /ttlMs must be a positive whole number/);
+  });
+
+  it('touch slides the TTL: alive past the first expiry while touched, gone without', async (t) => {
+    if (skipIf(t, skip)) return;
+    const ttlMs = 1_000;
+    const store = new RedisSessionStore(await client('sliding'), { ttlMs, keyPrefix: redis.keyPrefix });
+    const record = sessionRecord();
+    const key = `${redis.keyPrefix}vmcp:session:${record.id}`;
+    await store.save(record);
+    await sleep(600);
+    assert.deepEqual(await store.touch(record.id), record);
+    assert.ok((await redis.admin.pttl(key)) > 800, 'touch restarted the TTL');
+    await sleep(600); // 1.2 s after save: past the TTL save gave it
+    assert.deepEqual(await store.touch(record.id), record);
+    await sleep(ttlMs + 300);
+    assert.equal(await store.touch(record.id), null);
+  });
+
+  it('a second store on a second client sees what the first saved and deleted', async (t) => {
+    if (skipIf(t, skip)) return;
+    const first = new RedisSessionStore(await client('process-a'), { ttlMs: 60_000, keyPrefix: redis.keyPrefix });
+    const second = new RedisSessionStore(await client('process-b'), { ttlMs: 60_000, keyPrefix: redis.keyPrefix });
+    const record = sessionRecord();
+    await first.save(record);
+    assert.deepEqual(await second.touch(record.id), record);
+    await second.delete(record.id);
+    assert.equal(await first.touch(record.id), null);
+    const other = new RedisSessionStore(redis.admin, { ttlMs: 60_000, keyPrefix: `${redis.keyPrefix}other:` });
+    await first.save(record);
+    assert.equal(await other.touch(record.id), null, 'another key prefix is another namespace');
+  });
+
+  it('a corrupt or foreign value is absent (logged, never thrown)', async (t) => {
+    if (skipIf(t, skip)) return;
+    const store = new RedisSessionStore(await client('corrupt'), { ttlMs: 60_000, keyPrefix: redis.keyPrefix, log: captured.log });
+    const plant = async (id: string, value: string): Promise<void> => {
+      await redis.admin.set(`${redis.keyPrefix}vmcp:session:${id}`, value);
+    };
+    const record = sessionRecord();
+    await plant('not-json', '{"v":1,');
+    await plant('wrong-shape', JSON.stringify({ ...sessionRecord('wrong-shape'), backends: { a: { sessionId: 7 } } }));
+    await plant('future', JSON.stringify({ ...sessionRecord('future'), v: 2 }));
+    await plant('other-id', JSON.stringify(record));
+    await plant('scalar', '42');
+    for (const id of ['not-json', 'wrong-shape', 'future', 'other-id', 'scalar']) assert.equal(await store.touch(id), null, id);
+    const reasons = captured
+      .lines()
+      .filter((line) => line.msg === 'ignoring a stored session that is not a valid session record')
+      .map((line) => line.reason);
+    assert.deepEqual(reasons, ['not JSON', 'backends.a.sessionId: Invalid input: expected string, received number', 'v: Invalid input: expected 1', 'record of another session id', '(root): Invalid input: expected object, received number']);
+  });
+
+  it('close() leaves the caller-owned client open', async (t) => {
+    if (skipIf(t, skip)) return;
+    const c = await client('owned');
+    await new RedisSessionStore(c, { ttlMs: 1_000, keyPrefix: redis.keyPrefix }).close();
+    assert.equal(await c.ping(), 'PONG');
+  });
+});
