@@ -11,7 +11,7 @@ import { startVmcp } from '../../core/vmcp.ts';
 import { vmcpBuiltins } from '../../plugins/vmcp.ts';
 import { startDemoServer } from './demo-server.ts';
 
-const file = fileURLToPath(new URL('./vmcp.yaml', import.meta.url));
+const file = process.env.GATEHOUSE_QUICKSTART_CONFIG ?? fileURLToPath(new URL('./vmcp.yaml', import.meta.url));
 const result = await validateVmcpFile(file);
 if (!result.ok) exitWith(formatProblems(result.problems));
 const config = result.config;
@@ -28,11 +28,12 @@ for (const backend of config.backends) {
   log.info({ backend: backend.name, url: backend.url }, 'demo MCP server started');
 }
 
+const port = Number(new URL(config.incomingAuth.resourceUrl ?? 'http://127.0.0.1:4483/mcp').port);
 let gateway;
 try {
-  gateway = await startVmcp({ config, host: '127.0.0.1', port: 4483, log, builtins: vmcpBuiltins(config) });
+  gateway = await startVmcp({ config, host: '127.0.0.1', port, log, builtins: vmcpBuiltins(config) });
 } catch (err) {
-  exitWith(listenProblem(err, '127.0.0.1', 4483) ?? String(err));
+  exitWith(listenProblem(err, '127.0.0.1', port) ?? String(err));
 }
 process.stdout.write(`\nGatehouse is ready: point an MCP client at ${gateway.url}\n  e.g. npx @modelcontextprotocol/inspector --cli ${gateway.url} --transport http --method tools/list\n\n`);
 stopOnSignals(async () => {
