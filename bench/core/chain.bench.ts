@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Bench } from 'tinybench';
 import { Chain, runHooks } from '../../core/chain.ts';
 import { Context } from '../../core/context.ts';
-import type { JsonRpcMessage } from '../../core/mcp/jsonrpc.ts';
+import type { JsonRpcRequest } from '../../core/mcp/jsonrpc.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
 import type { Plugin } from '../../core/plugin.ts';
@@ -15,7 +15,7 @@ import type { Plugin } from '../../core/plugin.ts';
 const req = { url: '/mcp', headers: {}, rawHeaders: ['Host', '127.0.0.1:4483', 'Content-Type', 'application/json'] } as unknown as IncomingMessage;
 const scope = { log: createLogger('silent'), challenge: null };
 const ctx = new Context(req, {} as ServerResponse, scope, 0);
-const message: JsonRpcMessage = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo' } };
+const message: JsonRpcRequest = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo' } };
 
 function noopPlugins(count: number): Plugin[] {
   return Array.from({ length: count }, (_, i) => ({

@@ -5,6 +5,7 @@
  * (a YAML path such as `spec.plugins[0].config`) and what is wrong and what is expected. The
  * loaders collect every problem of a file before failing, so the user fixes them in one pass.
  */
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 
 /** One step of a YAML path: a mapping key or a sequence index. */
@@ -154,4 +155,14 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length] ?? 0;
+}
+
+/** The text of a config file, or the one problem saying why it cannot be read. */
+export async function readConfigText(file: string): Promise<string | ConfigProblem> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return { file, line: 0, column: 0, resource: '', path: '', message: `cannot read the file: ${reason}` };
+  }
 }

@@ -9,31 +9,9 @@
 import { z } from 'zod';
 import { durationSchema } from './duration.ts';
 import { describeValue, didYouMean } from './problems.ts';
-import type { PathSegment } from './problems.ts';
 import { sizeSchema } from './size.ts';
 import { isMapping } from './yaml.ts';
-
-type Ctx = z.core.$RefinementCtx;
-const whenMapping = { when: (payload: z.core.ParsePayload) => isMapping(payload.value) };
-const q = (text: string): string => JSON.stringify(text);
-
-function addIssue(ctx: Ctx, path: PathSegment[], message: string, at: 'key' | 'value' = 'value'): void {
-  ctx.addIssue({ code: 'custom', path, message, params: { at } });
-}
-
-function parseUrl(value: string): URL | null {
-  try {
-    return new URL(value);
-  } catch {
-    return null;
-  }
-}
-
-function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
-
-const text = z.string().min(1);
+import { addIssue, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -60,55 +38,12 @@ const roleClaimMap = claimMapSchema.superRefine((claims, ctx) => {
   }
 });
 
-const httpUrl = z.string().superRefine((value, ctx) => {
-  const url = parseUrl(value);
-  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    ctx.addIssue(`must be an absolute http(s) URL such as https://registry.example.com (got ${q(value)})`);
-  }
-});
-
-/** Issuers are https, except on loopback hosts (local development and tests). */
-const issuerUrl = z.string().superRefine((value, ctx) => {
-  const url = parseUrl(value);
-  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    ctx.addIssue(`must be an absolute https URL (got ${q(value)})`);
-  } else if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
-    ctx.addIssue(`must use https: plain http is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1) (got ${q(value)})`);
-  } else if (url.search !== '' || url.hash !== '') {
-    ctx.addIssue(`must not have a query or a fragment (got ${q(value)})`);
-  }
-});
+const httpUrl = httpUrlSchema('https://registry.example.com');
 
 const GIT_URL = /^(https?|ssh|git|file):\/\/\S+$|^[\w.-]+@[\w.-]+:\S+$/;
 const gitRepository = z.string().superRefine((value, ctx) => {
   if (!GIT_URL.test(value)) ctx.addIssue(`must be a git repository URL such as https://github.com/acme/registry.git (got ${q(value)})`);
 });
-
-const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:\d{1,5})?$/;
-const allowedHost = z.string().superRefine((value, ctx) => {
-  if (value !== '*' && !HOST.test(value)) ctx.addIssue(`must be a host name, optionally with :port, or "*" (got ${q(value)})`);
-});
-const allowedOrigin = z.string().superRefine((value, ctx) => {
-  const url = parseUrl(value);
-  if (value !== '*' && (url === null || url.origin !== value)) ctx.addIssue(`must be an origin such as https://app.example.com, or "*" (got ${q(value)})`);
-});
-
-/** Each item's `name` is unique (checked even when some items are invalid). */
-function uniqueNames<T extends z.ZodType>(what: string, items: z.ZodArray<T>) {
-  return items.superRefine(
-    (list: unknown[], ctx) => {
-      const seen = new Map<string, number>();
-      list.forEach((item, index) => {
-        const name = isMapping(item) ? item.name : undefined;
-        if (typeof name !== 'string') return;
-        const first = seen.get(name);
-        if (first === undefined) seen.set(name, index);
-        else addIssue(ctx, [index, 'name'], `duplicate ${what} name ${q(name)}: names must be unique (first used at [${first}])`);
-      });
-    },
-    { when: (payload) => Array.isArray(payload.value) },
-  );
-}
 
 // ---- auth ---------------------------------------------------------------------------------
 

@@ -3,9 +3,8 @@
  * `registries[]`, plus `database` and `server`), the resolved `RegistryConfig` out, or every
  * problem of the file at once, each as `file:line:col path: message`.
  */
-import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { ConfigError, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
+import { ConfigError, readConfigText, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem } from './problems.ts';
 import { DEFAULT_DATA_DIR, registryFileSchema } from './registry-schema.ts';
 import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
@@ -89,13 +88,8 @@ export async function loadRegistryConfig(file: string): Promise<RegistryConfig> 
 }
 
 export async function validateRegistryFile(file: string): Promise<RegistryValidation> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    return { ok: false, problems: [{ file, line: 0, column: 0, resource: '', path: '', message: `cannot read the file: ${reason}` }] };
-  }
+  const text = await readConfigText(file);
+  if (typeof text !== 'string') return { ok: false, problems: [text] };
   return validateRegistryText(text, file);
 }
 

@@ -12,11 +12,11 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { durationSchema as duration } from './duration.ts';
 import { describeValue, didYouMean } from './problems.ts';
-import type { PathSegment } from './problems.ts';
 import { secretBodyShape, secretRefSchema } from './secrets.ts';
 import type { SecretStore } from './secrets.ts';
 import { sizeSchema as size } from './size.ts';
 import { isMapping } from './yaml.ts';
+import { addIssue, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
 export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret'] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
@@ -39,18 +39,8 @@ export interface ReferenceIndex {
   readonly providers: ReadonlySet<string> | null;
 }
 
-type Ctx = z.core.$RefinementCtx;
-/** Checks on an object run even when some of its fields are invalid, as long as it is a mapping. */
-const whenMapping = { when: (payload: z.core.ParsePayload) => isMapping(payload.value) };
-const q = (text: string): string => JSON.stringify(text);
-
-function addIssue(ctx: Ctx, path: PathSegment[], message: string, at: 'key' | 'value' = 'value'): void {
-  ctx.addIssue({ code: 'custom', path, message, params: { at } });
-}
-
 // ---- Formats ------------------------------------------------------------------------------
 
-const text = z.string().min(1);
 const textList = z.array(text).default([]);
 const stringMap = z.record(z.string(), z.string());
 const anyMapping = z.record(z.string(), z.unknown());
@@ -58,7 +48,6 @@ const anyMapping = z.record(z.string(), z.unknown());
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):(\d{1,5})$/;
-const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:\d{1,5})?$/;
 
 const dnsLabel = z.string().superRefine((value, ctx) => {
   if (value.length > 63 || !DNS_LABEL.test(value)) {
@@ -72,54 +61,11 @@ const resourceName = z.string().superRefine((value, ctx) => {
   }
 });
 
-function parseUrl(value: string): URL | null {
-  try {
-    return new URL(value);
-  } catch {
-    return null;
-  }
-}
-
-const httpUrl = z.string().superRefine((value, ctx) => {
-  const url = parseUrl(value);
-  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    ctx.addIssue(`must be an absolute http(s) URL such as https://mcp.example.com/mcp (got ${q(value)})`);
-  }
-});
-
-function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
-
-/** Issuers are https, except on loopback hosts (local development and tests). */
-const issuerUrl = z.string().superRefine((value, ctx) => {
-  const url = parseUrl(value);
-  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    ctx.addIssue(`must be an absolute https URL (got ${q(value)})`);
-  } else if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
-    ctx.addIssue(`must use https: plain http is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1) (got ${q(value)})`);
-  } else if (url.search !== '' || url.hash !== '') {
-    ctx.addIssue(`must not have a query or a fragment (got ${q(value)})`);
-  }
-});
+const httpUrl = httpUrlSchema('https://mcp.example.com/mcp');
 
 const hostPort = z.string().superRefine((value, ctx) => {
   const port = Number(HOST_PORT.exec(value)?.[3] ?? 0);
   if (port < 1 || port > 65535) ctx.addIssue(`must be host:port, for example redis-sentinel:26379 (got ${q(value)})`);
-});
-
-const allowedHost = z.string().superRefine((value, ctx) => {
-  if (value !== '*' && !HOST.test(value)) {
-    ctx.addIssue(`must be a host name, optionally with :port (for example mcp.example.com or mcp.example.com:8443), or "*" (got ${q(value)})`);
-  }
-});
-
-const allowedOrigin = z.string().superRefine((value, ctx) => {
-  const url = parseUrl(value);
-  const isOrigin = url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
-  if (value !== '*' && !isOrigin) {
-    ctx.addIssue(`must be an origin: scheme, host and optional port without a path, for example https://app.example.com, or "*" (got ${q(value)})`);
-  }
 });
 
 /** `MCPGroup "toolz" not found (did you mean "tools"?) (MCPGroups in this file: tools)` */
@@ -148,23 +94,6 @@ function blockOfType(blocks: Readonly<Record<string, string | null>>, optional: 
       if (other !== own && value[other] !== undefined) addIssue(ctx, [other], `must not be set when type is ${value.type}`, 'key');
     }
   };
-}
-
-/** Each item's `name` is unique (checked even when some items are invalid). */
-function uniqueNames<T extends z.ZodType>(what: string, items: z.ZodArray<T>) {
-  return items.superRefine(
-    (list: unknown[], ctx) => {
-      const seen = new Map<string, number>();
-      list.forEach((item, index) => {
-        const name = isMapping(item) ? item.name : undefined;
-        if (typeof name !== 'string') return;
-        const first = seen.get(name);
-        if (first === undefined) seen.set(name, index);
-        else addIssue(ctx, [index, 'name'], `duplicate ${what} name ${q(name)}: names must be unique (first used at [${first}])`);
-      });
-    },
-    { when: (payload) => Array.isArray(payload.value) },
-  );
 }
 
 // ---- Resources ----------------------------------------------------------------------------

@@ -7,12 +7,11 @@
  * defines; validate every resource against its schema with that index (so references are
  * checked in the same pass); then assemble the resolved config.
  */
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { RedisConnectionConfig } from '../store/redis-config.ts';
 import type { AggregationConfig } from '../mcp/aggregate/config.ts';
 import type { z } from 'zod';
-import { ConfigError, didYouMean, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
+import { ConfigError, readConfigText, didYouMean, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem, PathSegment } from './problems.ts';
 import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, RESOURCE_KINDS, resourceSchemas } from './schema.ts';
 import type { ParsedResource, ReferenceIndex, ResourceKind } from './schema.ts';
@@ -40,13 +39,8 @@ export async function loadVmcpConfig(file: string): Promise<VmcpConfig> {
 
 /** For `gatehouse validate`: the resolved config, or every problem (sorted by position). */
 export async function validateVmcpFile(file: string): Promise<VmcpValidation> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    return { ok: false, problems: [{ file, line: 0, column: 0, resource: '', path: '', message: `cannot read the file: ${reason}` }] };
-  }
+  const text = await readConfigText(file);
+  if (typeof text !== 'string') return { ok: false, problems: [text] };
   return validateVmcpText(text, file);
 }
 

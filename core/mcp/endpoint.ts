@@ -5,6 +5,7 @@
  */
 import type { HookOutcome } from '../chain.ts';
 import type { Context } from '../context.ts';
+import { GatewayError } from '../errors.ts';
 
 export interface McpEndpoint {
   readonly path: string;
@@ -13,4 +14,11 @@ export interface McpEndpoint {
   close(): Promise<void>;
   /** The `/status` document: backends, health, tool counts. */
   status(): unknown;
+}
+
+/** The answer to any other method on the MCP endpoint. */
+export function methodNotAllowed(ctx: Context): GatewayError {
+  return new GatewayError('method_not_allowed', `method ${ctx.req.method} is not allowed on the MCP endpoint`, {
+    headers: { allow: 'GET, POST, DELETE, OPTIONS' },
+  });
 }

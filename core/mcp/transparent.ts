@@ -14,7 +14,7 @@ import { OutgoingHeaders } from '../outgoing-headers.ts';
 import type { BackendHook, ResponseHook } from '../plugin.ts';
 import { respond } from '../respond.ts';
 import type { Pool, Upstreams } from '../upstream.ts';
-import type { McpEndpoint } from './endpoint.ts';
+import { methodNotAllowed, type McpEndpoint } from './endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
 import { RewriteExchange } from './rewrite.ts';
@@ -66,9 +66,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
       case 'DELETE':
         return this.#forward(ctx, 'DELETE', null);
       default:
-        throw new GatewayError('method_not_allowed', `method ${ctx.req.method} is not allowed on the MCP endpoint`, {
-          headers: { allow: 'GET, POST, DELETE, OPTIONS' },
-        });
+        throw methodNotAllowed(ctx);
     }
   }
 

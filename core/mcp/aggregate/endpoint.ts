@@ -21,7 +21,7 @@ import { GatewayError } from '../../errors.ts';
 import { startReading, type BodySink } from '../../http/body.ts';
 import { Reply } from '../../reply.ts';
 import { respond } from '../../respond.ts';
-import type { McpEndpoint } from '../endpoint.ts';
+import { methodNotAllowed, type McpEndpoint } from '../endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
@@ -103,9 +103,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
       case 'DELETE':
         return this.#delete(ctx);
       default:
-        throw new GatewayError('method_not_allowed', `method ${ctx.req.method} is not allowed on the MCP endpoint`, {
-          headers: { allow: 'GET, POST, DELETE, OPTIONS' },
-        });
+        throw methodNotAllowed(ctx);
     }
   }
 
