@@ -2,6 +2,11 @@
  * The headers of one request to a backend, as the flat `[name, value, name, value]` array the
  * connection pool writes as is. Names are lower case. `prepareBackend` hooks set credentials here.
  */
+/** RFC 9110 token characters (a header name); lower case only, as the list holds them. */
+const NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+/** A field value may not carry CR, LF or NUL: they would split the request (header injection). */
+const UNSAFE_VALUE = /[\r\n\0]/;
+
 export class OutgoingHeaders {
   readonly list: string[];
 
@@ -15,8 +20,13 @@ export class OutgoingHeaders {
     return undefined;
   }
 
-  /** Sets `name` (lower case) to `value`, replacing any value it had. */
+  /**
+   * Sets `name` (lower case) to `value`, replacing any value it had. Throws on a name that is
+   * not a lower-case token, or a value with CR, LF or NUL (which would inject headers).
+   */
   set(name: string, value: string): void {
+    if (!NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)} (lower-case token expected)`);
+    if (UNSAFE_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}: CR, LF and NUL are not allowed`);
     const list = this.list;
     for (let i = 0; i < list.length; i += 2) {
       if (list[i] === name) {

@@ -108,11 +108,6 @@ export class GatewayServer {
     this.#scope.challenge = challenge;
   }
 
-  /** Registers plugin routes that were not part of the chain (used by composition roots). */
-  addRoute(route: Route['def'], plugin: string): void {
-    this.#router.add(route, plugin, this.#options.metrics.route(route.path));
-  }
-
   get address(): AddressInfo {
     if (this.#address === null) throw new Error('server is not listening');
     return this.#address;

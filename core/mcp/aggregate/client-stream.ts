@@ -9,13 +9,12 @@ import type { Context } from '../../context.ts';
 import { CORS_EXPOSED, type GatewayError } from '../../errors.ts';
 import { Exchange } from '../../upstream.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
-import { SseParser, type SseEvent } from '../sse.ts';
+import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import type { BackendLink } from './backend-link.ts';
 import { multiplexEventId } from './ids.ts';
 import { rewriteEvent, rewriteForClient } from './routed.ts';
 import type { AggregatedSession, SessionStream } from './session.ts';
-import { formatSseEvent } from '../sse.ts';
 
 const EVENT_STREAM = /^text\/event-stream/i;
 const RETRY_MIN_MS = 250;

@@ -1,0 +1,25 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { OutgoingHeaders } from '../../core/outgoing-headers.ts';
+
+describe('OutgoingHeaders', () => {
+  it('sets, replaces, reads and deletes headers in the flat list', () => {
+    const headers = new OutgoingHeaders(['accept', 'application/json']);
+    headers.set('authorization', 'Bearer a');
+    headers.set('authorization', 'Bearer b');
+    assert.equal(headers.get('authorization'), 'Bearer b');
+    assert.deepEqual(headers.list, ['accept', 'application/json', 'authorization', 'Bearer b']);
+    headers.delete('accept');
+    assert.deepEqual(headers.list, ['authorization', 'Bearer b']);
+  });
+
+  it('refuses a value that would inject headers, and a name that is not a lower-case token', () => {
+    const headers = new OutgoingHeaders([]);
+    assert.throws(() => headers.set('authorization', 'Bearer x\r\nx-admin: true'), /CR, LF and NUL are not allowed/);
+    assert.throws(() => headers.set('authorization', 'Bearer x\nx'), /not allowed/);
+    assert.throws(() => headers.set('x-a', 'v\0'), /not allowed/);
+    assert.throws(() => headers.set('Authorization', 'x'), /lower-case token/);
+    assert.throws(() => headers.set('bad name', 'x'), /lower-case token/);
+    assert.deepEqual(headers.list, [], 'nothing was set');
+  });
+});
