@@ -4,6 +4,7 @@
  *   npm run bench                      both
  *   npm run bench -- --micro-only      only the micro benchmarks
  *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
+ *   npm run bench -- --aggregate-only  only the aggregation benchmark (bench/aggregate/run.ts)
  *   npm run bench -- --filter jsonrpc  only micro files whose path contains "jsonrpc"
  *
  * Micro benchmark convention (tinybench):
@@ -32,6 +33,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Bench, type BenchOptions } from 'tinybench';
 import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
+import { runAggregate } from './aggregate/run.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 
@@ -123,21 +125,23 @@ async function main(): Promise<number> {
     options: {
       'load-only': { type: 'boolean', default: false },
       'micro-only': { type: 'boolean', default: false },
+      'aggregate-only': { type: 'boolean', default: false },
       filter: { type: 'string' },
     },
   });
-  if (values['load-only'] && values['micro-only']) {
-    console.error('--load-only and --micro-only exclude each other');
+  const only = (['micro-only', 'load-only', 'aggregate-only'] as const).filter((flag) => values[flag]);
+  if (only.length > 1) {
+    console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
   }
+  const run = (part: 'micro' | 'load' | 'aggregate'): boolean => only.length === 0 || only[0] === `${part}-only`;
   let failed = false;
-  if (!values['load-only']) {
+  if (run('micro')) {
     console.log('## Micro benchmarks');
     failed = !(await runMicro(values.filter)) || failed;
   }
-  if (!values['micro-only']) {
-    failed = reportFails(await runLoad()) || failed;
-  }
+  if (run('load')) failed = reportFails(await runLoad()) || failed;
+  if (run('aggregate')) await runAggregate();
   return failed ? 1 : 0;
 }
 

@@ -4,7 +4,7 @@
  * (`defineSlot`), never in closures.
  */
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse } from './http/types.ts';
 import type { Logger } from 'pino';
 import { GatewayError, sendError, type AuthChallenge, type ErrorTarget } from './errors.ts';
 import type { JsonRpcId, JsonRpcMessage } from './mcp/jsonrpc.ts';
@@ -74,10 +74,10 @@ export interface RequestScope {
 
 export class Context implements ErrorTarget {
   readonly requestId: string;
-  readonly req: IncomingMessage;
+  readonly req: HttpRequest;
   /** The headers the core reads, from one pass over rawHeaders. */
   readonly head: RequestHead;
-  readonly res: ServerResponse;
+  readonly res: HttpResponse;
   readonly startedAt: number;
   readonly path: string;
   /** The raw query string without `?`, or '' when there is none. */
@@ -106,7 +106,7 @@ export class Context implements ErrorTarget {
   inflight: Cancellable | null;
   readonly #slots: unknown[];
 
-  constructor(req: IncomingMessage, res: ServerResponse, scope: RequestScope, now: number) {
+  constructor(req: HttpRequest, res: HttpResponse, scope: RequestScope, now: number) {
     this.req = req;
     this.head = new RequestHead(req.rawHeaders);
     this.requestId = requestIdOf(this.head.requestId);

@@ -9,7 +9,7 @@
  *
  * Anything that is not a GatewayError becomes a generic 500 with no internals in the body.
  */
-import type { ServerResponse } from 'node:http';
+import type { HttpResponse } from './http/types.ts';
 
 /** The stable codes of the core. Plugins may add their own (any string) with an explicit status. */
 export type CoreErrorCode =
@@ -132,7 +132,7 @@ export interface AuthChallenge {
 
 /** What the mapper needs to know about the request that failed. */
 export interface ErrorTarget {
-  readonly res: ServerResponse;
+  readonly res: HttpResponse;
   readonly requestId: string;
   /** True when the request is an MCP JSON-RPC exchange: errors with an rpc code get a JSON-RPC body. */
   readonly mcp: boolean;

@@ -1,5 +1,6 @@
 /**
- * The HTTP server: node:http, one Context per request, the fixed order of what a request meets,
+ * The HTTP server: Gatehouse's own HTTP/1.1 server (core/http/wire/, the default) or node:http
+ * (`engine: node`), one Context per request, the fixed order of what a request meets,
  * the built-in operational endpoints, and graceful shutdown.
  *
  * What a request meets, in order:
@@ -13,7 +14,10 @@
  *   5. The MCP endpoint or the plugin route's handler.
  * Every error on the way is mapped to HTTP in one place (errors.ts `sendError`).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { EventEmitter } from 'node:events';
+import { createServer } from 'node:http';
+import type { HttpRequest, HttpResponse } from './http/types.ts';
+import { WireServer, type WireHandler } from './http/wire/server.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { runHooks, type Chain, type HookOutcome } from './chain.ts';
@@ -42,12 +46,28 @@ export interface ServerOptions {
   streams: OpenStreams;
   shutdownGraceMs: number;
   accessLog: boolean;
+  /** `gatehouse` (the default): Gatehouse's own HTTP/1.1 server; `node`: node:http. */
+  engine?: ServerEngine;
 }
+
+export type ServerEngine = 'gatehouse' | 'node';
+
+/** What the server needs of a listener; node:http's Server and WireServer both are one. */
+interface Listener extends EventEmitter {
+  listen(port: number, host: string, callback: () => void): unknown;
+  address(): AddressInfo | string | null;
+  close(callback?: (err?: Error) => void): unknown;
+  closeIdleConnections(): void;
+  closeAllConnections(): void;
+}
+
+const KEEP_ALIVE_MS = 65_000;
+const HEADERS_TIMEOUT_MS = 30_000;
 
 type Handler = (ctx: Context) => HookOutcome | Promise<HookOutcome> | Reply | GatewayError | void;
 
 const kCtx = Symbol('gatehouse.ctx');
-type TrackedResponse = ServerResponse & { [kCtx]?: Context };
+type TrackedResponse = HttpResponse & { [kCtx]?: Context };
 
 interface ServerScope extends RequestScope {
   readonly metrics: GatewayMetrics;
@@ -76,7 +96,7 @@ function onResponseClose(this: TrackedResponse): void {
 }
 
 export class GatewayServer {
-  readonly http: Server;
+  readonly http: Listener;
   readonly log: Logger;
   readonly #options: ServerOptions;
   readonly #scope: ServerScope;
@@ -101,7 +121,10 @@ export class GatewayServer {
     for (const route of options.chain.routes) this.#router.add(route, route.plugin, metrics.route(route.path));
     const mcp = options.mcp;
     this.#mcpHandle = mcp === null ? null : (ctx) => mcp.handle(ctx);
-    this.http = createServer({ noDelay: true, requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 65_000 }, this.#onRequest);
+    this.http =
+      options.engine === 'node'
+        ? createServer({ noDelay: true, requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_MS }, this.#onRequest)
+        : new WireServer(this.#onRequest as WireHandler, { keepAliveTimeoutMs: KEEP_ALIVE_MS, headersTimeoutMs: HEADERS_TIMEOUT_MS });
   }
 
   setAuthChallenge(challenge: AuthChallenge): void {
@@ -139,7 +162,7 @@ export class GatewayServer {
     this.#ready = true;
   }
 
-  readonly #onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+  readonly #onRequest = (req: HttpRequest, res: HttpResponse): void => {
     const ctx = new Context(req, res, this.#scope, performance.now());
     (res as TrackedResponse)[kCtx] = ctx;
     res.on('close', onResponseClose);

@@ -6,7 +6,7 @@
  * costs less CPU per request than undici's Pool.dispatch with a raw handler, which costs about
  * half of http.request + pipe or http-proxy; all three stream SSE chunk by chunk.
  */
-import type { ServerResponse } from 'node:http';
+import type { HttpResponse } from './http/types.ts';
 import type { BackendInfo } from './backend.ts';
 import { GatewayError } from './errors.ts';
 import type { BackendMetrics } from './observe/metrics.ts';
@@ -76,7 +76,7 @@ export class Upstreams {
 }
 
 const kResumeOnDrain = Symbol('gatehouse.resumeOnDrain');
-type Draining = ServerResponse & { [kResumeOnDrain]?: Exchange };
+type Draining = HttpResponse & { [kResumeOnDrain]?: Exchange };
 
 function onClientDrain(this: Draining): void {
   this[kResumeOnDrain]?.resume();
@@ -86,7 +86,7 @@ function onClientDrain(this: Draining): void {
  * Writes `chunk` to the client; when the client's buffer is full, pauses the backend until the
  * client drains it (one module-level listener per response, no closure).
  */
-export function writeToClient(res: ServerResponse, chunk: Buffer, exchange: Exchange): boolean {
+export function writeToClient(res: HttpResponse, chunk: Buffer, exchange: Exchange): boolean {
   if (res.write(chunk)) return true;
   const draining = res as Draining;
   if (draining[kResumeOnDrain] === undefined) {

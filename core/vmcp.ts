@@ -117,6 +117,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
     allowedOrigins: config.server.allowedOrigins,
     shutdownGraceMs: config.server.shutdownGraceMs,
     accessLog: config.server.accessLog,
+    engine: config.server.engine,
   });
   challengeSink = server;
   if (pendingChallenge !== null) server.setAuthChallenge(pendingChallenge);

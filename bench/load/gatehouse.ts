@@ -47,6 +47,11 @@ spec:
 `;
 }
 
+/** The same gateway on node:http (`spec.server.engine: node`), to measure the engine choice. */
+export function nodeEngineConfig(ctx: GatehouseConfigContext): string {
+  return anonymousConfig(ctx) + '  server: {engine: node}\n';
+}
+
 export interface GatehouseStartOptions {
   /** A file-name-safe label for the config file. */
   label: string;

@@ -16,7 +16,7 @@
  * `BENCH_ROWS=nginx,http-proxy` runs only the rows whose name contains one of the words.
  */
 import { startBackendProcess } from './backend.ts';
-import { anonymousConfig, gatehouseRow } from './gatehouse.ts';
+import { anonymousConfig, gatehouseRow, nodeEngineConfig } from './gatehouse.ts';
 import { startHttpProxy } from './http-proxy.ts';
 import { startNginx } from './nginx.ts';
 import { oidcRow } from './oidc.ts';
@@ -48,6 +48,11 @@ export const rows: Row[] = [
     config: anonymousConfig,
   }),
   oidcRow(), // incoming auth, every request a verified-token cache hit (bench/load/oidc.ts)
+  gatehouseRow({
+    name: 'gatehouse (anonymous, node:http engine)',
+    label: 'node-engine',
+    config: nodeEngineConfig,
+  }),
 ];
 
 /** The rows selected by `BENCH_ROWS` (comma-separated name fragments), or all. */

@@ -141,6 +141,8 @@ export interface ServerSettings {
   readonly shutdownGraceMs: number;
   /** One log line per request (default false). */
   readonly accessLog: boolean;
+  /** `gatehouse`: Gatehouse's own HTTP/1.1 server (default); `node`: node:http. */
+  readonly engine: 'gatehouse' | 'node';
 }
 
 /** A plugin loaded from `VirtualMCPServer.spec.plugins[]`. */

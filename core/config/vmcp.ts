@@ -266,6 +266,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       allowedOrigins: spec.server.allowedOrigins,
       shutdownGraceMs: spec.server.shutdownGracePeriod,
       accessLog: spec.server.accessLog,
+      engine: spec.server.engine,
     },
     plugins: spec.plugins.map((plugin, i) => ({
       name: plugin.name,

@@ -7,7 +7,7 @@
  * listeners are module functions that find the read's state on the request); `readBody` is the
  * promise form for plugin routes.
  */
-import type { IncomingMessage } from 'node:http';
+import type { HttpRequest } from './types.ts';
 import { GatewayError } from '../errors.ts';
 
 /** Receives the body (or the reason there is none) for `state`. */
@@ -36,7 +36,7 @@ class BodyRead<S> {
 }
 
 const kRead = Symbol('gatehouse.bodyRead');
-type Reading = IncomingMessage & { [kRead]?: BodyRead<unknown> | undefined };
+type Reading = HttpRequest & { [kRead]?: BodyRead<unknown> | undefined };
 
 function onData(this: Reading, chunk: Buffer): void {
   const read = this[kRead]!;
@@ -90,8 +90,9 @@ export function declaredLengthProblem(contentLength: string | undefined, limit: 
 }
 
 /** Reads the body and hands it to `sink.body(state, ...)`, or the failure to `sink.bodyFailed`. */
-export function readBodyInto<S>(req: IncomingMessage, limit: number, sink: BodySink<S>, state: S): void {
-  const problem = declaredLengthProblem(req.headers['content-length'], limit);
+export function readBodyInto<S>(req: HttpRequest, limit: number, sink: BodySink<S>, state: S): void {
+  const declared = req.headers['content-length'];
+  const problem = declaredLengthProblem(Array.isArray(declared) ? declared[0] : declared, limit);
   if (problem !== null) {
     sink.bodyFailed(state, problem);
     return;
@@ -100,7 +101,7 @@ export function readBodyInto<S>(req: IncomingMessage, limit: number, sink: BodyS
 }
 
 /** As readBodyInto, when the caller already checked Content-Length (the MCP endpoint does, from its header pass). */
-export function startReading<S>(req: IncomingMessage, limit: number, sink: BodySink<S>, state: S): void {
+export function startReading<S>(req: HttpRequest, limit: number, sink: BodySink<S>, state: S): void {
   const r = req as Reading;
   r[kRead] = new BodyRead(limit, sink, state) as BodyRead<unknown>;
   r.on('data', onData);
@@ -117,6 +118,6 @@ const PROMISE_SINK: BodySink<Settle> = {
 };
 
 /** Promise form, for plugin routes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => readBodyInto(req, limit, PROMISE_SINK, { resolve, reject }));
 }

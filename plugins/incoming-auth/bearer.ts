@@ -9,7 +9,7 @@
  *
  * Hot path: a few character comparisons and one slice; no regex, no allocation but the token.
  */
-import type { IncomingMessage } from 'node:http';
+import type { HttpRequest } from '../../core/http/types.ts';
 import { badBearerRequest } from './errors.ts';
 
 const AUTHORIZATION = 'authorization';
@@ -57,7 +57,7 @@ function isBearerScheme(value: string): boolean {
  * `query` is the raw query string without `?` (`Context.query`). Reads `req.rawHeaders` only
  * (building `req.headers` costs more than this whole function).
  */
-export function bearerTokenOf(req: IncomingMessage, query: string): string {
+export function bearerTokenOf(req: Pick<HttpRequest, 'rawHeaders'>, query: string): string {
   const { value, count } = authorizationOf(req.rawHeaders);
   return bearerTokenFrom(value, count, query);
 }

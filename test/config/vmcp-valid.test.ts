@@ -43,7 +43,7 @@ test('the minimal file resolves, with every default', async () => {
     aggregation: { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 },
     session: { ttlMs: 30 * 60_000, maxSessions: 10_000, storage: { type: 'memory' } },
     failureHandling: { partialFailureMode: 'bestEffort', healthCheckIntervalMs: 30_000, unhealthyThreshold: 3 },
-    server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, accessLog: false },
+    server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, accessLog: false, engine: 'gatehouse' },
     plugins: [],
   });
 });
@@ -148,6 +148,7 @@ test('the rich file resolves every field', async () => {
     allowedOrigins: ['https://app.example.com', 'http://localhost:3000'],
     shutdownGraceMs: 45_000,
     accessLog: true,
+    engine: 'gatehouse',
   });
   assert.deepEqual(config.plugins, [
     {
@@ -222,7 +223,7 @@ spec:
     db: 0,
     keyPrefix: 'gatehouse:',
   });
-  assert.deepEqual(config.server, { maxBodyBytes: 1_048_576, allowedHosts: ['*'], allowedOrigins: ['*'], shutdownGraceMs: 0, accessLog: false });
+  assert.deepEqual(config.server, { maxBodyBytes: 1_048_576, allowedHosts: ['*'], allowedOrigins: ['*'], shutdownGraceMs: 0, accessLog: false, engine: 'gatehouse' });
 });
 
 test('only the MCPServers of the group are backends, in document order', () => {

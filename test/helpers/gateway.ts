@@ -6,6 +6,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadVmcpConfig } from '../../core/config/vmcp.ts';
+import type { VmcpConfig } from '../../core/config/types.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { startVmcp, type RunningVmcp } from '../../core/vmcp.ts';
@@ -64,7 +65,10 @@ export interface StartOptions extends VmcpYamlOptions {
 
 export async function startTestGateway(options: StartOptions): Promise<RunningVmcp & { file: string }> {
   const file = await writeConfig(vmcpYaml(options));
-  const config = await loadVmcpConfig(file);
+  const loaded = await loadVmcpConfig(file);
+  // GATEHOUSE_TEST_ENGINE=node runs the same test on node:http instead of Gatehouse's own server.
+  const engine = process.env.GATEHOUSE_TEST_ENGINE;
+  const config: VmcpConfig = engine === 'node' || engine === 'gatehouse' ? { ...loaded, server: { ...loaded.server, engine } } : loaded;
   const level = (process.env.GATEHOUSE_TEST_LOG as StartOptions['logLevel']) ?? options.logLevel ?? 'silent';
   const running = await startVmcp({
     config,

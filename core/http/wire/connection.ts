@@ -1,0 +1,312 @@
+/**
+ * One client connection of Gatehouse's own HTTP/1.1 server: Node's native request parser
+ * (llhttp, strict: conflicting Content-Length / Transfer-Encoding and other smuggling shapes are
+ * refused) fed from the socket, a request object per message, and the responses in order —
+ * a pipelined request's response waits, buffered, until the ones before it are finished.
+ */
+import type { Socket } from 'node:net';
+import { createRequire } from 'node:module';
+import type { NativeParser } from '../../upstream/http-parser.ts';
+import { WireRequest, type BodySource } from './request.ts';
+import { WireResponse, type ResponseSink } from './response.ts';
+
+interface ParserClass {
+  new (): NativeParser;
+  readonly REQUEST: number;
+  readonly kOnMessageBegin: number;
+  readonly kOnHeaders: number;
+  readonly kOnHeadersComplete: number;
+  readonly kOnBody: number;
+  readonly kOnMessageComplete: number;
+}
+
+const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as { HTTPParser: ParserClass; methods: string[] };
+
+/** What a connection needs from its server. */
+export interface ConnectionOwner {
+  readonly handler: (req: WireRequest, res: WireResponse) => void;
+  readonly keepAliveSeconds: number;
+  readonly maxHeaderSize: number;
+  /** No new keep-alive (graceful shutdown). */
+  readonly closing: boolean;
+  forget(connection: Connection): void;
+}
+
+const kConnection = Symbol('gatehouse.wire.connection');
+type Tagged<T> = T & { [kConnection]: Connection };
+
+function onMessageBegin(this: Tagged<NativeParser>): void {
+  this[kConnection].headersStartedAt = performance.now();
+}
+
+function onHeaders(this: Tagged<NativeParser>, headers: string[], url: string): void {
+  const connection = this[kConnection];
+  (connection.partialHeaders ??= []).push(...headers);
+  connection.partialUrl += url;
+}
+
+function onHeadersComplete(
+  this: Tagged<NativeParser>,
+  major: number,
+  minor: number,
+  headers: string[] | undefined,
+  method: number,
+  url: string | undefined,
+  _status: number,
+  _message: string,
+  upgrade: boolean,
+  keepAlive: boolean,
+): number {
+  const connection = this[kConnection];
+  let all = headers ?? [];
+  let target = url ?? '';
+  if (connection.partialHeaders !== null) {
+    all = connection.partialHeaders.concat(all);
+    target = connection.partialUrl + target;
+    connection.partialHeaders = null;
+    connection.partialUrl = '';
+  }
+  connection.headersStartedAt = 0;
+  connection.begin(methods[method] ?? 'GET', target, all, major, minor, upgrade, keepAlive);
+  return 0;
+}
+
+function onBody(this: Tagged<NativeParser>, chunk: Buffer): void {
+  this[kConnection].request?.push(chunk);
+}
+
+function onMessageComplete(this: Tagged<NativeParser>): void {
+  const connection = this[kConnection];
+  const request = connection.request;
+  connection.request = null;
+  request?.finish();
+}
+
+function onData(this: Tagged<Socket>, chunk: Buffer): void {
+  const connection = this[kConnection];
+  connection.lastActive = performance.now();
+  const result = connection.parser.execute(chunk);
+  if (typeof result !== 'number') connection.malformed(result);
+}
+
+function onEnd(this: Tagged<Socket>): void {
+  // The client half-closed. As node:http does by default, that ends the exchange: a request
+  // still arriving is aborted and the connection closes, so a response nobody will read (an SSE
+  // stream, say) is torn down rather than held open.
+  const connection = this[kConnection];
+  connection.clientEnded = true;
+  connection.request?.destroyRequest(new Error('the client closed the connection'));
+  connection.request = null;
+  this.end();
+}
+
+function onDrain(this: Tagged<Socket>): void {
+  this[kConnection].queue[0]?.emit('drain');
+}
+
+function onClose(this: Tagged<Socket>): void {
+  this[kConnection].closed();
+}
+
+function onError(): void {
+  // Resets and timeouts end in 'close', where the requests and responses are told.
+}
+
+export class Connection implements ResponseSink, BodySource {
+  readonly socket: Tagged<Socket>;
+  readonly parser: Tagged<NativeParser>;
+  readonly #owner: ConnectionOwner;
+  /** The request whose body is being parsed. */
+  request: WireRequest | null = null;
+  /** Responses in request order; only the first writes to the socket. */
+  readonly queue: WireResponse[] = [];
+  readonly #held = new Map<WireResponse, { data: (string | Buffer)[]; last: boolean }>();
+  /** Responses whose last write is in flight, in order (socket writes complete in order). */
+  readonly #finishing: WireResponse[] = [];
+  /** One callback per connection for every last write (no closure per response). */
+  readonly #afterLastWrite = (): void => {
+    const response = this.#finishing.shift();
+    if (response !== undefined) this.#completed(response);
+  };
+  partialHeaders: string[] | null = null;
+  partialUrl = '';
+  /** performance.now() when the current request's head began (0: none pending). */
+  headersStartedAt = 0;
+  lastActive: number;
+  clientEnded = false;
+  #readingPaused = false;
+  #gone = false;
+
+  constructor(socket: Socket, owner: ConnectionOwner) {
+    this.#owner = owner;
+    this.socket = socket as Tagged<Socket>;
+    this.socket[kConnection] = this;
+    socket.setNoDelay(true);
+    const parser = new HTTPParser() as Tagged<NativeParser>;
+    parser.initialize(HTTPParser.REQUEST, {}, owner.maxHeaderSize, 0);
+    parser[kConnection] = this;
+    parser[HTTPParser.kOnMessageBegin] = onMessageBegin;
+    parser[HTTPParser.kOnHeaders] = onHeaders;
+    parser[HTTPParser.kOnHeadersComplete] = onHeadersComplete;
+    parser[HTTPParser.kOnBody] = onBody;
+    parser[HTTPParser.kOnMessageComplete] = onMessageComplete;
+    this.parser = parser;
+    this.lastActive = performance.now();
+    socket.on('data', onData);
+    socket.on('end', onEnd);
+    socket.on('drain', onDrain);
+    socket.on('close', onClose);
+    socket.on('error', onError);
+  }
+
+  get keepAliveSeconds(): number {
+    return this.#owner.keepAliveSeconds;
+  }
+
+  /** Idle: no request in progress (graceful shutdown closes these at once). */
+  get idle(): boolean {
+    return this.queue.length === 0 && this.request === null && this.headersStartedAt === 0;
+  }
+
+  begin(method: string, url: string, headers: string[], major: number, minor: number, upgrade: boolean, keepAlive: boolean): void {
+    const http10 = major === 1 && minor === 0;
+    const request = new WireRequest(method, url, headers, `${major}.${minor}`, this.socket, this);
+    const response = new WireResponse(this, method, http10, keepAlive && !this.#owner.closing && !this.clientEnded);
+    response.request = request;
+    this.request = request;
+    this.queue.push(response);
+    if (upgrade) {
+      this.#refuse(response, 501, 'protocol upgrades are not supported');
+      return;
+    }
+    if (major === 1 && minor === 1 && !hasHeader(headers, 'host')) {
+      this.#refuse(response, 400, 'an HTTP/1.1 request needs a Host header');
+      return;
+    }
+    if (expectsContinue(headers)) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
+    try {
+      this.#owner.handler(request, response);
+    } catch {
+      if (!response.headersSent) this.#refuse(response, 500, 'internal error');
+      else this.destroy();
+    }
+  }
+
+  #refuse(response: WireResponse, status: number, description: string): void {
+    const body = JSON.stringify({ error: status === 500 ? 'internal_error' : 'invalid_request', error_description: description });
+    response.writeHead(status, ['content-type', 'application/json', 'connection', 'close']);
+    response.end(body);
+  }
+
+  /** The parser refused the bytes: a clear 400 (431 for an oversize head), then close. */
+  malformed(error: Error): void {
+    const code = (error as { code?: string }).code ?? 'HPE_ERROR';
+    const status = code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'HPE_HEADERS_TIMEOUT' ? 408 : 400;
+    const description =
+      status === 431 ? 'request header fields too large' : status === 408 ? 'the request head did not arrive in time' : `malformed HTTP request (${code})`;
+    this.request?.destroyRequest(new Error(description));
+    this.request = null;
+    const only = this.queue.length === 1 ? this.queue[0]! : null;
+    if (only !== null && !only.headersSent) {
+      // The bad bytes were in the body of a request not yet answered: answer it with the 400.
+      this.queue.length = 0;
+      this.#held.delete(only);
+      only.abort();
+    } else if (this.queue.length > 0) {
+      this.destroy();
+      return;
+    }
+    const body = JSON.stringify({ error: 'invalid_request', error_description: description });
+    const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
+    this.socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  }
+
+  // ---- ResponseSink ----
+
+  send(response: WireResponse, data: string | Buffer, last: boolean): boolean {
+    if (this.#gone || this.socket.writableEnded) return false;
+    if (this.queue[0] !== response) {
+      // A pipelined response waits for the ones before it.
+      let held = this.#held.get(response);
+      if (held === undefined) this.#held.set(response, (held = { data: [], last: false }));
+      if (data.length > 0) held.data.push(data);
+      held.last ||= last;
+      return true;
+    }
+    this.lastActive = performance.now();
+    if (!last) return data.length === 0 ? true : this.socket.write(data);
+    this.#finishing.push(response);
+    this.socket.write(data, this.#afterLastWrite);
+    return true;
+  }
+
+  /** `response` is on the wire: the next one may write, or the connection closes. */
+  #completed(response: WireResponse): void {
+    if (this.queue[0] !== response) return;
+    this.queue.shift();
+    response.finished();
+    response.request?.destroyRequest();
+    if (!response.keepAlive) {
+      this.socket.end();
+      return;
+    }
+    const next = this.queue[0];
+    const held = next === undefined ? undefined : this.#held.get(next);
+    if (next !== undefined && held !== undefined) {
+      this.#held.delete(next);
+      const data = held.data.length === 0 ? '' : held.data.length === 1 ? held.data[0]! : Buffer.concat(held.data.map((d) => (typeof d === 'string' ? Buffer.from(d, 'latin1') : d)));
+      this.send(next, data, held.last);
+    }
+    if (this.queue.length === 0 && (this.clientEnded || this.#owner.closing)) this.socket.end();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  // ---- BodySource ----
+
+  pauseReading(): void {
+    if (!this.#readingPaused) {
+      this.#readingPaused = true;
+      this.socket.pause();
+    }
+  }
+
+  resumeReading(): void {
+    if (this.#readingPaused) {
+      this.#readingPaused = false;
+      this.socket.resume();
+    }
+  }
+
+  /** The socket is gone: every request and response in progress learns it. */
+  closed(): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    this.request?.destroyRequest(new Error('the client closed the connection'));
+    this.request = null;
+    for (const response of this.queue) {
+      response.request?.destroyRequest(new Error('the client closed the connection'));
+      response.abort();
+    }
+    this.queue.length = 0;
+    this.#held.clear();
+    this.#finishing.length = 0;
+    const parser = this.parser;
+    setImmediate(() => parser.close());
+    this.#owner.forget(this);
+  }
+}
+
+function hasHeader(headers: string[], name: string): boolean {
+  for (let i = 0; i < headers.length; i += 2) if (headers[i]!.length === name.length && headers[i]!.toLowerCase() === name) return true;
+  return false;
+}
+
+function expectsContinue(headers: string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]!.length === 6 && headers[i]!.toLowerCase() === 'expect' && headers[i + 1]!.toLowerCase() === '100-continue') return true;
+  }
+  return false;
+}

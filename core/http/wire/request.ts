@@ -1,0 +1,165 @@
+/**
+ * An HTTP request as Gatehouse's own server (wire/server.ts) hands it over: the parts of
+ * node:http's IncomingMessage the gateway uses — method, url, rawHeaders, a lazily built
+ * `headers` object, the socket — and the body as `data` / `end` / `error` / `close` events.
+ *
+ * Body chunks that arrive before anyone listens are kept (an async authenticate hook may run
+ * first) and replayed, in order and asynchronously, once a `data` listener is attached, as a
+ * Readable would do. While nobody reads, the connection stops reading from the socket past a
+ * small buffer, so an unread body cannot grow memory.
+ */
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+
+/** Headers Node keeps once (later repeats are dropped); the others are joined with ", ". */
+const SINGLE = new Set([
+  'age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host',
+  'if-modified-since', 'if-unmodified-since', 'last-modified', 'location', 'max-forwards',
+  'proxy-authorization', 'referer', 'retry-after', 'server', 'user-agent',
+]);
+
+/** Unread body bytes kept before the socket stops being read. */
+const UNREAD_LIMIT = 64 * 1024;
+
+/** What the request needs from its connection. */
+export interface BodySource {
+  /** Stop / restart reading the socket (backpressure of an unread body). */
+  pauseReading(): void;
+  resumeReading(): void;
+}
+
+export class WireRequest extends EventEmitter {
+  readonly method: string;
+  readonly url: string;
+  readonly rawHeaders: string[];
+  readonly httpVersion: string;
+  readonly socket: Socket;
+  #headers: Record<string, string> | null = null;
+  readonly #source: BodySource;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #flowing = false;
+  #flushScheduled = false;
+  /** The whole body has arrived. */
+  complete = false;
+  #endEmitted = false;
+  #closed = false;
+
+  constructor(method: string, url: string, rawHeaders: string[], httpVersion: string, socket: Socket, source: BodySource) {
+    super();
+    this.method = method;
+    this.url = url;
+    this.rawHeaders = rawHeaders;
+    this.httpVersion = httpVersion;
+    this.socket = socket;
+    this.#source = source;
+  }
+
+  /** Request headers by lower-case name, built on first use (the hot path reads rawHeaders). */
+  get headers(): Record<string, string> {
+    if (this.#headers !== null) return this.#headers;
+    const headers: Record<string, string> = {};
+    const raw = this.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      const value = raw[i + 1]!;
+      const existing = headers[name];
+      if (existing === undefined) headers[name] = value;
+      else if (!SINGLE.has(name)) headers[name] = existing + ', ' + value;
+    }
+    this.#headers = headers;
+    return headers;
+  }
+
+  override on(event: string | symbol, listener: (...args: never[]) => void): this {
+    super.on(event, listener as (...args: unknown[]) => void);
+    if (event === 'data' && !this.#flowing) {
+      this.#flowing = true;
+      this.#scheduleFlush();
+    }
+    return this;
+  }
+
+  override addListener(event: string | symbol, listener: (...args: never[]) => void): this {
+    return this.on(event, listener);
+  }
+
+  /** A body chunk from the parser. */
+  push(chunk: Buffer): void {
+    if (this.#flowing && this.#pending.length === 0 && !this.#flushScheduled) {
+      this.emit('data', chunk);
+      return;
+    }
+    this.#pending.push(chunk);
+    this.#pendingBytes += chunk.length;
+    if (this.#pendingBytes > UNREAD_LIMIT) this.#source.pauseReading();
+  }
+
+  /** The parser reached the end of the body. */
+  finish(): void {
+    this.complete = true;
+    if (this.#flowing && this.#pending.length === 0 && !this.#flushScheduled) this.#emitEnd();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    process.nextTick(flush, this);
+  }
+
+  /** Replays what arrived before anyone listened. */
+  flushPending(): void {
+    this.#flushScheduled = false;
+    const pending = this.#pending;
+    this.#pending = [];
+    const wasLimited = this.#pendingBytes > UNREAD_LIMIT;
+    this.#pendingBytes = 0;
+    for (const chunk of pending) {
+      if (!this.#flowing) {
+        this.#pending.push(chunk);
+        continue;
+      }
+      this.emit('data', chunk);
+    }
+    if (wasLimited) this.#source.resumeReading();
+    if (this.complete && this.#pending.length === 0) this.#emitEnd();
+  }
+
+  #emitEnd(): void {
+    if (this.#endEmitted) return;
+    this.#endEmitted = true;
+    this.emit('end');
+    this.destroyRequest();
+  }
+
+  /** node:http compatibility: stop delivering body chunks (they are kept). */
+  pause(): this {
+    this.#flowing = false;
+    return this;
+  }
+
+  resume(): this {
+    if (!this.#flowing) {
+      this.#flowing = true;
+      this.#scheduleFlush();
+    }
+    return this;
+  }
+
+  /** The request is over (its body was delivered, or the client left): `close`, once. */
+  destroyRequest(error?: Error): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    // An 'error' with no listener would throw: only a reader that is still waiting is told.
+    if (error !== undefined && !this.#endEmitted && this.listenerCount('error') > 0) this.emit('error', error);
+    process.nextTick(emitClose, this);
+  }
+}
+
+function flush(request: WireRequest): void {
+  request.flushPending();
+}
+
+function emitClose(request: WireRequest): void {
+  request.emit('close');
+}

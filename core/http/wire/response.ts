@@ -1,0 +1,227 @@
+/**
+ * The response side of Gatehouse's own HTTP/1.1 server: the parts of node:http's ServerResponse
+ * the gateway uses. The status line and headers are serialised once, into the first write with
+ * the first body chunk (one syscall for a JSON answer). Framing follows node:http: the caller's
+ * Content-Length, else the length of a body given whole to `end()`, else chunked encoding
+ * (HTTP/1.1) or connection close (HTTP/1.0); no body for HEAD, 204 and 304. `Date` and the
+ * keep-alive headers are added. `finish` then `close` are emitted once the last bytes were
+ * handed to the socket (never synchronously inside `end()`); `close` alone when the connection
+ * died first.
+ */
+import { EventEmitter } from 'node:events';
+import { STATUS_CODES } from 'node:http';
+
+/** What a response needs from its connection. */
+export interface ResponseSink {
+  /** Writes for `response`, or keeps them while an earlier pipelined response is unfinished. */
+  send(response: WireResponse, data: string | Buffer, last: boolean): boolean;
+  /** Tears the connection down (a response that cannot be completed). */
+  destroy(): void;
+  readonly keepAliveSeconds: number;
+}
+
+import type { HttpHeaders } from '../types.ts';
+
+const UNSAFE = /[\r\n\0]/;
+
+let cachedDate = '';
+let cachedSecond = -1;
+
+/** The `Date` header value, recomputed at most once a second. */
+function httpDate(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedDate = new Date(now).toUTCString();
+  }
+  return cachedDate;
+}
+
+export class WireResponse extends EventEmitter {
+  statusCode = 200;
+  headersSent = false;
+  writableEnded = false;
+  writableFinished = false;
+  destroyed = false;
+  /** Whether the connection stays open after this response. */
+  keepAlive: boolean;
+  /** The request this answers; told `close` when the exchange is over. */
+  request: { destroyRequest(error?: Error): void } | null = null;
+  readonly #sink: ResponseSink;
+  readonly #noBodyRequest: boolean;
+  readonly #http10: boolean;
+  #headers: (string | number)[] = [];
+  #extra: Map<string, [string, string]> | null = null;
+  #chunked = false;
+
+  constructor(sink: ResponseSink, method: string, http10: boolean, keepAlive: boolean) {
+    super();
+    this.#sink = sink;
+    this.#noBodyRequest = method === 'HEAD';
+    this.#http10 = http10;
+    this.keepAlive = keepAlive;
+  }
+
+  setHeader(name: string, value: string | number): this {
+    if (this.headersSent) throw new Error('cannot set headers after they are sent');
+    (this.#extra ??= new Map()).set(name.toLowerCase(), [name, String(value)]);
+    return this;
+  }
+
+  writeHead(status: number, headers?: HttpHeaders): this {
+    if (this.headersSent) throw new Error('writeHead after the headers were sent');
+    this.statusCode = status;
+    if (headers === undefined) return this;
+    if (Array.isArray(headers)) {
+      // A flat list (what the gateway writes); a value that is itself a list repeats the header.
+      if (headers.every((h) => !Array.isArray(h))) this.#headers = headers as (string | number)[];
+      else {
+        const list: (string | number)[] = [];
+        for (let i = 0; i < headers.length; i += 2) {
+          const value = headers[i + 1];
+          for (const v of Array.isArray(value) ? value : [value]) list.push(String(headers[i]), v ?? '');
+        }
+        this.#headers = list;
+      }
+    } else {
+      const list: (string | number)[] = [];
+      for (const [name, value] of Object.entries(headers)) {
+        if (value === undefined) continue;
+        if (Array.isArray(value)) for (const v of value) list.push(name, v);
+        else list.push(name, value as string | number);
+      }
+      this.#headers = list;
+    }
+    return this;
+  }
+
+  /** The status line and headers; `bodyLength` is known when the whole body is at hand. */
+  #head(bodyLength: number | null): string {
+    const status = this.statusCode;
+    const noBody = this.#noBodyRequest || status === 204 || status === 304 || status < 200;
+    let head = 'HTTP/1.1 ' + status + ' ' + (STATUS_CODES[status] ?? 'Unknown') + '\r\n';
+    let hasLength = false;
+    let hasDate = false;
+    let hasConnection = false;
+    const headers = this.#headers;
+    const extra = this.#extra;
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = String(headers[i]);
+      const value = String(headers[i + 1]);
+      if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: CR, LF and NUL are not allowed`);
+      const lower = name.length >= 4 && name.length <= 17 ? name.toLowerCase() : name;
+      if (extra?.has(lower)) continue;
+      switch (lower) {
+        case 'content-length':
+          hasLength = true;
+          break;
+        case 'transfer-encoding':
+          continue; // the framing is decided here
+        case 'date':
+          hasDate = true;
+          break;
+        case 'connection':
+          hasConnection = true;
+          if (/\bclose\b/i.test(value)) this.keepAlive = false;
+          break;
+        case 'keep-alive':
+          continue;
+      }
+      head += name + ': ' + value + '\r\n';
+    }
+    if (extra !== null) {
+      for (const [lower, [name, value]] of extra) {
+        if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: CR, LF and NUL are not allowed`);
+        if (lower === 'connection' && /\bclose\b/i.test(value)) this.keepAlive = false;
+        if (lower === 'connection') hasConnection = true;
+        if (lower === 'content-length') hasLength = true;
+        head += name + ': ' + value + '\r\n';
+      }
+    }
+    if (!hasDate) head += 'date: ' + httpDate() + '\r\n';
+    if (this.#noBodyRequest && !hasLength && bodyLength !== null && bodyLength > 0 && status >= 200 && status !== 204 && status !== 304) {
+      head += 'content-length: ' + bodyLength + '\r\n'; // HEAD: the length a GET would have had
+    } else if (!noBody && !hasLength) {
+      if (bodyLength !== null) head += 'content-length: ' + bodyLength + '\r\n';
+      else if (this.#http10) this.keepAlive = false; // HTTP/1.0: the body ends with the connection
+      else {
+        this.#chunked = true;
+        head += 'transfer-encoding: chunked\r\n';
+      }
+    }
+    if (!hasConnection) head += this.keepAlive ? `connection: keep-alive\r\nkeep-alive: timeout=${this.#sink.keepAliveSeconds}\r\n` : 'connection: close\r\n';
+    this.headersSent = true;
+    return head + '\r\n';
+  }
+
+  /** Sends the headers now (an SSE stream starts before its first event). */
+  flushHeaders(): void {
+    if (this.headersSent || this.destroyed) return;
+    this.#sink.send(this, this.#head(null), false);
+  }
+
+  write(chunk: Buffer | string): boolean {
+    if (this.writableEnded || this.destroyed) return false;
+    const head = this.headersSent ? '' : this.#head(null);
+    if (this.#noBodyRequest || chunk.length === 0) return head === '' ? true : this.#sink.send(this, head, false);
+    return this.#sink.send(this, this.#frame(head, chunk), false);
+  }
+
+  end(chunk?: Buffer | string): this {
+    if (this.writableEnded) return this;
+    if (this.destroyed) {
+      this.writableEnded = true;
+      return this;
+    }
+    const body = chunk === undefined || this.#noBodyRequest ? null : chunk;
+    // A bad header throws here, before anything is sent or the response counts as ended.
+    const head = this.headersSent ? '' : this.#head(chunk === undefined ? 0 : Buffer.byteLength(chunk));
+    this.writableEnded = true;
+    let data: string | Buffer = head;
+    if (body !== null && body.length > 0) data = this.#frame(head, body);
+    if (this.#chunked) data = typeof data === 'string' ? data + '0\r\n\r\n' : Buffer.concat([data, TERMINATOR]);
+    this.#sink.send(this, data, true);
+    return this;
+  }
+
+  /** `head` (maybe empty) and one body chunk, framed for the wire. */
+  #frame(head: string, chunk: Buffer | string): string | Buffer {
+    const body = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const prefix = this.#chunked ? head + body.length.toString(16) + '\r\n' : head;
+    const suffix = this.#chunked ? CRLF : null;
+    if (prefix.length === 0 && suffix === null) return body;
+    const parts = [Buffer.from(prefix, 'latin1'), body];
+    if (suffix !== null) parts.push(suffix);
+    return Buffer.concat(parts);
+  }
+
+  /** Cuts the connection: the client sees a failure, not a truncated success. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.#sink.destroy();
+  }
+
+  /** The connection is gone: no more writes; `close` without `finish`. */
+  abort(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    process.nextTick(emitClose, this);
+  }
+
+  /** The last bytes were handed to the socket. */
+  finished(): void {
+    if (this.writableFinished || this.destroyed) return;
+    this.writableFinished = true;
+    this.destroyed = true;
+    this.emit('finish');
+    this.emit('close');
+  }
+}
+
+const CRLF = Buffer.from('\r\n');
+const TERMINATOR = Buffer.from('0\r\n\r\n');
+
+function emitClose(response: WireResponse): void {
+  response.emit('close');
+}
