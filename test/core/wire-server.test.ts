@@ -8,6 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { WireRequest } from '../../core/http/wire/request.ts';
 import type { WireResponse } from '../../core/http/wire/response.ts';
+import { PIPELINE_LIMIT } from '../../core/http/wire/connection.ts';
 import { WireServer } from '../../core/http/wire/server.ts';
 
 type Handler = (req: WireRequest, res: WireResponse) => void;
@@ -84,6 +85,34 @@ describe('wire server', () => {
     const out = await exchange('GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /last HTTP/1.1\r\nHost: x\r\n\r\n', /\/last$/);
     const order = [...out.matchAll(/\r\n\r\n(\/(?:slow|fast|last))/g)].map((m) => m[1]);
     assert.deepEqual(order, ['/slow', '/fast', '/last']);
+  });
+
+  it('stops reading a connection that pipelines more than PIPELINE_LIMIT unanswered requests', async () => {
+    const waiting: WireResponse[] = [];
+    handler = (req, res) => {
+      res.setHeader('x-url', req.url);
+      waiting.push(res);
+    };
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d) => (received += d.toString('latin1')));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    for (let i = 0; i < 40; i++) {
+      socket.write(`GET /p${i} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const dispatched = waiting.length;
+    assert.ok(dispatched >= PIPELINE_LIMIT && dispatched < 40, `${dispatched} requests reached the handler before any was answered`);
+    // Answer as they come: the rest are read and answered, in order.
+    while (waiting.length < 40 || waiting.some((r) => !r.writableEnded)) {
+      for (const r of waiting) if (!r.writableEnded) r.end('ok');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.destroy();
+    const order = [...received.matchAll(/x-url: \/p(\d+)/g)].map((m) => Number(m[1]));
+    assert.deepEqual(order, Array.from({ length: 40 }, (_, i) => i));
   });
 
   it('reads a chunked request body, and a body the handler reads late (after an async step)', async () => {

@@ -33,6 +33,11 @@ export interface ConnectionOwner {
 }
 
 const kConnection = Symbol('gatehouse.wire.connection');
+
+/** Unanswered pipelined requests at which the connection stops reading until one is answered. */
+export const PIPELINE_LIMIT = 16;
+const PAUSED_BY_BODY = 1;
+const PAUSED_BY_PIPELINE = 2;
 type Tagged<T> = T & { [kConnection]: Connection };
 
 function onMessageBegin(this: Tagged<NativeParser>): void {
@@ -87,6 +92,8 @@ function onData(this: Tagged<Socket>, chunk: Buffer): void {
   connection.lastActive = performance.now();
   const result = connection.parser.execute(chunk);
   if (typeof result !== 'number') connection.malformed(result);
+  // A client that pipelines without reading answers gets no more handler calls for a while.
+  else if (connection.queue.length >= PIPELINE_LIMIT) connection.pauseForPipeline();
 }
 
 function onEnd(this: Tagged<Socket>): void {
@@ -134,7 +141,8 @@ export class Connection implements ResponseSink, BodySource {
   headersStartedAt = 0;
   lastActive: number;
   clientEnded = false;
-  #readingPaused = false;
+  /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
+  #paused = 0;
   #gone = false;
 
   constructor(socket: Socket, owner: ConnectionOwner) {
@@ -244,6 +252,7 @@ export class Connection implements ResponseSink, BodySource {
   #completed(response: WireResponse): void {
     if (this.queue[0] !== response) return;
     this.queue.shift();
+    if (this.queue.length < PIPELINE_LIMIT) this.#resume(PAUSED_BY_PIPELINE);
     response.finished();
     response.request?.destroyRequest();
     if (!response.keepAlive) {
@@ -267,17 +276,26 @@ export class Connection implements ResponseSink, BodySource {
   // ---- BodySource ----
 
   pauseReading(): void {
-    if (!this.#readingPaused) {
-      this.#readingPaused = true;
-      this.socket.pause();
-    }
+    this.#pause(PAUSED_BY_BODY);
   }
 
   resumeReading(): void {
-    if (this.#readingPaused) {
-      this.#readingPaused = false;
-      this.socket.resume();
-    }
+    this.#resume(PAUSED_BY_BODY);
+  }
+
+  pauseForPipeline(): void {
+    this.#pause(PAUSED_BY_PIPELINE);
+  }
+
+  #pause(reason: number): void {
+    if (this.#paused === 0) this.socket.pause();
+    this.#paused |= reason;
+  }
+
+  #resume(reason: number): void {
+    if ((this.#paused & reason) === 0) return;
+    this.#paused &= ~reason;
+    if (this.#paused === 0) this.socket.resume();
   }
 
   /** The socket is gone: every request and response in progress learns it. */
