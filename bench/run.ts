@@ -34,6 +34,7 @@ import { parseArgs } from 'node:util';
 import { Bench, type BenchOptions } from 'tinybench';
 import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
 import { runAggregate } from './aggregate/run.ts';
+import { runVerifyCpu } from './plugins/verify-cpu.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 
@@ -113,10 +114,14 @@ async function runMicro(filter: string | undefined): Promise<boolean> {
   }
   if (files.length === 0) console.log('no micro benchmarks matched');
   mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(
-    join(RESULTS_DIR, 'micro.json'),
-    `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`,
-  );
+  if (filter === undefined || 'plugins/verify-cpu.ts'.includes(filter)) {
+    const verifyCpu = await runVerifyCpu();
+    writeFileSync(join(RESULTS_DIR, 'verify-cpu.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results: verifyCpu }, null, 2)}\n`);
+  }
+  // A filter that matched no file must not wipe the last full results.
+  if (results.length > 0) {
+    writeFileSync(join(RESULTS_DIR, 'micro.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`);
+  }
   return ok;
 }
 
