@@ -258,6 +258,46 @@ describe('wire server', () => {
     assert.deepEqual(seen, { finished: false, requestClosed: true });
   });
 
+  it('survives 400 mutated requests (seeded): each is answered with a clear status, or awaits its missing bytes', async () => {
+    handler = (req, res) => void readBody(req).then((body) => res.end(`ok ${body.length}`));
+    let seed = 0x9e3779b9;
+    const random = (n: number): number => {
+      seed = (seed * 1664525 + 1013904223) >>> 0;
+      return seed % n;
+    };
+    const base = Buffer.from('POST /mcp?x=1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n');
+    const noise = [0x00, 0x0a, 0x0d, 0x20, 0x3a, 0x7f, 0xff, 0x30, 0x66];
+    const statuses = new Map<string, number>();
+    for (let round = 0; round < 400; round++) {
+      const bytes = [...base];
+      for (let edits = 1 + random(4); edits > 0; edits--) {
+        const at = random(bytes.length);
+        switch (random(4)) {
+          case 0:
+            bytes[at] = noise[random(noise.length)]!;
+            break;
+          case 1:
+            bytes.splice(at, 0, noise[random(noise.length)]!);
+            break;
+          case 2:
+            bytes.splice(at, 1 + random(8));
+            break;
+          default:
+            bytes.splice(at, 0, ...Buffer.from('ffffffffffffffff'));
+        }
+      }
+      // No answer within 200 ms: the mutation left the request incomplete and the server waits for the rest.
+      const out = await exchange(Buffer.from(bytes), /\r\n\r\n(ok \d+|\{.*\})$/, 200);
+      const status = out === '' ? 'incomplete' : (/^HTTP\/1\.1 (\d{3}) /.exec(out)?.[1] ?? `malformed: ${JSON.stringify(out.slice(0, 40))}`);
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+    for (const status of statuses.keys()) assert.match(status, /^(200|400|408|431|501|incomplete)$/, [...statuses].join());
+    assert.ok((statuses.get('400') ?? 0) > 100, [...statuses].join()); // most mutations are refused, clearly
+    // And the server is still there.
+    const after = await exchange('POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi');
+    assert.match(after, /^HTTP\/1\.1 200 OK[\s\S]*ok 2$/);
+  });
+
   it('refuses upgrades (501) and a response header that would inject headers (500)', async () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'x-evil': 'a\r\nset-cookie: pwned=1' });
