@@ -170,7 +170,9 @@ export class Context implements ErrorTarget {
 
   /** One request header as a string (the first, if it was repeated), or undefined. */
   header(name: string): string | undefined {
-    const value = this.req.headers[name];
+    const headers = this.req.headers;
+    // Own properties only: node:http's headers object inherits from Object.prototype.
+    const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
     return Array.isArray(value) ? value[0] : value;
   }
 }

@@ -115,6 +115,15 @@ describe('wire server', () => {
     assert.deepEqual(order, Array.from({ length: 40 }, (_, i) => i));
   });
 
+  it('builds req.headers without a prototype: __proto__ and constructor are plain headers; repeats joined', async () => {
+    handler = (req, res) => {
+      const h = req.headers;
+      res.end(JSON.stringify({ proto: h['__proto__'], ctor: h['constructor'], accept: h['accept'], host: h['host'], toString: h['tostring'] ?? null }));
+    };
+    const out = await exchange('GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n__proto__: x\r\nConstructor: y\r\nAccept: 1\r\nAccept: 2\r\n\r\n', /\}$/);
+    assert.deepEqual(JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4)), { proto: 'x', ctor: 'y', accept: '1, 2', host: 'a', toString: null });
+  });
+
   it('reads a chunked request body, and a body the handler reads late (after an async step)', async () => {
     handler = (req, res) => {
       setTimeout(() => void readBody(req).then((body) => res.end(`got ${body.length}: ${body}`)), 30);

@@ -58,7 +58,8 @@ export class WireRequest extends EventEmitter {
   /** Request headers by lower-case name, built on first use (the hot path reads rawHeaders). */
   get headers(): Record<string, string> {
     if (this.#headers !== null) return this.#headers;
-    const headers: Record<string, string> = {};
+    // No prototype: a header named `__proto__` or `constructor` is a header like any other.
+    const headers = Object.create(null) as Record<string, string>;
     const raw = this.rawHeaders;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i]!.toLowerCase();
