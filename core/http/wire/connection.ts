@@ -191,7 +191,8 @@ export class Connection implements ResponseSink, BodySource {
       this.#refuse(response, 400, 'an HTTP/1.1 request needs a Host header');
       return;
     }
-    if (expectsContinue(headers)) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
+    // Only when nothing before it is being written (a pipelining client waits out its own timer).
+    if (this.queue[0] === response && expectsContinue(headers)) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
     try {
       this.#owner.handler(request, response);
     } catch {
