@@ -13,7 +13,7 @@ import {
   kOnHeadersComplete,
   kOnMessageComplete,
   type NativeParser,
-} from './http-parser.ts';
+} from '../http/parser.ts';
 
 /** What a connection reports to the exchange it serves. */
 export interface UpstreamHandler {

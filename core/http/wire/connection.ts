@@ -5,22 +5,18 @@
  * a pipelined request's response waits, buffered, until the ones before it are finished.
  */
 import type { Socket } from 'node:net';
-import { createRequire } from 'node:module';
-import type { NativeParser } from '../../upstream/http-parser.ts';
+import {
+  createRequestParser,
+  kOnBody,
+  kOnHeaders,
+  kOnHeadersComplete,
+  kOnMessageBegin,
+  kOnMessageComplete,
+  METHODS,
+  type NativeParser,
+} from '../parser.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
-
-interface ParserClass {
-  new (): NativeParser;
-  readonly REQUEST: number;
-  readonly kOnMessageBegin: number;
-  readonly kOnHeaders: number;
-  readonly kOnHeadersComplete: number;
-  readonly kOnBody: number;
-  readonly kOnMessageComplete: number;
-}
-
-const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as { HTTPParser: ParserClass; methods: string[] };
 
 /** What a connection needs from its server. */
 export interface ConnectionOwner {
@@ -33,12 +29,12 @@ export interface ConnectionOwner {
 }
 
 const kConnection = Symbol('gatehouse.wire.connection');
+type Tagged<T> = T & { [kConnection]: Connection };
 
 /** Unanswered pipelined requests at which the connection stops reading until one is answered. */
 export const PIPELINE_LIMIT = 16;
 const PAUSED_BY_BODY = 1;
 const PAUSED_BY_PIPELINE = 2;
-type Tagged<T> = T & { [kConnection]: Connection };
 
 function onMessageBegin(this: Tagged<NativeParser>): void {
   this[kConnection].headersStartedAt = performance.now();
@@ -72,7 +68,7 @@ function onHeadersComplete(
     connection.partialUrl = '';
   }
   connection.headersStartedAt = 0;
-  connection.begin(methods[method] ?? 'GET', target, all, major, minor, upgrade, keepAlive);
+  connection.begin(METHODS[method] ?? 'GET', target, all, major, minor, upgrade, keepAlive);
   return 0;
 }
 
@@ -101,7 +97,6 @@ function onEnd(this: Tagged<Socket>): void {
   // still arriving is aborted and the connection closes, so a response nobody will read (an SSE
   // stream, say) is torn down rather than held open.
   const connection = this[kConnection];
-  connection.clientEnded = true;
   connection.request?.destroyRequest(new Error('the client closed the connection'));
   connection.request = null;
   this.end();
@@ -140,7 +135,6 @@ export class Connection implements ResponseSink, BodySource {
   /** performance.now() when the current request's head began (0: none pending). */
   headersStartedAt = 0;
   lastActive: number;
-  clientEnded = false;
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
   #paused = 0;
   #gone = false;
@@ -150,14 +144,13 @@ export class Connection implements ResponseSink, BodySource {
     this.socket = socket as Tagged<Socket>;
     this.socket[kConnection] = this;
     socket.setNoDelay(true);
-    const parser = new HTTPParser() as Tagged<NativeParser>;
-    parser.initialize(HTTPParser.REQUEST, {}, owner.maxHeaderSize, 0);
+    const parser = createRequestParser(owner.maxHeaderSize) as Tagged<NativeParser>;
     parser[kConnection] = this;
-    parser[HTTPParser.kOnMessageBegin] = onMessageBegin;
-    parser[HTTPParser.kOnHeaders] = onHeaders;
-    parser[HTTPParser.kOnHeadersComplete] = onHeadersComplete;
-    parser[HTTPParser.kOnBody] = onBody;
-    parser[HTTPParser.kOnMessageComplete] = onMessageComplete;
+    parser[kOnMessageBegin] = onMessageBegin;
+    parser[kOnHeaders] = onHeaders;
+    parser[kOnHeadersComplete] = onHeadersComplete;
+    parser[kOnBody] = onBody;
+    parser[kOnMessageComplete] = onMessageComplete;
     this.parser = parser;
     this.lastActive = performance.now();
     socket.on('data', onData);
@@ -179,7 +172,7 @@ export class Connection implements ResponseSink, BodySource {
   begin(method: string, url: string, headers: string[], major: number, minor: number, upgrade: boolean, keepAlive: boolean): void {
     const http10 = major === 1 && minor === 0;
     const request = new WireRequest(method, url, headers, `${major}.${minor}`, this.socket, this);
-    const response = new WireResponse(this, method, http10, keepAlive && !this.#owner.closing && !this.clientEnded);
+    const response = new WireResponse(this, method, http10, keepAlive && !this.#owner.closing);
     response.request = request;
     this.request = request;
     this.queue.push(response);
@@ -267,7 +260,7 @@ export class Connection implements ResponseSink, BodySource {
       const data = held.data.length === 0 ? '' : held.data.length === 1 ? held.data[0]! : Buffer.concat(held.data.map((d) => (typeof d === 'string' ? Buffer.from(d, 'latin1') : d)));
       this.send(next, data, held.last);
     }
-    if (this.queue.length === 0 && (this.clientEnded || this.#owner.closing)) this.socket.end();
+    if (this.queue.length === 0 && this.#owner.closing) this.socket.end();
   }
 
   destroy(): void {

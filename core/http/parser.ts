@@ -1,6 +1,7 @@
 /**
  * Node's own HTTP/1.1 parser (llhttp, the binding node:http uses for its server and client),
- * reached through `node:_http_common`. Gatehouse's upstream client drives it directly: response
+ * reached through `node:_http_common`: the one place Gatehouse touches it. The upstream client
+ * (core/upstream/) parses responses with it and the own server (core/http/wire/) requests:
  * headers arrive as strings from C++, and no stream machinery sits between the socket and the
  * parser. Measured against undici's wasm parser in bench/README.md.
  *
@@ -23,7 +24,9 @@ export interface NativeParser {
 
 interface NativeParserClass {
   new (): NativeParser;
+  readonly REQUEST: number;
   readonly RESPONSE: number;
+  readonly kOnMessageBegin: number;
   readonly kOnHeaders: number;
   readonly kOnHeadersComplete: number;
   readonly kOnBody: number;
@@ -31,9 +34,10 @@ interface NativeParserClass {
   readonly kLenientNone: number;
 }
 
-const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser: NativeParserClass };
+const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as { HTTPParser: NativeParserClass; methods: string[] };
 
 export const RESPONSE = HTTPParser.RESPONSE;
+export const kOnMessageBegin = HTTPParser.kOnMessageBegin;
 export const kOnHeaders = HTTPParser.kOnHeaders;
 export const kOnHeadersComplete = HTTPParser.kOnHeadersComplete;
 export const kOnBody = HTTPParser.kOnBody;
@@ -46,6 +50,16 @@ export const MAX_HEADER_SIZE = 16 * 1024;
 export function createResponseParser(): NativeParser {
   const parser = new HTTPParser();
   parser.initialize(RESPONSE, {}, MAX_HEADER_SIZE, kLenientNone);
+  return parser;
+}
+
+/** The method names by the parser's method number (`onHeadersComplete`'s fourth argument). */
+export const METHODS: readonly string[] = methods;
+
+/** A parser for requests (strict: smuggling shapes such as Content-Length with Transfer-Encoding are errors). */
+export function createRequestParser(maxHeaderSize: number): NativeParser {
+  const parser = new HTTPParser();
+  parser.initialize(HTTPParser.REQUEST, {}, maxHeaderSize, kLenientNone);
   return parser;
 }
 
