@@ -1,12 +1,13 @@
 /**
  * Verification of one JWT access token with jose: signature against the issuer's key set
- * (asymmetric algorithms the keys declare only, checked before jose sees the token; the key
- * chosen by kid, pre-imported), `iss`, `aud`, `exp` (required), `nbf`, and an
- * `iat` that is not in the future, each with the clock leeway; a `sub` is required. jose's
- * errors become 401 `invalid_token` with a description that says what is wrong; key lookup
- * misses surface as `UnknownKeyError` so the validator can refetch the keys once.
+ * (only the asymmetric algorithms the keys declare, which jose enforces from the header it
+ * decodes; the key then chosen by kid, pre-imported, before any signature work), `iss`, `aud`,
+ * `exp` (required), `nbf`, and an `iat` that is not in the future, each with the clock leeway;
+ * a `sub` is required. jose's errors become 401 `invalid_token` with a description that says
+ * what is wrong; key lookup misses surface as `UnknownKeyError` so the validator can refetch
+ * the keys once.
  */
-import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
+import { decodeProtectedHeader, errors, jwtVerify, type CryptoKey, type JWTHeaderParameters, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { GatewayError } from '../../core/errors.ts';
 import type { VerifiedToken } from './contract.ts';
 import { invalidToken } from './errors.ts';
@@ -84,20 +85,6 @@ function subjectOf(payload: JWTPayload): string {
  * with a 401 GatewayError for every other token problem.
  */
 export async function verifyJwt(token: string, keys: KeySet, expect: JwtExpectations, nowMs: number): Promise<VerifiedToken> {
-  let header: ProtectedHeaderParameters;
-  try {
-    header = decodeProtectedHeader(token);
-  } catch (err) {
-    throw invalidToken('the token is malformed', err instanceof Error ? err.message : undefined);
-  }
-  // The algorithm and key are settled here, before any signature work: `none`, HS* and any
-  // algorithm the keys do not declare never reach jose; a kid we do not hold goes to a refetch.
-  const alg = typeof header.alg === 'string' ? header.alg : 'missing';
-  if (!keys.algorithmSet.has(alg)) throw algorithmRefused(alg, `alg ${alg}; the keys allow ${keys.algorithms.join(', ')}`);
-  const kid = typeof header.kid === 'string' ? header.kid : undefined;
-  if (kid !== undefined && !keys.kids.has(kid)) throw new UnknownKeyError(`kid ${kid} is not in the key set`);
-  const candidates = keys.candidates(kid, alg);
-  if (candidates.length === 0) throw new UnknownKeyError(`no key for kid ${kid ?? '(none)'} and alg ${alg}`);
   const options = {
     issuer: expect.issuer,
     audience: expect.audience,
@@ -106,19 +93,40 @@ export async function verifyJwt(token: string, keys: KeySet, expect: JwtExpectat
     currentDate: new Date(nowMs),
     requiredClaims: ['exp'],
   };
-  let payload: JWTPayload | undefined;
-  for (let i = 0; payload === undefined; i++) {
-    try {
-      ({ payload } = await jwtVerify(token, candidates[i]!, options));
-    } catch (err) {
-      // Without a kid, several keys may fit: a signature that fails with one is tried with the next.
-      if (err instanceof errors.JWSSignatureVerificationFailed && i + 1 < candidates.length) continue;
-      throw joseFailure(err, token, expect);
-    }
+  // jose decodes the header once and asks for the key only after refusing any `alg` outside
+  // the keys' algorithms (so `none`, HS* and the rest never get here); the key is settled here,
+  // before any signature work, and a kid we do not hold goes to a refetch.
+  let candidates: readonly CryptoKey[] = [];
+  const keyFor = (header: JWTHeaderParameters): CryptoKey => {
+    const kid = typeof header.kid === 'string' ? header.kid : undefined;
+    if (kid !== undefined && !keys.kids.has(kid)) throw new UnknownKeyError(`kid ${kid} is not in the key set`);
+    candidates = keys.candidates(kid, header.alg);
+    if (candidates.length === 0) throw new UnknownKeyError(`no key for kid ${kid ?? '(none)'} and alg ${header.alg}`);
+    return candidates[0]!;
+  };
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, keyFor, options));
+  } catch (err) {
+    // Without a kid, several keys may fit: a signature that fails with one is tried with the next.
+    if (!(err instanceof errors.JWSSignatureVerificationFailed && candidates.length > 1)) throw joseFailure(err, token, expect);
+    payload = await verifyWithOthers(token, candidates, options, expect);
   }
   // jose checks `iat` only against a maximum age: refuse one from the future, beyond the leeway.
   if (typeof payload.iat === 'number' && payload.iat > nowMs / 1000 + expect.clockToleranceSeconds) {
     throw invalidToken('the token was issued in the future (iat)');
   }
-  return { subject: subjectOf(payload), issuer: expect.issuer, claims: payload, expiresAt: payload.exp! };
+  return { subject: subjectOf(payload), issuer: expect.issuer, claims: payload, expiresAt: payload.exp!, validUntil: payload.exp! * 1000 };
+}
+
+/** A kid-less token whose signature failed with the first candidate key: the others in turn. */
+async function verifyWithOthers(token: string, candidates: readonly CryptoKey[], options: JWTVerifyOptions, expect: JwtExpectations): Promise<JWTPayload> {
+  for (let i = 1; ; i++) {
+    try {
+      return (await jwtVerify(token, candidates[i]!, options)).payload;
+    } catch (err) {
+      if (err instanceof errors.JWSSignatureVerificationFailed && i + 1 < candidates.length) continue;
+      throw joseFailure(err, token, expect);
+    }
+  }
 }

@@ -2,7 +2,7 @@
  * The bearer-token validator (contract.ts), shared by vMCP incoming auth and the registry server.
  *
  *   verify(token)
- *     ├─ cache hit (SHA-256 of the token → verified token, until exp): returned synchronously
+ *     ├─ cache hit (the token's signature → that very token's result, until exp): returned synchronously
  *     ├─ same token already being verified: that promise (concurrent first uses share one check)
  *     └─ miss: a JWT (3 parts) → signature and claims against the issuer's JWKS (jwt.ts);
  *              an opaque token → RFC 7662 introspection when client credentials are set;
@@ -29,7 +29,8 @@ class OidcTokenValidator implements TokenValidator {
   readonly #log: Logger;
   readonly #http: IssuerHttp;
   readonly #tokens: VerifiedTokenCache;
-  readonly #pending = new Map<string, Promise<VerifiedToken>>();
+  /** Verifications under way, by cache slot: the token (a slot is shared only by that token) and its promise. */
+  readonly #pending = new Map<string, { readonly token: string; readonly verification: Promise<VerifiedToken> }>();
   readonly #jwks: JwksCache;
   #metadata: Promise<IssuerMetadata> | null = null;
   /** The metadata once discovered, and the JWT expectations derived from it. */
@@ -66,49 +67,65 @@ class OidcTokenValidator implements TokenValidator {
 
   verify(token: string): VerifiedToken | Promise<VerifiedToken> {
     const key = tokenCacheKey(token);
-    const cached = this.#tokens.get(key);
+    const cached = this.#tokens.get(key, token);
     if (cached !== undefined) return cached;
     const pending = this.#pending.get(key);
-    if (pending !== undefined) return pending;
-    const verification = this.#verifyAndCache(token, key);
-    this.#pending.set(key, verification);
+    if (pending !== undefined) {
+      if (pending.token === token) return pending.verification;
+      return this.#verifyAndCache(token, key, false); // another token in the same slot: checked on its own
+    }
+    const verification = this.#verifyAndCache(token, key, true);
+    this.#pending.set(key, { token, verification });
     return verification;
   }
 
-  async #verifyAndCache(token: string, key: string): Promise<VerifiedToken> {
+  async #verifyAndCache(token: string, key: string, registered: boolean): Promise<VerifiedToken> {
     try {
       const parts = jwtParts(token);
       let verified: VerifiedToken;
-      let validUntil: number;
       if (parts === 3) {
-        verified = await this.#verifyJwt(token);
-        validUntil = verified.expiresAt * 1000;
+        // The usual case (issuer known, keys fresh) awaits jose and nothing else.
+        const keys = this.#expect === null ? undefined : this.#jwks.fresh(this.#known!.jwksUri);
+        if (keys === undefined) verified = await this.#verifyJwt(token);
+        else {
+          try {
+            verified = await verifyJwt(token, keys, this.#expect!, this.#settings.now());
+          } catch (err) {
+            verified = await this.#afterUnknownKey(err, token);
+          }
+        }
       } else if (parts === 5) {
         throw invalidToken('encrypted tokens (JWE) are not accepted');
       } else if (this.#settings.clientSecret === undefined) {
         throw invalidToken('the token is not a JWT (and introspection of opaque tokens is not configured)');
       } else {
-        verified = await this.#introspect(token);
-        validUntil = Math.min(verified.expiresAt * 1000, this.#settings.now() + this.#settings.introspectionMaxAgeMs);
+        const introspected = await this.#introspect(token);
+        verified = { ...introspected, validUntil: Math.min(introspected.expiresAt * 1000, this.#settings.now() + this.#settings.introspectionMaxAgeMs) };
       }
-      const result: VerifiedToken = { ...verified, validUntil };
-      this.#tokens.set(key, result);
-      return result;
+      this.#tokens.set(key, token, verified);
+      return verified;
     } finally {
-      this.#pending.delete(key);
+      if (registered) this.#pending.delete(key);
     }
   }
 
+  /** A JWT when the issuer's metadata or keys must be fetched first. */
   async #verifyJwt(token: string): Promise<VerifiedToken> {
-    // Known metadata and fresh keys are taken synchronously: no extra awaits before jose's own.
     const metadata = this.#known ?? (await this.#issuerMetadata());
     const expect = this.#expect ?? this.#expectationsFor(metadata);
     const keys = this.#jwks.fresh(metadata.jwksUri) ?? (await this.#call(() => this.#jwks.keys(metadata.jwksUri)));
     try {
       return await verifyJwt(token, keys, expect, this.#settings.now());
     } catch (err) {
-      if (!(err instanceof UnknownKeyError)) throw err;
+      return this.#afterUnknownKey(err, token);
     }
+  }
+
+  /** A verification failed with `err`: for an unknown `kid`, the keys are refetched (rate-limited) and the token tried once more. */
+  async #afterUnknownKey(err: unknown, token: string): Promise<VerifiedToken> {
+    if (!(err instanceof UnknownKeyError)) throw err;
+    const metadata = this.#known!;
+    const expect = this.#expect!;
     const fresh = await this.#call(() => this.#jwks.refreshForUnknownKey(metadata.jwksUri));
     if (fresh === null) throw invalidToken('the token is signed with a key the issuer does not publish (unknown kid)');
     try {

@@ -71,6 +71,21 @@ describe('validator: accepted tokens', () => {
     validator.close();
   });
 
+
+  it('gives a token under a copied signature none of the genuine one: not its pending check, not its cache entry', async () => {
+    const clock = new Clock();
+    const validator = await validatorFor(issuer, clock);
+    const token = await issuer.mint(issuer.claims(AUDIENCE, { sub: 'alice' }));
+    const [header, , signature] = token.split('.');
+    const forged = `${header}.${b64url(issuer.claims(AUDIENCE, { sub: 'admin' }))}.${signature}`;
+    // While the genuine token is still being verified, then once it is cached.
+    const [genuine, whilePending] = await Promise.allSettled([validator.verify(token), validator.verify(forged)]);
+    assert.equal(genuine.status === 'fulfilled' && genuine.value.subject, 'alice');
+    assert.equal(whilePending.status === 'rejected' && (whilePending.reason as { description: string }).description, 'the token signature is invalid');
+    await assertInvalidToken(validator, forged, /signature is invalid/);
+    assert.equal((validator.verify(token) as { subject: string }).subject, 'alice', 'the genuine token is still a synchronous hit');
+    validator.close();
+  });
   it('keeps a verified token until its exp, then refuses it as expired', async () => {
     const clock = new Clock();
     const validator = await validatorFor(issuer, clock, { clockToleranceSeconds: 0 });
