@@ -40,10 +40,14 @@ export interface TokenCacheOptions {
   readonly now?: () => number;
 }
 
+/** Freezes `value` and everything it holds (JSON data: plain objects and arrays), without allocating. */
 function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const member of Object.values(value)) deepFreeze(member);
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) deepFreeze(value[i]);
+  } else {
+    for (const key in value) deepFreeze(value[key]);
   }
   return value;
 }
