@@ -6,6 +6,9 @@
  *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
  *   npm run bench -- --aggregate-only  only the aggregation benchmark (bench/aggregate/run.ts)
  *   npm run bench -- --filter jsonrpc  only micro files whose path contains "jsonrpc"
+ *   npm run bench -- --instructions-only
+ *                                      full token verification vs raw jose in instructions
+ *                                      (valgrind; plugins/verify-instructions.ts); not in the default run
  *
  * Micro benchmark convention (tinybench):
  * - A file `bench/<area>/<name>.bench.ts`, mirroring the source it measures (core/mcp/jsonrpc.ts
@@ -34,6 +37,7 @@ import { parseArgs } from 'node:util';
 import { Bench, type BenchOptions } from 'tinybench';
 import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
 import { runAggregate } from './aggregate/run.ts';
+import { runVerifyInstructions, valgrindAvailable } from './plugins/verify-instructions.ts';
 import { runVerifyCpu } from './plugins/verify-cpu.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -131,13 +135,24 @@ async function main(): Promise<number> {
       'load-only': { type: 'boolean', default: false },
       'micro-only': { type: 'boolean', default: false },
       'aggregate-only': { type: 'boolean', default: false },
+      'instructions-only': { type: 'boolean', default: false },
       filter: { type: 'string' },
     },
   });
-  const only = (['micro-only', 'load-only', 'aggregate-only'] as const).filter((flag) => values[flag]);
+  const only = (['micro-only', 'load-only', 'aggregate-only', 'instructions-only'] as const).filter((flag) => values[flag]);
   if (only.length > 1) {
     console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
+  }
+  if (only[0] === 'instructions-only') {
+    if (!valgrindAvailable()) {
+      console.error('--instructions-only needs valgrind (callgrind and callgrind_control): apt-get install -y valgrind');
+      return 2;
+    }
+    const results = await runVerifyInstructions();
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    writeFileSync(join(RESULTS_DIR, 'verify-instructions.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`);
+    return 0;
   }
   const run = (part: 'micro' | 'load' | 'aggregate'): boolean => only.length === 0 || only[0] === `${part}-only`;
   let failed = false;

@@ -11,17 +11,12 @@
  *
  * Run by `npm run bench` after the micro benchmarks; results in results/verify-cpu.json.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
-import { createLogger } from '../../core/observe/log.ts';
-import { createTokenValidator } from '../../plugins/incoming-auth/validator.ts';
+import { startVerifySetup, type VerifyAlg } from './verify-setup.ts';
 
-const AUDIENCE = 'http://127.0.0.1:4483/mcp';
 const BLOCK = 500;
 
 export interface VerifyCpuResult {
-  alg: 'ES256' | 'RS256';
+  alg: VerifyAlg;
   calls: number;
   joseMicros: number;
   validatorMicros: number;
@@ -32,39 +27,16 @@ export interface VerifyCpuResult {
   pairs: number;
 }
 
-async function measure(alg: 'ES256' | 'RS256', calls: number): Promise<VerifyCpuResult> {
-  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg, use: 'sig' };
-  let issuer = '';
-  const server = createServer((req, res) => {
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(req.url === '/jwks' ? { keys: [jwk] } : { issuer, jwks_uri: `${issuer}/jwks` }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const now = Math.floor(Date.now() / 1000);
-  const mint = (jti: string): Promise<string> =>
-    new SignJWT({ scope: 'mcp:tools openid profile', client_id: 'mcp-client', email: 'alice@example.com', groups: ['eng', 'mcp-users'], jti })
-      .setProtectedHeader({ alg, kid: 'bench', typ: 'at+jwt' })
-      .setIssuer(issuer)
-      .setSubject('d3b07384-d9a0-4c3f-a1b2-7f5e9c0e4a11')
-      .setAudience(AUDIENCE)
-      .setIssuedAt(now)
-      .setExpirationTime(now + 3600)
-      .sign(privateKey);
-  const tokens = [await mint('a'), await mint('b')];
-  const validator = await createTokenValidator({ issuer, audience: AUDIENCE, cache: { maxTokens: 1 } }, createLogger('silent'));
-  const options = { issuer, audience: AUDIENCE, algorithms: [alg], clockTolerance: 30, requiredClaims: ['exp'] };
+async function measure(alg: VerifyAlg, calls: number): Promise<VerifyCpuResult> {
+  const setup = await startVerifySetup(alg);
+  const { tokens, viaJose, viaValidator } = setup;
   try {
-    await validator.verify(tokens[0]!); // discovery and keys
     const block = async (verify: (token: string) => unknown): Promise<number> => {
       const start = process.cpuUsage();
       for (let i = 0; i < BLOCK; i++) await verify(tokens[i & 1]!);
       const used = process.cpuUsage(start);
       return used.user + used.system;
     };
-    const viaJose = (token: string) => jwtVerify(token, publicKey, options);
-    const viaValidator = (token: string) => validator.verify(token);
     let jose = 0;
     let ours = 0;
     const ratios: number[] = [];
@@ -87,8 +59,7 @@ async function measure(alg: 'ES256' | 'RS256', calls: number): Promise<VerifyCpu
     const medianPairRatio = ratios.length % 2 === 1 ? ratios[ratios.length >> 1]! : (ratios[ratios.length / 2 - 1]! + ratios[ratios.length / 2]!) / 2;
     return { alg, calls: n, joseMicros: jose / n, validatorMicros: ours / n, ratio: ours / jose, medianPairRatio, pairs: ratios.length };
   } finally {
-    validator.close();
-    server.close();
+    setup.close();
   }
 }
 
