@@ -1,7 +1,7 @@
 /**
  * Verification of one JWT access token with jose: signature against the issuer's key set
- * (only the asymmetric algorithms the keys declare, which jose enforces from the header it
- * decodes; the key then chosen by kid, pre-imported, before any signature work), `iss`, `aud`,
+ * (only the asymmetric algorithms the keys declare, checked on the header jose decodes, then
+ * the key chosen by kid, pre-imported, all before any signature work), `iss`, `aud`,
  * `exp` (required), `nbf`, and an `iat` that is not in the future, each with the clock leeway;
  * a `sub` is required. jose's errors become 401 `invalid_token` with a description that says
  * what is wrong; key lookup misses surface as `UnknownKeyError` so the validator can refetch
@@ -88,16 +88,17 @@ export async function verifyJwt(token: string, keys: KeySet, expect: JwtExpectat
   const options = {
     issuer: expect.issuer,
     audience: expect.audience,
-    algorithms: keys.algorithms as string[],
     clockTolerance: expect.clockToleranceSeconds,
     currentDate: new Date(nowMs),
     requiredClaims: ['exp'],
   };
-  // jose decodes the header once and asks for the key only after refusing any `alg` outside
-  // the keys' algorithms (so `none`, HS* and the rest never get here); the key is settled here,
-  // before any signature work, and a kid we do not hold goes to a refetch.
+  // jose decodes the header once and asks for the key: the algorithm and key are settled here,
+  // before any signature work. `none`, HS* and any algorithm the keys do not declare are refused
+  // (and jose would refuse a key imported for another algorithm); a kid we do not hold goes to
+  // a refetch.
   let candidates: readonly CryptoKey[] = [];
   const keyFor = (header: JWTHeaderParameters): CryptoKey => {
+    if (!keys.algorithmSet.has(header.alg)) throw algorithmRefused(header.alg, `alg ${header.alg}; the keys allow ${keys.algorithms.join(', ')}`);
     const kid = typeof header.kid === 'string' ? header.kid : undefined;
     if (kid !== undefined && !keys.kids.has(kid)) throw new UnknownKeyError(`kid ${kid} is not in the key set`);
     candidates = keys.candidates(kid, header.alg);

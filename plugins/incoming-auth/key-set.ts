@@ -13,6 +13,7 @@ import { importJWK, type CryptoKey, type JWK } from 'jose';
 export interface KeySet {
   /** The algorithms tokens may be signed with. */
   readonly algorithms: readonly string[];
+  readonly algorithmSet: ReadonlySet<string>;
   readonly kids: ReadonlySet<string>;
   readonly size: number;
   /**
@@ -106,6 +107,7 @@ export async function keySetOf(json: unknown): Promise<KeySet> {
   if (usable === 0) throw new Error(`the JWKS document has no usable public signing key (${keys.length} key(s) listed)`);
   return {
     algorithms: [...algorithms],
+    algorithmSet: algorithms,
     kids,
     size: usable,
     candidates: (kid, alg) => imported.get(kid === undefined ? `\n${alg}` : `${kid}\n${alg}`) ?? NONE,

@@ -55,9 +55,10 @@ function principalOf(verified: VerifiedToken, token: string): Principal {
  * The last bearer admitted on a connection. A keep-alive MCP client sends the same
  * Authorization header on every request: the next one is then admitted by comparing the whole
  * header with this one (exact string equality, so no other token can match) and checking the
- * time, without hashing the token or touching the shared cache. Under load that is the
- * difference between ~1 µs and ~10 µs per request (the SHA-256 and LRU lookup of the shared
- * cache run cold between requests). Valid no longer than the shared cache would keep the token.
+ * time, without touching the shared cache. Under load that was the difference between ~1 µs and
+ * ~10 µs per request when the shared cache hashed the token (its lookup, now a slice and an LRU
+ * get, still runs cold between requests). Valid no longer than the shared cache would keep the
+ * token.
  */
 interface ConnectionBearer {
   readonly header: string;
