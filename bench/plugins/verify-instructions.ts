@@ -48,9 +48,6 @@ async function child(): Promise<void> {
   setup.close();
 }
 
-async function waitForFile(path: string): Promise<void> {
-  while (!existsSync(path)) await sleep(200);
-}
 
 /** Runs one side under callgrind and returns its instructions per call. */
 async function countSide(alg: VerifyAlg, side: 'jose' | 'validator', calls: number, dir: string): Promise<number> {
@@ -62,11 +59,24 @@ async function countSide(alg: VerifyAlg, side: 'jose' | 'validator', calls: numb
   );
   let stderr = '';
   proc.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
-  const exited = new Promise<number>((resolve) => proc.on('close', (code) => resolve(code ?? 1)));
-  await Promise.race([waitForFile(join(dir, `${side}.warm`)), exited.then((code) => Promise.reject(new Error(`${side} exited ${code}: ${stderr.slice(-500)}`)))]);
+  let exitCode: number | null = null;
+  const exited = new Promise<void>((resolve) =>
+    proc.on('close', (code) => {
+      exitCode = code ?? 1;
+      resolve();
+    }),
+  );
+  /** Until the child has written `side.signal`; throws if it exits first. */
+  const signalled = async (signal: string): Promise<void> => {
+    while (!existsSync(join(dir, `${side}.${signal}`))) {
+      if (exitCode !== null) throw new Error(`${side} (${alg}) exited with ${exitCode} before "${signal}": ${stderr.slice(-500)}`);
+      await sleep(200);
+    }
+  };
+  await signalled('warm');
   spawnSync('callgrind_control', ['-z', String(proc.pid)]);
   writeFileSync(join(dir, `${side}.go`), '');
-  await waitForFile(join(dir, `${side}.done`));
+  await signalled('done');
   spawnSync('callgrind_control', ['-d', String(proc.pid)]);
   writeFileSync(join(dir, `${side}.dumped`), '');
   await exited;
