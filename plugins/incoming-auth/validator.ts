@@ -84,7 +84,7 @@ class OidcTokenValidator implements TokenValidator {
       const parts = jwtParts(token);
       let verified: VerifiedToken;
       if (parts === 3) {
-        // The usual case (issuer known, keys fresh): no await but the one on jose (in verifyJwt).
+        // The usual case (issuer known, keys fresh): straight to verifyJwt, nothing else awaited.
         const keys = this.#expect === null ? undefined : this.#jwks.fresh(this.#known!.jwksUri);
         if (keys === undefined) verified = await this.#verifyJwt(token);
         else {
