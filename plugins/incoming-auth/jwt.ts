@@ -81,53 +81,69 @@ function subjectOf(payload: JWTPayload): string {
 }
 
 /**
- * Verifies `token` against `keys`. Rejects with UnknownKeyError when no key matches its kid,
- * with a 401 GatewayError for every other token problem.
+ * One JWT verification against a key set, in the synchronous pieces the validator runs around
+ * its one `await` of jose (a further async layer of ours cost more CPU than all these checks):
+ *
+ *   const check = new JwtCheck(keys, expect, nowMs);
+ *   try { payload = (await jwtVerify(token, check.keyFor, check.options)).payload; }
+ *   catch (err) { payload = await check.afterRejection(err, token); }
+ *   return check.accept(payload);
+ *
+ * jose decodes the header once and asks `keyFor` for the key: the algorithm and key are settled
+ * there, before any signature work. `none`, HS* and any algorithm the keys do not declare are
+ * refused (and jose would refuse a key imported for another algorithm); a kid the set does not
+ * hold throws UnknownKeyError, so that the validator can refetch the keys once.
  */
-export async function verifyJwt(token: string, keys: KeySet, expect: JwtExpectations, nowMs: number): Promise<VerifiedToken> {
-  const options = {
-    issuer: expect.issuer,
-    audience: expect.audience,
-    clockTolerance: expect.clockToleranceSeconds,
-    currentDate: new Date(nowMs),
-    requiredClaims: ['exp'],
-  };
-  // jose decodes the header once and asks for the key: the algorithm and key are settled here,
-  // before any signature work. `none`, HS* and any algorithm the keys do not declare are refused
-  // (and jose would refuse a key imported for another algorithm); a kid we do not hold goes to
-  // a refetch.
-  let candidates: readonly CryptoKey[] = [];
-  const keyFor = (header: JWTHeaderParameters): CryptoKey => {
-    if (!keys.algorithmSet.has(header.alg)) throw algorithmRefused(header.alg, `alg ${header.alg}; the keys allow ${keys.algorithms.join(', ')}`);
-    const kid = typeof header.kid === 'string' ? header.kid : undefined;
-    if (kid !== undefined && !keys.kids.has(kid)) throw new UnknownKeyError(`kid ${kid} is not in the key set`);
-    candidates = keys.candidates(kid, header.alg);
-    if (candidates.length === 0) throw new UnknownKeyError(`no key for kid ${kid ?? '(none)'} and alg ${header.alg}`);
-    return candidates[0]!;
-  };
-  let payload: JWTPayload;
-  try {
-    ({ payload } = await jwtVerify(token, keyFor, options));
-  } catch (err) {
-    // Without a kid, several keys may fit: a signature that fails with one is tried with the next.
-    if (!(err instanceof errors.JWSSignatureVerificationFailed && candidates.length > 1)) throw joseFailure(err, token, expect);
-    payload = await verifyWithOthers(token, candidates, options, expect);
-  }
-  // jose checks `iat` only against a maximum age: refuse one from the future, beyond the leeway.
-  if (typeof payload.iat === 'number' && payload.iat > nowMs / 1000 + expect.clockToleranceSeconds) {
-    throw invalidToken('the token was issued in the future (iat)');
-  }
-  return { subject: subjectOf(payload), issuer: expect.issuer, claims: payload, expiresAt: payload.exp!, validUntil: payload.exp! * 1000 };
-}
+export class JwtCheck {
+  readonly options: JWTVerifyOptions;
+  readonly keyFor: (header: JWTHeaderParameters) => CryptoKey;
+  readonly #expect: JwtExpectations;
+  readonly #nowMs: number;
+  /** The keys that may have signed the token (several only for a token without kid). */
+  #candidates: readonly CryptoKey[] = [];
 
-/** A kid-less token whose signature failed with the first candidate key: the others in turn. */
-async function verifyWithOthers(token: string, candidates: readonly CryptoKey[], options: JWTVerifyOptions, expect: JwtExpectations): Promise<JWTPayload> {
-  for (let i = 1; ; i++) {
-    try {
-      return (await jwtVerify(token, candidates[i]!, options)).payload;
-    } catch (err) {
-      if (err instanceof errors.JWSSignatureVerificationFailed && i + 1 < candidates.length) continue;
-      throw joseFailure(err, token, expect);
+  constructor(keys: KeySet, expect: JwtExpectations, nowMs: number) {
+    this.#expect = expect;
+    this.#nowMs = nowMs;
+    this.options = {
+      issuer: expect.issuer,
+      audience: expect.audience,
+      clockTolerance: expect.clockToleranceSeconds,
+      currentDate: new Date(nowMs),
+      requiredClaims: ['exp'],
+    };
+    this.keyFor = (header) => {
+      if (!keys.algorithmSet.has(header.alg)) throw algorithmRefused(header.alg, `alg ${header.alg}; the keys allow ${keys.algorithms.join(', ')}`);
+      const kid = typeof header.kid === 'string' ? header.kid : undefined;
+      if (kid !== undefined && !keys.kids.has(kid)) throw new UnknownKeyError(`kid ${kid} is not in the key set`);
+      this.#candidates = keys.candidates(kid, header.alg);
+      if (this.#candidates.length === 0) throw new UnknownKeyError(`no key for kid ${kid ?? '(none)'} and alg ${header.alg}`);
+      return this.#candidates[0]!;
+    };
+  }
+
+  /**
+   * After jose rejected the token with `err`: for a token without kid whose signature failed
+   * with one key, the payload as verified by another of its candidates; otherwise rejects with
+   * the 401, or with the UnknownKeyError `keyFor` threw.
+   */
+  async afterRejection(err: unknown, token: string): Promise<JWTPayload> {
+    for (let i = 1; err instanceof errors.JWSSignatureVerificationFailed && i < this.#candidates.length; i++) {
+      try {
+        return (await jwtVerify(token, this.#candidates[i]!, this.options)).payload;
+      } catch (next) {
+        err = next;
+      }
     }
+    throw joseFailure(err, token, this.#expect);
+  }
+
+  /** The verified token of a payload jose accepted, after the checks jose does not make. */
+  accept(payload: JWTPayload): VerifiedToken {
+    // jose checks `iat` only against a maximum age: refuse one from the future, beyond the leeway.
+    if (typeof payload.iat === 'number' && payload.iat > this.#nowMs / 1000 + this.#expect.clockToleranceSeconds) {
+      throw invalidToken('the token was issued in the future (iat)');
+    }
+    return { subject: subjectOf(payload), issuer: this.#expect.issuer, claims: payload, expiresAt: payload.exp!, validUntil: payload.exp! * 1000 };
   }
 }
