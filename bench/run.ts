@@ -30,7 +30,7 @@
  * Environment of the load benchmark: see bench/load/harness.ts (BENCH_DURATION, BENCH_WARMUP,
  * BENCH_CONNECTIONS, BENCH_ROWS, BENCH_STRICT, ...).
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -122,9 +122,12 @@ async function runMicro(filter: string | undefined): Promise<boolean> {
     const verifyCpu = await runVerifyCpu();
     writeFileSync(join(RESULTS_DIR, 'verify-cpu.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results: verifyCpu }, null, 2)}\n`);
   }
-  // A filter that matched no file must not wipe the last full results.
+  // A filtered run replaces only its own files' results; the other files' last results stay.
   if (results.length > 0) {
-    writeFileSync(join(RESULTS_DIR, 'micro.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`);
+    const path = join(RESULTS_DIR, 'micro.json');
+    const ran = new Set(results.map((r) => r.file));
+    const kept = filter === undefined || !existsSync(path) ? [] : (JSON.parse(readFileSync(path, 'utf8')) as { results: MicroResult[] }).results.filter((r) => !ran.has(r.file));
+    writeFileSync(path, `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results: [...kept, ...results] }, null, 2)}\n`);
   }
   return ok;
 }
