@@ -9,70 +9,29 @@
  * pool, so tinybench's wall-clock figures for it swung by ±40–100 %. verify-cpu.ts (CPU time)
  * and verify-instructions.ts (callgrind) measure it.
  *
- * The issuer is a loopback discovery + JWKS server started here (unref'd; closed after the last task).
+ * The issuer is the loopback discovery + JWKS server of issuer.ts (closed after the last task).
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { exportJWK, generateKeyPair } from 'jose';
 import type { Bench } from 'tinybench';
 import type { Context } from '../../core/context.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { oidcAuth } from '../../plugins/incoming-auth/oidc.ts';
 import { tokenCacheKey } from '../../plugins/incoming-auth/token-cache.ts';
 import { createTokenValidator } from '../../plugins/incoming-auth/validator.ts';
-
-const AUDIENCE = 'http://127.0.0.1:4483/mcp';
+import { AUDIENCE, startBenchIssuer } from './issuer.ts';
 
 /** Results go to an exported sink so the engine cannot drop the work as dead code. */
 export let sink: unknown;
 
-interface BenchKey {
-  alg: 'ES256' | 'RS256';
-  kid: string;
-  privateKey: CryptoKey;
-  publicKey: CryptoKey;
-  jwk: JWK;
-}
-
-async function benchKey(alg: 'ES256' | 'RS256'): Promise<BenchKey> {
-  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
-  const kid = `bench-${alg}`;
-  return { alg, kid, privateKey, publicKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
-}
-
-async function startIssuer(keys: BenchKey[]): Promise<{ url: string; server: Server }> {
-  let url = '';
-  const server = createServer((req, res) => {
-    const body = req.url === '/jwks' ? { keys: keys.map((k) => k.jwk) } : { issuer: url, jwks_uri: `${url}/jwks` };
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  server.unref();
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, server };
-}
-
-/** A realistic access token: RFC 9068 claims plus a few of the usual extras. */
-function mint(issuer: string, key: BenchKey, jti: string): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: 'mcp:tools openid profile', client_id: 'mcp-client', email: 'alice@example.com', name: 'Alice Example', groups: ['eng', 'mcp-users'], jti })
-    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-    .setIssuer(issuer)
-    .setSubject('d3b07384-d9a0-4c3f-a1b2-7f5e9c0e4a11')
-    .setAudience(AUDIENCE)
-    .setIssuedAt(now)
-    .setExpirationTime(now + 3600)
-    .sign(key.privateKey);
-}
-
 export default async function register(bench: Bench): Promise<void> {
   const log = createLogger('silent');
-  const es = await benchKey('ES256');
-  const { url: issuer, server } = await startIssuer([es]);
+  const { privateKey, publicKey } = await generateKeyPair('ES256');
+  const tokenIssuer = await startBenchIssuer('ES256', privateKey, await exportJWK(publicKey));
+  const issuer = tokenIssuer.url;
 
   // --- cache hit ------------------------------------------------------------------------------
   const cached = await createTokenValidator({ issuer, audience: AUDIENCE }, log);
-  const token = await mint(issuer, es, 'hit');
+  const token = await tokenIssuer.mint('hit');
   await cached.verify(token);
   if (cached.verify(token) instanceof Promise) throw new Error('expected a synchronous cache hit');
 
@@ -108,7 +67,7 @@ export default async function register(bench: Bench): Promise<void> {
           // Runs after the warm-up too: closing is idempotent.
           cached.close();
           void plugin.stop?.();
-          server.close();
+          tokenIssuer.close();
         },
       },
     );

@@ -11,12 +11,13 @@
  *
  * Run by `npm run bench` after the micro benchmarks; results in results/verify-cpu.json.
  */
-import { startVerifySetup, type VerifyAlg } from './verify-setup.ts';
+import type { BenchAlg } from './issuer.ts';
+import { startVerifySetup } from './verify-setup.ts';
 
 const BLOCK = 500;
 
 export interface VerifyCpuResult {
-  alg: VerifyAlg;
+  alg: BenchAlg;
   calls: number;
   joseMicros: number;
   validatorMicros: number;
@@ -27,7 +28,7 @@ export interface VerifyCpuResult {
   pairs: number;
 }
 
-async function measure(alg: VerifyAlg, calls: number): Promise<VerifyCpuResult> {
+async function measure(alg: BenchAlg, calls: number): Promise<VerifyCpuResult> {
   const setup = await startVerifySetup(alg);
   const { tokens, viaJose, viaValidator } = setup;
   try {

@@ -15,14 +15,15 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newKeyPair, startVerifySetup, type VerifyAlg } from './verify-setup.ts';
+import type { BenchAlg } from './issuer.ts';
+import { newKeyPair, startVerifySetup } from './verify-setup.ts';
 
 const CHILD = 'GATEHOUSE_VERIFY_INSTRUCTIONS_CHILD';
 const WARM_CALLS = 3_000;
-const CALLS: Record<VerifyAlg, number> = { ES256: 3_000, RS256: 6_000 };
+const CALLS: Record<BenchAlg, number> = { ES256: 3_000, RS256: 6_000 };
 
 export interface VerifyInstructionsResult {
-  alg: VerifyAlg;
+  alg: BenchAlg;
   calls: number;
   joseInstructions: number;
   validatorInstructions: number;
@@ -31,7 +32,7 @@ export interface VerifyInstructionsResult {
 
 /** The child: warm up, signal, wait, measure N calls, signal, wait for the dump. */
 async function child(): Promise<void> {
-  const { alg, side, calls, dir } = JSON.parse(process.env[CHILD]!) as { alg: VerifyAlg; side: 'jose' | 'validator'; calls: number; dir: string };
+  const { alg, side, calls, dir } = JSON.parse(process.env[CHILD]!) as { alg: BenchAlg; side: 'jose' | 'validator'; calls: number; dir: string };
   const setup = await startVerifySetup(alg, JSON.parse(readFileSync(join(dir, 'keys.json'), 'utf8')));
   const verify = side === 'jose' ? setup.viaJose : setup.viaValidator;
   const run = async (n: number): Promise<void> => {
@@ -50,7 +51,7 @@ async function child(): Promise<void> {
 
 
 /** Runs one side under callgrind and returns its instructions per call. */
-async function countSide(alg: VerifyAlg, side: 'jose' | 'validator', calls: number, dir: string): Promise<number> {
+async function countSide(alg: BenchAlg, side: 'jose' | 'validator', calls: number, dir: string): Promise<number> {
   const out = join(dir, `callgrind.${side}`);
   const proc = spawn(
     'valgrind',

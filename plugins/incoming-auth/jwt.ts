@@ -65,7 +65,7 @@ function claimFailure(err: errors.JWTClaimValidationFailed, expect: JwtExpectati
 }
 
 /** Maps a jose failure to the 401 the client gets; anything not from jose is rethrown. */
-export function joseFailure(err: unknown, token: string, expect: JwtExpectations): GatewayError {
+function joseFailure(err: unknown, token: string, expect: JwtExpectations): GatewayError {
   if (err instanceof errors.JWTExpired) return invalidToken('the token has expired', err.message);
   if (err instanceof errors.JWTClaimValidationFailed) return claimFailure(err, expect);
   if (err instanceof errors.JOSEAlgNotAllowed || err instanceof errors.JOSENotSupported) return algorithmRefused(headerAlg(token), err.message);

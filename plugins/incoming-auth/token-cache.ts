@@ -92,10 +92,6 @@ export class VerifiedTokenCache {
     this.#cache.set(key, { token, verified: deepFreeze(verified) }, { ttl });
   }
 
-  delete(key: string): void {
-    this.#cache.delete(key);
-  }
-
   clear(): void {
     this.#cache.clear();
   }
