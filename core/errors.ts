@@ -148,9 +148,26 @@ export const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authentic
 
 const INTERNAL = new GatewayError('internal_error', 'internal error');
 
-/** Quote a value for an HTTP auth-param (RFC 9110 quoted-string). */
+/** Anything but printable ASCII: control characters (CR, LF, NUL, ...), DEL and non-ASCII. */
+const NOT_PRINTABLE_ASCII = /[^\x20-\x7e]/g;
+
+/**
+ * Quote a value for an HTTP auth-param (RFC 9110 quoted-string, with RFC 6750's printable-ASCII
+ * charset). The values are partly the client's own (an error description may quote a token
+ * header): every other character becomes `?`, so nothing can end the header line, and nothing
+ * outside latin1 can turn into CR or LF when the head is encoded.
+ */
 function quote(value: string): string {
-  return '"' + value.replace(/[\\"]/g, '\\$&').replace(/[\r\n]/g, ' ') + '"';
+  return '"' + value.replace(NOT_PRINTABLE_ASCII, '?').replace(/[\\"]/g, '\\$&') + '"';
+}
+
+/**
+ * A value the client or a backend chose, for a public error description: JSON-quoted, cut to
+ * `max` characters, anything but printable ASCII escaped. Descriptions travel in headers too.
+ */
+export function untrusted(value: string, max = 64): string {
+  const cut = value.length > max ? value.slice(0, max) + '…' : value;
+  return JSON.stringify(cut).replace(/[^\x20-\x7e]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 }
 
 /** The `WWW-Authenticate: Bearer ...` value for a 401, or a 403 `insufficient_scope`. */
@@ -176,15 +193,49 @@ export function errorBody(err: GatewayError, target: Pick<ErrorTarget, 'mcp' | '
 /**
  * The one mapping from an error to an HTTP response. Returns the GatewayError that was sent
  * (the internal one for unexpected errors) so the caller can log it with its detail.
+ *
+ * It never throws: every request path ends here, so a response writer that refuses a header
+ * (or a connection already gone) must not take the process down. Such a refusal is answered
+ * with the plain 500, or the connection is cut when even that cannot be written.
  */
 export function sendError(target: ErrorTarget, error: unknown): GatewayError {
   const err = error instanceof GatewayError ? error : INTERNAL;
   const res = target.res;
-  if (res.headersSent) {
-    // Too late for a status line: cut the stream so the client sees a failure, not a truncated success.
-    res.destroy();
+  try {
+    if (res.headersSent) {
+      // Too late for a status line: cut the stream so the client sees a failure, not a truncated success.
+      res.destroy();
+      return err;
+    }
+    writeError(target, err);
     return err;
+  } catch (writeFailure) {
+    return lastResort(res, writeFailure);
   }
+}
+
+/** When writing an answer failed: the plain 500 if nothing was sent yet, else a cut connection. */
+export function lastResort(res: HttpResponse, cause: unknown): GatewayError {
+  const failed = new GatewayError('internal_error', 'internal error', { detail: `writing the response failed: ${String((cause as Error)?.message ?? cause)}`, cause });
+  try {
+    if (res.headersSent || res.writableEnded) res.destroy();
+    else {
+      const body = errorBody(INTERNAL, { mcp: false, rpcId: null });
+      res.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', connection: 'close' });
+      res.end(body);
+    }
+  } catch {
+    try {
+      res.destroy();
+    } catch {
+      // Nothing is left to tell.
+    }
+  }
+  return failed;
+}
+
+function writeError(target: ErrorTarget, err: GatewayError): void {
+  const res = target.res;
   const body = errorBody(err, target);
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',
@@ -205,5 +256,4 @@ export function sendError(target: ErrorTarget, error: unknown): GatewayError {
   if (err.status === 413) headers.connection = 'close';
   res.writeHead(err.status, headers);
   res.end(body);
-  return err;
 }

@@ -25,6 +25,7 @@ const REASONS: Record<string, string> = {
   ECONNRESET: 'connection reset',
   EPIPE: 'connection reset',
   EPROTO: 'protocol error',
+  EUNSAFE_HEADER: 'a header value was not safe to send',
 };
 
 const UNAVAILABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNECT_TIMEOUT']);
@@ -136,21 +137,39 @@ export abstract class Exchange implements UpstreamHandler {
   }
 
   // ---- UpstreamHandler ----
+  // Each callback runs a subclass step inside the connection's socket callbacks. A step that
+  // throws (a writer refusing what the backend sent, a plugin's hook) fails this exchange, once,
+  // and never escapes into the socket callback, where it would end the process.
 
   onHeaders(status: number, headers: string[]): boolean {
     this.metrics.ok((performance.now() - this.startedAt) / 1000);
     if (this.cancelled) return false;
-    return this.head(status, headers);
+    try {
+      return this.head(status, headers);
+    } catch (err) {
+      this.broken(err);
+      return false;
+    }
   }
 
   onData(chunk: Buffer): boolean {
     if (this.cancelled) return false;
-    return this.data(chunk);
+    try {
+      return this.data(chunk);
+    } catch (err) {
+      this.broken(err);
+      return false;
+    }
   }
 
   onComplete(): void {
     this.#connection = null;
-    if (!this.cancelled) this.end();
+    if (this.cancelled) return;
+    try {
+      this.end();
+    } catch (err) {
+      this.broken(err);
+    }
   }
 
   onError(err: UpstreamError): void {
@@ -158,7 +177,27 @@ export abstract class Exchange implements UpstreamHandler {
     if (this.cancelled) return;
     const error = upstreamError(this.backend, err);
     this.metrics.outcome(error.code === 'backend_timeout' ? 'timeout' : error.code === 'backend_unavailable' ? 'unavailable' : 'error');
-    this.fail(error);
+    this.#failSafely(error);
+  }
+
+  /** A step threw: the backend exchange stops, and the client is told as for a backend failure. */
+  protected broken(err: unknown): void {
+    this.cancel();
+    this.#failSafely(
+      new GatewayError('backend_error', `the answer of backend "${this.backend.name}" could not be passed on`, {
+        detail: err instanceof Error ? err.message : String(err),
+        extra: { backend: this.backend.name },
+        cause: err,
+      }),
+    );
+  }
+
+  #failSafely(error: GatewayError): void {
+    try {
+      this.fail(error);
+    } catch {
+      // fail() answers through the error mapping, which does not throw; nothing is left to try.
+    }
   }
 
   /** The connection serving this exchange (queued requests get one later). */

@@ -104,10 +104,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
       const result = runResponseHooks(this.#hooks, this.ctx, response);
       if (result instanceof Promise) {
         this.#busy = true;
-        result.then(
-          (rewritten) => this.#afterAsync(event, rewritten),
-          (err: unknown) => this.#hookFailed(err),
-        );
+        result.then((rewritten) => this.#afterAsync(event, rewritten)).catch((err: unknown) => this.#hookFailed(err));
         return false;
       }
       this.#pending.shift();
@@ -170,10 +167,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
     }
     const result = runResponseHooks(this.#hooks, this.ctx, response);
     if (result instanceof Promise) {
-      result.then(
-        (rewritten) => this.#send(Buffer.from(JSON.stringify(rewritten))),
-        (err: unknown) => this.#hookFailed(err),
-      );
+      result.then((rewritten) => this.#send(Buffer.from(JSON.stringify(rewritten)))).catch((err: unknown) => this.#hookFailed(err));
     } else {
       this.#send(Buffer.from(JSON.stringify(result)));
     }

@@ -49,6 +49,11 @@ export interface ConnectionOwner {
 }
 
 const kConnection = Symbol('gatehouse.connection');
+
+/** RFC 9110 token characters: a header name. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What a field value may not hold: controls other than HTAB (CR, LF, NUL...), DEL, and anything past latin1. */
+const UNSAFE_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 type Tagged<T> = T & { [kConnection]: Connection };
 
 function onSocketConnect(this: Tagged<Socket>): void {
@@ -67,11 +72,21 @@ function onSocketData(this: Tagged<Socket>, chunk: Buffer): void {
     connection.fail(new UpstreamError('EPROTO', 'the backend sent data with no request outstanding'));
     return;
   }
-  const result = connection.parser.execute(chunk);
+  let result: number | Error;
+  try {
+    result = connection.parser.execute(chunk);
+  } catch (err) {
+    // A callback threw (a response with no request outstanding, or a writer toward the client
+    // that refused what the backend sent): this connection is done, the process is not.
+    connection.fail(err instanceof UpstreamError ? err : new UpstreamError('EPROTO', `the backend's response could not be handled: ${(err as Error)?.message ?? err}`, err));
+    return;
+  }
   if (typeof result !== 'number') {
     const code = (result as { code?: string }).code ?? 'HPE_ERROR';
     connection.fail(new UpstreamError(code, `invalid HTTP response (${code})`, result));
+    return;
   }
+  connection.afterRead();
 }
 
 function onSocketError(this: Tagged<Socket>, err: Error): void {
@@ -84,7 +99,12 @@ function onSocketClose(this: Tagged<Socket>): void {
   const connection = this[kConnection];
   if (connection.handler !== null) {
     // A body delimited by the connection closing ends here; anything else was cut short.
-    const result = connection.parser.finish();
+    let result: unknown;
+    try {
+      result = connection.parser.finish();
+    } catch (err) {
+      result = err;
+    }
     if (connection.handler !== null) {
       connection.fail(new UpstreamError('ECONNRESET', 'the backend closed the connection before its response was complete', result));
       return;
@@ -97,6 +117,11 @@ function onHeaders(this: Tagged<NativeParser>, headers: string[]): void {
   // More than 32 header lines arrive in several parts before onHeadersComplete.
   const connection = this[kConnection];
   (connection.partialHeaders ??= []).push(...headers);
+}
+
+/** The bytes of a read went on past the response: a second answer nobody asked for. */
+function unsolicited(): UpstreamError {
+  return new UpstreamError('EPROTO', 'the backend sent more than one response to one request');
 }
 
 function onHeadersComplete(
@@ -112,6 +137,7 @@ function onHeadersComplete(
   keepAlive: boolean,
 ): number {
   const connection = this[kConnection];
+  if (connection.handler === null) throw unsolicited();
   let all = headers ?? [];
   if (connection.partialHeaders !== null) {
     all = connection.partialHeaders.concat(all);
@@ -126,13 +152,14 @@ function onHeadersComplete(
   // The backend's idle limit does not change between responses: read it from the first one.
   if (connection.served === 0) connection.keepAliveHintMs = keepAliveHint(all);
   connection.deadline = 0;
-  if (!connection.handler!.onHeaders(status, all)) connection.pause();
+  if (!connection.handler.onHeaders(status, all)) connection.pause();
   return connection.headOnly ? 1 : 0;
 }
 
 function onBody(this: Tagged<NativeParser>, chunk: Buffer): void {
   const connection = this[kConnection];
-  if (!connection.handler!.onData(chunk)) connection.pause();
+  if (connection.handler === null) throw unsolicited();
+  if (!connection.handler.onData(chunk)) connection.pause();
 }
 
 function onMessageComplete(this: Tagged<NativeParser>): void {
@@ -141,12 +168,13 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
     connection.informational = false;
     return;
   }
-  const handler = connection.handler!;
+  const handler = connection.handler;
+  if (handler === null) throw unsolicited();
   connection.handler = null;
   connection.served++;
-  if (connection.keepAlive) connection.owner.release(connection);
-  else connection.destroy();
-  handler.onComplete();
+  // Released only once the whole read is parsed (afterRead): bytes that follow the response in
+  // the same read must fail this connection, not become the answer to the next request.
+  connection.completed = handler;
 }
 
 /** `Keep-Alive: timeout=N` of a response: how long the backend keeps an idle connection, ms. */
@@ -174,6 +202,8 @@ export class Connection {
   informational = false;
   headOnly = false;
   partialHeaders: string[] | null = null;
+  /** The exchange whose response the current read completed, told once the read is parsed. */
+  completed: UpstreamHandler | null = null;
   /** performance.now() by which response headers must arrive; 0 when not waiting. */
   deadline = 0;
   idleSince = 0;
@@ -206,9 +236,22 @@ export class Connection {
     this.parser = parser;
   }
 
+  /** A read was parsed to its end: the exchange it completed is told, and the connection reused. */
+  afterRead(): void {
+    const handler = this.completed;
+    if (handler === null) return;
+    this.completed = null;
+    if (this.keepAlive) this.owner.release(this);
+    else this.destroy();
+    handler.onComplete();
+  }
+
   /**
-   * Writes one request. `headers` are lower-case `[name, value, ...]` whose values were checked
-   * for CR/LF (they come from Node's request parser, or through OutgoingHeaders.set).
+   * Writes one request. `headers` are lower-case `[name, value, ...]`. Whatever their origin (the
+   * client's headers, a session id a backend chose, a Last-Event-ID, a plugin's credentials),
+   * each name and value is checked here, the last step before the wire: one with CR, LF, NUL or a
+   * character that is not latin1 (which the encoding would turn into other bytes) fails the
+   * exchange and nothing is written.
    */
   send(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, deadline: number): void {
     this.handler = handler;
@@ -216,7 +259,15 @@ export class Connection {
     this.headOnly = method === 'HEAD';
     this.deadline = deadline;
     let head = method + ' ' + path + ' HTTP/1.1\r\nhost: ' + this.owner.authority + '\r\n';
-    for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i]!;
+      const value = headers[i + 1]!;
+      if (!HEADER_NAME.test(name) || UNSAFE_VALUE.test(value)) {
+        this.fail(new UpstreamError('EUNSAFE_HEADER', `refused to send header ${JSON.stringify(name.slice(0, 64))}: its name or value has characters that are not allowed`));
+        return;
+      }
+      head += name + ': ' + value + '\r\n';
+    }
     if (body !== null) head += 'content-length: ' + body.length + '\r\n';
     head += '\r\n';
     if (body === null || body.length === 0) {
@@ -247,8 +298,12 @@ export class Connection {
   /** Ends the exchange with `error` (null: the connection closed while idle), and the connection with it. */
   fail(error: UpstreamError | null): void {
     const handler = this.handler;
+    const completed = this.completed;
     this.handler = null;
+    this.completed = null;
     this.destroy();
+    // A response that was complete before the failure (what followed it was the problem) stands.
+    completed?.onComplete();
     if (handler !== null) handler.onError(error ?? new UpstreamError('ECONNRESET', 'connection closed'));
   }
 

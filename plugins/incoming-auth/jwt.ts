@@ -8,7 +8,7 @@
  * the keys once.
  */
 import { decodeProtectedHeader, errors, jwtVerify, type CryptoKey, type JWTHeaderParameters, type JWTPayload, type JWTVerifyOptions } from 'jose';
-import type { GatewayError } from '../../core/errors.ts';
+import { untrusted, type GatewayError } from '../../core/errors.ts';
 import type { VerifiedToken } from './contract.ts';
 import { invalidToken } from './errors.ts';
 import type { KeySet } from './key-set.ts';
@@ -31,20 +31,24 @@ export function jwtParts(token: string): number {
   return parts;
 }
 
-function headerAlg(token: string): string {
+function headerAlg(token: string): unknown {
   try {
-    const alg = decodeProtectedHeader(token).alg;
-    return typeof alg === 'string' ? alg : 'missing';
+    return decodeProtectedHeader(token).alg;
   } catch {
-    return 'unreadable';
+    return undefined;
   }
 }
 
-/** The 401 for a token whose `alg` is not one of the keys' algorithms. */
-function algorithmRefused(alg: string, detail: string): GatewayError {
+/**
+ * The 401 for a token whose `alg` is not one of the keys' algorithms. The `alg` is the client's
+ * text: it is quoted back only through `untrusted` (printable ASCII, bounded), since the
+ * description also travels in the WWW-Authenticate header.
+ */
+function algorithmRefused(alg: unknown, detail: string): GatewayError {
+  const shown = typeof alg === 'string' ? untrusted(alg, 32) : 'missing';
   if (alg === 'none') return invalidToken('unsigned tokens (alg "none") are not accepted', detail);
-  if (/^HS\d+$/.test(alg)) return invalidToken(`symmetric algorithms (alg "${alg}") are not accepted`, detail);
-  return invalidToken(`the token's algorithm ("${alg}") is not one the issuer's keys use`, detail);
+  if (typeof alg === 'string' && /^HS\d+$/.test(alg)) return invalidToken(`symmetric algorithms (alg ${shown}) are not accepted`, detail);
+  return invalidToken(`the token's algorithm (${shown}) is not one the issuer's keys use`, detail);
 }
 
 function claimFailure(err: errors.JWTClaimValidationFailed, expect: JwtExpectations): GatewayError {
@@ -113,7 +117,7 @@ export class JwtCheck {
       requiredClaims: ['exp'],
     };
     this.keyFor = (header) => {
-      if (!keys.algorithmSet.has(header.alg)) throw algorithmRefused(header.alg, `alg ${header.alg}; the keys allow ${keys.algorithms.join(', ')}`);
+      if (!keys.algorithmSet.has(header.alg)) throw algorithmRefused(header.alg, `alg ${untrusted(String(header.alg), 32)}; the keys allow ${keys.algorithms.join(', ')}`);
       const kid = typeof header.kid === 'string' ? header.kid : undefined;
       if (kid !== undefined && !keys.kids.has(kid)) throw new UnknownKeyError(`kid ${kid} is not in the key set`);
       this.#candidates = keys.candidates(kid, header.alg);

@@ -4,14 +4,11 @@
  * sessions. Skipped with a reason when Redis does not answer — except under CI=true.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { connectClient } from '../fixtures/client.ts';
-import { REPO_ROOT } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { serveCli, type ServedCli } from '../helpers/cli.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
 import type { RunningVmcp } from '../../core/vmcp.ts';
@@ -21,27 +18,13 @@ function textOf(result: unknown): string {
   return first !== undefined && first.type === 'text' ? first.text : '';
 }
 
-/** `gatehouse vmcp serve` as a second OS process, on a free port. */
-async function serveProcess(config: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [`${REPO_ROOT}core/bin.mjs`, 'vmcp', 'serve', '--config', config, '--port', '0', '--log-level', 'info'], { cwd: REPO_ROOT });
-  const exited = once(child, 'close');
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const entry = JSON.parse(line) as { msg?: string; url?: string };
-      if (entry.msg === 'virtual MCP server listening') resolve(entry.url!);
-    });
-    exited.then(([code]) => reject(new Error(`second gateway exited with ${String(code)}`)));
-  });
-  return { child, url };
-}
-
 describe('aggregated sessions shared through Redis', () => {
   let redis: LocalRedis | null = null;
   let skip: string | null = null;
   let alpha: SdkServer;
   let beta: SdkServer;
   let first: RunningVmcp;
-  let second: { child: ChildProcess; url: string };
+  let second: ServedCli;
 
   before(async () => {
     const opened = await openLocalRedis();
@@ -56,12 +39,11 @@ describe('aggregated sessions shared through Redis', () => {
       backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
       config: `session: {storage: {type: redis, redis: {addr: "127.0.0.1:6379", keyPrefix: "${redis.keyPrefix}"}}}`,
     });
-    second = await serveProcess((first as RunningVmcp & { file: string }).file);
+    second = await serveCli('vmcp', (first as RunningVmcp & { file: string }).file, ['--log-level', 'info']);
   });
   after(async () => {
     if (redis === null) return;
-    second.child.kill('SIGTERM');
-    await once(second.child, 'close');
+    await second.stop();
     await first.stop();
     await alpha.close();
     await beta.close();

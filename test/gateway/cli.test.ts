@@ -2,52 +2,13 @@
  * The `gatehouse` command as a user runs it: validate, serve, and graceful shutdown on SIGTERM.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectClient } from '../fixtures/client.ts';
-import { REPO_ROOT, freePort } from '../fixtures/processes.ts';
+import { freePort } from '../fixtures/processes.ts';
+import { runCli as run, serveCli } from '../helpers/cli.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
-
-const BIN = `${REPO_ROOT}core/bin.mjs`;
-
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-interface Served {
-  child: ChildProcess;
-  url: string;
-  logs: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
-
-/** Starts `gatehouse vmcp serve` and waits for its "listening" log line. */
-async function serve(config: string): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, 'vmcp', 'serve', '--config', config, '--port', '0'], { cwd: REPO_ROOT });
-  const logs: Record<string, unknown>[] = [];
-  const exited = once(child, 'close').then(([code]) => code as number | null);
-  const url = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      logs.push(entry);
-      if (entry.msg === 'virtual MCP server listening') resolve(entry.url as string);
-    });
-    exited.then((code) => reject(new Error(`gatehouse exited with ${code} before listening`)));
-  });
-  return { child, url, logs, exited };
-}
 
 describe('gatehouse vmcp validate', () => {
   it('exits 0 and says OK for a good file', async () => {
@@ -143,7 +104,7 @@ describe('gatehouse vmcp serve', () => {
 
   it('on SIGTERM drains the in-flight call, ends the SSE stream cleanly, and exits 0', async () => {
     const file = await writeConfig(vmcpYaml({ backends: [{ name: 'alpha', url: backend.url }] }));
-    const served = await serve(file);
+    const served = await serveCli('vmcp', file);
     const c = await connectClient(served.url);
     const stream = await c.standaloneStream;
     assert.equal(stream, 200, 'the GET stream is open');

@@ -4,58 +4,18 @@
  * warning in the log, git sources refused at serve, and validate's report.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { runCli as run, serveCli, type ServedCli } from '../helpers/cli.ts';
 import { startIssuer } from './helpers/issuer.ts';
 import { tempDir } from './helpers/registry.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = join(REPO_ROOT, 'core/bin.mjs');
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-interface Served {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly logs: { level: string; msg: string }[];
-  readonly exited: Promise<number | null>;
-}
-
-async function serve(config: string): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, 'registry', 'serve', '--config', config, '--port', '0'], { cwd: REPO_ROOT });
-  const logs: { level: string; msg: string }[] = [];
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = once(child, 'close').then(([code]) => code as number | null);
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const entry = JSON.parse(line) as { level: string; msg: string; url?: string };
-      logs.push(entry);
-      if (entry.msg === 'registry server listening') resolve(entry.url!);
-    });
-    void exited.then((code) => reject(new Error(`gatehouse exited with ${code} before listening: ${stderr}`)));
-  });
-  return { child, url, logs, exited };
-}
-
-async function stop(served: Served): Promise<number | null> {
-  served.child.kill('SIGTERM');
-  return served.exited;
-}
+const serve = (config: string): Promise<ServedCli> => serveCli('registry', config);
+const stop = (served: ServedCli): Promise<number | null> => served.stop();
 
 async function writeConfig(yaml: string): Promise<string> {
   const dir = await tempDir();

@@ -86,7 +86,14 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
 function onData(this: Tagged<Socket>, chunk: Buffer): void {
   const connection = this[kConnection];
   connection.lastActive = performance.now();
-  const result = connection.parser.execute(chunk);
+  let result: number | Error;
+  try {
+    result = connection.parser.execute(chunk);
+  } catch {
+    // A callback threw past every handler's own guard: this connection ends, the process does not.
+    connection.destroy();
+    return;
+  }
   if (typeof result !== 'number') connection.malformed(result);
   // A client that pipelines without reading answers gets no more handler calls for a while.
   else if (connection.queue.length >= PIPELINE_LIMIT) connection.pauseForPipeline();

@@ -22,7 +22,12 @@ export interface ResponseSink {
 
 import type { HttpHeaders } from '../types.ts';
 
-const UNSAFE = /[\r\n\0]/;
+/**
+ * What a header name or value may not hold, as node:http refuses it: controls other than HTAB
+ * (CR, LF, NUL...), DEL, and characters past latin1 (the head is encoded latin1, where `\u010d`
+ * would become a CR).
+ */
+const UNSAFE = /[^\t\x20-\x7e\x80-\xff]/;
 
 let cachedDate = '';
 let cachedSecond = -1;
@@ -109,7 +114,7 @@ export class WireResponse extends EventEmitter {
     for (let i = 0; i < headers.length; i += 2) {
       const name = String(headers[i]);
       const value = String(headers[i + 1]);
-      if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: CR, LF and NUL are not allowed`);
+      if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
       const lower = name.length >= 4 && name.length <= 17 ? name.toLowerCase() : name;
       if (extra?.has(lower)) continue;
       switch (lower) {
@@ -132,7 +137,7 @@ export class WireResponse extends EventEmitter {
     }
     if (extra !== null) {
       for (const [lower, [name, value]] of extra) {
-        if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: CR, LF and NUL are not allowed`);
+        if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
         if (lower === 'connection' && /\bclose\b/i.test(value)) this.keepAlive = false;
         if (lower === 'connection') hasConnection = true;
         if (lower === 'content-length') hasLength = true;

@@ -6,13 +6,13 @@
  * reopened with backoff while the client is connected.
  */
 import type { Context } from '../../context.ts';
-import { CORS_EXPOSED, type GatewayError } from '../../errors.ts';
+import { CORS_EXPOSED, GatewayError } from '../../errors.ts';
 import { Exchange } from '../../upstream.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import type { BackendLink } from './backend-link.ts';
-import { multiplexEventId } from './ids.ts';
+import { isResumableEventId, multiplexEventId } from './ids.ts';
 import { rewriteEvent, rewriteForClient } from './routed.ts';
 import type { AggregatedSession, SessionStream } from './session.ts';
 
@@ -106,7 +106,14 @@ export class ClientStream implements SessionStream, OpenStream {
   async #connect(link: BackendLink): Promise<void> {
     if (this.#closed) return;
     const backendSession = this.#session.backends.get(link.name)!;
-    const headers = await link.headers(this.ctx, backendSession, 'text/event-stream', this.#positions.get(link.index));
+    let headers: string[] | GatewayError;
+    try {
+      headers = await link.headers(this.ctx, backendSession, 'text/event-stream', this.#positions.get(link.index));
+    } catch (err) {
+      // A prepareBackend hook threw: that backend's stream stays closed; the others go on.
+      this.ctx.log(err instanceof GatewayError ? err : new GatewayError('internal_error', `no GET stream to backend "${link.name}"`, { detail: String(err) }), err);
+      return;
+    }
     if (this.#closed || !Array.isArray(headers)) return;
     const stream = new BackendStream(this, link);
     this.#backends.set(link.index, stream);
@@ -116,7 +123,8 @@ export class ClientStream implements SessionStream, OpenStream {
   backendEvent(link: BackendLink, event: SseEvent): void {
     if (this.#closed) return;
     this.#retries.delete(link.index);
-    if (event.id !== null && event.id !== '') this.#positions.set(link.index, event.id);
+    const resumable = isResumableEventId(event.id);
+    if (resumable) this.#positions.set(link.index, event.id!);
     if (event.data.length > 0) {
       try {
         this.#observe(this.#session, JSON.parse(event.data) as JsonRpcMessage);
@@ -124,7 +132,7 @@ export class ClientStream implements SessionStream, OpenStream {
         // not JSON: passed on as is
       }
     }
-    const id = event.id !== null && event.id !== '' ? multiplexEventId(this.#positions) : null;
+    const id = resumable ? multiplexEventId(this.#positions) : null;
     this.ctx.res.write(rewriteEvent(event, id, link.index, this.#session));
   }
 

@@ -10,8 +10,19 @@
  *  - SSE event ids of the multiplexed GET stream: `m.<base64url of [[index, id], ...]>`, the last
  *    event id seen from each backend, so that resuming resumes every backend where it was.
  * Backend indexes are positions in the group, the same in every process of one config.
+ *
+ * A backend's event id goes back to that backend as a `Last-Event-ID` header, so only ids that
+ * are safe in a header are kept as positions (printable ASCII, at most 256 characters): the
+ * gateway never issues an id carrying another, and refuses one it could not have issued.
  */
 import type { JsonRpcId } from '../jsonrpc.ts';
+
+const RESUMABLE = /^[\x20-\x7e]{1,256}$/;
+
+/** Whether a backend's SSE event id can be handed back to it as `Last-Event-ID`. */
+export function isResumableEventId(id: string | null): id is string {
+  return id !== null && RESUMABLE.test(id);
+}
 
 const REQUEST = /^g(\d+)~([ns])([\s\S]*)$/;
 
@@ -40,7 +51,7 @@ export type ParsedEventId =
   | { readonly kind: 'routed'; readonly backendIndex: number; readonly eventId: string }
   | { readonly kind: 'multiplex'; readonly positions: ReadonlyMap<number, string> };
 
-/** Decodes a Last-Event-ID this gateway issued; null for anything else. */
+/** Decodes a Last-Event-ID this gateway could have issued; null for anything else. */
 export function parseEventId(value: string): ParsedEventId | null {
   if (value.startsWith('m.')) {
     try {
@@ -48,8 +59,8 @@ export function parseEventId(value: string): ParsedEventId | null {
       if (!Array.isArray(pairs)) return null;
       const positions = new Map<number, string>();
       for (const pair of pairs) {
-        if (!Array.isArray(pair) || !Number.isInteger(pair[0]) || typeof pair[1] !== 'string') return null;
-        positions.set(pair[0] as number, pair[1]);
+        if (!Array.isArray(pair) || pair.length !== 2 || !Number.isInteger(pair[0]) || (pair[0] as number) < 0 || !isResumableEventId(pair[1] as string | null)) return null;
+        positions.set(pair[0] as number, pair[1] as string);
       }
       return { kind: 'multiplex', positions };
     } catch {
@@ -57,8 +68,9 @@ export function parseEventId(value: string): ParsedEventId | null {
     }
   }
   const dot = value.indexOf('.');
-  if (dot <= 0) return null;
+  if (dot <= 0 || dot > 6) return null;
   const index = Number(value.slice(0, dot));
-  if (!Number.isInteger(index) || index < 0) return null;
-  return { kind: 'routed', backendIndex: index, eventId: value.slice(dot + 1) };
+  const eventId = value.slice(dot + 1);
+  if (!/^\d+$/.test(value.slice(0, dot)) || !isResumableEventId(eventId)) return null;
+  return { kind: 'routed', backendIndex: index, eventId };
 }

@@ -17,6 +17,8 @@ import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersi
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
 const INTERNAL_ERROR = -32603;
+/** What MCP allows in a session id (0x21-0x7E), bounded; protocol versions are held to it too. */
+const VISIBLE_ASCII = /^[\x21-\x7e]{1,256}$/;
 const GATEHOUSE_VERSION = '0.1.0';
 
 export interface InitOptions {
@@ -45,6 +47,13 @@ async function initializeBackend(ctx: Context | null, link: BackendLink, params:
   const init = response?.result as { protocolVersion?: unknown; capabilities?: unknown; instructions?: unknown } | undefined;
   if (init === undefined || typeof init.protocolVersion !== 'string') {
     throw new GatewayError('backend_error', `backend "${link.name}" answered initialize without a protocol version`, { extra: { backend: link.name } });
+  }
+  // Both go back to the backend as header values on every request of the session.
+  if (!VISIBLE_ASCII.test(init.protocolVersion)) {
+    throw new GatewayError('backend_error', `backend "${link.name}" answered initialize with a protocol version that is not a header-safe token`, { extra: { backend: link.name } });
+  }
+  if (result.sessionId !== null && !VISIBLE_ASCII.test(result.sessionId)) {
+    throw new GatewayError('backend_error', `backend "${link.name}" sent an Mcp-Session-Id that is not visible ASCII (MCP requires it)`, { extra: { backend: link.name } });
   }
   const capabilities = typeof init.capabilities === 'object' && init.capabilities !== null ? (init.capabilities as Record<string, unknown>) : {};
   return { link, record: { sessionId: result.sessionId, protocolVersion: init.protocolVersion, capabilities }, instructions: init.instructions };

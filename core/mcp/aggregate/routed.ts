@@ -12,7 +12,7 @@ import { Exchange, writeToClient } from '../../upstream.ts';
 import { messageProblem, type JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { BackendLink } from './backend-link.ts';
-import { routedEventId, wrapRequestId } from './ids.ts';
+import { isResumableEventId, routedEventId, wrapRequestId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';
 
 const DROPPED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'mcp-session-id', 'x-request-id', 'content-length']);
@@ -35,8 +35,9 @@ export function rewriteForClient(index: number, message: JsonRpcMessage, session
   return message;
 }
 
+/** The client-facing id of a routed stream's event: none for an id that could not be handed back. */
 function routedId(index: number, id: string | null): string | null {
-  return id === null || id === '' ? id : routedEventId(index, id);
+  return isResumableEventId(id) ? routedEventId(index, id) : null;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { decodeJwt } from 'jose';
 import type { Logger } from 'pino';
-import { GatewayError } from '../../../core/errors.ts';
+import { GatewayError, untrusted } from '../../../core/errors.ts';
 import type { OAuthProviderConfig } from '../../../core/config/registry.ts';
 import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from '../../incoming-auth/contract.ts';
 
@@ -50,7 +50,7 @@ export class IssuerValidators implements TokenValidator {
     const iss = issuerOf(token);
     if (iss === null) throw new GatewayError('invalid_token', 'the token is not a JWT with an iss claim, so no configured provider can be chosen to verify it');
     const validator = this.#byIssuer.get(iss) ?? this.#byIssuer.get(iss.replace(/\/+$/, '')) ?? this.#byIssuer.get(`${iss}/`);
-    if (validator === undefined) throw new GatewayError('invalid_token', `the token's issuer ${JSON.stringify(iss)} is not one of the configured providers`);
+    if (validator === undefined) throw new GatewayError('invalid_token', `the token's issuer ${untrusted(iss, 128)} is not one of the configured providers`);
     return validator.verify(token);
   }
 
