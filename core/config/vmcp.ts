@@ -253,6 +253,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
     session: {
       ttlMs: spec.config.session.ttl,
       maxSessions: spec.config.session.maxSessions,
+      maxSessionsPerPrincipal: spec.config.session.maxSessionsPerPrincipal,
       storage: spec.config.session.storage.type === 'redis' ? { type: 'redis', redis: toRedis(checked(spec.config.session.storage.redis, 'session.storage.redis')) } : { type: 'memory' },
     },
     failureHandling: {

@@ -39,6 +39,7 @@ describe('aggregation config', () => {
     assert.deepEqual(result.config.session, {
       ttlMs: 600_000,
       maxSessions: 500,
+      maxSessionsPerPrincipal: 100,
       storage: { type: 'redis', redis: { sentinel: null, address: '127.0.0.1:6379', username: null, password: null, db: 0, keyPrefix: 'vmcp:' } },
     });
     assert.deepEqual(result.config.failureHandling, { partialFailureMode: 'fail', healthCheckIntervalMs: 15_000, unhealthyThreshold: 5 });
@@ -68,5 +69,6 @@ describe('aggregation config', () => {
     assert.match(await problemsOf('session: {storage: {type: redis, redis: {}}}'), /needs sentinelConfig .* or addr/);
     assert.match(await problemsOf('operational: {failureHandling: {partialFailureMode: sometimes}}'), /partialFailureMode: /);
     assert.match(await problemsOf('session: {maxSessions: 0}'), /spec\.config\.session\.maxSessions: /);
+    assert.match(await problemsOf('session: {maxSessionsPerPrincipal: 0}'), /spec\.config\.session\.maxSessionsPerPrincipal: /);
   });
 });

@@ -41,7 +41,7 @@ test('the minimal file resolves, with every default', async () => {
     outgoingAuthSource: 'discovered',
     authServer: null,
     aggregation: { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 },
-    session: { ttlMs: 30 * 60_000, maxSessions: 10_000, storage: { type: 'memory' } },
+    session: { ttlMs: 30 * 60_000, maxSessions: 10_000, maxSessionsPerPrincipal: 100, storage: { type: 'memory' } },
     failureHandling: { partialFailureMode: 'bestEffort', healthCheckIntervalMs: 30_000, unhealthyThreshold: 3 },
     server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, accessLog: false, engine: 'gatehouse' },
     plugins: [],
@@ -141,7 +141,7 @@ test('the rich file resolves every field', async () => {
   });
 
   assert.deepEqual(config.aggregation, { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 });
-  assert.deepEqual(config.session, { ttlMs: 30 * 60_000, maxSessions: 10_000, storage: { type: 'memory' } });
+  assert.deepEqual(config.session, { ttlMs: 30 * 60_000, maxSessions: 10_000, maxSessionsPerPrincipal: 100, storage: { type: 'memory' } });
   assert.deepEqual(config.server, {
     maxBodyBytes: 512 * 1024,
     allowedHosts: ['mcp.example.com', 'mcp.internal:8443'],

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadVmcpConfig } from '../../core/config/vmcp.ts';
 import type { VmcpConfig } from '../../core/config/types.ts';
-import { createLogger } from '../../core/observe/log.ts';
+import { createLogger, type Logger } from '../../core/observe/log.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { startVmcp, type RunningVmcp } from '../../core/vmcp.ts';
 import { vmcpBuiltins } from '../../plugins/vmcp.ts';
@@ -59,6 +59,8 @@ export async function writeConfig(yaml: string, name = 'vmcp.yaml'): Promise<str
 
 export interface StartOptions extends VmcpYamlOptions {
   plugins?: PluginSpec[];
+  /** A logger of the test's own (to assert on what is logged); else one at `logLevel`. */
+  log?: Logger;
   /** Log level of the gateway (default silent; set GATEHOUSE_TEST_LOG=debug to see it). */
   logLevel?: 'silent' | 'debug' | 'info' | 'warn';
 }
@@ -73,7 +75,7 @@ export async function startTestGateway(options: StartOptions): Promise<RunningVm
   const running = await startVmcp({
     config,
     port: 0,
-    log: createLogger(level),
+    log: options.log ?? createLogger(level),
     builtins: vmcpBuiltins(config),
     ...(options.plugins ? { plugins: options.plugins } : {}),
   });

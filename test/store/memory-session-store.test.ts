@@ -127,4 +127,26 @@ describe('MemorySessionStore', () => {
     assert.throws(() => new MemorySessionStore({ max: 0, ttlMs: 1_000 }), /max must be a positive whole number \(got 0\)/);
     assert.throws(() => new MemorySessionStore({ max: 10, ttlMs: 1.5 }), /ttlMs must be a positive whole number \(got 1.5\)/);
   });
+
+  it('holds at most maxPerOwner sessions per owner: a new one ends that owner\'s oldest, never another owner\'s', async () => {
+    const ended: string[] = [];
+    const store = new MemorySessionStore({ max: 100, maxPerOwner: 2, ttlMs: 60_000, sweepIntervalMs: 0, onExpire: (record) => ended.push(record.id) });
+    const alice = { issuer: 'https://a.example', subject: 'alice' };
+    const bob = { issuer: 'https://a.example', subject: 'bob' };
+    assert.deepEqual(await store.save(sessionRecord('b1', { owner: bob })), []);
+    assert.deepEqual(await store.save(sessionRecord('a1', { owner: alice })), []);
+    assert.deepEqual(await store.save(sessionRecord('a2', { owner: alice })), []);
+    assert.deepEqual(await store.save(sessionRecord('a2', { owner: alice, missing: [] })), [], 'replacing a session is not a new one');
+    const removed = await store.save(sessionRecord('a3', { owner: alice }));
+    assert.deepEqual(removed.map((r) => r.id), ['a1'], 'alice\'s oldest, returned to the caller');
+    assert.equal(await store.touch('a1'), null);
+    assert.notEqual(await store.touch('b1'), null, 'bob is untouched');
+    await store.delete('a2');
+    assert.deepEqual(await store.save(sessionRecord('a4', { owner: alice })), [], 'a deleted session frees its place');
+    for (let i = 0; i < 5; i++) await store.save(sessionRecord(`anon${i}`, { owner: null }));
+    assert.equal(store.size, 8, 'anonymous sessions are bounded only by max');
+    assert.deepEqual(ended, [], 'owner evictions are the caller\'s to report');
+    assert.throws(() => new MemorySessionStore({ max: 1, maxPerOwner: 0, ttlMs: 1 }), /maxPerOwner must be a positive whole number/);
+    await store.close();
+  });
 });

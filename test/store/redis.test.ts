@@ -118,6 +118,27 @@ describe('redis client and RedisSessionStore on a real Redis', () => {
     await store.delete(record.id); // deleting an absent session is fine
   });
 
+  it('holds at most maxPerOwner sessions per owner, atomically: the oldest go, other owners stay', async (t) => {
+    if (skipIf(t, skip)) return;
+    const store = new RedisSessionStore(await client('owners'), { ttlMs: 60_000, maxPerOwner: 2, keyPrefix: redis.keyPrefix });
+    const alice = { issuer: 'https://a.example', subject: 'alice' };
+    const bob = { issuer: 'https://a.example', subject: 'bob' };
+    await store.save(sessionRecord('owner-b1', { owner: bob }));
+    await store.save(sessionRecord('owner-a1', { owner: alice }));
+    await sleep(2);
+    await store.save(sessionRecord('owner-a2', { owner: alice }));
+    await sleep(2);
+    assert.deepEqual(await store.save(sessionRecord('owner-a2', { owner: alice, missing: [] })), [], 'replacing is not a new session');
+    const removed = await store.save(sessionRecord('owner-a3', { owner: alice }));
+    assert.deepEqual(removed.map((r) => r.id), ['owner-a1']);
+    assert.equal(await store.touch('owner-a1'), null);
+    assert.notEqual(await store.touch('owner-b1'), null, 'bob is untouched');
+    // Concurrent initializes (several replicas) never leave more than the bound.
+    await Promise.all(Array.from({ length: 6 }, (_, i) => store.save(sessionRecord(`owner-c${i}`, { owner: alice }))));
+    assert.equal(await redis.admin.zcard(store.ownerIndexKey(alice)), 2);
+    assert.ok(!(await redis.admin.keys(`${redis.keyPrefix}vmcp:owner:*`)).some((key) => key.includes('alice')), 'owners are not spelled out in key names');
+  });
+
   it('unknown and malformed ids are absent; saving a malformed id is refused', async (t) => {
     if (skipIf(t, skip)) return;
     const store = new RedisSessionStore(await client('ids'), { ttlMs: 60_000, keyPrefix: redis.keyPrefix });
@@ -167,15 +188,17 @@ describe('redis client and RedisSessionStore on a real Redis', () => {
     const record = sessionRecord();
     await plant('not-json', '{"v":1,');
     await plant('wrong-shape', JSON.stringify({ ...sessionRecord('wrong-shape'), backends: { a: { sessionId: 7 } } }));
-    await plant('future', JSON.stringify({ ...sessionRecord('future'), v: 2 }));
+    await plant('future', JSON.stringify({ ...sessionRecord('future'), v: 3 }));
+    const { owner: _owner, ...unowned } = sessionRecord('unowned');
+    await plant('unowned', JSON.stringify({ ...unowned, v: 1 }));
     await plant('other-id', JSON.stringify(record));
     await plant('scalar', '42');
-    for (const id of ['not-json', 'wrong-shape', 'future', 'other-id', 'scalar']) assert.equal(await store.touch(id), null, id);
+    for (const id of ['not-json', 'wrong-shape', 'future', 'unowned', 'other-id', 'scalar']) assert.equal(await store.touch(id), null, id);
     const reasons = captured
       .lines()
       .filter((line) => line.msg === 'ignoring a stored session that is not a valid session record')
       .map((line) => line.reason);
-    assert.deepEqual(reasons, ['not JSON', 'backends.a.sessionId: Invalid input: expected string, received number', 'v: Invalid input: expected 1', 'record of another session id', '(root): Invalid input: expected object, received number']);
+    assert.deepEqual(reasons, ['not JSON', 'backends.a.sessionId: Invalid input: expected string, received number', 'v: Invalid input: expected 2', 'v: Invalid input: expected 2', 'record of another session id', '(root): Invalid input: expected object, received number']);
   });
 
   it('close() leaves the caller-owned client open', async (t) => {

@@ -16,7 +16,7 @@ import { AggregatedEndpoint } from './endpoint.ts';
 import { HealthMonitor } from './health.ts';
 import { MemorySessionStore } from './memory-session-store.ts';
 import { RedisSessionStore } from './redis-session-store.ts';
-import type { SessionStore } from './session-store.ts';
+import { sessionTag, type SessionStore } from './session-store.ts';
 
 export interface AggregatedDeps {
   config: VmcpConfig;
@@ -56,17 +56,18 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
       client.disconnect();
       throw err;
     }
-    store = new RedisSessionStore(client, { ttlMs: config.session.ttlMs, keyPrefix: storage.redis.keyPrefix, log });
+    store = new RedisSessionStore(client, { ttlMs: config.session.ttlMs, maxPerOwner: config.session.maxSessionsPerPrincipal, keyPrefix: storage.redis.keyPrefix, log });
     close = async () => {
       await client.quit().catch(() => client.disconnect());
     };
   } else {
     const memory = new MemorySessionStore({
       max: config.session.maxSessions,
+      maxPerOwner: config.session.maxSessionsPerPrincipal,
       ttlMs: config.session.ttlMs,
       log,
       onExpire: (record, reason) => {
-        log.info({ session: record.id, reason }, 'aggregated session ended without DELETE: closing its backend sessions');
+        log.info({ session: sessionTag(record.id), reason }, 'aggregated session ended without DELETE: closing its backend sessions');
         void endpoint?.endBackends(null, record);
       },
     });

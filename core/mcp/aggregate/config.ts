@@ -18,6 +18,7 @@
  *   session:
  *     ttl: 30m                            # sliding
  *     maxSessions: 10000                  # LRU bound per process
+ *     maxSessionsPerPrincipal: 100        # one principal's oldest session goes beyond it
  *     storage: {type: memory}             # or {type: redis, redis: {...}} to share across replicas
  *   operational:
  *     failureHandling:
@@ -56,6 +57,8 @@ export type SessionStorageConfig = { readonly type: 'memory' } | { readonly type
 export interface SessionConfig {
   readonly ttlMs: number;
   readonly maxSessions: number;
+  /** Sessions one principal may hold; creating one more ends its oldest (anonymous sessions are not counted). */
+  readonly maxSessionsPerPrincipal: number;
   readonly storage: SessionStorageConfig;
 }
 
@@ -77,6 +80,7 @@ export const DEFAULT_AGGREGATION: AggregationConfig = {
 export const DEFAULT_SESSION: SessionConfig = {
   ttlMs: 30 * 60_000,
   maxSessions: 10_000,
+  maxSessionsPerPrincipal: 100,
   storage: { type: 'memory' },
 };
 

@@ -34,7 +34,7 @@ import { initializeSession, reconnectBackend } from './init.ts';
 import { LIST_CHANGED, loadList, page, resourceOwner, type ListKind } from './lists.ts';
 import { RoutedExchange } from './routed.ts';
 import { AggregatedSession } from './session.ts';
-import type { SessionRecord, SessionStore } from './session-store.ts';
+import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
 
 export interface AggregatedOptions {
   path: string;
@@ -142,6 +142,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
       this.#local.delete(id);
       throw sessionNotFound();
     }
+    // Another principal holding this id is told what a stranger is: no such session.
+    if (!ownedBy(record, ctx.principal)) throw sessionNotFound();
     let session = this.#local.get(id);
     if (session === undefined || session.record.backends !== record.backends && JSON.stringify(session.record.backends) !== JSON.stringify(record.backends)) {
       // First request here, or another process re-created a backend session since.
@@ -174,7 +176,11 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
         log: this.#o.log,
       });
       if (created instanceof Reply) return created;
-      await this.#o.store.save(created.session.record);
+      // One principal's many sessions end its own oldest ones, never anyone else's.
+      for (const ended of await this.#o.store.save(created.session.record)) {
+        this.#o.log.info({ session: sessionTag(ended.id) }, 'a principal opened more than maxSessionsPerPrincipal sessions: its oldest one ended');
+        void this.endBackends(null, ended);
+      }
       this.#local.set(created.session.id, created.session);
       return Reply.json(200, { jsonrpc: '2.0', id: message.id, result: created.result }, { 'mcp-session-id': created.session.id });
     }
@@ -230,7 +236,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
 
   #list(ctx: Context, session: AggregatedSession, kind: ListKind) {
     return loadList(kind, session, this.#o.links, this.#o.aggregation, ctx, (link) => this.#sink(session, link), (link, error) =>
-      this.#o.log.warn({ backend: link.name, err: error, session: session.id }, `${kind} of backend ${link.name} left out: it failed`),
+      this.#o.log.warn({ backend: link.name, err: error, session: sessionTag(session.id) }, `${kind} of backend ${link.name} left out: it failed`),
     );
   }
 

@@ -14,7 +14,7 @@ import type { JsonRpcRequest } from '../jsonrpc.ts';
 import type { BackendLink, MessageSink } from './backend-link.ts';
 import type { FailureHandlingConfig } from './config.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
-import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
+import { sessionTag, type BackendSessionRecord, type SessionRecord } from './session-store.ts';
 
 const INTERNAL_ERROR = -32603;
 /** What MCP allows in a session id (0x21-0x7E), bounded; protocol versions are held to it too. */
@@ -88,9 +88,11 @@ export async function initializeSession(
     }
   }
 
+  const principal = ctx.principal;
   const record: SessionRecord = {
-    v: 1,
+    v: 2,
     id: randomBytes(24).toString('base64url'),
+    owner: principal === null ? null : { issuer: principal.issuer, subject: principal.subject },
     createdAt: Date.now(),
     protocolVersion: version,
     clientInfo: params.clientInfo ?? null,
@@ -119,5 +121,5 @@ export async function reconnectBackend(ctx: Context, session: AggregatedSession,
   const joined = await initializeBackend(ctx, link, params, null);
   await link.call(ctx, joined.record, { jsonrpc: '2.0', method: 'notifications/initialized' });
   session.replaceBackend(link.name, joined.record);
-  log.info({ backend: link.name, session: session.id }, `backend ${link.name} lost the session: re-initialized it`);
+  log.info({ backend: link.name, session: sessionTag(session.id) }, `backend ${link.name} lost the session: re-initialized it`);
 }

@@ -10,11 +10,14 @@
  * `save`, and `close` do not call it: the caller ends those sessions itself, and a gateway
  * shutting down is not the end of its sessions.
  *
+ * One owner holds at most `maxPerOwner` sessions: saving a new one beyond that removes the
+ * owner's oldest and returns it (not reported to `onExpire`: the caller closes what it returns).
+ *
  * Records are kept by reference (they are readonly); nothing is copied.
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../../observe/log.ts';
-import type { SessionRecord, SessionStore } from './session-store.ts';
+import { ownerKey, type SessionRecord, type SessionStore } from './session-store.ts';
 
 /** Why a session ended without a DELETE. */
 export type SessionEndReason = 'expired' | 'evicted';
@@ -22,6 +25,8 @@ export type SessionEndReason = 'expired' | 'evicted';
 export interface MemorySessionStoreOptions {
   /** Most sessions kept at once (a positive integer); the least recently used is evicted. */
   readonly max: number;
+  /** Most sessions of one owner (default: no bound but `max`); its oldest goes first. */
+  readonly maxPerOwner?: number;
   /** Sliding time to live of a session, in ms (a positive integer). */
   readonly ttlMs: number;
   /** Called once for each session that expired or was evicted. Must not throw (a throw is logged). */
@@ -42,16 +47,24 @@ export class MemorySessionStore implements SessionStore {
   readonly #cache: LRUCache<string, SessionRecord>;
   readonly #onExpire: MemorySessionStoreOptions['onExpire'];
   readonly #log: Logger | null;
+  readonly #maxPerOwner: number;
+  /** Owner → ids of its sessions, oldest first (Set keeps insertion order). */
+  readonly #byOwner = new Map<string, Set<string>>();
   #timer: NodeJS.Timeout | null = null;
 
   constructor(options: MemorySessionStoreOptions) {
     const ttl = positive(options.ttlMs, 'ttlMs');
     this.#onExpire = options.onExpire;
     this.#log = options.log ?? null;
+    this.#maxPerOwner = options.maxPerOwner === undefined ? Infinity : positive(options.maxPerOwner, 'maxPerOwner');
     this.#cache = new LRUCache<string, SessionRecord>({
       max: positive(options.max, 'max'),
       ttl,
       updateAgeOnGet: true,
+      // Whatever the reason, a record that leaves the cache leaves its owner's index.
+      dispose: (record, id, reason) => {
+        if (reason !== 'set') this.#unindex(record, id);
+      },
       // After the cache operation completes, so the callback may use the store again.
       disposeAfter: (record, _id, reason) => {
         if (reason === 'expire') this.#ended(record, 'expired');
@@ -81,8 +94,32 @@ export class MemorySessionStore implements SessionStore {
     return this.#cache.get(id) ?? null;
   }
 
-  async save(record: SessionRecord): Promise<void> {
+  async save(record: SessionRecord): Promise<readonly SessionRecord[]> {
+    const isNew = !this.#cache.has(record.id);
     this.#cache.set(record.id, record);
+    if (!isNew || record.owner === null) return [];
+    const key = ownerKey(record.owner);
+    let ids = this.#byOwner.get(key);
+    if (ids === undefined) this.#byOwner.set(key, (ids = new Set()));
+    ids.add(record.id);
+    const removed: SessionRecord[] = [];
+    for (const oldest of ids) {
+      if (ids.size <= this.#maxPerOwner) break;
+      const old = this.#cache.peek(oldest, { allowStale: true });
+      this.#cache.delete(oldest); // dispose takes it out of `ids`
+      ids.delete(oldest);
+      if (old !== undefined) removed.push(old);
+    }
+    return removed;
+  }
+
+  #unindex(record: SessionRecord, id: string): void {
+    if (record.owner === null) return;
+    const key = ownerKey(record.owner);
+    const ids = this.#byOwner.get(key);
+    if (ids === undefined) return;
+    ids.delete(id);
+    if (ids.size === 0) this.#byOwner.delete(key);
   }
 
   async delete(id: string): Promise<void> {
@@ -94,6 +131,7 @@ export class MemorySessionStore implements SessionStore {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
     this.#cache.clear();
+    this.#byOwner.clear();
   }
 
   #ended(record: SessionRecord, reason: SessionEndReason): void {

@@ -4,7 +4,7 @@
  * with a sliding time to live: `save` sets it (SET ... PX), `touch` reads the record and
  * extends it in one atomic command (GETEX ... PX, Redis >= 6.2).
  *
- * A stored value that is not a valid v1 record for that id (corrupt, written by something else,
+ * A stored value that is not a valid v2 record for that id (corrupt, written by something else,
  * or by a future format) is treated as absent: `touch` logs it and returns null; it is left to
  * expire (GETEX gave it the session TTL). Connection errors and timeouts do propagate: the
  * endpoint decides how to answer when the store is unreachable.
@@ -12,14 +12,17 @@
  * Ownership: the caller owns `client` (created with `createRedisClient`) and closes it;
  * `close()` here does nothing, so one client can serve several stores.
  */
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../../observe/log.ts';
-import type { SessionRecord, SessionStore } from './session-store.ts';
+import { ownerKey, sessionTag, type SessionOwner, type SessionRecord, type SessionStore } from './session-store.ts';
 
 export interface RedisSessionStoreOptions {
   /** Sliding time to live of a session, in ms (a positive integer). */
   readonly ttlMs: number;
+  /** Most sessions of one owner (default: no bound); a new one beyond it ends the owner's oldest. */
+  readonly maxPerOwner?: number;
   /** Prefix of every key (`RedisConnectionConfig.keyPrefix`, e.g. `gatehouse:`). */
   readonly keyPrefix: string;
   /** Where corrupt records are reported (default: not reported). */
@@ -30,8 +33,9 @@ export interface RedisSessionStoreOptions {
 const SESSION_ID = /^[\x21-\x7E]{1,256}$/;
 
 const record = z.object({
-  v: z.literal(1),
+  v: z.literal(2),
   id: z.string(),
+  owner: z.object({ issuer: z.string().nullable(), subject: z.string() }).nullable(),
   createdAt: z.number(),
   protocolVersion: z.string(),
   clientInfo: z.unknown(),
@@ -64,19 +68,49 @@ export function parseSessionRecord(id: string, raw: string): SessionRecord | { i
   return parsed.data;
 }
 
+/**
+ * Saves a new session of an owner and keeps the owner's index: a sorted set of its session ids by
+ * creation time, living as long as a session could. Ids whose session expired are dropped from
+ * it; beyond the maximum, the oldest sessions are deleted and returned (their records), all in
+ * one atomic step, so concurrent initializes on several replicas cannot exceed the bound.
+ *   KEYS[1] session key, KEYS[2] owner index key
+ *   ARGV[1] record JSON, ARGV[2] ttl ms, ARGV[3] session id, ARGV[4] now ms, ARGV[5] max, ARGV[6] session key prefix
+ */
+const SAVE_OWNED = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if redis.call('EXISTS', ARGV[6] .. id) == 0 then redis.call('ZREM', KEYS[2], id) end
+end
+local removed = {}
+while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[5]) do
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  redis.call('ZREM', KEYS[2], oldest)
+  local value = redis.call('GET', ARGV[6] .. oldest)
+  redis.call('DEL', ARGV[6] .. oldest)
+  if value then table.insert(removed, value) end
+end
+return removed
+`;
+
 export class RedisSessionStore implements SessionStore {
   readonly #client: Redis;
   readonly #ttlMs: number;
   readonly #keyPrefix: string;
+  readonly #maxPerOwner: number;
   readonly #log: Logger | null;
 
   constructor(client: Redis, options: RedisSessionStoreOptions) {
     if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs <= 0) {
       throw new Error(`RedisSessionStore: ttlMs must be a positive whole number of milliseconds (got ${options.ttlMs})`);
     }
+    const maxPerOwner = options.maxPerOwner ?? Number.MAX_SAFE_INTEGER;
+    if (!Number.isSafeInteger(maxPerOwner) || maxPerOwner <= 0) throw new Error(`RedisSessionStore: maxPerOwner must be a positive whole number (got ${maxPerOwner})`);
     this.#client = client;
     this.#ttlMs = options.ttlMs;
     this.#keyPrefix = options.keyPrefix;
+    this.#maxPerOwner = maxPerOwner;
     this.#log = options.log ?? null;
   }
 
@@ -85,24 +119,56 @@ export class RedisSessionStore implements SessionStore {
     return `${this.#keyPrefix}vmcp:session:${id}`;
   }
 
+  /** The Redis key of an owner's index of sessions (a digest: owners are not spelled out in key names). */
+  ownerIndexKey(owner: SessionOwner): string {
+    return `${this.#keyPrefix}vmcp:owner:${createHash('sha256').update(ownerKey(owner)).digest('base64url')}`;
+  }
+
   async touch(id: string): Promise<SessionRecord | null> {
     if (!SESSION_ID.test(id)) return null;
     const raw = await this.#client.getex(this.key(id), 'PX', this.#ttlMs);
     if (raw === null) return null;
     const parsed = parseSessionRecord(id, raw);
     if ('invalid' in parsed) {
-      // Only a prefix of the id: a full session id lets its holder use the session.
-      this.#log?.warn({ session: `${id.slice(0, 8)}…`, reason: parsed.invalid }, 'ignoring a stored session that is not a valid session record');
+      // A digest of the id: a full session id lets its holder use the session.
+      this.#log?.warn({ session: sessionTag(id), reason: parsed.invalid }, 'ignoring a stored session that is not a valid session record');
       return null;
     }
     return parsed;
   }
 
-  async save(session: SessionRecord): Promise<void> {
+  async save(session: SessionRecord): Promise<readonly SessionRecord[]> {
     if (!SESSION_ID.test(session.id)) {
       throw new Error(`RedisSessionStore: session id must be 1-256 visible ASCII characters (got ${JSON.stringify(session.id.slice(0, 64))})`);
     }
-    await this.#client.set(this.key(session.id), JSON.stringify(session), 'PX', this.#ttlMs);
+    if (session.owner === null) {
+      await this.#client.set(this.key(session.id), JSON.stringify(session), 'PX', this.#ttlMs);
+      return [];
+    }
+    const removed = (await this.#client.eval(
+      SAVE_OWNED,
+      2,
+      this.key(session.id),
+      this.ownerIndexKey(session.owner),
+      JSON.stringify(session),
+      this.#ttlMs,
+      session.id,
+      Date.now(),
+      this.#maxPerOwner,
+      this.key(''),
+    )) as string[];
+    const records: SessionRecord[] = [];
+    for (const raw of removed) {
+      let id: unknown;
+      try {
+        id = (JSON.parse(raw) as { id?: unknown }).id;
+      } catch {
+        continue;
+      }
+      const parsed = typeof id === 'string' ? parseSessionRecord(id, raw) : { invalid: 'no id' };
+      if (!('invalid' in parsed)) records.push(parsed);
+    }
+    return records;
   }
 
   async delete(id: string): Promise<void> {

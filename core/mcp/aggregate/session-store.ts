@@ -1,9 +1,10 @@
 /**
  * Where aggregated sessions live between requests, so that any gateway process sharing the
  * store can serve a session another one created. What is stored is only what cannot be
- * rebuilt: the backend session ids and the negotiated versions (lists and routing tables are
- * rebuilt from the backends on demand). Secrets are never stored.
+ * rebuilt: who owns the session, the backend session ids and the negotiated versions (lists
+ * and routing tables are rebuilt from the backends on demand). Secrets are never stored.
  */
+import { createHash } from 'node:crypto';
 
 /** One backend's side of an aggregated session. */
 export interface BackendSessionRecord {
@@ -15,11 +16,19 @@ export interface BackendSessionRecord {
   readonly capabilities: Readonly<Record<string, unknown>>;
 }
 
+/** Who created a session: the principal's issuer (null when the auth plugin has none) and subject. */
+export interface SessionOwner {
+  readonly issuer: string | null;
+  readonly subject: string;
+}
+
 export interface SessionRecord {
-  /** Format version of the record. */
-  readonly v: 1;
+  /** Format version of the record (2: with `owner`). */
+  readonly v: 2;
   /** The gateway's own session id (what the client sends as Mcp-Session-Id). */
   readonly id: string;
+  /** The principal that created the session; null for an anonymous gateway. Only it may use the session. */
+  readonly owner: SessionOwner | null;
   /** ms since the epoch. */
   readonly createdAt: number;
   /** Protocol version negotiated with the client. */
@@ -35,8 +44,35 @@ export interface SessionRecord {
 export interface SessionStore {
   /** Loads a session and extends its time to live (sliding expiry). Null when unknown or expired. */
   touch(id: string): Promise<SessionRecord | null>;
-  /** Creates or replaces a session, with the store's time to live. */
-  save(record: SessionRecord): Promise<void>;
+  /**
+   * Creates or replaces a session, with the store's time to live. A new session of an owner who
+   * already holds the store's per-owner maximum ends that owner's oldest ones: they are removed
+   * and returned, so the caller can close their backend sessions. Other owners are never touched.
+   */
+  save(record: SessionRecord): Promise<readonly SessionRecord[]>;
   delete(id: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Whether `principal` (the request's, null when anonymous) owns `record`. A session answers only
+ * the principal that created it: any other caller is told it does not exist.
+ */
+export function ownedBy(record: SessionRecord, principal: SessionOwner | null): boolean {
+  const owner = record.owner;
+  if (owner === null || principal === null) return owner === principal;
+  return owner.subject === principal.subject && owner.issuer === principal.issuer;
+}
+
+/**
+ * A session's name in logs: its id is a bearer credential of the session (with the owner's
+ * token), so logs above debug carry this short digest instead, enough to correlate lines.
+ */
+export function sessionTag(id: string): string {
+  return createHash('sha256').update(id).digest('base64url').slice(0, 10);
+}
+
+/** One string per owner, for indexes of sessions by owner. */
+export function ownerKey(owner: SessionOwner): string {
+  return `${owner.issuer ?? ''}\n${owner.subject}`;
 }

@@ -4,8 +4,9 @@ import type { SessionRecord } from '../../../core/mcp/aggregate/session-store.ts
 
 export function sessionRecord(id: string = randomUUID(), overrides: Partial<SessionRecord> = {}): SessionRecord {
   return {
-    v: 1,
+    v: 2,
     id,
+    owner: { issuer: 'https://issuer.example', subject: 'user-1' },
     createdAt: 1_700_000_000_000,
     protocolVersion: '2025-06-18',
     clientInfo: { name: 'test-client', version: '1.0.0' },
