@@ -23,6 +23,7 @@ export type CoreErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'not_acceptable'
+  | 'request_timeout'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'parse_error'
@@ -59,6 +60,7 @@ const KINDS: Record<CoreErrorCode, Kind> = {
   not_found: { status: 404, rpc: null },
   method_not_allowed: { status: 405, rpc: -32000 },
   not_acceptable: { status: 406, rpc: -32000 },
+  request_timeout: { status: 408, rpc: -32000 },
   payload_too_large: { status: 413, rpc: -32600 },
   unsupported_media_type: { status: 415, rpc: -32000 },
   parse_error: { status: 400, rpc: -32700 },
@@ -252,8 +254,8 @@ function writeError(target: ErrorTarget, err: GatewayError): void {
   if (target.challenge !== null && (err.status === 401 || err.code === 'insufficient_scope')) {
     headers['www-authenticate'] = bearerChallenge(target.challenge, err);
   }
-  // After a 413 the rest of the body is not read: close the connection rather than drain it.
-  if (err.status === 413) headers.connection = 'close';
+  // After a 413 or a 408 the rest of the body is not read: close the connection rather than drain it.
+  if (err.status === 413 || err.status === 408) headers.connection = 'close';
   res.writeHead(err.status, headers);
   res.end(body);
 }

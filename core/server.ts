@@ -4,6 +4,7 @@
  * the built-in operational endpoints, and graceful shutdown.
  *
  * What a request meets, in order:
+ *   0. A request with two Host headers is refused (400) before anything reads either.
  *   1. /healthz, /readyz, /metrics — operational; no origin check (probes and scrapers reach the
  *      pod by IP), no auth.
  *   2. The origin guard (DNS rebinding): Host and Origin must name this gateway. First, so that
@@ -45,6 +46,8 @@ export interface ServerOptions {
   /** The SSE streams open to clients, closed at shutdown. */
   streams: OpenStreams;
   shutdownGraceMs: number;
+  /** A whole request (head and body) must arrive within this, else 408 (0: no limit). */
+  requestTimeoutMs?: number;
   accessLog: boolean;
   /** `gatehouse` (the default): Gatehouse's own HTTP/1.1 server; `node`: node:http. */
   engine?: ServerEngine;
@@ -63,6 +66,8 @@ interface Listener extends EventEmitter {
 
 const KEEP_ALIVE_MS = 65_000;
 const HEADERS_TIMEOUT_MS = 30_000;
+/** nginx's client_body_timeout default. */
+const REQUEST_TIMEOUT_MS = 60_000;
 
 type Handler = (ctx: Context) => HookOutcome | Promise<HookOutcome> | Reply | GatewayError | void;
 
@@ -121,10 +126,16 @@ export class GatewayServer {
     for (const route of options.chain.routes) this.#router.add(route, route.plugin, metrics.route(route.path));
     const mcp = options.mcp;
     this.#mcpHandle = mcp === null ? null : (ctx) => mcp.handle(ctx);
+    const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    // node:http wants the head's limit within the request's.
+    const headersTimeoutMs = requestTimeoutMs > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) : HEADERS_TIMEOUT_MS;
     this.http =
       options.engine === 'node'
-        ? createServer({ noDelay: true, requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_MS }, this.#onRequest)
-        : new WireServer(this.#onRequest as WireHandler, { keepAliveTimeoutMs: KEEP_ALIVE_MS, headersTimeoutMs: HEADERS_TIMEOUT_MS });
+        ? createServer(
+            { noDelay: true, requestTimeout: requestTimeoutMs, headersTimeout: headersTimeoutMs, keepAliveTimeout: KEEP_ALIVE_MS, connectionsCheckingInterval: 1_000 },
+            this.#onRequest,
+          )
+        : new WireServer(this.#onRequest as WireHandler, { keepAliveTimeoutMs: KEEP_ALIVE_MS, headersTimeoutMs, requestTimeoutMs });
   }
 
   setAuthChallenge(challenge: AuthChallenge): void {
@@ -179,6 +190,8 @@ export class GatewayServer {
   };
 
   #route(ctx: Context): ReturnType<Handler> {
+    // Which Host is meant is ambiguous (RFC 9112 §3.2): the origin guard must not pick one.
+    if (ctx.head.hostCount > 1) throw new GatewayError('invalid_request', 'the request has more than one Host header');
     const path = ctx.path;
     if (this.#mcpHandle !== null && path === this.#options.mcp!.path) {
       ctx.mcp = true;

@@ -116,6 +116,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
     allowedHosts: config.server.allowedHosts,
     allowedOrigins: config.server.allowedOrigins,
     shutdownGraceMs: config.server.shutdownGraceMs,
+    requestTimeoutMs: config.server.requestTimeoutMs,
     accessLog: config.server.accessLog,
     engine: config.server.engine,
   });

@@ -149,6 +149,7 @@ const serverSchema = z.strictObject({
   allowedHosts: z.array(allowedHost).default([]),
   allowedOrigins: z.array(allowedOrigin).default([]),
   shutdownGracePeriod: durationSchema({ allowZero: true }).default(10_000),
+  requestTimeout: durationSchema({ allowZero: true }).default(60_000),
   accessLog: z.boolean().default(false),
 });
 

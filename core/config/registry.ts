@@ -65,6 +65,8 @@ export interface RegistryServerSettings {
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly shutdownGraceMs: number;
+  /** A whole request must arrive within this (408 after; 0: no limit). */
+  readonly requestTimeoutMs: number;
   readonly accessLog: boolean;
 }
 
@@ -146,6 +148,7 @@ function assemble(input: RegistryFileInput, file: string): RegistryConfig {
       allowedHosts: input.server.allowedHosts,
       allowedOrigins: input.server.allowedOrigins,
       shutdownGraceMs: input.server.shutdownGracePeriod,
+      requestTimeoutMs: input.server.requestTimeout,
       accessLog: input.server.accessLog,
     },
   };

@@ -370,6 +370,7 @@ export function resourceSchemas(index: ReferenceIndex) {
       allowedHosts: z.array(allowedHost).default([]),
       allowedOrigins: z.array(allowedOrigin).default([]),
       shutdownGracePeriod: duration({ allowZero: true }).default(10_000),
+      requestTimeout: duration({ allowZero: true }).default(60_000),
       accessLog: z.boolean().default(false),
       engine: z.enum(['gatehouse', 'node']).default('gatehouse'),
     })

@@ -139,6 +139,8 @@ export interface ServerSettings {
   readonly allowedOrigins: readonly string[];
   /** How long SIGTERM waits for in-flight requests (`shutdownGracePeriod`, default 10s). */
   readonly shutdownGraceMs: number;
+  /** A whole request, head and body, must arrive within this (`requestTimeout`, default 60s; 0: no limit). */
+  readonly requestTimeoutMs: number;
   /** One log line per request (default false). */
   readonly accessLog: boolean;
   /** `gatehouse`: Gatehouse's own HTTP/1.1 server (default); `node`: node:http. */

@@ -266,6 +266,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       allowedHosts: spec.server.allowedHosts,
       allowedOrigins: spec.server.allowedOrigins,
       shutdownGraceMs: spec.server.shutdownGracePeriod,
+      requestTimeoutMs: spec.server.requestTimeout,
       accessLog: spec.server.accessLog,
       engine: spec.server.engine,
     },

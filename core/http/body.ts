@@ -61,7 +61,11 @@ function onEnd(this: Reading): void {
 function onError(this: Reading, err: Error): void {
   const read = this[kRead]!;
   finish(this);
-  read.sink.bodyFailed(read.state, new GatewayError('invalid_request', 'the request body could not be read', { detail: err.message }));
+  const timedOut = (err as { code?: string }).code === 'ERR_REQUEST_TIMEOUT';
+  read.sink.bodyFailed(
+    read.state,
+    timedOut ? new GatewayError('request_timeout', err.message) : new GatewayError('invalid_request', 'the request body could not be read', { detail: err.message }),
+  );
 }
 
 function onClose(this: Reading): void {

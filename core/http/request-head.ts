@@ -4,7 +4,7 @@
  * headers to forward to a backend.
  *
  * Repeated headers: the first value wins for the singletons read here (as Node does for them);
- * `authorization` repetitions are counted so that incoming auth can refuse them.
+ * `host` and `authorization` repetitions are counted so that they can be refused.
  */
 
 /** Request headers that never travel to a backend. */
@@ -36,6 +36,8 @@ const NOT_FORWARDED = new Set([
 
 export class RequestHead {
   host: string | undefined = undefined;
+  /** Host lines in the request: more than one is a 400 (RFC 9112 §3.2). */
+  hostCount = 0;
   origin: string | undefined = undefined;
   contentType: string | undefined = undefined;
   contentLength: string | undefined = undefined;
@@ -57,6 +59,7 @@ export class RequestHead {
       switch (name) {
         case 'host':
           this.host ??= value;
+          this.hostCount++;
           continue;
         case 'origin':
           this.origin ??= value;

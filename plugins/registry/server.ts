@@ -118,6 +118,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     allowedHosts: config.server.allowedHosts,
     allowedOrigins: config.server.allowedOrigins,
     shutdownGraceMs: config.server.shutdownGraceMs,
+    requestTimeoutMs: config.server.requestTimeoutMs,
     accessLog: config.server.accessLog,
   });
   if (challenge !== null) server.setAuthChallenge(challenge);

@@ -55,7 +55,7 @@ function exchange(bytes: string | Buffer | (string | Buffer)[], until?: RegExp, 
 
 describe('wire server', () => {
   before(async () => {
-    server = new WireServer((req, res) => handler(req, res), { headersTimeoutMs: 300, keepAliveTimeoutMs: 1500 });
+    server = new WireServer((req, res) => handler(req, res), { headersTimeoutMs: 300, requestTimeoutMs: 800, keepAliveTimeoutMs: 1500 });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
   });
@@ -300,22 +300,92 @@ describe('wire server', () => {
       const status = out === '' ? 'incomplete' : (/^HTTP\/1\.1 (\d{3}) /.exec(out)?.[1] ?? `malformed: ${JSON.stringify(out.slice(0, 40))}`);
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
     }
-    for (const status of statuses.keys()) assert.match(status, /^(200|400|408|431|501|incomplete)$/, [...statuses].join());
+    for (const status of statuses.keys()) assert.match(status, /^(200|400|408|431|incomplete)$/, [...statuses].join());
     assert.ok((statuses.get('400') ?? 0) > 100, [...statuses].join()); // most mutations are refused, clearly
     // And the server is still there.
     const after = await exchange('POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi');
     assert.match(after, /^HTTP\/1\.1 200 OK[\s\S]*ok 2$/);
   });
 
-  it('refuses upgrades (501) and a response header that would inject headers (500)', async () => {
-    handler = (_req, res) => {
-      res.writeHead(200, { 'x-evil': 'a\r\nset-cookie: pwned=1' });
-      res.end('x');
+  it('refuses a response header that would inject headers, or whose characters past latin1 would encode to CR LF (500)', async () => {
+    for (const value of ['a\r\nset-cookie: pwned=1', 'a\u010d\u010aset-cookie: pwned=1', 'a\u0000b']) {
+      handler = (_req, res) => {
+        res.writeHead(200, { 'x-evil': value });
+        res.end('x');
+      };
+      const injected = await exchange('GET / HTTP/1.1\r\nHost: x\r\n\r\n', /\r\n\r\n.*$/);
+      assert.match(injected, /^HTTP\/1\.1 500 Internal Server Error/);
+      assert.doesNotMatch(injected, /pwned/);
+    }
+  });
+
+  it('ignores Upgrade (RFC 9110 §7.8): a websocket GET and an h2c POST are served as HTTP/1.1, and what follows them too', async () => {
+    handler = (req, res) => void readBody(req).then((body) => res.end(`${req.method} ${req.url} ${body}`));
+    const websocket = await exchange('GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.match(websocket, /^HTTP\/1\.1 200 OK[\s\S]*GET \/ws [\s\S]*HTTP\/1\.1 200 OK[\s\S]*GET \/next $/);
+    const h2c = await exchange(
+      'POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Length: 5\r\n\r\nhello' +
+        'POST /next HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi',
+    );
+    assert.match(h2c, /^HTTP\/1\.1 200 OK[\s\S]*POST \/mcp hello[\s\S]*HTTP\/1\.1 200 OK[\s\S]*POST \/next hi$/);
+    assert.doesNotMatch(h2c, /101 Switching/);
+  });
+
+  it('answers 408 to a request whose body stalls past the request timeout, and closes', async () => {
+    let failure: string | null = null;
+    handler = (req, res) => {
+      req.on('error', (err: Error) => (failure = err.message));
+      req.on('data', () => undefined);
     };
-    const injected = await exchange('GET / HTTP/1.1\r\nHost: x\r\n\r\n', /\r\n\r\n.*$/);
-    assert.match(injected, /^HTTP\/1\.1 500 Internal Server Error/);
-    assert.doesNotMatch(injected, /pwned/);
-    const upgrade = await exchange('GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
-    assert.match(upgrade, /^HTTP\/1\.1 501 Not Implemented/);
+    const started = Date.now();
+    const out = await exchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n{"partial":', undefined, 5000);
+    assert.match(out, /^HTTP\/1\.1 408 Request Timeout[\s\S]*connection: close[\s\S]*request_timeout/);
+    assert.ok(Date.now() - started < 4000, 'within the request timeout and a sweep');
+    assert.match(failure ?? '', /not received within/, 'the body reader was told');
+  });
+
+  it('bounds what a pipelined response holds behind a response that never ends: its writer is paused, then drained in order', async () => {
+    const blocker: { res: WireResponse | null } = { res: null };
+    let drained = 0;
+    let refused = 0;
+    handler = (req, res) => {
+      if (req.url === '/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.flushHeaders();
+        blocker.res = res;
+        return;
+      }
+      // A writer that honours backpressure, as the gateway's exchanges do.
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(32 * 1024, 'x');
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < 8) {
+          sent++;
+          if (!res.write(chunk)) {
+            refused++;
+            res.once('drain', () => {
+              drained++;
+              pump();
+            });
+            return;
+          }
+        }
+        res.end();
+      };
+      pump();
+    };
+    const socket = connect(port, '127.0.0.1');
+    let received = 0;
+    socket.on('data', (d: Buffer) => (received += d.length));
+    socket.write('GET /stream HTTP/1.1\r\nHost: x\r\n\r\nGET /big HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(refused > 0, 'writes past the soft limit report backpressure');
+    assert.ok(received < 32 * 1024, 'nothing of the held response is sent while the stream is open');
+    blocker.res!.end();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(received > 8 * 32 * 1024, 'the held response follows once the stream ends');
+    assert.ok(drained > 0, 'and its writer is told to go on');
+    socket.destroy();
   });
 });

@@ -10,6 +10,7 @@ import { connectClient } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
+import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';
 import type { RunningVmcp } from '../../core/vmcp.ts';
 
 interface RpcError {
@@ -41,7 +42,7 @@ describe('bad input on the MCP endpoint', () => {
     backend = await startSdkServer({ name: 'alpha' });
     gateway = await startTestGateway({
       backends: [{ name: 'alpha', url: backend.url }],
-      spec: '  server: {maxBodySize: 64Ki, allowedOrigins: ["https://app.example.com"]}',
+      spec: '  server: {maxBodySize: 64Ki, requestTimeout: 1s, allowedOrigins: ["https://app.example.com"]}',
     });
   });
   after(async () => {
@@ -139,6 +140,38 @@ describe('bad input on the MCP endpoint', () => {
     assert.equal(allowed.status, 200);
     assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example.com');
     assert.match(allowed.headers.get('access-control-expose-headers') ?? '', /mcp-session-id/);
+  });
+
+  it('400 for a request with two Host headers (RFC 9112 §3.2), before anything reads either', async () => {
+    const before = backend.received.length;
+    const answer = await rawExchange(gateway.url, rawRequestBytes('POST', gateway.url, [['host', new URL(gateway.url).host], ['host', 'rebound.attacker.example'], ['content-type', 'application/json'], ['connection', 'close']], INITIALIZE));
+    assert.equal(answer.status, 400);
+    assert.match(answer.body, /more than one Host header/);
+    assert.equal(backend.received.length, before);
+  });
+
+  it('serves Upgrade: h2c on a POST and Upgrade: websocket on a GET as the HTTP/1.1 requests they are', async () => {
+    const h2c = await rawExchange(
+      gateway.url,
+      rawRequestBytes('POST', gateway.url, [['content-type', 'application/json'], ['accept', 'application/json, text/event-stream'], ['connection', 'Upgrade, HTTP2-Settings'], ['upgrade', 'h2c'], ['http2-settings', 'AAMAAABkAARAAAAAAAIAAAAA']], INITIALIZE),
+      3000,
+      true,
+    );
+    assert.equal(h2c.status, 200);
+    assert.doesNotMatch(h2c.text, /101 Switching/);
+    const forwarded = backend.received.at(-1)!;
+    assert.equal(forwarded.headers.upgrade, undefined, 'Upgrade is hop-by-hop: not forwarded');
+    assert.equal(forwarded.headers['http2-settings'], undefined, 'nor what Connection lists');
+    const websocket = await rawExchange(gateway.url, rawRequestBytes('GET', new URL('/healthz', gateway.url).href, [['connection', 'Upgrade'], ['upgrade', 'websocket'], ['sec-websocket-key', 'dGhlIHNhbXBsZSBub25jZQ=='], ['sec-websocket-version', '13']]), 3000, true);
+    assert.equal(websocket.status, 200);
+    assert.match(websocket.body, /"status":"ok"/);
+  });
+
+  it('408 for a body that stalls past requestTimeout, and the connection is closed', async () => {
+    const started = Date.now();
+    const answer = await rawExchange(gateway.url, rawRequestBytes('POST', gateway.url, [['content-type', 'application/json']], '').replace('content-length: 0', 'content-length: 60000') + '{"jsonrpc":', 8000);
+    assert.equal(answer.status, 408, answer.text);
+    assert.ok(Date.now() - started < 6000, `answered after ${Date.now() - started} ms, the connection closed`);
   });
 
   it('survives garbage: truncated requests, binary bodies and a flood of odd headers', async () => {

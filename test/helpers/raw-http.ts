@@ -21,17 +21,32 @@ function endpointOf(url: string): { host: string; port: number } {
   return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port) };
 }
 
+/** Whether `text` holds a whole first response with a Content-Length, or a first SSE event. */
+function firstResponseComplete(text: string): boolean {
+  const headEnd = text.indexOf('\r\n\r\n');
+  if (headEnd === -1) return false;
+  const head = text.slice(0, headEnd + 2);
+  const body = text.slice(headEnd + 4);
+  if (/\r\ncontent-type: *text\/event-stream/i.test(head)) return /\n\n/.test(body);
+  const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+  return length !== null && Buffer.byteLength(body, 'latin1') >= Number(length[1]);
+}
+
 /**
- * Writes `bytes` on a new connection and collects what comes back until the server closes it
- * or `timeoutMs` passes (then the socket is closed from this side).
+ * Writes `bytes` on a new connection and collects what comes back until the server closes it,
+ * `timeoutMs` passes, or (with `firstResponse`) the first response with a Content-Length is
+ * whole; then the socket is closed from this side.
  */
-export function rawExchange(url: string, bytes: string | Buffer, timeoutMs = 3000): Promise<RawAnswer> {
+export function rawExchange(url: string, bytes: string | Buffer, timeoutMs = 3000, firstResponse = false): Promise<RawAnswer> {
   const { host, port } = endpointOf(url);
   return new Promise((resolve, reject) => {
     const socket = connect(port, host);
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => socket.destroy(), timeoutMs);
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      if (firstResponse && firstResponseComplete(Buffer.concat(chunks).toString('latin1'))) socket.destroy();
+    });
     socket.on('error', (err) => {
       clearTimeout(timer);
       if (chunks.length === 0) reject(err);

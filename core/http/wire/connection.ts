@@ -33,11 +33,19 @@ type Tagged<T> = T & { [kConnection]: Connection };
 
 /** Unanswered pipelined requests at which the connection stops reading until one is answered. */
 export const PIPELINE_LIMIT = 16;
+/**
+ * Bytes a pipelined response may hold while an earlier one is still being written (an SSE stream
+ * in front never ends): past it, its writes report backpressure, so the backend behind it pauses.
+ */
+const HELD_SOFT_LIMIT = 64 * 1024;
+/** Bytes all held responses of a connection may total before the connection is cut. */
+const HELD_HARD_LIMIT = 16 * 1024 * 1024;
 const PAUSED_BY_BODY = 1;
 const PAUSED_BY_PIPELINE = 2;
 
 function onMessageBegin(this: Tagged<NativeParser>): void {
-  this[kConnection].headersStartedAt = performance.now();
+  const connection = this[kConnection];
+  connection.headersStartedAt = connection.requestStartedAt = performance.now();
 }
 
 function onHeaders(this: Tagged<NativeParser>, headers: string[], url: string): void {
@@ -87,12 +95,23 @@ function onData(this: Tagged<Socket>, chunk: Buffer): void {
   const connection = this[kConnection];
   connection.lastActive = performance.now();
   let result: number | Error;
-  try {
-    result = connection.parser.execute(chunk);
-  } catch {
-    // A callback threw past every handler's own guard: this connection ends, the process does not.
-    connection.destroy();
-    return;
+  for (let offset = 0; ; ) {
+    try {
+      result = connection.parser.execute(offset === 0 ? chunk : chunk.subarray(offset));
+    } catch {
+      // A callback threw past every handler's own guard: this connection ends, the process does not.
+      connection.destroy();
+      return;
+    }
+    // After a request with Upgrade (served as the HTTP/1.1 request it also is, RFC 9110 §7.8)
+    // llhttp stops where the other protocol would begin: what follows is the next request.
+    if (typeof result === 'number' && connection.upgradeStop && offset + result < chunk.length) {
+      connection.upgradeStop = false;
+      offset += result;
+      continue;
+    }
+    connection.upgradeStop = false;
+    break;
   }
   if (typeof result !== 'number') connection.malformed(result);
   // A client that pipelines without reading answers gets no more handler calls for a while.
@@ -129,7 +148,8 @@ export class Connection implements ResponseSink, BodySource {
   request: WireRequest | null = null;
   /** Responses in request order; only the first writes to the socket. */
   readonly queue: WireResponse[] = [];
-  readonly #held = new Map<WireResponse, { data: (string | Buffer)[]; last: boolean }>();
+  readonly #held = new Map<WireResponse, { data: (string | Buffer)[]; bytes: number; last: boolean; waiting: boolean }>();
+  #heldBytes = 0;
   /** Responses whose last write is in flight, in order (socket writes complete in order). */
   readonly #finishing: WireResponse[] = [];
   /** One callback per connection for every last write (no closure per response). */
@@ -141,6 +161,10 @@ export class Connection implements ResponseSink, BodySource {
   partialUrl = '';
   /** performance.now() when the current request's head began (0: none pending). */
   headersStartedAt = 0;
+  /** performance.now() when the request being received (`request`) began. */
+  requestStartedAt = 0;
+  /** The parser stopped at the end of a request with Upgrade; the rest of the read follows. */
+  upgradeStop = false;
   lastActive: number;
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
   #paused = 0;
@@ -183,10 +207,8 @@ export class Connection implements ResponseSink, BodySource {
     response.request = request;
     this.request = request;
     this.queue.push(response);
-    if (upgrade) {
-      this.#refuse(response, 501, 'protocol upgrades are not supported');
-      return;
-    }
+    // Upgrade is ignored (RFC 9110 §7.8 lets a server do so): no switch, the request is served.
+    if (upgrade) this.upgradeStop = true;
     if (major === 1 && minor === 1 && !hasHeader(headers, 'host')) {
       this.#refuse(response, 400, 'an HTTP/1.1 request needs a Host header');
       return;
@@ -207,6 +229,26 @@ export class Connection implements ResponseSink, BodySource {
     response.end(body);
   }
 
+  /**
+   * The request being received did not arrive whole within the request timeout (a stalled body):
+   * whoever reads its body is told (the MCP endpoint answers 408), and a request still
+   * unanswered gets the 408 here. The connection closes after it: its remaining bytes are lost.
+   */
+  requestTimedOut(limitMs: number): void {
+    const request = this.request;
+    if (request === null) return;
+    this.request = null;
+    this.#pause(PAUSED_BY_BODY);
+    const description = `the request was not received within ${Math.round(limitMs / 1000)} s`;
+    request.destroyRequest(Object.assign(new Error(description), { code: 'ERR_REQUEST_TIMEOUT' }));
+    const response = this.queue.find((r) => r.request === request);
+    if (response === undefined || response.headersSent || response.writableEnded) return;
+    response.keepAlive = false;
+    const body = JSON.stringify({ error: 'request_timeout', error_description: description });
+    response.writeHead(408, ['content-type', 'application/json', 'connection', 'close']);
+    response.end(body);
+  }
+
   /** The parser refused the bytes: a clear 400 (431 for an oversize head), then close. */
   malformed(error: Error): void {
     const code = (error as { code?: string }).code ?? 'HPE_ERROR';
@@ -219,6 +261,7 @@ export class Connection implements ResponseSink, BodySource {
     if (only !== null && !only.headersSent) {
       // The bad bytes were in the body of a request not yet answered: answer it with the 400.
       this.queue.length = 0;
+      this.#heldBytes -= this.#held.get(only)?.bytes ?? 0;
       this.#held.delete(only);
       only.abort();
     } else if (this.queue.length > 0) {
@@ -235,12 +278,22 @@ export class Connection implements ResponseSink, BodySource {
   send(response: WireResponse, data: string | Buffer, last: boolean): boolean {
     if (this.#gone || this.socket.writableEnded) return false;
     if (this.queue[0] !== response) {
-      // A pipelined response waits for the ones before it.
+      // A pipelined response waits for the ones before it, within bounds.
       let held = this.#held.get(response);
-      if (held === undefined) this.#held.set(response, (held = { data: [], last: false }));
-      if (data.length > 0) held.data.push(data);
+      if (held === undefined) this.#held.set(response, (held = { data: [], bytes: 0, last: false, waiting: false }));
+      if (data.length > 0) {
+        held.data.push(data);
+        held.bytes += data.length;
+        this.#heldBytes += data.length;
+        if (this.#heldBytes > HELD_HARD_LIMIT) {
+          this.destroy();
+          return false;
+        }
+      }
       held.last ||= last;
-      return true;
+      if (held.bytes <= HELD_SOFT_LIMIT) return true;
+      held.waiting = true; // told 'drain' once it is written
+      return false;
     }
     this.lastActive = performance.now();
     if (!last) return data.length === 0 ? true : this.socket.write(data);
@@ -264,8 +317,10 @@ export class Connection implements ResponseSink, BodySource {
     const held = next === undefined ? undefined : this.#held.get(next);
     if (next !== undefined && held !== undefined) {
       this.#held.delete(next);
+      this.#heldBytes -= held.bytes;
       const data = held.data.length === 0 ? '' : held.data.length === 1 ? held.data[0]! : Buffer.concat(held.data.map((d) => (typeof d === 'string' ? Buffer.from(d, 'latin1') : d)));
       this.send(next, data, held.last);
+      if (held.waiting && !held.last) next.emit('drain');
     }
     if (this.queue.length === 0 && this.#owner.closing) this.socket.end();
   }
@@ -311,6 +366,7 @@ export class Connection implements ResponseSink, BodySource {
     }
     this.queue.length = 0;
     this.#held.clear();
+    this.#heldBytes = 0;
     this.#finishing.length = 0;
     const parser = this.parser;
     setImmediate(() => parser.close());

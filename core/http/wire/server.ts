@@ -6,8 +6,9 @@
  * machinery, and the response head and body in one write.
  *
  * One timer for all connections enforces the time limits: a request head must be complete within
- * `headersTimeoutMs` (slow-loris), and an idle keep-alive connection closes after
- * `keepAliveTimeoutMs`.
+ * `headersTimeoutMs` (slow-loris), the whole request, body included, within `requestTimeoutMs`
+ * (a body that stalls holds a connection no longer than that), and an idle keep-alive
+ * connection closes after `keepAliveTimeoutMs`.
  */
 import { EventEmitter } from 'node:events';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
@@ -20,6 +21,8 @@ export interface WireServerOptions {
   keepAliveTimeoutMs?: number;
   /** A request head must arrive within this (default 30 s). */
   headersTimeoutMs?: number;
+  /** A whole request, head and body, must arrive within this (default 60 s; 0: no limit). */
+  requestTimeoutMs?: number;
   /** Largest request head, bytes (default 16 KiB, as node:http). */
   maxHeaderSize?: number;
 }
@@ -35,6 +38,7 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
   readonly #connections = new Set<Connection>();
   readonly #keepAliveMs: number;
   readonly #headersMs: number;
+  readonly #requestMs: number;
   #sweeper: NodeJS.Timeout | null = null;
 
   constructor(handler: WireHandler, options: WireServerOptions = {}) {
@@ -42,6 +46,7 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
     this.handler = handler;
     this.#keepAliveMs = options.keepAliveTimeoutMs ?? 65_000;
     this.#headersMs = options.headersTimeoutMs ?? 30_000;
+    this.#requestMs = options.requestTimeoutMs ?? 60_000;
     this.keepAliveSeconds = Math.floor(this.#keepAliveMs / 1000);
     this.maxHeaderSize = options.maxHeaderSize ?? 16 * 1024;
     this.#net = createNetServer({ allowHalfOpen: true, noDelay: true }, (socket: Socket) => {
@@ -72,6 +77,8 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
     for (const connection of this.#connections) {
       if (connection.headersStartedAt !== 0 && now - connection.headersStartedAt > this.#headersMs) {
         connection.malformed(Object.assign(new Error('request head not complete in time'), { code: 'HPE_HEADERS_TIMEOUT' }));
+      } else if (this.#requestMs > 0 && connection.request !== null && now - connection.requestStartedAt > this.#requestMs) {
+        connection.requestTimedOut(this.#requestMs);
       } else if (connection.idle && now - connection.lastActive > this.#keepAliveMs) {
         connection.destroy();
       }
