@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { multiplexEventId, parseEventId, routedEventId, unwrapRequestId, wrapRequestId } from '../../core/mcp/aggregate/ids.ts';
-import { templatePattern } from '../../core/mcp/aggregate/lists.ts';
 
 describe('aggregated ids', () => {
   it('server→client request ids keep the backend and the original id and type', () => {
@@ -25,10 +24,14 @@ describe('aggregated ids', () => {
     assert.equal(parseEventId('no-dot'), null);
   });
 
-  it('resource templates match concrete URIs', () => {
-    assert.ok(templatePattern('fixture://alpha/item/{id}').test('fixture://alpha/item/42'));
-    assert.ok(!templatePattern('fixture://alpha/item/{id}').test('fixture://alpha/item/42/more'));
-    assert.ok(templatePattern('file:///{+path}').test('file:///a/b/c.txt'));
-    assert.ok(!templatePattern('demo://x.y/{id}').test('demo://xzy/1'), 'dots are literal');
+  it('refuses event ids it could not have issued: control characters, characters past ASCII, a bad index', () => {
+    for (const position of ['x\r\nx-injected: yes', 'x\u0000', 'x\u010d\u010a', '', 'x'.repeat(257)]) {
+      assert.equal(parseEventId(multiplexEventId(new Map([[0, position]]))), null, JSON.stringify(position));
+      assert.equal(parseEventId(routedEventId(0, position)), null, JSON.stringify(position));
+    }
+    assert.equal(parseEventId('m.' + Buffer.from('[[-1,"a"]]').toString('base64url')), null);
+    assert.equal(parseEventId('m.' + Buffer.from('[[0,"a","extra"]]').toString('base64url')), null);
+    assert.equal(parseEventId('1e3.abc'), null);
+    assert.equal(parseEventId('1234567.abc'), null);
   });
 });

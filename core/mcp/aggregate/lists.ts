@@ -10,6 +10,7 @@ import type { BackendLink, MessageSink } from './backend-link.ts';
 import type { AggregationConfig } from './config.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
 import type { AggregatedSession } from './session.ts';
+import { UriTemplateMatcher } from './uri-template.ts';
 
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 
@@ -52,7 +53,7 @@ export interface ListCache {
   readonly names: NameTable<Named> | null;
   /** Resources: URI → owner; templates: matcher → owner. */
   readonly uris: ReadonlyMap<string, string> | null;
-  readonly templates: readonly { readonly pattern: RegExp; readonly uriTemplate: string; readonly backend: string }[] | null;
+  readonly templates: readonly { readonly matcher: UriTemplateMatcher; readonly uriTemplate: string; readonly backend: string }[] | null;
   readonly conflicts: readonly NameConflict[];
   /** False when a backend failed: served, but not kept. */
   readonly complete: boolean;
@@ -82,19 +83,6 @@ async function fetchAll(link: BackendLink, ctx: Context | null, session: Aggrega
 
 function isNamed(item: unknown): item is Named {
   return typeof item === 'object' && item !== null && typeof (item as Named).name === 'string';
-}
-
-/** RFC 6570 level 1–2 template → a matcher for concrete URIs. */
-export function templatePattern(template: string): RegExp {
-  let source = '';
-  let last = 0;
-  for (const match of template.matchAll(/\{([+#]?)[^}]*\}/g)) {
-    source += template.slice(last, match.index).replace(/[.*+?^$()|[\]\\]/g, '\\$&');
-    source += match[1] === '' ? '([^/?#]+)' : '(.+)';
-    last = match.index + match[0].length;
-  }
-  source += template.slice(last).replace(/[.*+?^$()|[\]\\]/g, '\\$&');
-  return new RegExp(`^${source}$`);
 }
 
 /** Fetches and names one kind of list for the session (cached until invalidated). */
@@ -147,7 +135,7 @@ function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: Aggre
     }
     return { items, names: null, uris, templates: null, conflicts: [] };
   }
-  const templates: { pattern: RegExp; uriTemplate: string; backend: string }[] = [];
+  const templates: { matcher: UriTemplateMatcher; uriTemplate: string; backend: string }[] = [];
   const items: { backend: string; item: unknown }[] = [];
   const seen = new Set<string>();
   for (const [backend, list] of perBackend) {
@@ -155,7 +143,7 @@ function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: Aggre
       const uriTemplate = (item as ResourceTemplate | null)?.uriTemplate;
       if (typeof uriTemplate !== 'string' || seen.has(uriTemplate)) continue;
       seen.add(uriTemplate);
-      templates.push({ pattern: templatePattern(uriTemplate), uriTemplate, backend });
+      templates.push({ matcher: new UriTemplateMatcher(uriTemplate), uriTemplate, backend });
       items.push({ backend, item });
     }
   }
@@ -183,6 +171,6 @@ export function page(kind: ListKind, cache: ListCache, session: AggregatedSessio
 export function resourceOwner(resources: ListCache | undefined, templates: ListCache | undefined, uri: string): string | null {
   const listed = resources?.uris?.get(uri);
   if (listed !== undefined) return listed;
-  for (const template of templates?.templates ?? []) if (template.pattern.test(uri)) return template.backend;
+  for (const template of templates?.templates ?? []) if (template.matcher.matches(uri)) return template.backend;
   return null;
 }
