@@ -5,18 +5,23 @@
  *
  * What a request meets, in order:
  *   0. A request with two Host headers is refused (400) before anything reads either.
- *   1. /healthz, /readyz, /metrics — operational; no origin check (probes and scrapers reach the
- *      pod by IP), no auth.
+ *   1. /healthz, /readyz — probes; public, no origin check (probes reach the pod by IP).
  *   2. The origin guard (DNS rebinding): Host and Origin must name this gateway. First, so that
  *      nothing else runs for a request a browser was tricked into sending.
  *   3. CORS preflight for allowed origins.
- *   4. authenticate, then authorize (chain.ts) — for the MCP endpoint and every plugin route
- *      that does not opt out.
- *   5. The MCP endpoint or the plugin route's handler.
+ *   4. authenticate, then authorize (chain.ts) — for the MCP endpoint, /status and /metrics, and
+ *      every plugin route that does not opt out.
+ *   5. The MCP endpoint, the admin documents, or the plugin route's handler.
  * Every error on the way is mapped to HTTP in one place (errors.ts `sendError`).
+ *
+ * The admin documents (/status: backends, their URLs and last errors, session count; /metrics)
+ * tell an attacker what is behind the gateway. They answer on the public port only through the
+ * same incoming auth as the MCP endpoint; with `admin` set they move to a listener of their own
+ * (loopback by default, for scrapers and operators), without auth but behind its own Host check,
+ * and the public port no longer serves them.
  */
 import type { EventEmitter } from 'node:events';
-import { createServer } from 'node:http';
+import { createServer, type Server as HttpServer } from 'node:http';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
 import { WireServer, type WireHandler } from './http/wire/server.ts';
 import type { AddressInfo } from 'node:net';
@@ -51,6 +56,13 @@ export interface ServerOptions {
   accessLog: boolean;
   /** `gatehouse` (the default): Gatehouse's own HTTP/1.1 server; `node`: node:http. */
   engine?: ServerEngine;
+  /** A separate listener for /status and /metrics (and the probes); null: they need auth on the public port. */
+  admin?: AdminListen | null;
+}
+
+export interface AdminListen {
+  readonly host: string;
+  readonly port: number;
 }
 
 export type ServerEngine = 'gatehouse' | 'node';
@@ -114,6 +126,7 @@ export class GatewayServer {
   #ready = false;
   #draining = false;
   #address: AddressInfo | null = null;
+  #admin: { readonly http: HttpServer; readonly guard: OriginGuard; readonly address: AddressInfo } | null = null;
 
   constructor(options: ServerOptions) {
     this.#options = options;
@@ -147,16 +160,14 @@ export class GatewayServer {
     return this.#address;
   }
 
+  /** The admin listener's address, or null when /status and /metrics are on the public port. */
+  get adminAddress(): AddressInfo | null {
+    return this.#admin?.address ?? null;
+  }
+
   async listen(): Promise<AddressInfo> {
     const { host, port } = this.#options;
-    await new Promise<void>((resolve, reject) => {
-      const onError = (err: Error): void => reject(err);
-      this.http.once('error', onError);
-      this.http.listen(port, host, () => {
-        this.http.removeListener('error', onError);
-        resolve();
-      });
-    });
+    await listenOn(this.http, port, host);
     this.#address = this.http.address() as AddressInfo;
     this.#guard = new OriginGuard({
       host,
@@ -165,6 +176,21 @@ export class GatewayServer {
       allowedHosts: this.#options.allowedHosts,
       allowedOrigins: this.#options.allowedOrigins,
     });
+    const admin = this.#options.admin;
+    if (admin !== undefined && admin !== null) {
+      const http = createServer({ noDelay: true, requestTimeout: 10_000, headersTimeout: 10_000 }, this.#onAdminRequest);
+      try {
+        await listenOn(http, admin.port, admin.host);
+      } catch (err) {
+        await new Promise<void>((resolve) => this.http.close(() => resolve()));
+        throw err;
+      }
+      const address = http.address() as AddressInfo;
+      // Its own names only, and no browser origin: an unauthenticated loopback port must not be
+      // readable from a page that rebinds a name to 127.0.0.1.
+      const guard = new OriginGuard({ host: admin.host, port: address.port, publicUrls: [], allowedHosts: [], allowedOrigins: [] });
+      this.#admin = { http, guard, address };
+    }
     return this.#address;
   }
 
@@ -204,17 +230,14 @@ export class GatewayServer {
     }
     switch (path) {
       case '/healthz':
-        return this.#builtin(ctx, Reply.json(200, { status: 'ok' }));
       case '/readyz':
-        return this.#builtin(ctx, this.#ready && !this.#draining ? Reply.json(200, { status: 'ready' }) : Reply.json(503, { status: this.#draining ? 'draining' : 'starting' }));
+        return this.#builtin(ctx, this.#probe(path));
       case '/metrics':
-        ctx.route = 'metrics';
-        ctx.routeMetrics = this.#builtinMetrics;
-        return this.#options.metrics.registry.metrics().then((text) => new Reply(200, text, { 'content-type': this.#options.metrics.registry.contentType }));
       case '/status':
-        if (this.#options.mcp !== null) {
-          this.#checkOrigin(ctx);
-          return this.#builtin(ctx, Reply.json(200, this.#options.mcp.status()));
+        if (this.#admin === null && (path === '/metrics' || this.#options.mcp !== null)) {
+          this.#builtin(ctx, null);
+          if (path === '/status') this.#checkOrigin(ctx);
+          return this.#authenticated(ctx, this.#adminDocument);
         }
     }
     const match = this.#router.find(ctx.req.method ?? 'GET', path);
@@ -232,11 +255,42 @@ export class GatewayServer {
     return match.route.auth ? this.#authenticated(ctx, handler) : handler(ctx);
   }
 
-  #builtin(ctx: Context, reply: Reply): Reply {
+  #builtin<R>(ctx: Context, reply: R): R {
     ctx.route = ctx.path;
     ctx.routeMetrics = this.#builtinMetrics;
     return reply;
   }
+
+  #probe(path: '/healthz' | '/readyz'): Reply {
+    if (path === '/healthz') return Reply.json(200, { status: 'ok' });
+    return this.#ready && !this.#draining ? Reply.json(200, { status: 'ready' }) : Reply.json(503, { status: this.#draining ? 'draining' : 'starting' });
+  }
+
+  /** /status or /metrics, wherever they are served. */
+  readonly #adminDocument = (ctx: Context): Reply | Promise<Reply> => {
+    if (ctx.path === '/status') return Reply.json(200, this.#options.mcp!.status());
+    const registry = this.#options.metrics.registry;
+    return registry.metrics().then((text) => new Reply(200, text, { 'content-type': registry.contentType }));
+  };
+
+  /** The admin listener: the probes and the admin documents, behind its own Host check. */
+  readonly #onAdminRequest = (req: HttpRequest, res: HttpResponse): void => {
+    const ctx = new Context(req, res, this.#scope, performance.now());
+    try {
+      const admin = this.#admin!;
+      const problem = ctx.head.hostCount > 1 ? new GatewayError('invalid_request', 'the request has more than one Host header') : admin.guard.check(ctx.head);
+      if (problem !== null) throw problem;
+      const path = ctx.path;
+      let outcome: Reply | Promise<Reply>;
+      if (path === '/healthz' || path === '/readyz') outcome = this.#probe(path);
+      else if (path === '/metrics' || (path === '/status' && this.#options.mcp !== null)) outcome = this.#adminDocument(ctx);
+      else throw new GatewayError('not_found', `no route for ${ctx.req.method} ${path} on the admin listener (it serves /healthz, /readyz, /metrics${this.#options.mcp !== null ? ', /status' : ''})`);
+      if (outcome instanceof Reply) respond(ctx, outcome);
+      else outcome.then((settled) => respond(ctx, settled), (err: unknown) => ctx.fail(err));
+    } catch (err) {
+      ctx.fail(err);
+    }
+  };
 
   #checkHost(ctx: Context): void {
     const problem = this.#guard!.check({ host: ctx.head.host, origin: undefined });
@@ -287,7 +341,12 @@ export class GatewayServer {
   async close(): Promise<void> {
     if (this.#draining) return;
     this.#draining = true;
-    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    const admin = this.#admin;
+    const closed = Promise.all([
+      new Promise<void>((resolve) => this.http.close(() => resolve())),
+      admin === null ? undefined : new Promise<void>((resolve) => admin.http.close(() => resolve())),
+    ]);
+    admin?.http.closeAllConnections();
     this.http.closeIdleConnections();
     this.#options.streams.close(true);
     const deadline = Date.now() + this.#options.shutdownGraceMs;
@@ -301,4 +360,16 @@ export class GatewayServer {
     this.http.closeAllConnections();
     await closed;
   }
+}
+
+/** Listens, or rejects with the listen error (EADDRINUSE, EACCES...). */
+function listenOn(server: Listener | HttpServer, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.removeListener('error', onError);
+      resolve();
+    });
+  });
 }

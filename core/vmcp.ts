@@ -119,6 +119,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
     requestTimeoutMs: config.server.requestTimeoutMs,
     accessLog: config.server.accessLog,
     engine: config.server.engine,
+    admin: config.server.admin,
   });
   challengeSink = server;
   if (pendingChallenge !== null) server.setAuthChallenge(pendingChallenge);
@@ -140,8 +141,14 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
   server.markReady();
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}${mcpPath}`;
+  const admin = server.adminAddress;
   log.info(
-    { url, mode: aggregated === null ? 'transparent' : 'aggregated', backends: backends.map((b) => `${b.name}=${b.url.href}`) },
+    {
+      url,
+      mode: aggregated === null ? 'transparent' : 'aggregated',
+      backends: backends.map((b) => `${b.name}=${b.url.href}`),
+      ...(admin === null ? {} : { admin: `http://${admin.family === 'IPv6' ? `[${admin.address}]` : admin.address}:${admin.port}` }),
+    },
     'virtual MCP server listening',
   );
 

@@ -2,6 +2,7 @@
  * The zod building blocks both config files share (vMCP and registry): how problems are added
  * with their YAML position hint, and the formats (URLs, issuers, hosts, origins, unique names).
  */
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { PathSegment } from './problems.ts';
 import { isMapping } from './yaml.ts';
@@ -60,6 +61,23 @@ export const allowedHost = z.string().superRefine((value, ctx) => {
   if (value !== '*' && !HOST.test(value)) {
     ctx.addIssue(`must be a host name, optionally with :port (for example mcp.example.com or mcp.example.com:8443), or "*" (got ${q(value)})`);
   }
+});
+
+/** A host name to listen on (an IP address is checked with isIP). */
+const LISTEN_HOST_NAME = /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/;
+
+/**
+ * `server.admin`: the listener of /status and /metrics (and the probes), loopback unless an
+ * address is given: it answers without authentication.
+ */
+export const adminListener = z.strictObject({
+  address: z
+    .string()
+    .superRefine((value, ctx) => {
+      if (isIP(value) === 0 && !LISTEN_HOST_NAME.test(value)) ctx.addIssue(`must be an IP address or a host name to listen on, without a port (got ${q(value)})`);
+    })
+    .default('127.0.0.1'),
+  port: z.int().min(0).max(65535),
 });
 
 export const allowedOrigin = z.string().superRefine((value, ctx) => {

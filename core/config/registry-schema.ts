@@ -11,7 +11,7 @@ import { durationSchema } from './duration.ts';
 import { describeValue, didYouMean } from './problems.ts';
 import { sizeSchema } from './size.ts';
 import { isMapping } from './yaml.ts';
-import { addIssue, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
+import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -151,6 +151,7 @@ const serverSchema = z.strictObject({
   shutdownGracePeriod: durationSchema({ allowZero: true }).default(10_000),
   requestTimeout: durationSchema({ allowZero: true }).default(60_000),
   accessLog: z.boolean().default(false),
+  admin: adminListener.optional(),
 });
 
 // ---- the file -----------------------------------------------------------------------------

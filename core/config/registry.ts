@@ -8,6 +8,7 @@ import { ConfigError, readConfigText, formatPath, schemaIssueMessage, sortProble
 import type { ConfigProblem } from './problems.ts';
 import { DEFAULT_DATA_DIR, registryFileSchema } from './registry-schema.ts';
 import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
+import type { AdminListenerConfig } from './types.ts';
 import { parseYamlDocuments } from './yaml.ts';
 
 export type ClaimMap = Readonly<Record<string, string>>;
@@ -68,6 +69,8 @@ export interface RegistryServerSettings {
   /** A whole request must arrive within this (408 after; 0: no limit). */
   readonly requestTimeoutMs: number;
   readonly accessLog: boolean;
+  /** The separate listener of /metrics, or null (it needs auth on the public port). */
+  readonly admin: AdminListenerConfig | null;
 }
 
 export interface RegistryConfig {
@@ -150,6 +153,7 @@ function assemble(input: RegistryFileInput, file: string): RegistryConfig {
       shutdownGraceMs: input.server.shutdownGracePeriod,
       requestTimeoutMs: input.server.requestTimeout,
       accessLog: input.server.accessLog,
+      admin: input.server.admin === undefined ? null : { host: input.server.admin.address, port: input.server.admin.port },
     },
   };
 }

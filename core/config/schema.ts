@@ -16,7 +16,7 @@ import { secretBodyShape, secretRefSchema } from './secrets.ts';
 import type { SecretStore } from './secrets.ts';
 import { sizeSchema as size } from './size.ts';
 import { isMapping } from './yaml.ts';
-import { addIssue, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
+import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
 export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret'] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
@@ -372,6 +372,7 @@ export function resourceSchemas(index: ReferenceIndex) {
       shutdownGracePeriod: duration({ allowZero: true }).default(10_000),
       requestTimeout: duration({ allowZero: true }).default(60_000),
       accessLog: z.boolean().default(false),
+      admin: adminListener.optional(),
       engine: z.enum(['gatehouse', 'node']).default('gatehouse'),
     })
     .prefault({});

@@ -145,6 +145,14 @@ export interface ServerSettings {
   readonly accessLog: boolean;
   /** `gatehouse`: Gatehouse's own HTTP/1.1 server (default); `node`: node:http. */
   readonly engine: 'gatehouse' | 'node';
+  /** `admin`: the separate listener of /status and /metrics, or null (they need auth on the public port). */
+  readonly admin: AdminListenerConfig | null;
+}
+
+/** `server.admin` of either server: where /status and /metrics answer without authentication. */
+export interface AdminListenerConfig {
+  readonly host: string;
+  readonly port: number;
 }
 
 /** A plugin loaded from `VirtualMCPServer.spec.plugins[]`. */

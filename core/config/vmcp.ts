@@ -269,6 +269,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       requestTimeoutMs: spec.server.requestTimeout,
       accessLog: spec.server.accessLog,
       engine: spec.server.engine,
+      admin: spec.server.admin === undefined ? null : { host: spec.server.admin.address, port: spec.server.admin.port },
     },
     plugins: spec.plugins.map((plugin, i) => ({
       name: plugin.name,

@@ -119,6 +119,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     allowedOrigins: config.server.allowedOrigins,
     shutdownGraceMs: config.server.shutdownGraceMs,
     requestTimeoutMs: config.server.requestTimeoutMs,
+    admin: config.server.admin,
     accessLog: config.server.accessLog,
   });
   if (challenge !== null) server.setAuthChallenge(challenge);
