@@ -65,8 +65,16 @@ export interface TokenValidatorCacheOptions {
   readonly jwksDefaultAgeSeconds?: number;
   /** At most one JWKS fetch per cooldown for an unknown `kid` or an unreachable issuer. [30] */
   readonly jwksCooldownSeconds?: number;
-  /** Cap on how long an active introspection result is cached (it is never kept past its `exp`). [none; 60 without `exp`] */
+  /**
+   * Cap on how long an active introspection result is cached (never past its `exp`): a token
+   * revoked at the issuer is refused within this. [60]
+   */
   readonly introspectionMaxAgeSeconds?: number;
+  /**
+   * How long a token the issuer said is not active (or not for this resource) is refused
+   * without asking again: a flood of one bad opaque token costs the issuer one call. [10]
+   */
+  readonly introspectionRefusedSeconds?: number;
 }
 
 export interface TokenValidator {

@@ -23,8 +23,10 @@ export interface ValidatorSettings {
   readonly jwksMaxAgeMs: number;
   readonly jwksDefaultAgeMs: number;
   readonly cooldownMs: number;
-  /** Cap on cached introspection results, ms (Infinity: until exp). */
+  /** Cap on cached active introspection results, ms. */
   readonly introspectionMaxAgeMs: number;
+  /** How long an introspection refusal is remembered, ms (0: not at all). */
+  readonly introspectionRefusedMs: number;
   /** Lifetime given to introspection answers without `exp`, seconds. */
   readonly introspectionDefaultSeconds: number;
   readonly now: () => number;
@@ -74,7 +76,7 @@ export function validatorSettings(options: TokenValidatorOptions): ValidatorSett
   const jwksMinAgeMs = seconds(cache.jwksMinAgeSeconds, 60, 'cache.jwksMinAgeSeconds') * 1000;
   const jwksMaxAgeMs = seconds(cache.jwksMaxAgeSeconds, 86_400, 'cache.jwksMaxAgeSeconds') * 1000;
   if (jwksMaxAgeMs < jwksMinAgeMs) throw new ValidatorOptionsError('cache.jwksMaxAgeSeconds must be ≥ cache.jwksMinAgeSeconds');
-  const introspectionCap = cache.introspectionMaxAgeSeconds;
+  const introspectionCap = seconds(cache.introspectionMaxAgeSeconds, 60, 'cache.introspectionMaxAgeSeconds');
   return {
     issuer: options.issuer,
     issuerUrl,
@@ -93,8 +95,9 @@ export function validatorSettings(options: TokenValidatorOptions): ValidatorSett
     jwksMaxAgeMs,
     jwksDefaultAgeMs: seconds(cache.jwksDefaultAgeSeconds, 600, 'cache.jwksDefaultAgeSeconds') * 1000,
     cooldownMs: seconds(cache.jwksCooldownSeconds, 30, 'cache.jwksCooldownSeconds') * 1000,
-    introspectionMaxAgeMs: introspectionCap === undefined ? Number.POSITIVE_INFINITY : seconds(introspectionCap, 0, 'cache.introspectionMaxAgeSeconds') * 1000,
-    introspectionDefaultSeconds: Math.min(60, introspectionCap ?? 60),
+    introspectionMaxAgeMs: introspectionCap * 1000,
+    introspectionRefusedMs: seconds(cache.introspectionRefusedSeconds, 10, 'cache.introspectionRefusedSeconds') * 1000,
+    introspectionDefaultSeconds: Math.min(60, introspectionCap),
     now: options.now ?? Date.now,
     injectedClock: options.now !== undefined,
   };

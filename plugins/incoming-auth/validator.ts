@@ -6,13 +6,15 @@
  *     ├─ same token already being verified: that promise (concurrent first uses share one check)
  *     └─ miss: a JWT (3 parts) → signature and claims against the issuer's JWKS (jwt.ts);
  *              an opaque token → RFC 7662 introspection when client credentials are set;
- *              then cached until its exp.
+ *              then cached until its exp (an introspected one for at most a minute, so a
+ *              revocation is seen; one the issuer refused is remembered for a few seconds).
  *
  * Issuer metadata is discovered once (discovery.ts) and retried at most once per cooldown after
  * a failure; keys live in the JWKS cache (jwks-cache.ts). A token naming an unknown `kid`
  * triggers one rate-limited key refetch before it is refused.
  */
 import { jwtVerify, type JWTPayload } from 'jose';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { GatewayError } from '../../core/errors.ts';
 import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from './contract.ts';
@@ -26,14 +28,22 @@ import type { KeySet } from './key-set.ts';
 import { tokenCacheKey, VerifiedTokenCache } from './token-cache.ts';
 import { validatorSettings, type ValidatorSettings } from './validator-options.ts';
 
+/** A verification under way: the token it is for, and its promise (set once it has started). */
+interface Pending {
+  readonly token: string;
+  verification: Promise<VerifiedToken> | null;
+}
+
 class OidcTokenValidator implements TokenValidator {
   readonly #settings: ValidatorSettings;
   readonly #log: Logger;
   readonly #http: IssuerHttp;
   readonly #tokens: VerifiedTokenCache;
   /** Verifications under way, by cache slot: the token (a slot is shared only by that token) and its promise. */
-  readonly #pending = new Map<string, { readonly token: string; readonly verification: Promise<VerifiedToken> }>();
+  readonly #pending = new Map<string, Pending>();
   readonly #jwks: JwksCache;
+  /** Opaque tokens introspection refused, by cache slot: the token and the 401 (never a 503). */
+  readonly #refused: LRUCache<string, { readonly token: string; readonly refusal: GatewayError }> | null;
   #metadata: Promise<IssuerMetadata> | null = null;
   /** The metadata once discovered, and the JWT expectations derived from it. */
   #known: IssuerMetadata | null = null;
@@ -53,6 +63,10 @@ class OidcTokenValidator implements TokenValidator {
       timeoutMs: settings.fetchTimeoutMs,
     });
     this.#tokens = new VerifiedTokenCache({ max: settings.maxTokens, ...(settings.injectedClock ? { now: settings.now } : {}) });
+    this.#refused =
+      settings.clientSecret === undefined || settings.introspectionRefusedMs <= 0
+        ? null
+        : new LRUCache({ max: settings.maxTokens, ttl: settings.introspectionRefusedMs, ...(settings.injectedClock ? { perf: { now: settings.now }, ttlResolution: 0 } : {}) });
     this.#jwks = new JwksCache({
       fetch: async (uri) => {
         const { json, cacheControl } = await this.#http.getJson(uri);
@@ -73,15 +87,17 @@ class OidcTokenValidator implements TokenValidator {
     if (cached !== undefined) return cached;
     const pending = this.#pending.get(key);
     if (pending !== undefined) {
-      if (pending.token === token) return pending.verification;
-      return this.#verifyAndCache(token, key, false); // another token in the same slot: checked on its own
+      if (pending.token === token) return pending.verification!;
+      return this.#verifyAndCache(token, key, null); // another token in the same slot: checked on its own
     }
-    const verification = this.#verifyAndCache(token, key, true);
-    this.#pending.set(key, { token, verification });
-    return verification;
+    // Registered before it starts: a verification that fails before its first await runs its
+    // `finally` right away, which must find (and remove) this entry, not precede it.
+    const entry: Pending = { token, verification: null };
+    this.#pending.set(key, entry);
+    return (entry.verification = this.#verifyAndCache(token, key, entry));
   }
 
-  async #verifyAndCache(token: string, key: string, registered: boolean): Promise<VerifiedToken> {
+  async #verifyAndCache(token: string, key: string, registered: Pending | null): Promise<VerifiedToken> {
     try {
       const parts = jwtParts(token);
       let verified: VerifiedToken;
@@ -102,13 +118,22 @@ class OidcTokenValidator implements TokenValidator {
       } else if (this.#settings.clientSecret === undefined) {
         throw invalidToken('the token is not a JWT (and introspection of opaque tokens is not configured)');
       } else {
-        const introspected = await this.#introspect(token);
+        const refused = this.#refused?.get(key);
+        if (refused !== undefined && refused.token === token) throw refused.refusal;
+        let introspected: VerifiedToken;
+        try {
+          introspected = await this.#introspect(token);
+        } catch (err) {
+          // The issuer's answer, not its absence: a 503 is never remembered.
+          if (err instanceof GatewayError && err.code === 'invalid_token') this.#refused?.set(key, { token, refusal: err });
+          throw err;
+        }
         verified = { ...introspected, validUntil: Math.min(introspected.expiresAt * 1000, this.#settings.now() + this.#settings.introspectionMaxAgeMs) };
       }
       this.#tokens.set(key, token, verified);
       return verified;
     } finally {
-      if (registered) this.#pending.delete(key);
+      if (registered !== null && this.#pending.get(key) === registered) this.#pending.delete(key);
     }
   }
 
@@ -200,6 +225,7 @@ class OidcTokenValidator implements TokenValidator {
     if (this.#closed) return;
     this.#closed = true;
     this.#tokens.clear();
+    this.#refused?.clear();
     this.#http.close().catch(() => undefined);
   }
 }

@@ -12,7 +12,10 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createLogger } from '../../core/observe/log.ts';
 import type { RunningVmcp } from '../../core/vmcp.ts';
+import type { TokenValidator } from '../../plugins/incoming-auth/contract.ts';
+import { createTokenValidator } from '../../plugins/incoming-auth/validator.ts';
 import { connectClient } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { challengeParams, inlineOidcYaml, rawRequest, secretYaml, startGatewayAt } from './helpers/gateway.ts';
@@ -132,5 +135,62 @@ describe('oidc gateway with a real OpenID provider', () => {
     const res = await rawRequest(gateway.url, { method: 'POST', headers: { authorization: `Bearer ${opaque}`, 'content-type': 'application/json' }, body: '{}' });
     assert.equal(res.status, 401);
     assert.match((res.json as { error_description: string }).error_description, /not meant for this resource/);
+  });
+});
+
+describe('introspection results cached for a bounded time (a real OpenID provider, a test clock)', () => {
+  let provider: TestProvider;
+  let validator: TokenValidator;
+  const clock = { now: Date.now() };
+  const resource = 'http://127.0.0.1:4483/mcp';
+
+  before(async () => {
+    provider = await startOidcProvider();
+    validator = await createTokenValidator(
+      { issuer: provider.issuer, audience: resource, clientId: GATEHOUSE_CLIENT.id, clientSecret: GATEHOUSE_CLIENT.secret, now: () => clock.now },
+      createLogger('silent'),
+    );
+  });
+  after(async () => {
+    validator.close();
+    await provider.close();
+  });
+
+  it('sees a revocation once the active answer is a minute old, not at the token\'s exp', async () => {
+    const opaque = await provider.token(resource, 'opaque-client');
+    const before = provider.introspections;
+    assert.equal((await validator.verify(opaque)).subject, 'opaque-client');
+    await validator.verify(opaque);
+    assert.equal(provider.introspections - before, 1, 'cached while fresh');
+    await provider.revoke(opaque);
+    clock.now += 61_000;
+    await assert.rejects(Promise.resolve().then(() => validator.verify(opaque)), /not active/);
+    assert.equal(provider.introspections - before, 2);
+  });
+
+  it('asks once for a token the issuer refused, then remembers the refusal for a few seconds', async () => {
+    const revoked = await provider.token(resource, 'opaque-client');
+    await provider.revoke(revoked);
+    const before = provider.introspections;
+    for (let i = 0; i < 5; i++) await assert.rejects(Promise.resolve().then(() => validator.verify(revoked)), /not active/);
+    assert.equal(provider.introspections - before, 1, 'one introspection for five attempts');
+    clock.now += 11_000;
+    await assert.rejects(Promise.resolve().then(() => validator.verify(revoked)), /not active/);
+    assert.equal(provider.introspections - before, 2, 'asked again once the refusal is old');
+  });
+
+  it('never remembers an unreachable issuer as a refusal', async () => {
+    const opaque = await provider.token(resource, 'opaque-client');
+    const down = await createTokenValidator(
+      { issuer: provider.issuer, audience: resource, clientId: GATEHOUSE_CLIENT.id, clientSecret: 'wrong-secret', now: () => clock.now },
+      createLogger('silent'),
+    );
+    try {
+      // A wrong client secret: the issuer refuses the gateway, not the token → 503, not cached.
+      await assert.rejects(Promise.resolve().then(() => down.verify(opaque)), (err: { status?: number }) => err.status === 503);
+      await assert.rejects(Promise.resolve().then(() => down.verify(opaque)), (err: { status?: number }) => err.status === 503);
+    } finally {
+      down.close();
+    }
   });
 });
