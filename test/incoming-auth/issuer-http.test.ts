@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { isLoopbackHost, isPrivateAddress, refusedAddress } from '../../plugins/incoming-auth/address-guard.ts';
+import fc from 'fast-check';
+import { isLoopbackAddress, isLoopbackHost, isPrivateAddress, refusedAddress } from '../../plugins/incoming-auth/address-guard.ts';
 import { IssuerHttp } from '../../plugins/incoming-auth/issuer-http.ts';
 import { KeyIssuer } from './helpers/key-issuer.ts';
 
@@ -21,6 +22,48 @@ describe('address guard', () => {
       assert.ok(isPrivateAddress(a), a);
     }
     for (const a of ['8.8.8.8', '172.32.0.1', '2001:4860:4860::8888', '127.0.0.1', '::1']) assert.ok(!isPrivateAddress(a), a);
+  });
+
+  it('sees the IPv4 address inside NAT64, 6to4, IPv4-compatible and hex-mapped forms, and the other private IPv6 ranges', () => {
+    for (const a of [
+      '64:ff9b::10.0.0.1',
+      '64:ff9b::a00:1',
+      '64:ff9b::169.254.169.254',
+      '2002:a00:1::',
+      '2002:a9fe:a9fe::1',
+      '::10.0.0.1',
+      '::ffff:a00:1',
+      '::FFFF:192.168.0.1',
+      'fec0::1',
+      '2001:0:4136:e378::1',
+      '2001:db8::1',
+      '100::1',
+    ]) {
+      assert.ok(isPrivateAddress(a), a);
+      assert.match(refusedAddress(a, { allowPrivate: false, allowLoopback: true }) ?? '', /private/, a);
+    }
+    for (const a of ['64:ff9b::127.0.0.1', '2002:7f00:1::', '::127.0.0.1', '::ffff:7f00:1']) {
+      assert.ok(isLoopbackAddress(a), a);
+      assert.match(refusedAddress(a, { allowPrivate: false, allowLoopback: false }) ?? '', /loopback/, a);
+    }
+    for (const a of ['64:ff9b::8.8.8.8', '2002:808:808::1', '::ffff:8.8.8.8', '2606:4700:4700::1111']) {
+      assert.equal(refusedAddress(a, { allowPrivate: false, allowLoopback: false }), null, a);
+    }
+  });
+
+  it('property: every IPv6 form that carries an IPv4 address is judged as that address', () => {
+    const hex = (a: number, b: number): string => ((a << 8) | b).toString(16);
+    fc.assert(
+      fc.property(fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)), ([a, b, c, d]) => {
+        const v4 = `${a}.${b}.${c}.${d}`;
+        const forms = [`::ffff:${v4}`, `::ffff:${hex(a, b)}:${hex(c, d)}`, `64:ff9b::${v4}`, `64:ff9b::${hex(a, b)}:${hex(c, d)}`, `2002:${hex(a, b)}:${hex(c, d)}::1`];
+        if (a !== 0 || b !== 0 || c !== 0 || d > 1) forms.push(`::${v4}`);
+        const policy = { allowPrivate: false, allowLoopback: false };
+        const verdict = refusedAddress(v4, policy) === null;
+        for (const form of forms) assert.equal(refusedAddress(form, policy) === null, verdict, `${form} vs ${v4}`);
+      }),
+      { seed: 6052, numRuns: 2000 },
+    );
   });
 
   it('allows loopback only for a loopback issuer, private ranges only when allowed', () => {
