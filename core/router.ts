@@ -4,7 +4,9 @@
  * segment by segment, in registration order. A path that exists under another method is a 405
  * with `Allow`, not a 404.
  */
-import { GatewayError } from './errors.ts';
+import { GatewayError, untrusted } from './errors.ts';
+
+const CONTROL = /[\x00-\x1f\x7f]/;
 import type { HttpMethod, RouteDef } from './plugin.ts';
 import type { RouteMetrics } from './observe/metrics.ts';
 
@@ -93,8 +95,10 @@ function matchSegments(segments: readonly string[], parts: readonly string[]): R
       try {
         value = decodeURIComponent(part);
       } catch {
-        throw new GatewayError('invalid_request', `path segment "${part}" is not valid percent-encoding`);
+        throw new GatewayError('invalid_request', `path segment ${untrusted(part)} is not valid percent-encoding`);
       }
+      // No name, version or id has a control character; a database would refuse a NUL outright.
+      if (CONTROL.test(value)) throw new GatewayError('invalid_request', `path segment ${untrusted(part)} decodes to a control character (such as %00)`);
       (params ??= {})[segment.slice(1)] = value;
     } else if (segment !== part) {
       return null;

@@ -23,10 +23,15 @@ export const resourceNameSchema = z.string().superRefine((value, ctx) => {
 });
 
 /** A claims map: a flat map of claim names to string values. */
+/** Claims are stored in database columns: no control characters (jsonb refuses a NUL). */
+const noControl = (what: string) => (value: string, ctx: Ctx) => {
+  if (/[\x00-\x1f\x7f]/.test(value)) ctx.addIssue(`${what} must not contain control characters (got ${describeValue(value)})`);
+};
+
 export const claimMapSchema = z
   .record(
-    z.string().min(1, { error: 'claim names must not be empty' }),
-    z.string({ error: (issue) => `must be a string (got ${describeValue(issue.input)}): claims are a flat map of claim names to string values` }),
+    z.string().min(1, { error: 'claim names must not be empty' }).superRefine(noControl('claim names')),
+    z.string({ error: (issue) => `must be a string (got ${describeValue(issue.input)}): claims are a flat map of claim names to string values` }).superRefine(noControl('claim values')),
     { error: (issue) => `must be a flat map of claim names to string values (got ${describeValue(issue.input)})` },
   )
   .transform((claims): Readonly<Record<string, string>> => claims);

@@ -118,6 +118,8 @@ describe('the upstream format', () => {
       [upstream([server('io.x/a', '1.0.0'), server('io.x/a', '1.0.0')]), /data\.servers\[1\]: server "io\.x\/a" version "1\.0\.0" appears twice/],
       [upstream([server('io.x/a', 'latest')]), /"latest"/],
       [upstream(['string']), /data\.servers\[0\]: must be an object/],
+      [upstream([{ ...server('io.x/a', '1.0.0'), description: 'a\u0000' }]), /data\.servers\[0\]: the item\.description contains a NUL/],
+      [upstream([server('../etc', '1.0.0')]), /data\.servers\[0\]: name "\.\.\/etc" is not valid/],
     ];
     for (const [content, pattern] of cases) {
       const parsed = parseUpstreamFile(content);

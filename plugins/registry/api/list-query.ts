@@ -22,10 +22,13 @@ function bad(description: string): GatewayError {
   return new GatewayError('invalid_request', description);
 }
 
+const CONTROL = /[\x00-\x1f\x7f]/;
+
 export function parseListQuery(query: string, defaults: { limit: number; maxLimit: number } = { limit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT }): ListQuery {
   const params = new URLSearchParams(query);
   const text = (name: string): string | null => {
     const value = params.get(name);
+    if (value !== null && CONTROL.test(value)) throw bad(`${name} must not contain control characters (such as %00)`);
     return value === null || value === '' ? null : value;
   };
   let limit = defaults.limit;
@@ -41,6 +44,8 @@ export function parseListQuery(query: string, defaults: { limit: number; maxLimi
     if (!RFC3339.test(rawSince) || Number.isNaN(updatedSince.getTime())) {
       throw bad(`updated_since must be an RFC 3339 timestamp such as 2025-08-07T13:15:04.280Z (got ${JSON.stringify(rawSince)})`);
     }
+    const year = updatedSince.getUTCFullYear();
+    if (year < 1 || year > 9999) throw bad(`updated_since must be a time in the years 0001 to 9999 (got ${JSON.stringify(rawSince)})`);
   }
   return { cursor: text('cursor'), limit, search: text('search'), updatedSince, version: text('version') };
 }

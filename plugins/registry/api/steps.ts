@@ -12,6 +12,7 @@ import { ROLE_GRANTS, type RoleName } from '../../registry-authz/roles.ts';
 import type { EntryFilter } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
 import type { Step } from './endpoint.ts';
+import { jsonValueProblem } from '../model/json-value.ts';
 import { BODY, REGISTRY, SOURCE, required } from './slots.ts';
 
 export interface ApiDeps {
@@ -81,7 +82,7 @@ export function registrySteps(deps: ApiDeps) {
       ctx.set(REGISTRY, registry);
     },
 
-    /** The JSON body: 415 when it is not declared JSON, 413 over the cap, 400 when it does not parse. */
+    /** The JSON body: 415 when it is not declared JSON, 413 over the cap, 400 when it does not parse or cannot be stored. */
     async readJsonBody(ctx: Context): Promise<void> {
       const type = ctx.header('content-type');
       const mediaType = type?.split(';', 1)[0]!.trim().toLowerCase();
@@ -89,11 +90,15 @@ export function registrySteps(deps: ApiDeps) {
         throw new GatewayError('unsupported_media_type', `the body must be JSON sent with Content-Type: application/json (got ${type === undefined ? 'no Content-Type' : q(type)})`);
       }
       const body = await readBody(ctx.req, deps.maxBodyBytes);
+      let value: unknown;
       try {
-        ctx.set(BODY, JSON.parse(body.toString('utf8')) as unknown);
+        value = JSON.parse(body.toString('utf8'));
       } catch (err) {
         throw new GatewayError('malformed_json', `the body is not valid JSON: ${(err as Error).message}`, { status: 400 });
       }
+      const problem = jsonValueProblem(value);
+      if (problem !== null) throw new GatewayError('invalid_request', `the body cannot be stored: ${problem}`);
+      ctx.set(BODY, value);
     },
   };
 }

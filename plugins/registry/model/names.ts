@@ -1,21 +1,26 @@
 /**
  * The official MCP registry's rules for entry names and versions.
  *
- * - A name is reverse-DNS `namespace/name`: exactly one `/`, the namespace of letters, digits,
- *   `.` and `-`, the name of letters, digits, `.`, `_` and `-`; 3 to 200 characters.
+ * - A name is reverse-DNS `namespace/name`: exactly one `/`, the namespace of dot-separated
+ *   labels (letters, digits and `-`), the name of letters, digits, `.`, `_` and `-`, each
+ *   starting with a letter or digit (so no `..`); 3 to 200 characters.
  * - A version is one specific version (at most 255 characters): not `latest`, not a range
  *   (`^1.2.3`, `~1.2.3`, `>=1.2.3`, `1.x`, `1.*`, `1.0.0 - 2.0.0`, `1 || 2`). Semantic
  *   versioning is recommended; other versions are accepted but rank below semver ones.
  */
 
-const NAME = /^[a-zA-Z0-9.-]+\/[a-zA-Z0-9._-]+$/;
+/**
+ * `namespace/name`: the namespace's dot-separated labels start and end with a letter or digit (no
+ * empty label, so no "." or ".."), the name starts with one.
+ */
+const NAME = /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*\/[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
 
 /** What is wrong with an entry name, or null. */
 export function entryNameProblem(name: unknown): string | null {
   if (typeof name !== 'string' || name === '') return 'name is required: a reverse-DNS "namespace/name" such as "io.github.acme/weather"';
   if (name.length < 3 || name.length > 200) return `name must be 3 to 200 characters long (got ${name.length})`;
   if (!NAME.test(name)) {
-    return `name ${JSON.stringify(name)} is not valid: use reverse-DNS "namespace/name" with exactly one "/", letters, digits, "." and "-" in the namespace, and letters, digits, ".", "_" and "-" in the name (e.g. "io.github.acme/weather")`;
+    return `name ${JSON.stringify(name)} is not valid: use reverse-DNS "namespace/name" with exactly one "/", dot-separated labels of letters, digits and "-" in the namespace, and letters, digits, ".", "_" and "-" in the name, each starting with a letter or digit (e.g. "io.github.acme/weather")`;
   }
   return null;
 }
@@ -28,5 +33,6 @@ export function versionProblem(version: unknown): string | null {
   const isRange = /^[\^~><=]/.test(version) || /\s/.test(version) || version.includes('||') || version.split('.').some((part) => part === 'x' || part === 'X' || part === '*');
   if (isRange) return `version ${JSON.stringify(version)} is a range: publish one specific version such as "1.2.3"`;
   if (/[/?#%\\]/.test(version)) return `version ${JSON.stringify(version)} must not contain "/", "?", "#", "%" or "\\"`;
+  if (/[\x00-\x1f\x7f]/.test(version)) return `version ${JSON.stringify(version)} must not contain control characters`;
   return null;
 }

@@ -15,7 +15,7 @@ export function decodeCursor(cursor: string, size: number): string[] {
   } catch {
     key = null;
   }
-  if (!Array.isArray(key) || key.length !== size || !key.every((part) => typeof part === 'string')) {
+  if (!Array.isArray(key) || key.length !== size || !key.every((part) => typeof part === 'string' && !part.includes('\u0000'))) {
     throw new GatewayError('invalid_request', 'cursor is not valid: pass the metadata.nextCursor value of the previous page unchanged');
   }
   return key as string[];

@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { documentDigest } from '../store/entries-store.ts';
 import type { SyncItem } from '../store/source-sync-writer.ts';
+import { jsonValueProblem } from '../model/json-value.ts';
 import { entryNameProblem, versionProblem } from '../model/names.ts';
 
 export type UpstreamParse = { ok: true; items: SyncItem[]; servers: number; skills: number } | { ok: false; message: string };
@@ -50,7 +51,7 @@ export function parseUpstreamFile(content: string): UpstreamParse {
       const where = `data.${field}[${index}]`;
       if (!isObject(item)) return void problems.push(`${where}: must be an object`);
       const name = kind === 'skill' && typeof item.namespace === 'string' && typeof item.name === 'string' ? `${item.namespace}/${item.name}` : item.name;
-      const problem = entryNameProblem(name) ?? versionProblem(item.version);
+      const problem = entryNameProblem(name) ?? versionProblem(item.version) ?? jsonValueProblem(item)?.replace(/^\$/, 'the item') ?? null;
       if (problem !== null) return void problems.push(`${where}: ${problem}`);
       const key = `${kind}\u001f${String(name)}\u001f${String(item.version)}`;
       if (seen.has(key)) return void problems.push(`${where}: ${kind} ${JSON.stringify(name)} version ${JSON.stringify(item.version)} appears twice`);

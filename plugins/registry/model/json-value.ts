@@ -1,0 +1,38 @@
+/**
+ * What a JSON body may hold before the registry stores any of it: at most 32 levels of nesting
+ * (a server.json needs fewer than ten; a body nested 100,000 deep exhausted the stack on the way
+ * to the database), and no NUL character in any string or key (PostgreSQL's text and jsonb
+ * refuse it). The problem names the JSON path.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function member(path: string, key: string): string {
+  return IDENTIFIER.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+}
+
+/** The first problem of `value` (depth-first, iterative), or null. */
+export function jsonValueProblem(value: unknown): string | null {
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value, path: '$', depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, path, depth } = stack.pop()!;
+    if (typeof current === 'string') {
+      if (current.includes('\u0000')) return `${path} contains a NUL character (\\u0000)`;
+      continue;
+    }
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth >= MAX_JSON_DEPTH) return `${path} is nested more than ${MAX_JSON_DEPTH} levels deep`;
+    if (Array.isArray(current)) {
+      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], path: `${path}[${i}]`, depth: depth + 1 });
+      continue;
+    }
+    const keys = Object.keys(current);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i]!;
+      if (key.includes('\u0000')) return `${path} has a key with a NUL character (\\u0000)`;
+      stack.push({ value: (current as Record<string, unknown>)[key], path: member(path, key), depth: depth + 1 });
+    }
+  }
+  return null;
+}
