@@ -31,7 +31,7 @@ export function publishRoutes(deps: ApiDeps): RouteDef[] {
     const payload = parsePublishPayload(ctx.get(BODY));
     const claims = payload.claims ?? NO_CLAIMS;
     const published = await store.entries.publish(
-      { registry: registry.name, source: registry.managedSource!, kind: payload.kind, name: payload.name, version: payload.version, document: payload.document, claims },
+      { source: registry.managedSource!, kind: payload.kind, name: payload.name, version: payload.version, document: payload.document, claims },
       (existing) => publishClaimsProblem(caller, claims, existing),
     );
     const location = `/${encodeURIComponent(registry.name)}/v0.1/${PATHS[payload.kind]}/${encodeURIComponent(payload.name)}/versions/${encodeURIComponent(payload.version)}`;

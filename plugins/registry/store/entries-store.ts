@@ -18,9 +18,7 @@ import type { EntryFilter, EntryKind, VersionRecord } from './records.ts';
 import { versionSortKey } from './version-order.ts';
 
 export interface PublishInput {
-  /** The registry published to: a name another of its sources holds is refused. */
-  readonly registry: string;
-  /** Its managed source, where the version is written. */
+  /** The managed source the version is written to (the one of the registry published to). */
   readonly source: string;
   readonly kind: EntryKind;
   readonly name: string;
@@ -74,13 +72,18 @@ export class EntriesStore {
       const published = await this.#db.transaction(async (tx) => {
         const { source, kind, name, version } = input;
         await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`gatehouse.entry\u001f${source}\u001f${kind}\u001f${name}`]);
-        const shadowing = await tx.query<{ source: string }>(
-          `SELECT e.source FROM registry_sources rs JOIN entries e ON e.source = rs.source AND e.kind = $2 AND e.name = $3
-           WHERE rs.registry = $1 AND rs.source <> $4 LIMIT 1`,
-          [input.registry, kind, name, source],
+        // A name another source already provides, in ANY registry that also serves this managed
+        // source (not only the one published to), would shadow it there, or be shadowed. The
+        // refusal names neither that source nor its registry: the caller may not see them.
+        const collides = await tx.query<{ one: number }>(
+          `SELECT 1 AS one FROM registry_sources mine
+             JOIN registry_sources other ON other.registry = mine.registry AND other.source <> mine.source
+             JOIN entries e ON e.source = other.source AND e.kind = $2 AND e.name = $3
+           WHERE mine.source = $1 LIMIT 1`,
+          [source, kind, name],
         );
-        if (shadowing[0] !== undefined) {
-          throw new GatewayError('name_conflict', `${kind} ${q(name)} is provided by source ${q(shadowing[0].source)} of registry ${q(input.registry)}: publish it under another name`, { status: 409 });
+        if (collides[0] !== undefined) {
+          throw new GatewayError('name_conflict', `${kind} ${q(name)} is already provided by another source of a registry that serves this one: publish it under another name`, { status: 409 });
         }
         const existing = await tx.query<{ id: number; claims: ClaimMap }>('SELECT id, claims FROM entries WHERE source = $1 AND kind = $2 AND name = $3', [source, kind, name]);
         const problem = check(existing[0]?.claims ?? null);

@@ -27,7 +27,7 @@ const sameAsFirst = (claims: ClaimMap): ClaimsCheck => (existing) =>
   existing !== null && !sameClaims(existing, claims) ? new GatewayError('claims_mismatch', 'mismatch', { status: 409 }) : null;
 
 function input(name: string, version: string, claims: ClaimMap = { org: 'acme' }, over: Partial<PublishInput> = {}): PublishInput {
-  return { registry: 'main', source: 'internal', kind: 'server', name, version, document: { name, version, description: `${name} ${version}` }, claims, ...over };
+  return { source: 'internal', kind: 'server', name, version, document: { name, version, description: `${name} ${version}` }, claims, ...over };
 }
 
 function item(name: string, version: string, extra: Record<string, unknown> = {}): SyncItem {
@@ -235,7 +235,7 @@ export function storeSuite(engine: string, open: () => Promise<Store | { skip: s
     test('applying a config: stale registries go, a stale managed source stays (API-managed) with a warning', async () => {
       await store.sources.put(managed('legacy'), 'config');
       await store.registries.put({ name: 'legacy-reg', sources: ['legacy'], claims: {} }, 'config');
-      await store.entries.publish(input('io.legacy/kept', '1.0.0', {}, { registry: 'legacy-reg', source: 'legacy' }), allow);
+      await store.entries.publish(input('io.legacy/kept', '1.0.0', {}, { source: 'legacy' }), allow);
       await store.sources.put(fileSource('stale-file'), 'config');
       const warnings = await applyConfig(store, [managed('internal'), fileSource('files', { org: 'acme', team: 'x' })], [{ name: 'main', sources: ['internal', 'files'], claims: { org: 'acme' } }]);
       assert.equal(warnings.length, 1);
