@@ -88,6 +88,16 @@ export const authSchema = z
     if (auth.mode === 'anonymous' && auth.authz !== undefined) {
       addIssue(ctx, ['authz'], 'needs mode oauth: OAuth authentication must be enabled before authorization is configured', 'key');
     }
+    // A role map applies to the tokens of every provider unless it names one with `iss`: that
+    // pair must then be an issuer the registry trusts, written as its tokens carry it.
+    const issuers = auth.oauth?.providers.map((p) => p.issuerUrl) ?? [];
+    for (const [role, maps] of Object.entries(auth.authz?.roles ?? {})) {
+      maps?.forEach((map, i) => {
+        if (map.iss !== undefined && !issuers.includes(map.iss)) {
+          addIssue(ctx, ['authz', 'roles', role, i, 'iss'], `${q(map.iss)} is not the issuerUrl of a configured provider${didYouMean(map.iss, issuers)} (providers' issuers: ${issuers.join(', ') || 'none'})`);
+        }
+      });
+    }
   }, whenMapping);
 
 // ---- sources and registries ---------------------------------------------------------------

@@ -3,9 +3,12 @@
  * everything (a token naming one issuer but signed by another's key is refused).
  */
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startIssuer, type TestIssuer } from './helpers/issuer.ts';
-import { startTestRegistry, type TestRegistry } from './helpers/registry.ts';
+import { startTestRegistry, tempDir, type TestRegistry } from './helpers/registry.ts';
+import { loadRegistryConfig } from '../../core/config/registry.ts';
 
 describe('auth.oauth.providers with several providers', () => {
   let a: TestIssuer;
@@ -54,5 +57,61 @@ database: {type: memory}
   });
   it('refuses a token that is not a JWT (no issuer to choose a provider by)', async () => {
     assert.equal((await me('opaque-token')).status, 401);
+  });
+});
+
+describe('role maps and providers', () => {
+  let a: TestIssuer;
+  let b: TestIssuer;
+  let registry: TestRegistry;
+  before(async () => {
+    [a, b] = await Promise.all([startIssuer('registry'), startIssuer('registry')]);
+    registry = await startTestRegistry(`auth:
+  mode: oauth
+  oauth:
+    resourceUrl: http://127.0.0.1/
+    providers:
+      - {name: corp, issuerUrl: "${a.url}", audience: registry}
+      - {name: partners, issuerUrl: "${b.url}", audience: registry}
+  authz:
+    roles:
+      superAdmin: [{iss: "${a.url}", role: admin}]
+      manageEntries: [{role: writer}]
+database: {type: memory}
+`);
+  });
+  after(async () => {
+    await registry.stop();
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  const roles = async (token: string) => (await registry.request('GET', '/v1/me', { token })).json<{ roles: string[] }>().roles;
+
+  it('a map that names an iss grants its role to that provider\'s tokens only', async () => {
+    assert.deepEqual(await roles(await a.token({ sub: 'alice', role: 'admin' })), ['superAdmin']);
+    assert.deepEqual(await roles(await b.token({ sub: 'bob', role: 'admin' })), [], 'the same claim from the other provider grants nothing');
+  });
+
+  it('a map without iss applies to the tokens of every provider (the default)', async () => {
+    assert.deepEqual(await roles(await a.token({ sub: 'alice', role: 'writer' })), ['manageEntries']);
+    assert.deepEqual(await roles(await b.token({ sub: 'bob', role: 'writer' })), ['manageEntries']);
+  });
+
+  it('validate names a role map whose iss is not a configured provider', async () => {
+    const dir = await tempDir();
+    const file = join(dir, 'registry.yaml');
+    await writeFile(file, `auth:
+  mode: oauth
+  oauth:
+    resourceUrl: http://127.0.0.1/
+    providers: [{name: corp, issuerUrl: "https://idp.example.com", audience: registry}]
+  authz:
+    roles:
+      superAdmin: [{iss: "https://idp.example.com/", role: admin}]
+`);
+    await assert.rejects(loadRegistryConfig(file), (err: Error) => {
+      assert.match(err.message, /auth\.authz\.roles\.superAdmin\[0\]\.iss: "https:\/\/idp\.example\.com\/" is not the issuerUrl of a configured provider/);
+      return true;
+    });
   });
 });
