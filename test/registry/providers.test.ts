@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startIssuer, type TestIssuer } from './helpers/issuer.ts';
-import { startTestRegistry, tempDir, type TestRegistry } from './helpers/registry.ts';
+import { providersYaml, startTestRegistry, tempDir, type TestRegistry } from './helpers/registry.ts';
 import { loadRegistryConfig } from '../../core/config/registry.ts';
 
 describe('auth.oauth.providers with several providers', () => {
@@ -66,19 +66,15 @@ describe('role maps and providers', () => {
   let registry: TestRegistry;
   before(async () => {
     [a, b] = await Promise.all([startIssuer('registry'), startIssuer('registry')]);
-    registry = await startTestRegistry(`auth:
-  mode: oauth
-  oauth:
-    resourceUrl: http://127.0.0.1/
-    providers:
-      - {name: corp, issuerUrl: "${a.url}", audience: registry}
-      - {name: partners, issuerUrl: "${b.url}", audience: registry}
-  authz:
-    roles:
-      superAdmin: [{iss: "${a.url}", role: admin}]
-      manageEntries: [{role: writer}]
-database: {type: memory}
-`);
+    registry = await startTestRegistry(
+      providersYaml(
+        [
+          { name: 'corp', issuer: a.url },
+          { name: 'partners', issuer: b.url },
+        ],
+        `  authz:\n    roles:\n      superAdmin: [{iss: "${a.url}", role: admin}]\n      manageEntries: [{role: writer}]`,
+      ),
+    );
   });
   after(async () => {
     await registry.stop();

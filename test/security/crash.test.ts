@@ -8,16 +8,16 @@ import assert from 'node:assert/strict';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { RunningVmcp } from '../../core/vmcp.ts';
-import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { startSdkServer } from '../fixtures/sdk-server.ts';
 import { serveCli } from '../helpers/cli.ts';
 import { INITIALIZE, post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';
 import { challengeParams, inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
 import { b64url, KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
+import { RESOURCE, startOidcGateway, type OidcGateway } from '../incoming-auth/helpers/oidc-gateway.ts';
 import { startIssuer, type TestIssuer } from '../registry/helpers/issuer.ts';
-import { startTestRegistry, type TestRegistry } from '../registry/helpers/registry.ts';
+import { providersYaml, startTestRegistry, type TestRegistry } from '../registry/helpers/registry.ts';
 
-const RESOURCE = 'http://127.0.0.1:4483/mcp';
 
 /** A JWT whose protected header is `header` (any payload, a signature that is not one). */
 function forged(header: Record<string, unknown>, iss = 'https://issuer.example'): string {
@@ -30,30 +30,17 @@ const HOSTILE_ALGS = ['RS256\u0000', 'RS256\r\nx-injected: yes', 'RS256\u010d\u0
 
 for (const engine of ['gatehouse', 'node'] as const) {
   describe(`a hostile token header on the MCP endpoint (engine: ${engine})`, () => {
-    let issuer: KeyIssuer;
-    let backend: SdkServer;
-    let gateway: RunningVmcp;
-
+    let oidc: OidcGateway;
     before(async () => {
-      issuer = await KeyIssuer.start();
-      await issuer.addKey('RS256');
-      backend = await startSdkServer({ name: 'alpha' });
-      gateway = await startTestGateway({
-        backends: [{ name: 'alpha', url: backend.url }],
-        incomingAuth: inlineOidcYaml({ issuer: issuer.url, audience: RESOURCE, resourceUrl: RESOURCE }),
-        spec: `  server: {engine: ${engine}}`,
-      });
+      oidc = await startOidcGateway({ alg: 'RS256', spec: `  server: {engine: ${engine}}` });
     });
-    after(async () => {
-      await gateway.stop();
-      await backend.close();
-      await issuer.close();
-    });
+    after(() => oidc.stop());
 
     it('is a 401 invalid_token whose challenge carries only printable ASCII, and nothing is injected', async () => {
+      const url = oidc.gateway.url;
       for (const alg of HOSTILE_ALGS) {
-        const token = forged({ alg, kid: issuer.keys[0]!.kid });
-        const answer = await rawExchange(gateway.url, rawRequestBytes('POST', gateway.url, [['content-type', 'application/json'], ['authorization', `Bearer ${token}`], ['connection', 'close']], INITIALIZE));
+        const token = forged({ alg, kid: oidc.issuer.keys[0]!.kid });
+        const answer = await rawExchange(url, rawRequestBytes('POST', url, [['content-type', 'application/json'], ['authorization', `Bearer ${token}`], ['connection', 'close']], INITIALIZE));
         assert.equal(answer.status, 401, JSON.stringify(alg));
         assert.ok(!answer.headLines.some((line) => line.toLowerCase().startsWith('x-injected')), 'no injected header');
         const challenge = answer.headLines.find((line) => line.toLowerCase().startsWith('www-authenticate:'));
@@ -67,8 +54,7 @@ for (const engine of ['gatehouse', 'node'] as const) {
     });
 
     it('leaves the gateway answering: a valid token still gets through', async () => {
-      const token = await issuer.mint(issuer.claims(RESOURCE));
-      const res = await post(gateway.url, INITIALIZE, { authorization: `Bearer ${token}` });
+      const res = await post(oidc.gateway.url, INITIALIZE, { authorization: await oidc.bearer() });
       assert.equal(res.status, 200);
     });
   });
@@ -93,8 +79,7 @@ describe('the gatehouse process under a hostile token header', () => {
         void served.exited.then(() => (exitedEarly = true));
         const answer = await post(served.url, INITIALIZE, { authorization: `Bearer ${forged({ alg: 'RS256\u0000', kid: issuer.keys[0]!.kid })}` });
         assert.equal(answer.status, 401);
-        const health = await fetch(new URL('/healthz', served.url));
-        assert.equal(health.status, 200);
+        assert.equal((await fetch(new URL('/healthz', served.url))).status, 200);
         assert.equal(exitedEarly, false, 'the process is still running');
       } finally {
         assert.equal(await served.stop(), 0, 'and it stops cleanly on SIGTERM');
@@ -110,15 +95,7 @@ describe('a hostile token header on the registry', () => {
   let registry: TestRegistry;
   before(async () => {
     provider = await startIssuer('registry');
-    registry = await startTestRegistry(`auth:
-  mode: oauth
-  oauth:
-    resourceUrl: http://127.0.0.1/
-    providers:
-      - {name: corp, issuerUrl: "${provider.url}", audience: registry}
-      - {name: other, issuerUrl: "https://other.example", audience: registry}
-database: {type: memory}
-`);
+    registry = await startTestRegistry(providersYaml([{ name: 'corp', issuer: provider.url }, { name: 'other', issuer: 'https://other.example' }]));
   });
   after(async () => {
     await registry.stop();

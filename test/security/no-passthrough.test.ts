@@ -7,42 +7,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { RunningVmcp } from '../../core/vmcp.ts';
 import { connectClient } from '../fixtures/client.ts';
-import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { startTestGateway } from '../helpers/gateway.ts';
-import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
-import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
+import type { SdkServer } from '../fixtures/sdk-server.ts';
+import { startOidcGateway, type OidcGateway } from '../incoming-auth/helpers/oidc-gateway.ts';
 
-const RESOURCE = 'http://127.0.0.1:4483/mcp';
 const CREDENTIALS = ['authorization', 'cookie', 'proxy-authorization'];
 
 describe('aggregated mode: the client\'s credentials never reach a backend', () => {
-  let issuer: KeyIssuer;
-  let alpha: SdkServer;
-  let beta: SdkServer;
-  let gateway: RunningVmcp;
-
+  let oidc: OidcGateway;
   before(async () => {
-    issuer = await KeyIssuer.start();
-    await issuer.addKey('ES256');
-    alpha = await startSdkServer({ name: 'alpha' });
-    beta = await startSdkServer({ name: 'beta', jsonResponse: true });
-    gateway = await startTestGateway({
-      backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
-      incomingAuth: inlineOidcYaml({ issuer: issuer.url, audience: RESOURCE, resourceUrl: RESOURCE }),
-    });
+    oidc = await startOidcGateway({ backends: [{ name: 'alpha' }, { name: 'beta', jsonResponse: true }] });
   });
-  after(async () => {
-    await gateway.stop();
-    await Promise.all([alpha.close(), beta.close(), issuer.close()]);
-  });
+  after(() => oidc.stop());
 
   it('holds for every kind of exchange of a session', async () => {
-    const token = await issuer.mint(issuer.claims(RESOURCE));
+    const [alpha, beta] = oidc.backends as [SdkServer, SdkServer];
     const seen = { alpha: alpha.received.length, beta: beta.received.length };
-    const c = await connectClient(gateway.url, {
-      headers: { authorization: `Bearer ${token}`, cookie: 'session=client-secret', 'proxy-authorization': 'Basic cHJveHk6c2VjcmV0' },
+    const c = await connectClient(oidc.gateway.url, {
+      headers: { authorization: await oidc.bearer(), cookie: 'session=client-secret', 'proxy-authorization': 'Basic cHJveHk6c2VjcmV0' },
       capabilities: { sampling: true },
     });
     try {

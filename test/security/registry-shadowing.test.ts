@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startIssuer, type TestIssuer } from '../registry/helpers/issuer.ts';
-import { startTestRegistry, tempDir, type ListBody, type TestRegistry } from '../registry/helpers/registry.ts';
+import { providersYaml, startTestRegistry, tempDir, type ListBody, type TestRegistry } from '../registry/helpers/registry.ts';
 
 describe('publishing into a managed source that several registries serve', () => {
   let issuer: TestIssuer;
@@ -23,15 +23,10 @@ describe('publishing into a managed source that several registries serve', () =>
     const upstream = { data: { servers: [{ name: 'io.github.acme/weather', version: '1.0.0', description: 'the vetted weather server', remotes: [{ type: 'streamable-http', url: 'https://weather.acme.example/mcp' }] }] } };
     await writeFile(join(dir, 'curated.json'), JSON.stringify(upstream));
     registry = await startTestRegistry(
-      `auth:
-  mode: oauth
-  oauth:
-    resourceUrl: http://127.0.0.1/
-    providers: [{name: corp, issuerUrl: "${issuer.url}", audience: registry}]
-  authz:
-    roles:
-      manageEntries: [{role: publisher}]
-sources:
+      providersYaml(
+        [{ name: 'corp', issuer: issuer.url }],
+        '  authz:\n    roles:\n      manageEntries: [{role: publisher}]',
+        `sources:
   - {name: community, managed: {}}
   - {name: vetted, format: upstream, file: {path: ./curated.json}, claims: {tier: vetted}}
 registries:
@@ -39,6 +34,7 @@ registries:
   - {name: curated, sources: [community, vetted], claims: {org: acme}}
 database: {type: memory}
 `,
+      ),
       dir,
     );
     publisher = await issuer.token({ sub: 'mallory', role: 'publisher', org: 'acme' });

@@ -8,20 +8,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { RunningVmcp } from '../../core/vmcp.ts';
 import { waitFor } from '../fixtures/processes.ts';
-import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
-import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
-import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
+import { INITIALIZE, post } from '../helpers/gateway.ts';
+import { startOidcGateway, type OidcGateway } from '../incoming-auth/helpers/oidc-gateway.ts';
 import { ownedBy } from '../../core/mcp/aggregate/session-store.ts';
 import { captureLog, type CapturedLog } from '../store/helpers/log.ts';
 import { sessionRecord } from '../store/helpers/session.ts';
 
-const RESOURCE = 'http://127.0.0.1:4483/mcp';
-
 describe('aggregated sessions are bound to their principal', () => {
-  let issuer: KeyIssuer;
-  let alpha: SdkServer;
-  let beta: SdkServer;
+  let oidc: OidcGateway;
   let gateway: RunningVmcp;
   let captured: CapturedLog;
   let alice: string;
@@ -29,27 +23,16 @@ describe('aggregated sessions are bound to their principal', () => {
   let session: string;
 
   before(async () => {
-    issuer = await KeyIssuer.start();
-    await issuer.addKey('ES256');
-    alpha = await startSdkServer({ name: 'alpha' });
-    beta = await startSdkServer({ name: 'beta' });
     captured = captureLog('info');
-    gateway = await startTestGateway({
-      backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
-      incomingAuth: inlineOidcYaml({ issuer: issuer.url, audience: RESOURCE, resourceUrl: RESOURCE }),
-      spec: '  server: {accessLog: true}',
-      log: captured.log,
-    });
-    alice = `Bearer ${await issuer.mint(issuer.claims(RESOURCE, { sub: 'alice' }))}`;
-    mallory = `Bearer ${await issuer.mint(issuer.claims(RESOURCE, { sub: 'mallory' }))}`;
+    oidc = await startOidcGateway({ backends: [{ name: 'alpha' }, { name: 'beta' }], spec: '  server: {accessLog: true}', log: captured.log });
+    gateway = oidc.gateway;
+    alice = await oidc.bearer('alice');
+    mallory = await oidc.bearer('mallory');
     const init = await post(gateway.url, INITIALIZE, { authorization: alice });
     assert.equal(init.status, 200);
     session = init.headers.get('mcp-session-id')!;
   });
-  after(async () => {
-    await gateway.stop();
-    await Promise.all([alpha.close(), beta.close(), issuer.close()]);
-  });
+  after(() => oidc.stop());
 
   const call = (authorization: string, id: string, body: object) => post(gateway.url, JSON.stringify({ jsonrpc: '2.0', ...body }), { authorization, 'mcp-session-id': id });
 
@@ -100,30 +83,16 @@ describe('aggregated sessions are bound to their principal', () => {
 });
 
 describe('sessions per principal', () => {
-  let issuer: KeyIssuer;
-  let alpha: SdkServer;
-  let beta: SdkServer;
-  let gateway: RunningVmcp;
-
+  let oidc: OidcGateway;
   before(async () => {
-    issuer = await KeyIssuer.start();
-    await issuer.addKey('ES256');
-    alpha = await startSdkServer({ name: 'alpha' });
-    beta = await startSdkServer({ name: 'beta' });
-    gateway = await startTestGateway({
-      backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
-      incomingAuth: inlineOidcYaml({ issuer: issuer.url, audience: RESOURCE, resourceUrl: RESOURCE }),
-      config: 'session: {maxSessionsPerPrincipal: 2}',
-    });
+    oidc = await startOidcGateway({ backends: [{ name: 'alpha' }, { name: 'beta' }], config: 'session: {maxSessionsPerPrincipal: 2}' });
   });
-  after(async () => {
-    await gateway.stop();
-    await Promise.all([alpha.close(), beta.close(), issuer.close()]);
-  });
+  after(() => oidc.stop());
 
   it('a principal that opens more than maxSessionsPerPrincipal ends its own oldest session, and nobody else\'s', async () => {
-    const bearer = async (sub: string) => `Bearer ${await issuer.mint(issuer.claims(RESOURCE, { sub }))}`;
-    const [alice, bob] = [await bearer('alice'), await bearer('bob')];
+    const { gateway, backends } = oidc;
+    const alpha = backends[0]!;
+    const [alice, bob] = [await oidc.bearer('alice'), await oidc.bearer('bob')];
     const open = async (authorization: string) => (await post(gateway.url, INITIALIZE, { authorization })).headers.get('mcp-session-id')!;
     const list = async (authorization: string, session: string) =>
       (await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { authorization, 'mcp-session-id': session })).status;

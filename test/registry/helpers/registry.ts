@@ -90,6 +90,15 @@ export async function startTestRegistry(yaml: string, dir?: string): Promise<Tes
   });
 }
 
+/**
+ * The `auth` section in oauth mode with several providers (`{name, issuer, audience}`), then
+ * `authz` (YAML indented for `auth:`, empty for auth-only) and `rest` (the other sections).
+ */
+export function providersYaml(providers: readonly { name: string; issuer: string; audience?: string }[], authz = '', rest = 'database: {type: memory}\n'): string {
+  const lines = providers.map((p) => `      - {name: ${p.name}, issuerUrl: "${p.issuer}", audience: ${p.audience ?? 'registry'}}`);
+  return `auth:\n  mode: oauth\n  oauth:\n    resourceUrl: http://127.0.0.1/\n    providers:\n${lines.join('\n')}\n${authz === '' ? '' : authz.replace(/\n?$/, '\n')}${rest}`;
+}
+
 /** The `auth` section of a config in oauth mode for one issuer (no authz block: auth-only). */
 export function oauthYaml(issuer: string, audience = 'registry', authz = ''): string {
   return `auth:
