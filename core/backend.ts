@@ -1,7 +1,7 @@
 /**
  * A backend MCP server as the core sees it: resolved once from its `MCPServer` resource at start.
  */
-import type { ExternalAuthConfig } from './config/types.ts';
+import type { ExternalAuthConfig } from './config/vmcp-types.ts';
 
 export interface BackendInfo {
   /** `metadata.name` of the MCPServer. */

@@ -30,6 +30,6 @@ export type {
   JsonRpcErrorObject,
 } from './mcp/jsonrpc.ts';
 export { isRequest, isNotification, isResponse } from './mcp/jsonrpc.ts';
-export { startVmcp, type StartVmcpOptions, type RunningVmcp } from './vmcp.ts';
+export { startVmcp, type StartVmcpOptions, type RunningVmcp } from './virtual-mcp-server.ts';
 export type { PluginSpec } from './plugin-loader.ts';
-export type { VmcpConfig } from './config/types.ts';
+export type { VmcpConfig } from './config/vmcp-types.ts';

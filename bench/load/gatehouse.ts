@@ -1,9 +1,9 @@
 /**
  * Starts the gateway under test as a child process:
- * `node core/bin.mjs vmcp serve --config <file> --host 127.0.0.1 --port <port>`, and waits
+ * `node plugins/cli/bin.mjs vmcp serve --config <file> --host 127.0.0.1 --port <port>`, and waits
  * until `GET /readyz` answers 200.
  *
- * A missing `core/bin.mjs`, a gateway that exits, or one that is not ready in time is a
+ * A missing `plugins/cli/bin.mjs`, a gateway that exits, or one that is not ready in time is a
  * `NotAvailable` row (with the gateway's last output as the reason), never a failed run.
  *
  * Variants (other auth modes, more plugins) are rows built with `gatehouseRow()`: a config
@@ -17,7 +17,7 @@ import { freePort, httpRequest, spawnChild, waitUntil } from './process.ts';
 import { NotAvailable, type Row, type RowContext, type Target } from './target.ts';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const GATEHOUSE_BIN = join(REPO_ROOT, 'core', 'bin.mjs');
+export const GATEHOUSE_BIN = join(REPO_ROOT, 'plugins', 'cli', 'bin.mjs');
 
 export interface GatehouseConfigContext {
   backendUrl: string;

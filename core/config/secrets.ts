@@ -7,9 +7,15 @@
  * UTF-8 (write random keys in hex or base64 inside `stringData`).
  */
 import { z } from 'zod';
-import type { ResolvedSecretRef } from './types.ts';
 import { didYouMean } from './problems.ts';
 import { isMapping } from './yaml.ts';
+
+/** `{name, key}` of a `Secret`, plus the resolved value. */
+export interface ResolvedSecretRef {
+  readonly name: string;
+  readonly key: string;
+  readonly value: string;
+}
 
 /** Keys of a Secret, as Kubernetes allows them. */
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;

@@ -7,7 +7,7 @@
 import type { Context } from '../context.ts';
 import type { GatewayError } from '../errors.ts';
 import { CORS_EXPOSED, errorBody } from '../errors.ts';
-import { Exchange, writeToClient } from '../upstream.ts';
+import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { formatSseEvent } from './sse.ts';

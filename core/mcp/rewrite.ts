@@ -10,7 +10,7 @@ import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
-import { Exchange, writeToClient } from '../upstream.ts';
+import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
 import { clientHeaders } from './pipe.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';

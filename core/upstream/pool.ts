@@ -5,7 +5,7 @@
  * the backend's own keep-alive limit would (so a request never lands on a connection the backend
  * is closing).
  */
-import { Connection, UpstreamError, type ConnectionOwner, type UpstreamHandler } from './connection.ts';
+import { Connection, UpstreamError, type ConnectionOwner, type UpstreamHandler } from './backend-connection.ts';
 
 export interface PoolOptions {
   /** Maximum connections to this origin. */

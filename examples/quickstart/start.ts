@@ -3,12 +3,12 @@
  * them on 127.0.0.1:4483. Ctrl-C stops everything.
  */
 import { fileURLToPath } from 'node:url';
-import { stopOnSignals, listenProblem, exitWith } from '../../core/commands/args.ts';
+import { stopOnSignals, listenProblem, exitWith } from '../../plugins/cli/args.ts';
 import { formatProblems } from '../../core/config/problems.ts';
-import { validateVmcpFile } from '../../core/config/vmcp.ts';
+import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
-import { startVmcp } from '../../core/vmcp.ts';
-import { vmcpBuiltins } from '../../plugins/vmcp.ts';
+import { startVmcp } from '../../core/virtual-mcp-server.ts';
+import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { startDemoServer } from './demo-server.ts';
 
 const file = process.env.GATEHOUSE_QUICKSTART_CONFIG ?? fileURLToPath(new URL('./vmcp.yaml', import.meta.url));

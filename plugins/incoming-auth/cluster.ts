@@ -19,7 +19,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ClusterOidcConfig } from '../../core/config/types.ts';
+import type { ClusterOidcConfig } from '../../core/config/vmcp-types.ts';
 import type { TokenValidatorOptions } from './contract.ts';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

@@ -13,7 +13,7 @@
  *   error_description` (written by core/errors.ts from what is set here).
  */
 import type { Socket } from 'node:net';
-import type { ClusterOidcConfig, InlineOidcConfig } from '../../core/config/types.ts';
+import type { ClusterOidcConfig, InlineOidcConfig } from '../../core/config/vmcp-types.ts';
 import { Principal, type Context } from '../../core/context.ts';
 import type { GatewayError } from '../../core/errors.ts';
 import { PluginConfigError } from '../../core/plugin-loader.ts';

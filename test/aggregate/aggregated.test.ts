@@ -12,7 +12,7 @@ import { startPaginatingServer, type PaginatingServer } from '../fixtures/pagina
 import { waitFor } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
-import type { RunningVmcp } from '../../core/vmcp.ts';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
 function textOf(result: unknown): string {
   const first = (result as CallToolResult).content[0];

@@ -11,7 +11,7 @@ import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { serveCli, type ServedCli } from '../helpers/cli.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
-import type { RunningVmcp } from '../../core/vmcp.ts';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
 function textOf(result: unknown): string {
   const first = (result as CallToolResult).content[0];

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatProblems } from '../../core/config/problems.ts';
-import { validateVmcpFile } from '../../core/config/vmcp.ts';
+import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 
 const backends = [

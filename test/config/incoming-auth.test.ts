@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { formatProblem } from '../../core/config/problems.ts';
-import { validateVmcpText } from '../../core/config/vmcp.ts';
+import { validateVmcpText } from '../../core/config/vmcp-config.ts';
 
 const FILE = join(import.meta.dirname, 'fixtures', 'inline.yaml');
 

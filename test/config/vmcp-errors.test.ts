@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, formatProblem, formatProblems } from '../../core/config/problems.ts';
 import type { ConfigProblem } from '../../core/config/problems.ts';
-import { loadVmcpConfig, validateVmcpFile, validateVmcpText } from '../../core/config/vmcp.ts';
+import { loadVmcpConfig, validateVmcpFile, validateVmcpText } from '../../core/config/vmcp-config.ts';
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadVmcpConfig, validateVmcpText } from '../../core/config/vmcp.ts';
-import type { VmcpConfig } from '../../core/config/types.ts';
+import { loadVmcpConfig, validateVmcpText } from '../../core/config/vmcp-config.ts';
+import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 

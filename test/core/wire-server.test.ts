@@ -8,7 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { WireRequest } from '../../core/http/wire/request.ts';
 import type { WireResponse } from '../../core/http/wire/response.ts';
-import { PIPELINE_LIMIT } from '../../core/http/wire/connection.ts';
+import { PIPELINE_LIMIT } from '../../core/http/wire/client-connection.ts';
 import { WireServer } from '../../core/http/wire/server.ts';
 
 type Handler = (req: WireRequest, res: WireResponse) => void;

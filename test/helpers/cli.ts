@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { REPO_ROOT } from '../fixtures/processes.ts';
 
 /** The executable `package.json` names in `bin`. */
-export const BIN = `${REPO_ROOT}core/bin.mjs`;
+export const BIN = `${REPO_ROOT}plugins/cli/bin.mjs`;
 
 export interface CliResult {
   readonly code: number | null;

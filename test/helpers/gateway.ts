@@ -5,12 +5,12 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadVmcpConfig } from '../../core/config/vmcp.ts';
-import type { VmcpConfig } from '../../core/config/types.ts';
+import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
+import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import { createLogger, type Logger } from '../../core/observe/log.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
-import { startVmcp, type RunningVmcp } from '../../core/vmcp.ts';
-import { vmcpBuiltins } from '../../plugins/vmcp.ts';
+import { startVmcp, type RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 
 export interface TestBackend {
   name: string;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Principal } from '../../core/context.ts';
 import { definePlugin } from '../../core/plugin.ts';
-import type { RunningVmcp } from '../../core/vmcp.ts';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { clusterCredentialFiles, SERVICE_ACCOUNT_DIR } from '../../plugins/incoming-auth/cluster.ts';
 import { connectClient } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatProblem } from '../../core/config/problems.ts';
-import { validateRegistryText, type RegistryConfig } from '../../core/config/registry.ts';
-import { authzModeOf } from '../../plugins/registry/server.ts';
+import { validateRegistryText, type RegistryConfig } from '../../plugins/registry/config/registry-config.ts';
+import { authzModeOf } from '../../plugins/registry/registry-server.ts';
 
 function valid(yaml: string): RegistryConfig {
   const result = validateRegistryText(yaml, '/etc/gatehouse/registry.yaml');

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startIssuer, type TestIssuer } from './helpers/issuer.ts';
 import { providersYaml, startTestRegistry, tempDir, type TestRegistry } from './helpers/registry.ts';
-import { loadRegistryConfig } from '../../core/config/registry.ts';
+import { loadRegistryConfig } from '../../plugins/registry/config/registry-config.ts';
 
 describe('auth.oauth.providers with several providers', () => {
   let a: TestIssuer;

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { RunningVmcp } from '../../core/vmcp.ts';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { formatProblems } from '../../core/config/problems.ts';
-import { validateVmcpFile } from '../../core/config/vmcp.ts';
+import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';
 import { challengeParams } from '../incoming-auth/helpers/gateway.ts';

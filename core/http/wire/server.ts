@@ -12,7 +12,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
-import { Connection, type ConnectionOwner } from './connection.ts';
+import { Connection, type ConnectionOwner } from './client-connection.ts';
 import type { WireRequest } from './request.ts';
 import type { WireResponse } from './response.ts';
 

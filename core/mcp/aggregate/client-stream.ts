@@ -7,7 +7,7 @@
  */
 import type { Context } from '../../context.ts';
 import { CORS_EXPOSED, GatewayError } from '../../errors.ts';
-import { Exchange } from '../../upstream.ts';
+import { Exchange } from '../../upstream/exchange.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';

@@ -6,13 +6,13 @@
 import type { Logger } from 'pino';
 import type { BackendInfo } from '../../backend.ts';
 import type { Chain } from '../../chain.ts';
-import type { VmcpConfig } from '../../config/types.ts';
+import type { VmcpConfig } from '../../config/vmcp-types.ts';
 import type { GatewayMetrics } from '../../observe/metrics.ts';
 import { createRedisClient, waitReady } from '../../store/redis.ts';
-import type { Upstreams } from '../../upstream.ts';
+import type { Upstreams } from '../../upstream/upstreams.ts';
 import type { OpenStreams } from '../streams.ts';
 import { BackendLink } from './backend-link.ts';
-import { AggregatedEndpoint } from './endpoint.ts';
+import { AggregatedEndpoint } from './aggregated-endpoint.ts';
 import { HealthMonitor } from './health.ts';
 import { MemorySessionStore } from './memory-session-store.ts';
 import { RedisSessionStore } from './redis-session-store.ts';

@@ -9,7 +9,7 @@ import { GatewayError } from '../../errors.ts';
 import type { BackendLink, MessageSink } from './backend-link.ts';
 import type { AggregationConfig } from './config.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
-import type { AggregatedSession } from './session.ts';
+import type { BackendSessionRecord } from './session-store.ts';
 import { UriTemplateMatcher } from './uri-template.ts';
 
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
@@ -46,6 +46,14 @@ export interface ResourceTemplate {
   readonly uriTemplate: string;
 }
 
+/** What the lists need of a session (ListedSession is one): its backends, caches and their version. */
+export interface ListedSession {
+  readonly backends: ReadonlyMap<string, BackendSessionRecord>;
+  readonly lists: Map<ListKind, ListCache>;
+  /** Bumped on every invalidation: pagination cursors carry it. */
+  readonly listVersion: number;
+}
+
 export interface ListCache {
   /** Items as the client sees them, with their owner. */
   readonly items: readonly { readonly backend: string; readonly item: unknown }[];
@@ -60,7 +68,7 @@ export interface ListCache {
 }
 
 /** One backend's full list (all pages). */
-async function fetchAll(link: BackendLink, ctx: Context | null, session: AggregatedSession, spec: ListSpec, sink: MessageSink): Promise<unknown[]> {
+async function fetchAll(link: BackendLink, ctx: Context | null, session: ListedSession, spec: ListSpec, sink: MessageSink): Promise<unknown[]> {
   const backendSession = session.backends.get(link.name)!;
   const items: unknown[] = [];
   let cursor: string | undefined;
@@ -88,7 +96,7 @@ function isNamed(item: unknown): item is Named {
 /** Fetches and names one kind of list for the session (cached until invalidated). */
 export async function loadList(
   kind: ListKind,
-  session: AggregatedSession,
+  session: ListedSession,
   links: readonly BackendLink[],
   config: AggregationConfig,
   ctx: Context | null,
@@ -154,7 +162,7 @@ function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: Aggre
  * A page of the merged list, in the client's `tools/list` (etc.) result shape; null for a cursor
  * this session did not issue, or one from before the list changed.
  */
-export function page(kind: ListKind, cache: ListCache, session: AggregatedSession, cursor: unknown, pageSize: number): Record<string, unknown> | null {
+export function page(kind: ListKind, cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): Record<string, unknown> | null {
   let offset = 0;
   if (cursor !== undefined) {
     const decoded = typeof cursor === 'string' ? /^(\d+)\.(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString()) : null;

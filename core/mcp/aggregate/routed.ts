@@ -8,7 +8,7 @@
 import type { Context } from '../../context.ts';
 import { errorBody, type GatewayError } from '../../errors.ts';
 import { CORS_EXPOSED } from '../../errors.ts';
-import { Exchange, writeToClient } from '../../upstream.ts';
+import { Exchange, writeToClient } from '../../upstream/exchange.ts';
 import { messageProblem, type JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { BackendLink } from './backend-link.ts';

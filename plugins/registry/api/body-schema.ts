@@ -5,7 +5,7 @@
 import type { z } from 'zod';
 import { GatewayError } from '../../../core/errors.ts';
 import { formatPath, schemaIssueMessage } from '../../../core/config/problems.ts';
-import { resourceNameSchema } from '../../../core/config/registry-schema.ts';
+import { resourceNameSchema } from '../config/registry-schema.ts';
 import { READ_ONLY_FIELDS } from './shapes.ts';
 
 /** The body parsed by `schema`, after dropping the read-only fields a GET shows; a 400 listing every problem otherwise. */

@@ -7,7 +7,7 @@ import type { Context } from '../../../core/context.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { RouteDef } from '../../../core/plugin.ts';
 import { Reply } from '../../../core/reply.ts';
-import { callerOf } from '../../registry-authz/plugin.ts';
+import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import type { EntryKind } from '../store/records.ts';
 import { endpoint } from './endpoint.ts';
 import { parseListQuery } from './list-query.ts';

@@ -6,7 +6,7 @@
 import { GatewayError } from '../../../core/errors.ts';
 import type { RouteDef } from '../../../core/plugin.ts';
 import { Reply } from '../../../core/reply.ts';
-import { callerOf } from '../../registry-authz/plugin.ts';
+import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { endpoint } from './endpoint.ts';
 
 export function identityRoute(): RouteDef {

@@ -9,7 +9,7 @@ import { GatewayError } from '../../../core/errors.ts';
 import type { RouteDef } from '../../../core/plugin.ts';
 import { Reply } from '../../../core/reply.ts';
 import { NO_CLAIMS } from '../../registry-authz/claims.ts';
-import { callerOf } from '../../registry-authz/plugin.ts';
+import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { publishClaimsProblem } from '../../registry-authz/publish-rules.ts';
 import { parsePublishPayload } from '../model/publish-payload.ts';
 import type { EntryKind } from '../store/records.ts';

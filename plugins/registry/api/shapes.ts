@@ -5,7 +5,7 @@
  * `skill` / `skills`). The admin API shows sources and registries in the shape of the config
  * file, plus read-only fields (origin, times, sync status).
  */
-import { formatDuration } from '../../../core/config/registry.ts';
+import { formatDuration } from '../config/registry-config.ts';
 import type { EntryRecord, Page, RegistryRecord, ServedVersion, SourceRecord } from '../store/records.ts';
 
 export const OFFICIAL_META = 'io.modelcontextprotocol.registry/official';

@@ -7,7 +7,7 @@ import { GatewayError } from '../../../core/errors.ts';
 import { readBody } from '../../../core/http/body.ts';
 import { canAccess, holdsRole, type Caller } from '../../registry-authz/caller.ts';
 import { callerClaimPairs } from '../../registry-authz/claims.ts';
-import { callerOf } from '../../registry-authz/plugin.ts';
+import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { ROLE_GRANTS, type RoleName } from '../../registry-authz/roles.ts';
 import type { EntryFilter } from '../store/records.ts';
 import type { Store } from '../store/store.ts';

@@ -6,7 +6,7 @@
  */
 import { Principal, type Context } from '../../../core/context.ts';
 import { definePlugin } from '../../../core/plugin.ts';
-import type { RegistryAuthConfig } from '../../../core/config/registry.ts';
+import type { RegistryAuthConfig } from '../config/registry-config.ts';
 import type { VerifiedToken } from '../../incoming-auth/contract.ts';
 import { bearerTokenOf } from '../../incoming-auth/bearer.ts';
 import { protectedResourceMetadata, protectedResourceRoutes, resourceMetadataUrl } from '../../incoming-auth/resource-metadata.ts';

@@ -7,7 +7,7 @@
 import { decodeJwt } from 'jose';
 import type { Logger } from 'pino';
 import { GatewayError, untrusted } from '../../../core/errors.ts';
-import type { OAuthProviderConfig } from '../../../core/config/registry.ts';
+import type { OAuthProviderConfig } from '../config/registry-config.ts';
 import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from '../../incoming-auth/contract.ts';
 
 export type ValidatorFactory = (options: TokenValidatorOptions, log: Logger) => Promise<TokenValidator>;

@@ -9,8 +9,8 @@
  * format puts it.
  */
 import { GatewayError } from '../../../core/errors.ts';
-import { claimMapSchema } from '../../../core/config/registry-schema.ts';
-import type { ClaimMap } from '../../../core/config/registry.ts';
+import { claimMapSchema } from '../config/registry-schema.ts';
+import type { ClaimMap } from '../config/registry-config.ts';
 import type { EntryKind } from '../store/records.ts';
 import { entryNameProblem, versionProblem } from './names.ts';
 

@@ -5,7 +5,7 @@
  * lose data or break an API-created registry: a managed source (its published entries), or a
  * source an API-created registry still lists. Those stay, now managed through the API.
  */
-import type { RegistryDefinition, SourceDefinition } from '../../../core/config/registry.ts';
+import type { RegistryDefinition, SourceDefinition } from '../config/registry-config.ts';
 import type { Store } from './store.ts';
 
 /** Arbitrary constant: serialises replicas applying their config at the same time. */

@@ -1,7 +1,7 @@
 /**
  * What the stores return: sources, registries and entry versions as records.
  */
-import type { ClaimMap, RegistryDefinition, SourceDefinition } from '../../../core/config/registry.ts';
+import type { ClaimMap, RegistryDefinition, SourceDefinition } from '../config/registry-config.ts';
 
 /** Where a source or registry was defined: the config file (read-only through the API) or the admin API. */
 export type Origin = 'config' | 'api';

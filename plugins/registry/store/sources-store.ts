@@ -2,7 +2,7 @@
  * Sources: definitions, origin, and the status of their syncs.
  */
 import { GatewayError } from '../../../core/errors.ts';
-import type { ClaimMap, SourceDefinition } from '../../../core/config/registry.ts';
+import type { ClaimMap, SourceDefinition } from '../config/registry-config.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import type { Database, SqlRunner } from './database.ts';
 import type { Origin, SourceRecord, SyncStatus } from './records.ts';

@@ -2,7 +2,7 @@
  * The registry's store: one database (embedded PGlite by default, in-memory PGlite, or a
  * PostgreSQL server), migrated at open, and the stores of each concept on it.
  */
-import type { DatabaseConfig } from '../../../core/config/registry.ts';
+import type { DatabaseConfig } from '../config/registry-config.ts';
 import type { Database } from './database.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { EntriesStore } from './entries-store.ts';

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { SourceDefinition } from '../../../core/config/registry.ts';
+import type { SourceDefinition } from '../config/registry-config.ts';
 import type { SyncStatus } from '../store/records.ts';
 import { writeSourceEntries } from '../store/source-sync-writer.ts';
 import type { Store } from '../store/store.ts';

@@ -4,7 +4,7 @@
  * Only file sources are synced in this version (git sources are refused at start).
  */
 import type { Logger } from 'pino';
-import type { SourceDefinition } from '../../../core/config/registry.ts';
+import type { SourceDefinition } from '../config/registry-config.ts';
 import type { Store } from '../store/store.ts';
 import { syncFileSource } from './file-source.ts';
 

@@ -5,10 +5,10 @@
 import { request as httpRequest, type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { loadVmcpConfig } from '../../../core/config/vmcp.ts';
+import { loadVmcpConfig } from '../../../core/config/vmcp-config.ts';
 import { createLogger } from '../../../core/observe/log.ts';
-import { startVmcp, type RunningVmcp } from '../../../core/vmcp.ts';
-import { vmcpBuiltins } from '../../../plugins/vmcp.ts';
+import { startVmcp, type RunningVmcp } from '../../../core/virtual-mcp-server.ts';
+import { vmcpBuiltins } from '../../../plugins/cli/vmcp-builtins.ts';
 import { vmcpYaml, writeConfig, type TestBackend } from '../../helpers/gateway.ts';
 
 export interface InlineOidcYaml {

@@ -5,10 +5,10 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadRegistryConfig } from '../../../core/config/registry.ts';
+import { loadRegistryConfig } from '../../../plugins/registry/config/registry-config.ts';
 import { createLogger } from '../../../core/observe/log.ts';
 import { GatewayMetrics } from '../../../core/observe/metrics.ts';
-import { startRegistry, type RunningRegistry } from '../../../plugins/registry/server.ts';
+import { startRegistry, type RunningRegistry } from '../../../plugins/registry/registry-server.ts';
 
 export interface Response {
   readonly status: number;

@@ -3,11 +3,11 @@
  * config that validate but that this build cannot serve yet are reported all at once, each with
  * its YAML path, so that `serve` refuses to start rather than run without them.
  */
-import type { VmcpConfig } from '../core/config/types.ts';
-import type { PluginSpec } from '../core/plugin-loader.ts';
-import { NotAvailableError } from '../core/vmcp.ts';
-import { anonymousAuth } from './incoming-auth/anonymous.ts';
-import { oidcAuth, type OidcAuthConfig } from './incoming-auth/oidc.ts';
+import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
+import type { PluginSpec } from '../../core/plugin-loader.ts';
+import { NotAvailableError } from '../../core/virtual-mcp-server.ts';
+import { anonymousAuth } from '../incoming-auth/anonymous.ts';
+import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   const where = `VirtualMCPServer/${config.name}`;

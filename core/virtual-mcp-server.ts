@@ -7,9 +7,9 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { backendInfo, type BackendInfo } from './backend.ts';
 import { Chain } from './chain.ts';
-import type { VmcpConfig } from './config/types.ts';
-import type { McpEndpoint } from './mcp/endpoint.ts';
-import { TransparentEndpoint } from './mcp/transparent.ts';
+import type { VmcpConfig } from './config/vmcp-types.ts';
+import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
+import { TransparentEndpoint } from './mcp/transparent-endpoint.ts';
 import { OpenStreams } from './mcp/streams.ts';
 import { createAggregated } from './mcp/aggregate/compose.ts';
 import { needsAggregation } from './mcp/aggregate/config.ts';
@@ -17,8 +17,8 @@ import { createLogger } from './observe/log.ts';
 import { GatewayMetrics } from './observe/metrics.ts';
 import { createPlugins, importPlugin, type PluginSpec } from './plugin-loader.ts';
 import type { Plugin, PluginHost } from './plugin.ts';
-import { GatewayServer } from './server.ts';
-import { Upstreams } from './upstream.ts';
+import { GatewayServer } from './gateway-server.ts';
+import { Upstreams } from './upstream/upstreams.ts';
 
 export interface StartVmcpOptions {
   config: VmcpConfig;

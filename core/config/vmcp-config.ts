@@ -13,8 +13,8 @@ import type { AggregationConfig } from '../mcp/aggregate/config.ts';
 import type { z } from 'zod';
 import { ConfigError, readConfigText, didYouMean, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem, PathSegment } from './problems.ts';
-import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, RESOURCE_KINDS, resourceSchemas } from './schema.ts';
-import type { ParsedResource, ReferenceIndex, ResourceKind } from './schema.ts';
+import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, RESOURCE_KINDS, resourceSchemas } from './vmcp-schema.ts';
+import type { ParsedResource, ReferenceIndex, ResourceKind } from './vmcp-schema.ts';
 import { SecretStore } from './secrets.ts';
 import type {
   AuthServerConfig,
@@ -24,7 +24,7 @@ import type {
   IncomingAuthConfig,
   UpstreamProviderConfig,
   VmcpConfig,
-} from './types.ts';
+} from './vmcp-types.ts';
 import { isMapping, parseYamlDocuments } from './yaml.ts';
 import type { LocateTarget, YamlDocument } from './yaml.ts';
 

@@ -1,12 +1,12 @@
 /**
  * `gatehouse vmcp serve|validate --config FILE`.
  */
-import { formatProblems } from '../config/problems.ts';
-import { validateVmcpFile } from '../config/vmcp.ts';
-import { createLogger } from '../observe/log.ts';
-import { PluginConfigError } from '../plugin-loader.ts';
-import { NotAvailableError, startVmcp } from '../vmcp.ts';
-import { vmcpBuiltins } from '../../plugins/vmcp.ts';
+import { formatProblems } from '../../core/config/problems.ts';
+import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
+import { createLogger } from '../../core/observe/log.ts';
+import { PluginConfigError } from '../../core/plugin-loader.ts';
+import { NotAvailableError, startVmcp } from '../../core/virtual-mcp-server.ts';
+import { vmcpBuiltins } from './vmcp-builtins.ts';
 import { exitWith, listenProblem, parseCommandOptions, stopOnSignals } from './args.ts';
 
 export const VMCP_USAGE = `  gatehouse vmcp serve --config FILE [--host 127.0.0.1] [--port 4483] [--log-level info]

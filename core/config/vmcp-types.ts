@@ -7,13 +7,7 @@
 
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from '../mcp/aggregate/config.ts';
 import type { RedisConnectionConfig } from '../store/redis-config.ts';
-
-/** `{name, key}` of a `Secret`, plus the resolved value. */
-export interface ResolvedSecretRef {
-  readonly name: string;
-  readonly key: string;
-  readonly value: string;
-}
+import type { ResolvedSecretRef } from './secrets.ts';
 
 export interface BackendConfig {
   /** `metadata.name` of the MCPServer. */

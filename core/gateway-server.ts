@@ -30,7 +30,7 @@ import { runHooks, type Chain, type HookOutcome } from './chain.ts';
 import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
 import { OriginGuard } from './http/origin-guard.ts';
-import type { McpEndpoint } from './mcp/endpoint.ts';
+import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
 import type { OpenStreams } from './mcp/streams.ts';
 import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
 import { Reply } from './reply.ts';

@@ -1,13 +1,13 @@
 /**
  * `gatehouse registry serve|validate --config FILE`.
  */
-import { exitWith, listenProblem, parseCommandOptions, stopOnSignals } from '../../core/commands/args.ts';
+import { exitWith, listenProblem, parseCommandOptions, stopOnSignals } from './args.ts';
 import { formatProblems } from '../../core/config/problems.ts';
-import { validateRegistryFile } from '../../core/config/registry.ts';
+import { validateRegistryFile } from '../registry/config/registry-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { PluginConfigError } from '../../core/plugin-loader.ts';
-import { NotAvailableError } from '../../core/vmcp.ts';
-import { authzModeOf, startRegistry, unavailableParts } from './server.ts';
+import { NotAvailableError } from '../../core/virtual-mcp-server.ts';
+import { authzModeOf, startRegistry, unavailableParts } from '../registry/registry-server.ts';
 
 export const REGISTRY_USAGE = `  gatehouse registry serve --config FILE [--host 127.0.0.1] [--port 8080] [--log-level info]
   gatehouse registry validate --config FILE`;

@@ -2,9 +2,9 @@
  * The `gatehouse` command line. Each system's commands live in their own module; this file only
  * dispatches and prints usage.
  */
-import { UsageError, exitWith } from './commands/args.ts';
-import { VMCP_USAGE, vmcpServe, vmcpValidate } from './commands/vmcp.ts';
-import { REGISTRY_USAGE, registryServe, registryValidate } from '../plugins/registry/commands.ts';
+import { UsageError, exitWith } from './args.ts';
+import { VMCP_USAGE, vmcpServe, vmcpValidate } from './vmcp-commands.ts';
+import { REGISTRY_USAGE, registryServe, registryValidate } from './registry-commands.ts';
 
 type Command = (args: string[]) => Promise<void>;
 

@@ -4,12 +4,12 @@
  * problem of the file at once, each as `file:line:col path: message`.
  */
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { ConfigError, readConfigText, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
-import type { ConfigProblem } from './problems.ts';
+import { ConfigError, readConfigText, formatPath, schemaIssueMessage, sortProblems } from '../../../core/config/problems.ts';
+import type { ConfigProblem } from '../../../core/config/problems.ts';
 import { DEFAULT_DATA_DIR, registryFileSchema } from './registry-schema.ts';
 import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
-import type { AdminListenerConfig } from './types.ts';
-import { parseYamlDocuments } from './yaml.ts';
+import type { AdminListenerConfig } from '../../../core/config/vmcp-types.ts';
+import { parseYamlDocuments } from '../../../core/config/yaml.ts';
 
 export type ClaimMap = Readonly<Record<string, string>>;
 

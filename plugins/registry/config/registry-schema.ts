@@ -7,11 +7,11 @@
  * The source and registry item schemas are also the bodies of the admin API's PUT requests.
  */
 import { z } from 'zod';
-import { durationSchema } from './duration.ts';
-import { describeValue, didYouMean } from './problems.ts';
-import { sizeSchema } from './size.ts';
-import { isMapping } from './yaml.ts';
-import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
+import { durationSchema } from '../../../core/config/duration.ts';
+import { describeValue, didYouMean } from '../../../core/config/problems.ts';
+import { sizeSchema } from '../../../core/config/size.ts';
+import { isMapping } from '../../../core/config/yaml.ts';
+import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from '../../../core/config/formats.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

@@ -21,7 +21,7 @@ import { GatewayError } from '../../errors.ts';
 import { startReading, type BodySink } from '../../http/body.ts';
 import { Reply } from '../../reply.ts';
 import { respond } from '../../respond.ts';
-import { methodNotAllowed, type McpEndpoint } from '../endpoint.ts';
+import { methodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';

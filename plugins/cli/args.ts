@@ -3,7 +3,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
-import { LOG_LEVELS } from '../observe/log.ts';
+import { LOG_LEVELS } from '../../core/observe/log.ts';
 
 export class UsageError extends Error {}
 
