@@ -1,6 +1,6 @@
 /**
  * One error hierarchy for everything Gatehouse answers with, and the one place that maps an
- * error to HTTP (`sendError`).
+ * error to HTTP (`sendError`); and the one base class of the reasons it cannot start.
  *
  * An expected failure (401, 403, 404, 413, a bad JSON-RPC body, a backend that is down) is a
  * `GatewayError`: a stable `code`, an HTTP `status`, a public `description` that the client
@@ -119,10 +119,6 @@ export class GatewayError extends Error {
   }
 }
 
-export function isGatewayError(value: unknown): value is GatewayError {
-  return value instanceof GatewayError;
-}
-
 /** RFC 6750 / RFC 9728 challenge parameters, set by the incoming-auth plugin at start. */
 export interface AuthChallenge {
   realm: string;
@@ -235,6 +231,27 @@ export function lastResort(res: HttpResponse, cause: unknown): GatewayError {
   }
   return failed;
 }
+
+/**
+ * A reason the gateway or the registry cannot start: a configuration problem, a plugin's config,
+ * a part this build cannot serve, a credential file that is missing. Each problem is one line of
+ * `message`; the command line prints them and exits 1, without a stack trace. Thrown at start,
+ * never on the request path (that is GatewayError).
+ */
+export class StartupError extends Error {
+  /** One line per problem. */
+  readonly lines: readonly string[];
+
+  constructor(lines: readonly string[] | string, message?: string) {
+    const list = typeof lines === 'string' ? [lines] : lines;
+    super(message ?? list.join('\n'));
+    this.name = new.target.name;
+    this.lines = list;
+  }
+}
+
+/** A part of the config that validates but that this build cannot serve yet, each with its YAML path. */
+export class NotAvailableError extends StartupError {}
 
 function writeError(target: ErrorTarget, err: GatewayError): void {
   const res = target.res;

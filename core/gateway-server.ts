@@ -31,7 +31,6 @@ import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
 import { OriginGuard } from './http/origin-guard.ts';
 import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
-import type { OpenStreams } from './mcp/streams.ts';
 import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
 import { Reply } from './reply.ts';
 import { respond } from './respond.ts';
@@ -48,8 +47,8 @@ export interface ServerOptions {
   publicUrls: readonly string[];
   allowedHosts: readonly string[];
   allowedOrigins: readonly string[];
-  /** The SSE streams open to clients, closed at shutdown. */
-  streams: OpenStreams;
+  /** Told when the server shuts down (the SSE streams open to clients, say). */
+  shutdown?: readonly ShutdownHook[];
   shutdownGraceMs: number;
   /** A whole request (head and body) must arrive within this, else 408 (0: no limit). */
   requestTimeoutMs?: number;
@@ -58,6 +57,16 @@ export interface ServerOptions {
   engine?: ServerEngine;
   /** A separate listener for /status and /metrics (and the probes); null: they need auth on the public port. */
   admin?: AdminListen | null;
+}
+
+/**
+ * What the server tells at shutdown: `drain` once it stops accepting (end what would never end
+ * by itself, such as standalone SSE streams, so in-flight requests can finish), `abort` when the
+ * grace period is over (end the rest).
+ */
+export interface ShutdownHook {
+  drain(): void;
+  abort(): void;
 }
 
 export interface AdminListen {
@@ -348,7 +357,7 @@ export class GatewayServer {
     ]);
     admin?.http.closeAllConnections();
     this.http.closeIdleConnections();
-    this.#options.streams.close(true);
+    for (const hook of this.#options.shutdown ?? []) hook.drain();
     const deadline = Date.now() + this.#options.shutdownGraceMs;
     const metrics = this.#options.metrics;
     while (metrics.inflight > 0 && Date.now() < deadline) {
@@ -356,7 +365,7 @@ export class GatewayServer {
       this.http.closeIdleConnections();
     }
     if (metrics.inflight > 0) this.log.warn({ inflight: metrics.inflight }, 'grace period over: closing the remaining requests');
-    this.#options.streams.close(false);
+    for (const hook of this.#options.shutdown ?? []) hook.abort();
     this.http.closeAllConnections();
     await closed;
   }

@@ -5,6 +5,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
+import { StartupError } from './errors.ts';
 import type { Plugin, PluginDefinition, PluginHost } from './plugin.ts';
 
 /** A plugin to start: its definition, its raw config, and where that config came from. */
@@ -15,15 +16,8 @@ export interface PluginSpec {
   readonly source: string;
 }
 
-/** A plugin's own config was refused by its schema: every problem, each with its path. */
-export class PluginConfigError extends Error {
-  readonly problems: readonly string[];
-  constructor(problems: readonly string[]) {
-    super(problems.join('\n'));
-    this.name = 'PluginConfigError';
-    this.problems = problems;
-  }
-}
+/** A plugin's own config was refused by its schema (or it could not be loaded): every problem, each with its path. */
+export class PluginConfigError extends StartupError {}
 
 function isDefinition(value: unknown): value is PluginDefinition<unknown> {
   const v = value as PluginDefinition<unknown> | null;

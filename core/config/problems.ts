@@ -7,6 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { StartupError } from '../errors.ts';
 
 /** One step of a YAML path: a mapping key or a sequence index. */
 export type PathSegment = string | number;
@@ -55,19 +56,15 @@ export function sortProblems(problems: readonly ConfigProblem[]): ConfigProblem[
 }
 
 /** A configuration that cannot be used; `problems` lists everything that is wrong with it. */
-export class ConfigError extends Error {
+export class ConfigError extends StartupError {
+  /** Every problem, with its file position and YAML path. */
   readonly problems: readonly ConfigProblem[];
 
   constructor(problems: readonly ConfigProblem[]) {
     const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-    super(`invalid configuration (${count}):\n${formatProblems(problems)}`);
-    this.name = 'ConfigError';
+    super(problems.map(formatProblem), `invalid configuration (${count}):\n${formatProblems(problems)}`);
     this.problems = problems;
   }
-}
-
-export function isConfigError(value: unknown): value is ConfigError {
-  return value instanceof ConfigError;
 }
 
 /** A value as it appears in a message: strings quoted (and shortened), collections by their kind. */

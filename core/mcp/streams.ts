@@ -2,6 +2,7 @@
  * The SSE streams open to clients: counted for metrics, and closed at shutdown (standalone GET
  * streams at once, streams answering a request after the grace period).
  */
+import type { ShutdownHook } from '../gateway-server.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
 
 export interface OpenStream {
@@ -11,7 +12,7 @@ export interface OpenStream {
   close(): void;
 }
 
-export class OpenStreams {
+export class OpenStreams implements ShutdownHook {
   readonly #streams = new Set<OpenStream>();
   readonly #metrics: GatewayMetrics;
 
@@ -32,10 +33,13 @@ export class OpenStreams {
     return this.#streams.size;
   }
 
-  /** Closes the standalone streams (shutdown, first step), or all of them. */
-  close(standaloneOnly: boolean): void {
-    for (const stream of [...this.#streams]) {
-      if (!standaloneOnly || stream.standalone) stream.close();
-    }
+  /** Shutdown, first step: the standalone streams end (they never would), the others finish. */
+  drain(): void {
+    for (const stream of [...this.#streams]) if (stream.standalone) stream.close();
+  }
+
+  /** Shutdown, after the grace period: every stream ends. */
+  abort(): void {
+    for (const stream of [...this.#streams]) stream.close();
   }
 }

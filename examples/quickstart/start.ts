@@ -3,7 +3,7 @@
  * them on 127.0.0.1:4483. Ctrl-C stops everything.
  */
 import { fileURLToPath } from 'node:url';
-import { stopOnSignals, listenProblem, exitWith } from '../../plugins/cli/args.ts';
+import { exitOnStartFailure, exitWith, stopOnSignals } from '../../plugins/cli/args.ts';
 import { formatProblems } from '../../core/config/problems.ts';
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
@@ -23,7 +23,7 @@ for (const backend of config.backends) {
   try {
     demos.push(await startDemoServer(backend.name, Number(url.port)));
   } catch (err) {
-    exitWith(listenProblem(err, url.hostname, Number(url.port)) ?? String(err));
+    exitOnStartFailure(err, { host: url.hostname, port: Number(url.port) });
   }
   log.info({ backend: backend.name, url: backend.url }, 'demo MCP server started');
 }
@@ -33,7 +33,7 @@ let gateway;
 try {
   gateway = await startVmcp({ config, host: '127.0.0.1', port, log, builtins: vmcpBuiltins(config) });
 } catch (err) {
-  exitWith(listenProblem(err, '127.0.0.1', port) ?? String(err));
+  exitOnStartFailure(err, { host: '127.0.0.1', port });
 }
 process.stdout.write(`\nGatehouse is ready: point an MCP client at ${gateway.url}\n  e.g. npx @modelcontextprotocol/inspector --cli ${gateway.url} --transport http --method tools/list\n\n`);
 stopOnSignals(async () => {

@@ -3,9 +3,11 @@
  */
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
+import { StartupError } from '../../core/errors.ts';
 import { LOG_LEVELS } from '../../core/observe/log.ts';
 
-export class UsageError extends Error {}
+/** The command line itself is wrong (exit code 2, with the usage). */
+export class UsageError extends StartupError {}
 
 export interface CommandOptions {
   config: string;
@@ -40,12 +42,23 @@ export function exitWith(message: string, code = 1): never {
   process.exit(code);
 }
 
-/** Explains a listen failure in one line, or returns false when it is something else. */
-export function listenProblem(err: unknown, host: string, port: number): string | null {
+/** Explains a listen failure in one line, or returns null when it is something else. */
+function listenProblem(err: unknown, host: string, port: number): string | null {
   const code = (err as { code?: string }).code;
   if (code === 'EADDRINUSE') return `cannot listen on ${host}:${port}: the address is already in use`;
   if (code === 'EACCES' || code === 'EADDRNOTAVAIL') return `cannot listen on ${host}:${port}: ${(err as Error).message}`;
   return null;
+}
+
+/**
+ * A failed start: a StartupError or a listen failure is printed as it is (no stack trace) and
+ * the process exits 1; anything else is a bug and is rethrown.
+ */
+export function exitOnStartFailure(err: unknown, options: Pick<CommandOptions, 'host' | 'port'>): never {
+  if (err instanceof StartupError) exitWith(err.message);
+  const problem = listenProblem(err, options.host, options.port);
+  if (problem !== null) exitWith(problem);
+  throw err;
 }
 
 /**

@@ -1,12 +1,10 @@
 /**
  * `gatehouse registry serve|validate --config FILE`.
  */
-import { exitWith, listenProblem, parseCommandOptions, stopOnSignals } from './args.ts';
+import { exitOnStartFailure, exitWith, parseCommandOptions, stopOnSignals } from './args.ts';
 import { formatProblems } from '../../core/config/problems.ts';
 import { validateRegistryFile } from '../registry/config/registry-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
-import { PluginConfigError } from '../../core/plugin-loader.ts';
-import { NotAvailableError } from '../../core/virtual-mcp-server.ts';
 import { authzModeOf, startRegistry, unavailableParts } from '../registry/registry-server.ts';
 
 export const REGISTRY_USAGE = `  gatehouse registry serve --config FILE [--host 127.0.0.1] [--port 8080] [--log-level info]
@@ -35,11 +33,7 @@ export async function registryServe(args: string[]): Promise<void> {
   try {
     running = await startRegistry({ config: result.config, host: options.host, port: options.port, log });
   } catch (err) {
-    if (err instanceof NotAvailableError || err instanceof PluginConfigError) exitWith(err.message);
-    const problem = listenProblem(err, options.host, options.port);
-    if (problem !== null) exitWith(problem);
-    if (err instanceof Error && /in use by process|ECONNREFUSED|database/.test(err.message)) exitWith(`gatehouse: cannot open the registry database: ${err.message}`);
-    throw err;
+    exitOnStartFailure(err, options);
   }
   stopOnSignals(() => running.stop(), log);
 }

@@ -5,7 +5,7 @@
  */
 import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
-import { NotAvailableError } from '../../core/virtual-mcp-server.ts';
+import { NotAvailableError } from '../../core/errors.ts';
 import { anonymousAuth } from '../incoming-auth/anonymous.ts';
 import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 

@@ -4,10 +4,9 @@
 import { formatProblems } from '../../core/config/problems.ts';
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
-import { PluginConfigError } from '../../core/plugin-loader.ts';
-import { NotAvailableError, startVmcp } from '../../core/virtual-mcp-server.ts';
+import { startVmcp } from '../../core/virtual-mcp-server.ts';
 import { vmcpBuiltins } from './vmcp-builtins.ts';
-import { exitWith, listenProblem, parseCommandOptions, stopOnSignals } from './args.ts';
+import { exitOnStartFailure, exitWith, parseCommandOptions, stopOnSignals } from './args.ts';
 
 export const VMCP_USAGE = `  gatehouse vmcp serve --config FILE [--host 127.0.0.1] [--port 4483] [--log-level info]
   gatehouse vmcp validate --config FILE`;
@@ -30,10 +29,7 @@ export async function vmcpServe(args: string[]): Promise<void> {
   try {
     running = await startVmcp({ config: result.config, host: options.host, port: options.port, log, builtins: vmcpBuiltins(result.config) });
   } catch (err) {
-    if (err instanceof NotAvailableError || err instanceof PluginConfigError) exitWith(err.message);
-    const problem = listenProblem(err, options.host, options.port);
-    if (problem !== null) exitWith(problem);
-    throw err;
+    exitOnStartFailure(err, options);
   }
   stopOnSignals(() => running.stop(), log);
 }

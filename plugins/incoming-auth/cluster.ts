@@ -19,6 +19,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { StartupError } from '../../core/errors.ts';
 import type { ClusterOidcConfig } from '../../core/config/vmcp-types.ts';
 import type { TokenValidatorOptions } from './contract.ts';
 
@@ -39,9 +40,8 @@ export function clusterCredentialFiles(env: NodeJS.ProcessEnv = process.env): Cl
   };
 }
 
-export class ClusterCredentialsError extends Error {
-  override name = 'ClusterCredentialsError';
-}
+/** The pod's service-account CA or token cannot be read (the message says which file, and why). */
+export class ClusterCredentialsError extends StartupError {}
 
 function readCredential(file: string, what: string): string {
   try {

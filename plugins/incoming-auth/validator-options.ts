@@ -2,6 +2,7 @@
  * The validator's options, checked and completed with their defaults. A problem is an Error whose
  * message names the option and says what is expected, so a misconfiguration fails at start.
  */
+import { StartupError } from '../../core/errors.ts';
 import type { TokenValidatorOptions } from './contract.ts';
 import { isLoopbackHost } from './address-guard.ts';
 
@@ -33,9 +34,8 @@ export interface ValidatorSettings {
   readonly injectedClock: boolean;
 }
 
-export class ValidatorOptionsError extends Error {
-  override name = 'ValidatorOptionsError';
-}
+/** An option the validator cannot work with (the message names it and what is expected). */
+export class ValidatorOptionsError extends StartupError {}
 
 /** Issuer / endpoint URL rule (DECISIONS.md): absolute https, or http on a loopback host. */
 export function checkIssuerUrl(value: unknown, what: string): URL {

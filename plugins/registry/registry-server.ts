@@ -1,22 +1,20 @@
 /**
- * Composes a running registry server from its resolved config: the store (migrated, with the
- * config's sources and registries applied), the plugins (bearer auth in oauth mode, the
- * registry-authz caller resolution, the registry API), the first sync of the synced sources,
- * and the HTTP server (without an MCP endpoint).
+ * Composes a running registry server from its resolved config on the application lifecycle
+ * (core/app.ts): the store (migrated, with the config's sources and registries applied), the
+ * plugins (bearer auth in oauth mode, the registry-authz caller resolution, the registry API),
+ * the HTTP server (without an MCP endpoint), and the first sync of the synced sources before the
+ * server reports ready.
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { Chain } from '../../core/chain.ts';
+import { App } from '../../core/app.ts';
 import type { RegistryConfig } from './config/registry-config.ts';
 import { formatPath } from '../../core/config/problems.ts';
-import { OpenStreams } from '../../core/mcp/streams.ts';
+import { NotAvailableError, StartupError } from '../../core/errors.ts';
+import type { GatewayServer } from '../../core/gateway-server.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
-import { createPlugins, type PluginSpec } from '../../core/plugin-loader.ts';
-import type { AuthChallenge } from '../../core/errors.ts';
-import type { Plugin, PluginHost } from '../../core/plugin.ts';
-import { GatewayServer } from '../../core/gateway-server.ts';
-import { NotAvailableError } from '../../core/virtual-mcp-server.ts';
+import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { createTokenValidator } from '../incoming-auth/validator.ts';
 import type { AuthzMode } from '../registry-authz/caller.ts';
 import { registryAuthz } from '../registry-authz/authz-plugin.ts';
@@ -62,113 +60,55 @@ export function unavailableParts(config: RegistryConfig): string[] {
 
 export async function startRegistry(options: StartRegistryOptions): Promise<RunningRegistry> {
   const { config } = options;
-  const log = options.log ?? createLogger();
-  const metrics = options.metrics ?? new GatewayMetrics();
   const missing = unavailableParts(config);
   if (missing.length > 0) throw new NotAvailableError(missing);
   const mode = authzModeOf(config);
-
-  const store = await openStore(config.database);
+  const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics() });
+  const { log } = app;
   try {
+    const store = app.own(await openDatabase(config), (s) => s.close(), 'registry database');
     for (const warning of await applyConfig(store, config.sources, config.registries)) log.warn(warning);
-  } catch (err) {
-    await store.close();
-    throw err;
-  }
 
-  const specs: PluginSpec[] = [];
-  if (config.auth.mode === 'oauth') {
-    specs.push({ definition: registryBearerAuth as PluginSpec['definition'], config: { auth: config.auth, createValidator: options.createValidator ?? createTokenValidator }, source: `${config.file} auth.oauth` });
-  }
-  const roles = config.auth.mode === 'oauth' ? (config.auth.authz?.roles ?? {}) : {};
-  specs.push({ definition: registryAuthz as PluginSpec['definition'], config: { mode, roles }, source: `${config.file} auth` });
-  specs.push({ definition: registryApi as PluginSpec['definition'], config: { store, maxBodyBytes: config.server.maxBodyBytes }, source: `${config.file}` });
-
-  let server: GatewayServer | null = null;
-  let challenge: AuthChallenge | null = null;
-  const hostFor = (name: string): PluginHost => ({
-    log: log.child({ plugin: name }),
-    metrics: metrics.registry,
-    mcpPath: null,
-    backends: [],
-    configDir: config.dir,
-    setAuthChallenge(value) {
-      challenge = value;
-      server?.setAuthChallenge(value);
-    },
-  });
-  let plugins: Plugin[];
-  try {
-    plugins = await createPlugins(specs, hostFor);
-  } catch (err) {
-    await store.close();
-    throw err;
-  }
-
-  const chain = new Chain(plugins, metrics.phaseTimer);
-  server = new GatewayServer({
-    host: options.host ?? '127.0.0.1',
-    port: options.port ?? 8080,
-    log,
-    metrics,
-    chain,
-    mcp: null,
-    streams: new OpenStreams(metrics),
-    publicUrls: config.auth.mode === 'oauth' ? [config.auth.resourceUrl] : [],
-    allowedHosts: config.server.allowedHosts,
-    allowedOrigins: config.server.allowedOrigins,
-    shutdownGraceMs: config.server.shutdownGraceMs,
-    requestTimeoutMs: config.server.requestTimeoutMs,
-    admin: config.server.admin,
-    accessLog: config.server.accessLog,
-  });
-  if (challenge !== null) server.setAuthChallenge(challenge);
-
-  const sync = new SyncScheduler(store, config.sources, log.child({ component: 'sync' }));
-  const started: Plugin[] = [];
-  let address: AddressInfo;
-  try {
-    await sync.start();
-    address = await server.listen();
-    for (const plugin of plugins) {
-      await plugin.start?.();
-      started.push(plugin);
+    const specs: PluginSpec[] = [];
+    if (config.auth.mode === 'oauth') {
+      specs.push({ definition: registryBearerAuth as PluginSpec['definition'], config: { auth: config.auth, createValidator: options.createValidator ?? createTokenValidator }, source: `${config.file} auth.oauth` });
     }
+    const roles = config.auth.mode === 'oauth' ? (config.auth.authz?.roles ?? {}) : {};
+    specs.push({ definition: registryAuthz as PluginSpec['definition'], config: { mode, roles }, source: `${config.file} auth` });
+    specs.push({ definition: registryApi as PluginSpec['definition'], config: { store, maxBodyBytes: config.server.maxBodyBytes }, source: `${config.file}` });
+    await app.plugins(specs, { mcpPath: null, backends: [], configDir: config.dir });
+
+    const server = app.serve({
+      host: options.host ?? '127.0.0.1',
+      port: options.port ?? 8080,
+      mcp: null,
+      publicUrls: config.auth.mode === 'oauth' ? [config.auth.resourceUrl] : [],
+      allowedHosts: config.server.allowedHosts,
+      allowedOrigins: config.server.allowedOrigins,
+      shutdownGraceMs: config.server.shutdownGraceMs,
+      requestTimeoutMs: config.server.requestTimeoutMs,
+      admin: config.server.admin,
+      accessLog: config.server.accessLog,
+    });
+    // The first sync of every synced source completes before the server reports ready.
+    const sync = app.own(new SyncScheduler(store, config.sources, log.child({ component: 'sync' })), (s) => s.stop(), 'source sync');
+    app.onStart(() => sync.start());
+
+    const address = await app.start();
+    const url = app.url();
+    log.info({ url, mode, database: config.database.type, sources: config.sources.length, registries: config.registries.length }, 'registry server listening');
+    return { url, address, mode, store, server, sync, stop: () => app.stop() };
   } catch (err) {
-    await sync.stop();
-    await server.close();
-    for (const plugin of started.reverse()) await plugin.stop?.();
-    await store.close();
+    await app.stop();
     throw err;
   }
-  server.markReady();
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-  log.info({ url, mode, database: config.database.type, sources: config.sources.length, registries: config.registries.length }, 'registry server listening');
+}
 
-  const running = server;
-  let stopping: Promise<void> | null = null;
-  return {
-    url,
-    address,
-    mode,
-    store,
-    server: running,
-    sync,
-    stop() {
-      stopping ??= (async () => {
-        await running.close();
-        await sync.stop();
-        for (const plugin of started.reverse()) {
-          try {
-            await plugin.stop?.();
-          } catch (err) {
-            log.error({ err, plugin: plugin.name }, 'plugin failed to stop');
-          }
-        }
-        await store.close();
-      })();
-      return stopping;
-    },
-  };
+/** The store, migrated; a database that cannot be opened is a start-up problem, said in one line. */
+async function openDatabase(config: RegistryConfig): Promise<Store> {
+  try {
+    return await openStore(config.database);
+  } catch (err) {
+    throw new StartupError(`cannot open the registry database: ${(err as Error).message}`);
+  }
 }

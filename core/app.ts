@@ -1,0 +1,155 @@
+/**
+ * One application lifecycle, composed by both servers (the virtual MCP server and the registry),
+ * in the manner of fastify's application hooks:
+ *
+ *   const app = new App({ log, metrics });
+ *   const chain = await app.plugins(specs, { mcpPath, backends, configDir });  // create, in order
+ *   const pool = app.own(new Upstreams(), (u) => u.close());                      // resources
+ *   app.serve({ host, port, mcp, ... });                                          // the HTTP server
+ *   app.onStart(() => health.start());
+ *   const address = await app.start();   // listen, start plugins in order, hooks; ready
+ *   await app.stop();                    // drain the server, then undo everything in reverse
+ *
+ * Whatever is acquired is registered with what undoes it, so that a start that fails half way
+ * (a plugin whose start() throws, a port in use) releases exactly what was acquired, in reverse
+ * order, and stop() does the same after the server has drained. The plugin host each plugin is
+ * given, and the auth challenge a plugin sets before the server exists, live here too.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { BackendInfo } from './backend.ts';
+import { Chain } from './chain.ts';
+import type { AuthChallenge } from './errors.ts';
+import { GatewayServer, type ServerOptions } from './gateway-server.ts';
+import type { GatewayMetrics } from './observe/metrics.ts';
+import { createPlugins, type PluginSpec } from './plugin-loader.ts';
+import type { MaybePromise, Plugin, PluginHost } from './plugin.ts';
+
+export interface AppOptions {
+  readonly log: Logger;
+  readonly metrics: GatewayMetrics;
+}
+
+/** What the plugin host tells every plugin about the server it runs in. */
+export interface HostInfo {
+  /** The MCP endpoint's path, or null (registry). */
+  readonly mcpPath: string | null;
+  readonly backends: readonly BackendInfo[];
+  /** Directory of the config file: relative paths in plugin config resolve against it. */
+  readonly configDir: string;
+}
+
+type Undo = () => MaybePromise<void>;
+
+export class App {
+  readonly log: Logger;
+  readonly metrics: GatewayMetrics;
+  #plugins: readonly Plugin[] = [];
+  #chain: Chain | null = null;
+  #server: GatewayServer | null = null;
+  #challenge: AuthChallenge | null = null;
+  /** What undoes each acquisition, in the order they were made. */
+  readonly #undo: { readonly what: string; readonly undo: Undo }[] = [];
+  readonly #startHooks: (() => MaybePromise<void>)[] = [];
+  #stopping: Promise<void> | null = null;
+
+  constructor(options: AppOptions) {
+    this.log = options.log;
+    this.metrics = options.metrics;
+  }
+
+  /** Validates every plugin's config (all problems at once), creates the plugins in order, compiles the chain. */
+  async plugins(specs: readonly PluginSpec[], info: HostInfo): Promise<Chain> {
+    const hostFor = (name: string): PluginHost => ({
+      log: this.log.child({ plugin: name }),
+      metrics: this.metrics.registry,
+      mcpPath: info.mcpPath,
+      backends: info.backends,
+      configDir: info.configDir,
+      // One auth plugin per server sets it, usually before the server exists.
+      setAuthChallenge: (challenge) => {
+        this.#challenge = challenge;
+        this.#server?.setAuthChallenge(challenge);
+      },
+    });
+    this.#plugins = await createPlugins(specs, hostFor);
+    this.#chain = new Chain(this.#plugins, this.metrics.phaseTimer);
+    return this.#chain;
+  }
+
+  get chain(): Chain {
+    if (this.#chain === null) throw new Error('App: plugins() comes before the chain is used');
+    return this.#chain;
+  }
+
+  /** Registers `value` with what releases it; returns it. */
+  own<T>(value: T, release: (value: T) => MaybePromise<void>, what = 'resource'): T {
+    this.#undo.push({ what, undo: () => release(value) });
+    return value;
+  }
+
+  /** Creates the HTTP server (once), with the chain and the challenge a plugin already set. */
+  serve(options: Omit<ServerOptions, 'log' | 'metrics' | 'chain'>): GatewayServer {
+    if (this.#server !== null) throw new Error('App: serve() is called once');
+    const server = new GatewayServer({ ...options, log: this.log, metrics: this.metrics, chain: this.chain });
+    if (this.#challenge !== null) server.setAuthChallenge(this.#challenge);
+    this.#server = server;
+    return server;
+  }
+
+  get server(): GatewayServer {
+    if (this.#server === null) throw new Error('App: serve() comes before the server is used');
+    return this.#server;
+  }
+
+  /** Runs once everything has started, in the order given, before the server reports ready. */
+  onStart(hook: () => MaybePromise<void>): void {
+    this.#startHooks.push(hook);
+  }
+
+  /**
+   * Listens, starts the plugins in order, runs the start hooks, and marks the server ready. On
+   * any failure everything acquired so far is released in reverse order, and the error is thrown.
+   */
+  async start(): Promise<AddressInfo> {
+    const server = this.server;
+    try {
+      const address = await server.listen();
+      for (const plugin of this.#plugins) {
+        await plugin.start?.();
+        if (plugin.stop !== undefined) this.#undo.push({ what: `plugin ${plugin.name}`, undo: () => plugin.stop!() });
+      }
+      for (const hook of this.#startHooks) await hook();
+      server.markReady();
+      return address;
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  /** `http://host:port<path>` of the bound address. */
+  url(path = ''): string {
+    const address = this.server.address;
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return `http://${host}:${address.port}${path}`;
+  }
+
+  /**
+   * Stops accepting and drains in-flight requests first, then releases everything in reverse
+   * order of acquisition; a release that fails is logged and the others still run. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      await this.#server?.close();
+      for (const { what, undo } of this.#undo.splice(0).reverse()) {
+        try {
+          await undo();
+        } catch (err) {
+          this.log.error({ err, what }, `failed to stop ${what}`);
+        }
+      }
+    })();
+    return this.#stopping;
+  }
+}
