@@ -135,6 +135,10 @@ export class Context implements ErrorTarget {
     return this.scope.challenge;
   }
 
+  get bodyUnread(): boolean {
+    return this.head.hasBody && !this.req.complete;
+  }
+
   /** Answers the request with `error` (the one HTTP mapping) and logs it. */
   fail(error: unknown): void {
     this.log(sendError(this, error), error);

@@ -139,6 +139,8 @@ export interface ErrorTarget {
   readonly challenge: AuthChallenge | null;
   /** The browser origin allowed by the origin guard, echoed in CORS headers; null for none. */
   readonly corsOrigin: string | null;
+  /** The request has a body not (yet) read: an answer now must close the connection. */
+  readonly bodyUnread: boolean;
 }
 
 /** Response headers a browser client may read (the challenge and the session id above all). */
@@ -271,8 +273,9 @@ function writeError(target: ErrorTarget, err: GatewayError): void {
   if (target.challenge !== null && (err.status === 401 || err.code === 'insufficient_scope')) {
     headers['www-authenticate'] = bearerChallenge(target.challenge, err);
   }
-  // After a 413 or a 408 the rest of the body is not read: close the connection rather than drain it.
-  if (err.status === 413 || err.status === 408) headers.connection = 'close';
+  // After a 413 or a 408, or any answer given before the body was read, the rest of the body is
+  // not read: the connection closes rather than drain it (or wait for it).
+  if (err.status === 413 || err.status === 408 || target.bodyUnread) headers.connection = 'close';
   res.writeHead(err.status, headers);
   res.end(body);
 }

@@ -93,6 +93,8 @@ const REQUEST_TIMEOUT_MS = 60_000;
 type Handler = (ctx: Context) => HookOutcome | Promise<HookOutcome> | Reply | GatewayError | void;
 
 const kCtx = Symbol('gatehouse.ctx');
+const kLastRequestSeen = Symbol('gatehouse.lastRequestSeen');
+type LastRequestSocket = HttpRequest['socket'] & { [kLastRequestSeen]?: true };
 type TrackedResponse = HttpResponse & { [kCtx]?: Context };
 
 interface ServerScope extends RequestScope {
@@ -209,11 +211,23 @@ export class GatewayServer {
   }
 
   readonly #onRequest = (req: HttpRequest, res: HttpResponse): void => {
+    const socket = req.socket as LastRequestSocket;
+    if (socket[kLastRequestSeen] === true) {
+      // Bytes after a request that asked to switch protocols are not HTTP to be trusted (node:http
+      // frames them anyway; the own server never parses them): the connection ends here.
+      socket.destroy();
+      return;
+    }
     const ctx = new Context(req, res, this.#scope, performance.now());
     (res as TrackedResponse)[kCtx] = ctx;
     res.on('close', onResponseClose);
     this.#scope.metrics.inflight++;
     if (this.#draining) res.setHeader('connection', 'close');
+    if (ctx.head.upgrade) {
+      // Upgrade is ignored (RFC 9110 §7.8): the request is served as HTTP/1.1, and is the last.
+      socket[kLastRequestSeen] = true;
+      res.setHeader('connection', 'close');
+    }
     try {
       const outcome = this.#route(ctx);
       if (outcome === undefined) return;
@@ -245,7 +259,9 @@ export class GatewayServer {
       case '/status':
         if (this.#admin === null && (path === '/metrics' || this.#options.mcp !== null)) {
           this.#builtin(ctx, null);
-          if (path === '/status') this.#checkOrigin(ctx);
+          // Host and Origin too: with anonymous incoming auth nothing else stands in the way of a
+          // page that rebinds a name to the gateway (scrapers reaching it by another name use server.admin).
+          this.#checkOrigin(ctx);
           return this.#authenticated(ctx, this.#adminDocument);
         }
     }

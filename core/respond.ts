@@ -18,6 +18,8 @@ export function writeReply(ctx: Context, reply: Reply): void {
       headers['access-control-expose-headers'] = CORS_EXPOSED;
       headers.vary = 'origin';
     }
+    // Answered before its body was read: the rest of the body is not waited for.
+    if (ctx.bodyUnread) headers.connection = 'close';
     if (reply.body === null) {
       res.writeHead(reply.status, headers);
       res.end();

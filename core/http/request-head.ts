@@ -46,6 +46,10 @@ export class RequestHead {
   mcpName: string | undefined = undefined;
   authorization: string | undefined = undefined;
   authorizationCount = 0;
+  /** The request asked to switch protocols (Upgrade): ignored, but the connection ends after it. */
+  upgrade = false;
+  /** The request has a body (Content-Length other than 0, or Transfer-Encoding). */
+  hasBody = false;
   /** Lower-case `[name, value, ...]` of the headers that may be forwarded to a backend. */
   readonly forward: string[] = [];
   /** Names listed in `Connection` (hop-by-hop too), when the client sent any besides close/keep-alive. */
@@ -69,6 +73,13 @@ export class RequestHead {
           break;
         case 'content-length':
           this.contentLength ??= value;
+          if (value !== '0') this.hasBody = true;
+          continue;
+        case 'transfer-encoding':
+          this.hasBody = true;
+          continue;
+        case 'upgrade':
+          this.upgrade = true;
           continue;
         case 'x-request-id':
           this.requestId ??= value;

@@ -15,6 +15,8 @@ export interface HttpRequest extends EventEmitter {
   /** By lower-case name (built on first use). */
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly socket: Socket;
+  /** The whole message, body included, has been received. */
+  readonly complete: boolean;
   pause(): this;
 }
 

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_TEMPLATE_LENGTH, MAX_URI_LENGTH, UriTemplateMatcher } from '../../core/mcp/aggregate/uri-template.ts';
+import { resourceOwner, type ListCache } from '../../core/mcp/aggregate/lists.ts';
+import { LOOKUP_WORK, MAX_TEMPLATE_LENGTH, MAX_URI_LENGTH, UriTemplateMatcher } from '../../core/mcp/aggregate/uri-template.ts';
 
 const matches = (template: string, uri: string): boolean => new UriTemplateMatcher(template).matches(uri);
 
@@ -49,5 +50,21 @@ describe('resource template matching', () => {
     assert.equal(matches('x://' + 'a'.repeat(MAX_TEMPLATE_LENGTH), 'x://' + 'a'.repeat(MAX_TEMPLATE_LENGTH)), false);
     assert.equal(matches('x://{+a}', 'x://' + 'a'.repeat(MAX_URI_LENGTH)), false);
     assert.equal(matches('x://{+a}', 'x://' + 'a'.repeat(MAX_URI_LENGTH - 10)), true);
+  });
+
+  it('bounds a whole lookup, not one template: many hostile templates share one work budget', () => {
+    const matchers = Array.from({ length: 40 }, (_, i) => new UriTemplateMatcher('x://' + '{#a}'.repeat(250) + `end${i}`));
+    const cache: ListCache = {
+      items: [],
+      names: null,
+      uris: null,
+      templates: matchers.map((matcher, i) => ({ matcher, uriTemplate: matcher.template, backend: `b${i % 2}` })),
+      conflicts: [],
+      complete: true,
+    };
+    assert.equal(resourceOwner(undefined, cache, 'x://' + '#'.repeat(4000)), null);
+    const work = matchers.reduce((sum, m) => sum + m.lastWork, 0);
+    assert.ok(work <= LOOKUP_WORK + matchers[0]!.size, `${work} states visited in all, budget ${LOOKUP_WORK}`);
+    assert.equal(resourceOwner(undefined, cache, 'x://#a#b#cend7'), 'b1', 'a matching URI is still found');
   });
 });

@@ -319,16 +319,48 @@ describe('wire server', () => {
     }
   });
 
-  it('ignores Upgrade (RFC 9110 §7.8): a websocket GET and an h2c POST are served as HTTP/1.1, and what follows them too', async () => {
-    handler = (req, res) => void readBody(req).then((body) => res.end(`${req.method} ${req.url} ${body}`));
-    const websocket = await exchange('GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-    assert.match(websocket, /^HTTP\/1\.1 200 OK[\s\S]*GET \/ws [\s\S]*HTTP\/1\.1 200 OK[\s\S]*GET \/next $/);
+  it('ignores Upgrade (RFC 9110 §7.8): a websocket GET and an h2c POST are served as HTTP/1.1, and are the connection\'s last', async () => {
+    const seen: string[] = [];
+    handler = (req, res) => void readBody(req).then((body) => (seen.push(`${req.method} ${req.url}`), res.end(`${req.method} ${req.url} ${body}`)));
+    const websocket = await exchange('GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.match(websocket, /^HTTP\/1\.1 200 OK[\s\S]*connection: close[\s\S]*GET \/ws $/);
     const h2c = await exchange(
       'POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Length: 5\r\n\r\nhello' +
-        'POST /next HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi',
+        'POST /next HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi',
     );
-    assert.match(h2c, /^HTTP\/1\.1 200 OK[\s\S]*POST \/mcp hello[\s\S]*HTTP\/1\.1 200 OK[\s\S]*POST \/next hi$/);
+    assert.match(h2c, /^HTTP\/1\.1 200 OK[\s\S]*POST \/mcp hello$/);
     assert.doesNotMatch(h2c, /101 Switching/);
+    assert.deepEqual(seen, ['GET /ws', 'POST /mcp'], 'nothing after an Upgrade request is read as a request');
+  });
+
+  it('reads nothing after an Upgrade request whose body ends in a later read (no request smuggled in its tail)', async () => {
+    const seen: string[] = [];
+    handler = (req, res) => void readBody(req).then((body) => (seen.push(`${req.method} ${req.url} ${body}`), res.end('ok')));
+    const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
+    // Three reads: the head and half the body; the rest of the body and another head; its body.
+    const socket = connect(port, '127.0.0.1');
+    let out = '';
+    socket.on('data', (d: Buffer) => (out += d.toString('latin1')));
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write('POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 10\r\n\r\nhello');
+    await pause();
+    socket.write(`world POST /nothing HTTP/1.1\r\nHost: x\r\nContent-Length: ${smuggled.length}\r\n\r\n`);
+    await pause();
+    if (!socket.destroyed) socket.write(smuggled);
+    await Promise.race([closed, pause().then(pause).then(pause)]);
+    socket.destroy();
+    assert.equal(out.match(/HTTP\/1\.1 /g)?.length, 1, out);
+    assert.deepEqual(seen, ['POST /mcp helloworld']);
+  });
+
+  it('refuses CONNECT (501) and reads nothing after it', async () => {
+    const seen: string[] = [];
+    handler = (req, res) => (seen.push(`${req.method} ${req.url}`), res.end('ok'));
+    const out = await exchange('CONNECT /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 28\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.match(out, /^HTTP\/1\.1 501 Not Implemented[\s\S]*CONNECT is not supported/);
+    assert.equal(out.match(/HTTP\/1\.1 /g)?.length, 1);
+    assert.deepEqual(seen, []);
   });
 
   it('answers 408 to a request whose body stalls past the request timeout, and closes', async () => {

@@ -150,21 +150,32 @@ describe('bad input on the MCP endpoint', () => {
     assert.equal(backend.received.length, before);
   });
 
-  it('serves Upgrade: h2c on a POST and Upgrade: websocket on a GET as the HTTP/1.1 requests they are', async () => {
+  it('serves Upgrade: h2c on a POST and Upgrade: websocket on a GET as the HTTP/1.1 requests they are, each the last of its connection', async () => {
+    const before = backend.received.length;
+    const smuggled = rawRequestBytes('POST', gateway.url, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }));
     const h2c = await rawExchange(
       gateway.url,
-      rawRequestBytes('POST', gateway.url, [['content-type', 'application/json'], ['accept', 'application/json, text/event-stream'], ['connection', 'Upgrade, HTTP2-Settings'], ['upgrade', 'h2c'], ['http2-settings', 'AAMAAABkAARAAAAAAAIAAAAA']], INITIALIZE),
+      rawRequestBytes('POST', gateway.url, [['content-type', 'application/json'], ['accept', 'application/json, text/event-stream'], ['connection', 'Upgrade, HTTP2-Settings'], ['upgrade', 'h2c'], ['http2-settings', 'AAMAAABkAARAAAAAAAIAAAAA']], INITIALIZE) + smuggled,
       3000,
-      true,
     );
     assert.equal(h2c.status, 200);
     assert.doesNotMatch(h2c.text, /101 Switching/);
-    const forwarded = backend.received.at(-1)!;
-    assert.equal(forwarded.headers.upgrade, undefined, 'Upgrade is hop-by-hop: not forwarded');
-    assert.equal(forwarded.headers['http2-settings'], undefined, 'nor what Connection lists');
+    assert.equal(h2c.text.match(/HTTP\/1\.1 \d{3}/g)?.length, 1, 'one answer: the request after it is not read');
+    assert.ok(h2c.headLines.some((line) => /^connection: close$/i.test(line)));
+    const received = backend.received.slice(before);
+    assert.deepEqual(received.map((r) => r.rpcMethods.join()), ['initialize'], 'the pipelined request never reached the backend');
+    assert.equal(received[0]!.headers.upgrade, undefined, 'Upgrade is hop-by-hop: not forwarded');
+    assert.equal(received[0]!.headers['http2-settings'], undefined, 'nor what Connection lists');
     const websocket = await rawExchange(gateway.url, rawRequestBytes('GET', new URL('/healthz', gateway.url).href, [['connection', 'Upgrade'], ['upgrade', 'websocket'], ['sec-websocket-key', 'dGhlIHNhbXBsZSBub25jZQ=='], ['sec-websocket-version', '13']]), 3000, true);
     assert.equal(websocket.status, 200);
     assert.match(websocket.body, /"status":"ok"/);
+  });
+
+  it('closes the connection when it answers before the body was read (no second, late answer to the same request)', async () => {
+    const answer = await rawExchange(gateway.url, rawRequestBytes('POST', new URL('/nowhere', gateway.url).href, [['content-type', 'application/json']], '').replace('content-length: 0', 'content-length: 500') + '{"a', 3000);
+    assert.equal(answer.status, 404);
+    assert.ok(answer.headLines.some((line) => /^connection: close$/i.test(line)), answer.text);
+    assert.equal(answer.text.match(/HTTP\/1\.1 \d{3}/g)?.length, 1, `one answer only: ${answer.text}`);
   });
 
   it('408 for a body that stalls past requestTimeout, and the connection is closed', async () => {

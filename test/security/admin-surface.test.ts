@@ -42,6 +42,29 @@ describe('the admin documents on the public port of an oidc gateway', () => {
   });
 });
 
+describe('the admin documents on the public port of an anonymous gateway', () => {
+  let backend: SdkServer;
+  let gateway: RunningVmcp;
+  before(async () => {
+    backend = await startSdkServer({ name: 'alpha' });
+    gateway = await startTestGateway({ backends: [{ name: 'alpha', url: backend.url }] });
+  });
+  after(async () => {
+    await gateway.stop();
+    await backend.close();
+  });
+
+  it('refuses a Host or Origin that is not the gateway\'s (DNS rebinding), as the MCP endpoint does', async () => {
+    for (const path of ['/status', '/metrics']) {
+      const rebound = await rawExchange(gateway.url, rawRequestBytes('GET', new URL(path, gateway.url).href, [['host', 'attacker.example'], ['connection', 'close']]));
+      assert.equal(rebound.status, 403, path);
+      const browser = await fetch(new URL(path, gateway.url), { headers: { origin: 'http://attacker.example' } });
+      assert.equal(browser.status, 403, path);
+      assert.equal((await fetch(new URL(path, gateway.url))).status, 200, path);
+    }
+  });
+});
+
 describe('server.admin: a listener of its own', () => {
   let backend: SdkServer;
   let gateway: RunningVmcp;

@@ -93,6 +93,8 @@ server: {maxBodySize: 1Mi}
         await refused('POST', '/main/v0.1/publish', /is not valid/, { body: { name, version: '1.0.0', description: 'd' } });
       }
       await refused('POST', '/main/v0.1/publish', /must not contain control characters/, { body: { name: 'io.acme/v', version: '1.0\u0001', description: 'd' } });
+      await refused('POST', '/main/v0.1/publish', /lone UTF-16 surrogate/, { raw: '{"name":"io.acme/v","version":"1.0.0-\\ud800","description":"d"}', headers: { 'content-type': 'application/json' } });
+      await refused('POST', '/main/v0.1/publish', /\$\.description contains a lone UTF-16 surrogate/, { raw: '{"name":"io.acme/v","version":"1.0.0","description":"\\udc00x"}', headers: { 'content-type': 'application/json' } });
     });
 
     it('keeps serving: a valid publish and listing still work', async (t) => {

@@ -67,4 +67,24 @@ database: {type: memory}
     const res = await registry.request('POST', '/open/v0.1/publish', { token: publisher, body: { name: 'io.github.mallory/tool', version: '1.0.0', description: 'mine', claims: { org: 'acme' } } });
     assert.equal(res.status, 201, res.text);
   });
+
+  it('a name published first is outranked in the curated registry when the vetted source adds it later', async () => {
+    const published = await registry.request('POST', '/open/v0.1/publish', { token: publisher, body: { name: 'io.github.acme/newtool', version: '9.9.9', description: 'EVIL', claims: { org: 'acme' } } });
+    assert.equal(published.status, 201, published.text);
+    const upstream = {
+      data: {
+        servers: [
+          { name: 'io.github.acme/weather', version: '1.0.0', description: 'the vetted weather server', remotes: [{ type: 'streamable-http', url: 'https://weather.acme.example/mcp' }] },
+          { name: 'io.github.acme/newtool', version: '1.0.0', description: 'the vetted new tool' },
+        ],
+      },
+    };
+    await writeFile(join(registry.dir, 'curated.json'), JSON.stringify(upstream));
+    await registry.sync.syncNow('vetted');
+    const curated = await registry.request('GET', '/curated/v0.1/servers/io.github.acme%2Fnewtool/versions/latest', { token: curator });
+    assert.equal(curated.status, 200);
+    assert.equal((curated.json() as { server: { description: string } }).server.description, 'the vetted new tool', 'the curated entry, not the one published first');
+    const open = await registry.request('GET', '/open/v0.1/servers/io.github.acme%2Fnewtool/versions/latest', { token: publisher });
+    assert.equal((open.json() as { server: { description: string } }).server.description, 'EVIL', 'the open registry still serves what was published there');
+  });
 });

@@ -139,6 +139,36 @@ describe('redis client and RedisSessionStore on a real Redis', () => {
     assert.ok(!(await redis.admin.keys(`${redis.keyPrefix}vmcp:owner:*`)).some((key) => key.includes('alice')), 'owners are not spelled out in key names');
   });
 
+  it('keeps the owner index alive as long as the owner\'s sessions are used: no new room by waiting', async (t) => {
+    if (skipIf(t, skip)) return;
+    const ttlMs = 600;
+    const store = new RedisSessionStore(await client('owner-ttl'), { ttlMs, maxPerOwner: 2, keyPrefix: redis.keyPrefix });
+    const dave = { issuer: 'https://a.example', subject: 'dave' };
+    await store.save(sessionRecord('ttl-a', { owner: dave }));
+    await store.save(sessionRecord('ttl-b', { owner: dave }));
+    for (let i = 0; i < 4; i++) {
+      await sleep(ttlMs / 2);
+      assert.notEqual(await store.touch('ttl-a', dave), null);
+      assert.notEqual(await store.touch('ttl-b', dave), null);
+    }
+    // Two TTLs later the index is still there: two more sessions end the two old ones.
+    const removed = await store.save(sessionRecord('ttl-c', { owner: dave }));
+    assert.deepEqual(removed.map((r) => r.id), ['ttl-a']);
+    assert.equal(await redis.admin.zcard(store.ownerIndexKey(dave)), 2);
+  });
+
+  it('never ends the session it is saving, whatever the scores already in the index say', async (t) => {
+    if (skipIf(t, skip)) return;
+    const store = new RedisSessionStore(await client('owner-clock'), { ttlMs: 60_000, maxPerOwner: 1, keyPrefix: redis.keyPrefix });
+    const erin = { issuer: 'https://a.example', subject: 'erin' };
+    await store.save(sessionRecord('clock-a', { owner: erin }));
+    // As if another replica, its clock far ahead, had indexed it: the old session scores above now.
+    await redis.admin.zadd(store.ownerIndexKey(erin), Date.now() + 3_600_000, 'clock-a');
+    const removed = await store.save(sessionRecord('clock-b', { owner: erin }));
+    assert.deepEqual(removed.map((r) => r.id), ['clock-a']);
+    assert.notEqual(await store.touch('clock-b'), null, 'the new session stands');
+  });
+
   it('unknown and malformed ids are absent; saving a malformed id is refused', async (t) => {
     if (skipIf(t, skip)) return;
     const store = new RedisSessionStore(await client('ids'), { ttlMs: 60_000, keyPrefix: redis.keyPrefix });

@@ -88,31 +88,25 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
   const connection = this[kConnection];
   const request = connection.request;
   connection.request = null;
+  if (connection.lastRequest) connection.lastRequestDone = true;
   request?.finish();
 }
 
 function onData(this: Tagged<Socket>, chunk: Buffer): void {
   const connection = this[kConnection];
+  // After a request that asked to switch protocols, llhttp no longer frames what follows as
+  // HTTP: none of it is read as a request (it would be a smuggled one).
+  if (connection.lastRequestDone) return;
   connection.lastActive = performance.now();
   let result: number | Error;
-  for (let offset = 0; ; ) {
-    try {
-      result = connection.parser.execute(offset === 0 ? chunk : chunk.subarray(offset));
-    } catch {
-      // A callback threw past every handler's own guard: this connection ends, the process does not.
-      connection.destroy();
-      return;
-    }
-    // After a request with Upgrade (served as the HTTP/1.1 request it also is, RFC 9110 §7.8)
-    // llhttp stops where the other protocol would begin: what follows is the next request.
-    if (typeof result === 'number' && connection.upgradeStop && offset + result < chunk.length) {
-      connection.upgradeStop = false;
-      offset += result;
-      continue;
-    }
-    connection.upgradeStop = false;
-    break;
+  try {
+    result = connection.parser.execute(chunk);
+  } catch {
+    // A callback threw past every handler's own guard: this connection ends, the process does not.
+    connection.destroy();
+    return;
   }
+  if (connection.lastRequestDone) return;
   if (typeof result !== 'number') connection.malformed(result);
   // A client that pipelines without reading answers gets no more handler calls for a while.
   else if (connection.queue.length >= PIPELINE_LIMIT) connection.pauseForPipeline();
@@ -163,8 +157,13 @@ export class Connection implements ResponseSink, BodySource {
   headersStartedAt = 0;
   /** performance.now() when the request being received (`request`) began. */
   requestStartedAt = 0;
-  /** The parser stopped at the end of a request with Upgrade; the rest of the read follows. */
-  upgradeStop = false;
+  /**
+   * The request being read is the connection's last (it asked to switch protocols, which the
+   * gateway ignores, RFC 9110 §7.8: it is served as HTTP/1.1 and its response closes the
+   * connection); once it is complete, nothing more is parsed.
+   */
+  lastRequest = false;
+  lastRequestDone = false;
   lastActive: number;
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
   #paused = 0;
@@ -207,8 +206,17 @@ export class Connection implements ResponseSink, BodySource {
     response.request = request;
     this.request = request;
     this.queue.push(response);
-    // Upgrade is ignored (RFC 9110 §7.8 lets a server do so): no switch, the request is served.
-    if (upgrade) this.upgradeStop = true;
+    if (method === 'CONNECT') {
+      // A tunnel request: llhttp frames nothing after its head, so its bytes could not be told
+      // from the next request's. Refused, and the connection reads nothing more.
+      this.lastRequest = this.lastRequestDone = true;
+      this.#refuse(response, 501, 'CONNECT is not supported');
+      return;
+    }
+    if (upgrade) {
+      this.lastRequest = true;
+      response.keepAlive = false;
+    }
     if (major === 1 && minor === 1 && !hasHeader(headers, 'host')) {
       this.#refuse(response, 400, 'an HTTP/1.1 request needs a Host header');
       return;

@@ -137,7 +137,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
   async #session(ctx: Context): Promise<AggregatedSession> {
     const id = ctx.header('mcp-session-id');
     if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required (initialize first)');
-    const record = await this.#o.store.touch(id);
+    const record = await this.#o.store.touch(id, ctx.principal);
     if (record === null) {
       this.#local.delete(id);
       throw sessionNotFound();

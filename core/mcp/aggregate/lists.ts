@@ -10,7 +10,7 @@ import type { BackendLink, MessageSink } from './backend-link.ts';
 import type { AggregationConfig } from './config.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
 import type { BackendSessionRecord } from './session-store.ts';
-import { UriTemplateMatcher } from './uri-template.ts';
+import { LOOKUP_WORK, UriTemplateMatcher, type MatchBudget } from './uri-template.ts';
 
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 
@@ -175,10 +175,17 @@ export function page(kind: ListKind, cache: ListCache, session: ListedSession, c
   return result;
 }
 
-/** The backend that serves `uri`: the one that listed it, or whose template matches it. */
+/**
+ * The backend that serves `uri`: the one that listed it, or whose template matches it (templates
+ * tried in list order, within one work budget: past it the URI is not found).
+ */
 export function resourceOwner(resources: ListCache | undefined, templates: ListCache | undefined, uri: string): string | null {
   const listed = resources?.uris?.get(uri);
   if (listed !== undefined) return listed;
-  for (const template of templates?.templates ?? []) if (template.matcher.matches(uri)) return template.backend;
+  const budget: MatchBudget = { remaining: LOOKUP_WORK };
+  for (const template of templates?.templates ?? []) {
+    if (template.matcher.matches(uri, budget)) return template.backend;
+    if (budget.remaining <= 0) return null;
+  }
   return null;
 }

@@ -70,25 +70,34 @@ export function parseSessionRecord(id: string, raw: string): SessionRecord | { i
 
 /**
  * Saves a new session of an owner and keeps the owner's index: a sorted set of its session ids by
- * creation time, living as long as a session could. Ids whose session expired are dropped from
- * it; beyond the maximum, the oldest sessions are deleted and returned (their records), all in
- * one atomic step, so concurrent initializes on several replicas cannot exceed the bound.
+ * creation time (Redis's own clock, so replicas' clocks do not matter). The index lives as long
+ * as any of the owner's sessions is used (`touch` extends it too), so it cannot expire under
+ * sessions that are still alive. Ids whose session expired are dropped from it; beyond the
+ * maximum, the oldest sessions (never the one being saved) are deleted and returned, all in one
+ * atomic step, so concurrent initializes on several replicas cannot exceed the bound.
  *   KEYS[1] session key, KEYS[2] owner index key
- *   ARGV[1] record JSON, ARGV[2] ttl ms, ARGV[3] session id, ARGV[4] now ms, ARGV[5] max, ARGV[6] session key prefix
+ *   ARGV[1] record JSON, ARGV[2] ttl ms, ARGV[3] session id, ARGV[4] max, ARGV[5] session key prefix
  */
 const SAVE_OWNED = `
+pcall(redis.replicate_commands)
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[3])
+redis.call('ZADD', KEYS[2], 'NX', now, ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  if redis.call('EXISTS', ARGV[6] .. id) == 0 then redis.call('ZREM', KEYS[2], id) end
+  if redis.call('EXISTS', ARGV[5] .. id) == 0 then redis.call('ZREM', KEYS[2], id) end
 end
 local removed = {}
-while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[5]) do
-  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) do
+  local oldest = nil
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, 1)) do
+    if id ~= ARGV[3] then oldest = id break end
+  end
+  if oldest == nil then break end
   redis.call('ZREM', KEYS[2], oldest)
-  local value = redis.call('GET', ARGV[6] .. oldest)
-  redis.call('DEL', ARGV[6] .. oldest)
+  local value = redis.call('GET', ARGV[5] .. oldest)
+  redis.call('DEL', ARGV[5] .. oldest)
   if value then table.insert(removed, value) end
 end
 return removed
@@ -124,9 +133,17 @@ export class RedisSessionStore implements SessionStore {
     return `${this.#keyPrefix}vmcp:owner:${createHash('sha256').update(ownerKey(owner)).digest('base64url')}`;
   }
 
-  async touch(id: string): Promise<SessionRecord | null> {
+  async touch(id: string, caller: SessionOwner | null = null): Promise<SessionRecord | null> {
     if (!SESSION_ID.test(id)) return null;
-    const raw = await this.#client.getex(this.key(id), 'PX', this.#ttlMs);
+    let raw: string | null;
+    if (caller === null) raw = await this.#client.getex(this.key(id), 'PX', this.#ttlMs);
+    else {
+      // One round trip: the session's TTL and the caller's session index's TTL slide together.
+      const replies = await this.#client.pipeline().getex(this.key(id), 'PX', this.#ttlMs).pexpire(this.ownerIndexKey(caller), this.#ttlMs).exec();
+      const [failure, value] = replies?.[0] ?? [new Error('no reply'), null];
+      if (failure) throw failure;
+      raw = value as string | null;
+    }
     if (raw === null) return null;
     const parsed = parseSessionRecord(id, raw);
     if ('invalid' in parsed) {
@@ -153,7 +170,6 @@ export class RedisSessionStore implements SessionStore {
       JSON.stringify(session),
       this.#ttlMs,
       session.id,
-      Date.now(),
       this.#maxPerOwner,
       this.key(''),
     )) as string[];

@@ -42,8 +42,12 @@ export interface SessionRecord {
 }
 
 export interface SessionStore {
-  /** Loads a session and extends its time to live (sliding expiry). Null when unknown or expired. */
-  touch(id: string): Promise<SessionRecord | null>;
+  /**
+   * Loads a session and extends its time to live (sliding expiry). Null when unknown or expired.
+   * `caller` is who asks (the owner, if the session is theirs): what the store keeps per owner
+   * lives as long as the owner's sessions do.
+   */
+  touch(id: string, caller?: SessionOwner | null): Promise<SessionRecord | null>;
   /**
    * Creates or replaces a session, with the store's time to live. A new session of an owner who
    * already holds the store's per-owner maximum ends that owner's oldest ones: they are removed

@@ -14,12 +14,23 @@
  *   {?var} "?" then no "#"         {&var}  "&" then no "#"
  * Expressions with a prefix may also expand to nothing (an undefined variable). The matcher is
  * deliberately lenient about what a value holds: it only has to tell templates apart.
+ *
+ * One lookup tries every template of a session: its callers share one `MatchBudget` across them,
+ * so a backend listing many long templates cannot make a lookup cost more than the budget.
  */
 
 /** Longest template compiled (a longer one matches nothing). */
 export const MAX_TEMPLATE_LENGTH = 1024;
 /** Longest URI matched against templates (a longer one is routed only by an exact resource URI). */
 export const MAX_URI_LENGTH = 4096;
+
+/** States one lookup may visit across all the templates it tries (a few milliseconds at most). */
+export const LOOKUP_WORK = 250_000;
+
+/** What is left of a lookup's work; `matches` stops (no match) once it is spent. */
+export interface MatchBudget {
+  remaining: number;
+}
 
 type CharTest = (code: number) => boolean;
 
@@ -83,9 +94,9 @@ export class UriTemplateMatcher {
     this.#final = at;
   }
 
-  /** Whether `uri` is an expansion of the template. */
-  matches(uri: string): boolean {
-    if (this.#final === -1 || uri.length > MAX_URI_LENGTH) return false;
+  /** Whether `uri` is an expansion of the template (false, too, once `budget` is spent). */
+  matches(uri: string, budget: MatchBudget = { remaining: Infinity }): boolean {
+    if (this.#final === -1 || uri.length > MAX_URI_LENGTH || budget.remaining <= 0) return false;
     // `seen[s] === step` marks state s as already in the set of step `step` (no clearing per step).
     const seen = new Int32Array(this.#states.length).fill(-1);
     let current: number[] = [];
@@ -99,7 +110,13 @@ export class UriTemplateMatcher {
       }
       current = next;
       work += next.length;
+      if (work > budget.remaining) {
+        budget.remaining = 0;
+        this.lastWork = work;
+        return false;
+      }
     }
+    budget.remaining -= work;
     this.lastWork = work;
     return current.includes(this.#final);
   }

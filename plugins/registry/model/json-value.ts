@@ -1,10 +1,19 @@
 /**
  * What a JSON body may hold before the registry stores any of it: at most 32 levels of nesting
  * (a server.json needs fewer than ten; a body nested 100,000 deep exhausted the stack on the way
- * to the database), and no NUL character in any string or key (PostgreSQL's text and jsonb
- * refuse it). The problem names the JSON path.
+ * to the database), no NUL character in any string or key (PostgreSQL's text and jsonb refuse
+ * it), and no lone UTF-16 surrogate (it is no text at all: it cannot be encoded in a URL or
+ * compared as a name). The problem names the JSON path.
  */
 export const MAX_JSON_DEPTH = 32;
+
+/** A lone surrogate: a high one not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether `text` is well-formed Unicode (String.prototype.isWellFormed, on Node 20's lib). */
+export function isWellFormedText(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
@@ -19,6 +28,7 @@ export function jsonValueProblem(value: unknown): string | null {
     const { value: current, path, depth } = stack.pop()!;
     if (typeof current === 'string') {
       if (current.includes('\u0000')) return `${path} contains a NUL character (\\u0000)`;
+      if (!isWellFormedText(current)) return `${path} contains a lone UTF-16 surrogate (not text)`;
       continue;
     }
     if (typeof current !== 'object' || current === null) continue;
@@ -31,6 +41,7 @@ export function jsonValueProblem(value: unknown): string | null {
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       if (key.includes('\u0000')) return `${path} has a key with a NUL character (\\u0000)`;
+      if (!isWellFormedText(key)) return `${path} has a key with a lone UTF-16 surrogate (not text)`;
       stack.push({ value: (current as Record<string, unknown>)[key], path: member(path, key), depth: depth + 1 });
     }
   }

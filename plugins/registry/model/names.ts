@@ -8,6 +8,7 @@
  *   (`^1.2.3`, `~1.2.3`, `>=1.2.3`, `1.x`, `1.*`, `1.0.0 - 2.0.0`, `1 || 2`). Semantic
  *   versioning is recommended; other versions are accepted but rank below semver ones.
  */
+import { isWellFormedText } from './json-value.ts';
 
 /**
  * `namespace/name`: the namespace's dot-separated labels start and end with a letter or digit (no
@@ -34,5 +35,6 @@ export function versionProblem(version: unknown): string | null {
   if (isRange) return `version ${JSON.stringify(version)} is a range: publish one specific version such as "1.2.3"`;
   if (/[/?#%\\]/.test(version)) return `version ${JSON.stringify(version)} must not contain "/", "?", "#", "%" or "\\"`;
   if (/[\x00-\x1f\x7f]/.test(version)) return `version ${JSON.stringify(version)} must not contain control characters`;
+  if (!isWellFormedText(version)) return 'version must be text: it contains a lone UTF-16 surrogate';
   return null;
 }

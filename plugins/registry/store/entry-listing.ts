@@ -8,7 +8,7 @@
  */
 import { Params, decodeCursor, encodeCursor } from './cursor.ts';
 import type { Database } from './database.ts';
-import { SERVED_COLUMNS, servedByRegistry, toServedVersion, visibleTo, type ServedRow } from './entry-sql.ts';
+import { NOT_OUTRANKED, SERVED_COLUMNS, servedByRegistry, toServedVersion, visibleTo, type ServedRow } from './entry-sql.ts';
 import type { EntryFilter, EntryKind, EntryRecord, Page, ServedVersion } from './records.ts';
 
 export interface VersionListQuery {
@@ -69,11 +69,9 @@ export class EntryListing {
   registryEntries(registry: string, query: EntryListQuery): Promise<Page<EntryRecord>> {
     const p = new Params();
     const r = p.add(registry);
-    const from = `FROM registry_sources rs JOIN entries e ON e.source = rs.source
+    const from = `FROM registry_sources rs JOIN sources rsrc ON rsrc.name = rs.source JOIN entries e ON e.source = rs.source
       WHERE rs.registry = ${r}
-        AND NOT EXISTS (
-          SELECT 1 FROM registry_sources hs JOIN entries he ON he.source = hs.source AND he.kind = e.kind AND he.name = e.name
-          WHERE hs.registry = rs.registry AND hs.position < rs.position)`;
+        AND ${NOT_OUTRANKED}`;
     return this.#entries(p, from, query);
   }
 

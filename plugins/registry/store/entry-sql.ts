@@ -7,19 +7,29 @@ import type { SqlRunner } from './database.ts';
 import type { EntryFilter, EntryKind, ServedVersion, VersionRecord } from './records.ts';
 
 /**
- * The entry versions (`e` entries, `v` versions) a registry serves: those of its sources, except
- * names that a source listed earlier in the registry also holds. The first source to hold a
- * name wins it with all its versions, whoever the caller is, so every name comes from one
- * source and all its versions share one set of claims.
+ * The entry `e` of source `rs` (with `rsrc` its row in sources) is not outranked in its registry:
+ * no other source of the registry that ranks above `rs` holds the same name. A synced source
+ * (file, git: what the operator curates) ranks above a managed one (what callers publish),
+ * whatever their order, so a name published first is never served instead of the curated entry
+ * that arrives later; among sources of one kind, the one listed first ranks above. So every name
+ * a registry serves comes from one source, and all its versions share one set of claims.
  */
+export const NOT_OUTRANKED = `NOT EXISTS (
+        SELECT 1 FROM registry_sources hs
+          JOIN sources hsrc ON hsrc.name = hs.source
+          JOIN entries he ON he.source = hs.source AND he.kind = e.kind AND he.name = e.name
+        WHERE hs.registry = rs.registry AND hs.source <> rs.source
+          AND ((hsrc.kind = 'managed') < (rsrc.kind = 'managed')
+            OR ((hsrc.kind = 'managed') = (rsrc.kind = 'managed') AND hs.position < rs.position)))`;
+
+/** The entry versions (`e` entries, `v` versions) a registry serves: those of its sources that no other source outranks. */
 export function servedByRegistry(p: Params, registry: string, kind: EntryKind): string {
   return `FROM registry_sources rs
+    JOIN sources rsrc ON rsrc.name = rs.source
     JOIN entries e ON e.source = rs.source AND e.kind = ${p.add(kind)}
     JOIN entry_versions v ON v.entry_id = e.id
     WHERE rs.registry = ${p.add(registry)}
-      AND NOT EXISTS (
-        SELECT 1 FROM registry_sources hs JOIN entries he ON he.source = hs.source AND he.kind = e.kind AND he.name = e.name
-        WHERE hs.registry = rs.registry AND hs.position < rs.position)`;
+      AND ${NOT_OUTRANKED}`;
 }
 
 /** The entry filter (layer 2): an entry is visible when it has claims and the caller holds all of them. */

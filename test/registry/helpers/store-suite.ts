@@ -209,10 +209,11 @@ export function storeSuite(engine: string, open: () => Promise<Store | { skip: s
       assert.deepEqual((await store.entries.getVersion('main', 'server', 'io.files/c', 'latest', null))?.claims, { org: 'acme', team: 'x' });
     });
 
-    test('a name held by an earlier source of the registry shadows later ones, and publishing it is refused', async () => {
+    test('a name a synced source holds outranks the managed source\'s, whatever their order; publishing it is refused', async () => {
       await writeSourceEntries(store.db, 'files', { org: 'acme' }, [item('io.acme/new', '9.9.9'), item('io.files/c', '1.0.0')]);
-      // "internal" comes first in registry main: its io.acme/new wins with all its versions.
-      assert.deepEqual((await store.entries.versionsOf('main', 'server', 'io.acme/new', null)).map((v) => v.source), ['internal', 'internal']);
+      // "internal" (managed) comes first in registry main, but "files" is curated: its io.acme/new
+      // wins with all its versions, so a name published first never hides what the operator syncs.
+      assert.deepEqual((await store.entries.versionsOf('main', 'server', 'io.acme/new', null)).map((v) => `${v.source}@${v.version}`), ['files@9.9.9']);
       await rejectsWith(store.entries.publish(input('io.files/c', '2.0.0'), allow), 'name_conflict', 409);
     });
 
