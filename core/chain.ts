@@ -30,14 +30,11 @@ import type {
   ResponseHook,
   RouteDef,
 } from './plugin.ts';
+import { isPromise } from './thenable.ts';
 
 export type HookOutcome = HookResult | void;
 
 export type PhaseTimer = (plugin: string, phase: string) => Observe | null;
-
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
-}
 
 /**
  * Runs `hooks` in order until one answers. Stays synchronous while the hooks are; switches to a

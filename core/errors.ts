@@ -9,6 +9,7 @@
  *
  * Anything that is not a GatewayError becomes a generic 500 with no internals in the body.
  */
+import { addCorsHeaders } from './http/cors.ts';
 import type { HttpResponse } from './http/types.ts';
 
 /** The stable codes of the core. Plugins may add their own (any string) with an explicit status. */
@@ -143,9 +144,6 @@ export interface ErrorTarget {
   readonly bodyUnread: boolean;
 }
 
-/** Response headers a browser client may read (the challenge and the session id above all). */
-export const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
-
 const INTERNAL = new GatewayError('internal_error', 'internal error');
 
 /** Anything but printable ASCII: control characters (CR, LF, NUL, ...), DEL and non-ASCII. */
@@ -265,11 +263,7 @@ function writeError(target: ErrorTarget, err: GatewayError): void {
     'x-request-id': target.requestId,
   };
   if (err.headers !== undefined) Object.assign(headers, err.headers);
-  if (target.corsOrigin !== null) {
-    headers['access-control-allow-origin'] = target.corsOrigin;
-    headers['access-control-expose-headers'] = CORS_EXPOSED;
-    headers.vary = 'origin';
-  }
+  addCorsHeaders(headers, target.corsOrigin);
   if (target.challenge !== null && (err.status === 401 || err.code === 'insufficient_scope')) {
     headers['www-authenticate'] = bearerChallenge(target.challenge, err);
   }

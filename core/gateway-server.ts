@@ -29,12 +29,14 @@ import type { Logger } from 'pino';
 import { runHooks, type Chain, type HookOutcome } from './chain.ts';
 import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
+import { preflightHeaders } from './http/cors.ts';
 import { OriginGuard } from './http/origin-guard.ts';
 import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
 import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
 import { Reply } from './reply.ts';
-import { respond } from './respond.ts';
+import { respondWhenSettled } from './respond.ts';
 import { Router, type Route } from './router.ts';
+import { then } from './thenable.ts';
 
 export interface ServerOptions {
   host: string;
@@ -100,12 +102,6 @@ type TrackedResponse = HttpResponse & { [kCtx]?: Context };
 interface ServerScope extends RequestScope {
   readonly metrics: GatewayMetrics;
   readonly accessLog: boolean;
-}
-
-const CORS_ALLOW_HEADERS = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name';
-
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
 }
 
 /** Records the request when its response is done (finished, or the client went away). */
@@ -229,10 +225,7 @@ export class GatewayServer {
       res.setHeader('connection', 'close');
     }
     try {
-      const outcome = this.#route(ctx);
-      if (outcome === undefined) return;
-      if (isPromise(outcome)) outcome.then((settled) => respond(ctx, settled), (err: unknown) => ctx.fail(err));
-      else respond(ctx, outcome);
+      respondWhenSettled(ctx, this.#route(ctx));
     } catch (err) {
       ctx.fail(err);
     }
@@ -310,8 +303,7 @@ export class GatewayServer {
       if (path === '/healthz' || path === '/readyz') outcome = this.#probe(path);
       else if (path === '/metrics' || (path === '/status' && this.#options.mcp !== null)) outcome = this.#adminDocument(ctx);
       else throw new GatewayError('not_found', `no route for ${ctx.req.method} ${path} on the admin listener (it serves /healthz, /readyz, /metrics${this.#options.mcp !== null ? ', /status' : ''})`);
-      if (outcome instanceof Reply) respond(ctx, outcome);
-      else outcome.then((settled) => respond(ctx, settled), (err: unknown) => ctx.fail(err));
+      respondWhenSettled(ctx, outcome);
     } catch (err) {
       ctx.fail(err);
     }
@@ -331,32 +323,20 @@ export class GatewayServer {
 
   #preflight(ctx: Context, methods: string): Reply {
     if (ctx.corsOrigin === null) return Reply.empty(204, { allow: methods });
-    return Reply.empty(204, {
-      'access-control-allow-methods': methods,
-      'access-control-allow-headers': CORS_ALLOW_HEADERS,
-      'access-control-max-age': '600',
-    });
+    return Reply.empty(204, preflightHeaders(methods));
   }
 
   /** authenticate, then authorize, then the handler; sync while every hook is. */
   #authenticated(ctx: Context, handler: Handler): ReturnType<Handler> {
-    const chain = this.#options.chain;
-    if (chain.authenticate !== null) {
-      const outcome = runHooks(chain.authenticate, ctx, undefined);
-      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#authorized(ctx, handler)));
-      if (outcome !== undefined) return outcome;
-    }
-    return this.#authorized(ctx, handler);
+    const hooks = this.#options.chain.authenticate;
+    if (hooks === null) return this.#authorized(ctx, handler);
+    return then(runHooks(hooks, ctx, undefined), (settled) => (settled !== undefined ? settled : this.#authorized(ctx, handler)));
   }
 
   #authorized(ctx: Context, handler: Handler): ReturnType<Handler> {
-    const chain = this.#options.chain;
-    if (chain.authorize !== null) {
-      const outcome = runHooks(chain.authorize, ctx, undefined);
-      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : handler(ctx)));
-      if (outcome !== undefined) return outcome;
-    }
-    return handler(ctx);
+    const hooks = this.#options.chain.authorize;
+    if (hooks === null) return handler(ctx);
+    return then(runHooks(hooks, ctx, undefined), (settled) => (settled !== undefined ? settled : handler(ctx)));
   }
 
   /**

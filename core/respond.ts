@@ -6,18 +6,16 @@
  * that would escape into a socket callback or an unhandled rejection.
  */
 import type { Context } from './context.ts';
-import { CORS_EXPOSED, lastResort } from './errors.ts';
+import { lastResort } from './errors.ts';
+import { addCorsHeaders } from './http/cors.ts';
 import { Reply } from './reply.ts';
+import { isPromise } from './thenable.ts';
 
 export function writeReply(ctx: Context, reply: Reply): void {
   const res = ctx.res;
   try {
     const headers: Record<string, string | number> = { ...reply.headers, 'x-request-id': ctx.requestId };
-    if (ctx.corsOrigin !== null) {
-      headers['access-control-allow-origin'] = ctx.corsOrigin;
-      headers['access-control-expose-headers'] = CORS_EXPOSED;
-      headers.vary = 'origin';
-    }
+    addCorsHeaders(headers, ctx.corsOrigin);
     // Answered before its body was read: the rest of the body is not waited for.
     if (ctx.bodyUnread) headers.connection = 'close';
     if (reply.body === null) {
@@ -38,4 +36,10 @@ export function respond(ctx: Context, outcome: unknown): void {
   if (outcome === undefined) return;
   if (outcome instanceof Reply) writeReply(ctx, outcome);
   else ctx.fail(outcome);
+}
+
+/** The same, now or once `outcome` settles; a rejection is answered as the error it is. */
+export function respondWhenSettled(ctx: Context, outcome: unknown): void {
+  if (isPromise(outcome)) outcome.then((settled) => respond(ctx, settled), (err: unknown) => ctx.fail(err));
+  else respond(ctx, outcome);
 }

@@ -6,7 +6,8 @@
  */
 import type { Context } from '../context.ts';
 import type { GatewayError } from '../errors.ts';
-import { CORS_EXPOSED, errorBody } from '../errors.ts';
+import { errorBody } from '../errors.ts';
+import { isCorsHeader, pushCorsHeaders } from '../http/cors.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
@@ -34,16 +35,14 @@ export function clientHeaders(headers: string[], ctx: Context): { list: string[]
     const length = name.length;
     if (length === 2 || length === 7 || length === 10 || length === 12 || length >= 16) {
       const lower = name.toLowerCase();
-      if (DROPPED.has(lower) || lower.startsWith('access-control-')) continue;
+      if (DROPPED.has(lower) || isCorsHeader(lower)) continue;
       if (lower === 'content-type' && EVENT_STREAM.test(value)) sse = true;
     }
     list.push(name, value);
   }
   list.push('x-request-id', ctx.requestId);
   if (sse) list.push('x-accel-buffering', 'no', 'cache-control', 'no-cache, no-transform');
-  if (ctx.corsOrigin !== null) {
-    list.push('access-control-allow-origin', ctx.corsOrigin, 'access-control-expose-headers', CORS_EXPOSED, 'vary', 'origin');
-  }
+  pushCorsHeaders(list, ctx.corsOrigin);
   return { list, sse };
 }
 

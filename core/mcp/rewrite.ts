@@ -6,6 +6,7 @@
  */
 import type { ResponseHook } from '../plugin.ts';
 import { runResponseHooks } from '../chain.ts';
+import { isPromise } from '../thenable.ts';
 import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import type { BackendInfo } from '../backend.ts';
@@ -102,7 +103,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
         continue;
       }
       const result = runResponseHooks(this.#hooks, this.ctx, response);
-      if (result instanceof Promise) {
+      if (isPromise(result)) {
         this.#busy = true;
         result.then((rewritten) => this.#afterAsync(event, rewritten)).catch((err: unknown) => this.#hookFailed(err));
         return false;
@@ -166,7 +167,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
       return;
     }
     const result = runResponseHooks(this.#hooks, this.ctx, response);
-    if (result instanceof Promise) {
+    if (isPromise(result)) {
       result.then((rewritten) => this.#send(Buffer.from(JSON.stringify(rewritten)))).catch((err: unknown) => this.#hookFailed(err));
     } else {
       this.#send(Buffer.from(JSON.stringify(result)));

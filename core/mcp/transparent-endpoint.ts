@@ -12,7 +12,7 @@ import { startReading, type BodySink } from '../http/body.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../outgoing-headers.ts';
 import type { BackendHook, ResponseHook } from '../plugin.ts';
-import { respond } from '../respond.ts';
+import { respondWhenSettled } from '../respond.ts';
 import type { Pool } from '../upstream/pool.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
 import { methodNotAllowed, type McpEndpoint } from './mcp-endpoint.ts';
@@ -20,6 +20,7 @@ import { acceptMessages, checkPostHead, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
 import { RewriteExchange } from './rewrite.ts';
 import type { OpenStreams } from './streams.ts';
+import { then } from '../thenable.ts';
 
 export interface TransparentOptions {
   path: string;
@@ -29,10 +30,6 @@ export interface TransparentOptions {
   metrics: BackendMetrics;
   streams: OpenStreams;
   maxBodyBytes: number;
-}
-
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
 }
 
 export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
@@ -76,16 +73,9 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     try {
       acceptMessages(ctx, body);
       const outcome = runMessageHooks(ctx, this.#chain);
-      if (outcome === undefined) {
-        respond(ctx, this.#forward(ctx, 'POST', body));
-      } else if (isPromise(outcome)) {
-        outcome.then(
-          (settled) => respond(ctx, settled !== undefined ? settled : this.#forward(ctx, 'POST', ctx.body ?? serialize(ctx))),
-          (err: unknown) => ctx.fail(err),
-        );
-      } else {
-        respond(ctx, outcome);
-      }
+      // The usual case, no message hook: forwarded at once, without a promise.
+      if (outcome === undefined) respondWhenSettled(ctx, this.#forward(ctx, 'POST', body));
+      else respondWhenSettled(ctx, then(outcome, (settled) => (settled !== undefined ? settled : this.#forward(ctx, 'POST', ctx.body ?? serialize(ctx)))));
     } catch (err) {
       ctx.fail(err);
     }
@@ -103,11 +93,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     list.push('x-request-id', ctx.requestId);
     if (this.#backendHooks !== null) {
       const headers = new OutgoingHeaders(list);
-      const outcome = runHooks(this.#backendHooks, ctx, headers);
-      if (isPromise(outcome)) {
-        return outcome.then((settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks)));
-      }
-      if (outcome !== undefined) return outcome;
+      return then(runHooks(this.#backendHooks, ctx, headers), (settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks)));
     }
     return this.#send(ctx, method, list, body, responseHooks);
   }

@@ -8,6 +8,7 @@
  * The root form (`/.well-known/oauth-protected-resource`) is served too, for clients that only
  * try it. Both are public (`auth: false`), cacheable, and readable cross-origin (CORS).
  */
+import { PUBLIC_DOCUMENT_HEADERS } from '../../core/http/cors.ts';
 import type { RouteDef } from '../../core/plugin.ts';
 import { Reply } from '../../core/reply.ts';
 
@@ -45,22 +46,15 @@ export function resourceMetadataUrl(resourceUrl: string): string {
   return url.origin + resourceMetadataPath(resourceUrl) + url.search;
 }
 
-const CORS: Readonly<Record<string, string>> = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-methods': 'GET, OPTIONS',
-  'access-control-allow-headers': 'mcp-protocol-version, content-type',
-  'access-control-max-age': '600',
-};
-
 /** GET (and HEAD) and OPTIONS of the document at the path-inserted and the root path; no token needed. */
 export function protectedResourceRoutes(resourceUrl: string, doc: object): RouteDef[] {
   // Serialised once; a Reply is immutable (writeReply copies its headers), so one instance serves every request.
   const document = new Reply(200, JSON.stringify(doc), {
     'content-type': 'application/json',
     'cache-control': 'public, max-age=300',
-    ...CORS,
+    ...PUBLIC_DOCUMENT_HEADERS,
   });
-  const preflight = Reply.empty(204, { allow: 'GET, HEAD, OPTIONS', ...CORS });
+  const preflight = Reply.empty(204, { allow: 'GET, HEAD, OPTIONS', ...PUBLIC_DOCUMENT_HEADERS });
   const paths = [...new Set([resourceMetadataPath(resourceUrl), WELL_KNOWN_PRM])];
   return paths.flatMap((path): RouteDef[] => [
     { method: 'GET', path, auth: false, anyOrigin: true, handler: () => document },

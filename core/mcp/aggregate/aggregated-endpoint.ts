@@ -20,7 +20,7 @@ import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import { startReading, type BodySink } from '../../http/body.ts';
 import { Reply } from '../../reply.ts';
-import { respond } from '../../respond.ts';
+import { respond, respondWhenSettled } from '../../respond.ts';
 import { methodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
@@ -35,6 +35,7 @@ import { LIST_CHANGED, loadList, page, resourceOwner, type ListKind } from './li
 import { RoutedExchange } from './routed.ts';
 import { AggregatedSession } from './session.ts';
 import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
+import { then } from '../../thenable.ts';
 
 export interface AggregatedOptions {
   path: string;
@@ -64,10 +65,6 @@ const LIST_METHODS: Readonly<Record<string, ListKind>> = {
   'resources/list': 'resources',
   'resources/templates/list': 'resourceTemplates',
 };
-
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
-}
 
 function sessionNotFound(): GatewayError {
   return new GatewayError('session_not_found', 'Session not found: initialize a new session');
@@ -114,10 +111,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
         throw new GatewayError('invalid_jsonrpc', 'Invalid Request: JSON-RPC batches are not supported by an aggregated server (MCP 2025-06-18 removed them)');
       }
       const outcome = runMessageHooks(ctx, this.#o.chain);
-      if (outcome === undefined) this.#dispatch(ctx).then((settled) => respond(ctx, settled), (err: unknown) => ctx.fail(err));
-      else if (isPromise(outcome)) {
-        outcome.then((settled) => (settled !== undefined ? settled : this.#dispatch(ctx))).then((settled) => respond(ctx, settled), (err: unknown) => ctx.fail(err));
-      } else respond(ctx, outcome);
+      respondWhenSettled(ctx, outcome === undefined ? this.#dispatch(ctx) : then(outcome, (settled) => (settled !== undefined ? settled : this.#dispatch(ctx))));
     } catch (err) {
       ctx.fail(err);
     }

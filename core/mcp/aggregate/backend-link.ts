@@ -16,6 +16,7 @@ import type { Pool } from '../../upstream/pool.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
 import { SseParser } from '../sse.ts';
 import type { BackendSessionRecord } from './session-store.ts';
+import { isPromise } from '../../thenable.ts';
 
 /** Receives the messages a backend sends on a call's stream besides the response itself. */
 export type MessageSink = (message: JsonRpcMessage, eventId: string | null) => void;
@@ -110,10 +111,6 @@ class BackendCall extends Exchange {
   protected fail(error: GatewayError): void {
     this.#reject(error);
   }
-}
-
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
 }
 
 export class BackendLink {

@@ -6,7 +6,8 @@
  * reopened with backoff while the client is connected.
  */
 import type { Context } from '../../context.ts';
-import { CORS_EXPOSED, GatewayError } from '../../errors.ts';
+import { GatewayError } from '../../errors.ts';
+import { addCorsHeaders } from '../../http/cors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
@@ -89,10 +90,7 @@ export class ClientStream implements SessionStream, OpenStream {
       'mcp-session-id': this.#session.id,
       'x-request-id': this.ctx.requestId,
     };
-    if (this.ctx.corsOrigin !== null) {
-      headers['access-control-allow-origin'] = this.ctx.corsOrigin;
-      headers['access-control-expose-headers'] = CORS_EXPOSED;
-    }
+    addCorsHeaders(headers, this.ctx.corsOrigin);
     this.ctx.res.writeHead(200, headers);
     this.ctx.res.flushHeaders();
     this.ctx.inflight = { cancel: () => this.close() };

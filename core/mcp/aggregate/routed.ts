@@ -7,7 +7,7 @@
  */
 import type { Context } from '../../context.ts';
 import { errorBody, type GatewayError } from '../../errors.ts';
-import { CORS_EXPOSED } from '../../errors.ts';
+import { isCorsHeader, pushCorsHeaders } from '../../http/cors.ts';
 import { Exchange, writeToClient } from '../../upstream/exchange.ts';
 import { messageProblem, type JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
@@ -89,12 +89,12 @@ export class RoutedExchange extends Exchange {
     const list: string[] = [];
     for (let i = 0; i < headers.length; i += 2) {
       const lower = headers[i]!.toLowerCase();
-      if (DROPPED.has(lower) || lower.startsWith('access-control-')) continue;
+      if (DROPPED.has(lower) || isCorsHeader(lower)) continue;
       if (lower === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser();
       list.push(headers[i]!, headers[i + 1]!);
     }
     list.push('mcp-session-id', this.#session.id, 'x-request-id', this.ctx.requestId);
-    if (this.ctx.corsOrigin !== null) list.push('access-control-allow-origin', this.ctx.corsOrigin, 'access-control-expose-headers', CORS_EXPOSED, 'vary', 'origin');
+    pushCorsHeaders(list, this.ctx.corsOrigin);
     if (this.#parser !== null) {
       list.push('x-accel-buffering', 'no', 'cache-control', 'no-cache, no-transform');
       this.ctx.res.writeHead(status, list);

@@ -10,19 +10,15 @@
 import type { Context } from '../../../core/context.ts';
 import type { HttpMethod, MaybePromise, RouteDef } from '../../../core/plugin.ts';
 import type { Reply } from '../../../core/reply.ts';
+import { then } from '../../../core/thenable.ts';
 
 export type Step = (ctx: Context) => MaybePromise<Reply | void>;
-
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function';
-}
 
 function runSteps(steps: readonly Step[], ctx: Context, from: number): MaybePromise<Reply | undefined> {
   for (let i = from; i < steps.length; i++) {
     const result = steps[i]!(ctx);
     if (result === undefined) continue;
-    if (isPromise(result)) return result.then((settled) => (settled === undefined ? runSteps(steps, ctx, i + 1) : settled));
-    return result;
+    return then(result, (settled) => (settled === undefined ? runSteps(steps, ctx, i + 1) : settled));
   }
   throw new Error(`internal error: the endpoint ${ctx.route} ended without an answer`);
 }
