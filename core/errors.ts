@@ -169,7 +169,7 @@ export function untrusted(value: string, max = 64): string {
 }
 
 /** The `WWW-Authenticate: Bearer ...` value for a 401, or a 403 `insufficient_scope`. */
-export function bearerChallenge(challenge: AuthChallenge, err: GatewayError | null): string {
+function bearerChallenge(challenge: AuthChallenge, err: GatewayError | null): string {
   let value = 'Bearer realm=' + quote(challenge.realm) + ', resource_metadata=' + quote(challenge.resourceMetadata);
   if (challenge.scopes.length > 0) value += ', scope=' + quote(challenge.scopes.join(' '));
   if (err !== null) value += ', error=' + quote(err.code) + ', error_description=' + quote(err.description);

@@ -35,7 +35,7 @@ import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
 import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
 import { Reply } from './reply.ts';
 import { respondWhenSettled } from './respond.ts';
-import { Router, type Route } from './router.ts';
+import { Router } from './router.ts';
 import { then } from './thenable.ts';
 
 export interface ServerOptions {

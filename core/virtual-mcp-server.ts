@@ -41,7 +41,7 @@ export interface RunningVmcp {
   stop(): Promise<void>;
 }
 
-export function mcpPathOf(config: VmcpConfig): string {
+function mcpPathOf(config: VmcpConfig): string {
   const resourceUrl = config.incomingAuth.resourceUrl;
   return resourceUrl === null ? '/mcp' : new URL(resourceUrl).pathname;
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { describeValue } from './problems.ts';
 
 /** For messages: what a size looks like. */
-export const SIZE_FORMS = 'an integer number of bytes, or an integer with Ki, Mi or Gi (for example 512Ki, 4Mi, 1Gi)';
+const SIZE_FORMS = 'an integer number of bytes, or an integer with Ki, Mi or Gi (for example 512Ki, 4Mi, 1Gi)';
 
 const MULTIPLIER: Readonly<Record<string, number>> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
 

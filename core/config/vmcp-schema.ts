@@ -16,7 +16,7 @@ import { secretBodyShape, secretRefSchema } from './secrets.ts';
 import type { SecretStore } from './secrets.ts';
 import { sizeSchema as size } from './size.ts';
 import { isMapping } from './yaml.ts';
-import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
+import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
 export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret'] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
@@ -43,7 +43,6 @@ export interface ReferenceIndex {
 
 const textList = z.array(text).default([]);
 const stringMap = z.record(z.string(), z.string());
-const anyMapping = z.record(z.string(), z.unknown());
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

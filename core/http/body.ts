@@ -94,7 +94,7 @@ export function declaredLengthProblem(contentLength: string | undefined, limit: 
 }
 
 /** Reads the body and hands it to `sink.body(state, ...)`, or the failure to `sink.bodyFailed`. */
-export function readBodyInto<S>(req: HttpRequest, limit: number, sink: BodySink<S>, state: S): void {
+function readBodyInto<S>(req: HttpRequest, limit: number, sink: BodySink<S>, state: S): void {
   const declared = req.headers['content-length'];
   const problem = declaredLengthProblem(Array.isArray(declared) ? declared[0] : declared, limit);
   if (problem !== null) {

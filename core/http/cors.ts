@@ -5,7 +5,7 @@
  */
 
 /** Response headers a browser client may read: the challenge and the session id above all. */
-export const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
+const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
 
 /** Request headers an MCP client sends, allowed in a preflight. */
 const ALLOW_HEADERS = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name';

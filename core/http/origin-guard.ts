@@ -25,7 +25,7 @@ function bracket(address: string): string {
 }
 
 /** Every `host[:port]` form a client may put in `Host` to reach this server. */
-export function ownHosts(options: OriginGuardOptions): Set<string> {
+function ownHosts(options: OriginGuardOptions): Set<string> {
   const names = new Set<string>(['localhost', '127.0.0.1', '[::1]']);
   if (WILDCARD_BIND.has(options.host)) {
     for (const list of Object.values(networkInterfaces())) {

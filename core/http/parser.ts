@@ -36,16 +36,16 @@ interface NativeParserClass {
 
 const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as { HTTPParser: NativeParserClass; methods: string[] };
 
-export const RESPONSE = HTTPParser.RESPONSE;
+const RESPONSE = HTTPParser.RESPONSE;
 export const kOnMessageBegin = HTTPParser.kOnMessageBegin;
 export const kOnHeaders = HTTPParser.kOnHeaders;
 export const kOnHeadersComplete = HTTPParser.kOnHeadersComplete;
 export const kOnBody = HTTPParser.kOnBody;
 export const kOnMessageComplete = HTTPParser.kOnMessageComplete;
-export const kLenientNone = HTTPParser.kLenientNone;
+const kLenientNone = HTTPParser.kLenientNone;
 
 /** Maximum size of a backend's response head (Node's default). */
-export const MAX_HEADER_SIZE = 16 * 1024;
+const MAX_HEADER_SIZE = 16 * 1024;
 
 export function createResponseParser(): NativeParser {
   const parser = new HTTPParser();

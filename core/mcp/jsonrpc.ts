@@ -116,7 +116,7 @@ const NAME_FIELD: Record<string, 'name' | 'uri'> = {
 };
 
 /** The body field mirrored by `Mcp-Name` for this message, or undefined. */
-export function nameOf(msg: JsonRpcRequest | JsonRpcNotification): string | undefined {
+function nameOf(msg: JsonRpcRequest | JsonRpcNotification): string | undefined {
   const field = NAME_FIELD[msg.method];
   if (field === undefined || msg.params === undefined) return undefined;
   const value = msg.params[field];

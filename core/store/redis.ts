@@ -40,7 +40,7 @@ export function parseHostPort(text: string, what = 'Redis address'): HostPort {
 const formatHostPort = (host = 'localhost', port = 6379): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /** What a client connects to, for messages: `Redis 10.0.0.1:6379` or `Redis master "m" via sentinels a:1, b:2`. */
-export function describeRedisTarget(options: RedisOptions): string {
+function describeRedisTarget(options: RedisOptions): string {
   if (options.sentinels?.length) {
     const sentinels = options.sentinels.map((s) => formatHostPort(s.host, s.port ?? 26379)).join(', ');
     return `Redis master ${JSON.stringify(options.name ?? '')} via sentinels ${sentinels}`;
@@ -56,7 +56,7 @@ const SWITCH_WINDOW_MS = 15_000;
 const MAX_LOGGED_KINDS = 10;
 
 /** Reconnect delay: 100 ms per attempt, capped at 2 s, plus up to 100 ms of jitter. */
-export const retryDelay = (attempt: number): number => Math.min(100 * attempt, 2_000) + Math.floor(Math.random() * 100);
+const retryDelay = (attempt: number): number => Math.min(100 * attempt, 2_000) + Math.floor(Math.random() * 100);
 
 const clientName = (name: string): string => `gatehouse:${name.replace(/[^A-Za-z0-9_.:-]/g, '-')}`;
 

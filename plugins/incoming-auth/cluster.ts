@@ -57,7 +57,7 @@ function readCredential(file: string, what: string): string {
 }
 
 /** The service-account token, re-read from its file when older than a minute (a read failure keeps the last one). */
-export function rotatingToken(file: string, now: () => number = Date.now): () => string {
+function rotatingToken(file: string, now: () => number = Date.now): () => string {
   let token = readCredential(file, 'token');
   let readAt = now();
   return () => {

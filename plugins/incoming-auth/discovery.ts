@@ -24,7 +24,7 @@ export interface DiscoveryOptions {
 }
 
 /** The discovery URLs to try for `issuer`, in order. */
-export function discoveryUrls(issuer: string): string[] {
+function discoveryUrls(issuer: string): string[] {
   const url = new URL(issuer);
   const path = url.pathname.replace(/\/+$/, '');
   return [`${url.origin}${path}/.well-known/openid-configuration`, `${url.origin}/.well-known/oauth-authorization-server${path}`];

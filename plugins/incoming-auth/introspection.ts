@@ -49,7 +49,7 @@ function includes(aud: unknown, audience: string): boolean {
 }
 
 /** The verified token an introspection answer stands for, or the 401 it means. */
-export function checkIntrospection(answer: client.IntrospectionResponse, expect: IntrospectionExpectations, nowMs: number): VerifiedToken {
+function checkIntrospection(answer: client.IntrospectionResponse, expect: IntrospectionExpectations, nowMs: number): VerifiedToken {
   if (answer.active !== true) throw invalidToken('the token is not active (revoked, expired or unknown to the issuer)');
   const now = nowMs / 1000;
   const leeway = expect.clockToleranceSeconds;

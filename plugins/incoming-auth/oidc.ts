@@ -36,7 +36,7 @@ export interface OidcAuthConfig {
 }
 
 /** The validator options a vMCP oidc config stands for. */
-export function validatorOptionsOf(oidc: InlineOidcConfig | ClusterOidcConfig): TokenValidatorOptions {
+function validatorOptionsOf(oidc: InlineOidcConfig | ClusterOidcConfig): TokenValidatorOptions {
   if (oidc.type === 'cluster') return clusterValidatorOptions(oidc);
   return {
     issuer: oidc.issuer,

@@ -12,7 +12,7 @@ import { PUBLIC_DOCUMENT_HEADERS } from '../../core/http/cors.ts';
 import type { RouteDef } from '../../core/plugin.ts';
 import { Reply } from '../../core/reply.ts';
 
-export const WELL_KNOWN_PRM = '/.well-known/oauth-protected-resource';
+const WELL_KNOWN_PRM = '/.well-known/oauth-protected-resource';
 
 export interface ProtectedResourceMetadataInput {
   /** The resource identifier: `incomingAuth.resourceUrl`, exactly. */

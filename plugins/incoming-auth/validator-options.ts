@@ -38,7 +38,7 @@ export interface ValidatorSettings {
 export class ValidatorOptionsError extends StartupError {}
 
 /** Issuer / endpoint URL rule (DECISIONS.md): absolute https, or http on a loopback host. */
-export function checkIssuerUrl(value: unknown, what: string): URL {
+function checkIssuerUrl(value: unknown, what: string): URL {
   let url: URL;
   try {
     url = new URL(String(value));

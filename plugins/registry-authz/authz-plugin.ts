@@ -7,14 +7,15 @@
 import { defineSlot, type Context } from '../../core/context.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { definePlugin } from '../../core/plugin.ts';
+import { badBearerRequest } from '../incoming-auth/errors.ts';
 import { ANONYMOUS_CALLER, authenticatedCaller, type AuthzMode, type Caller } from './caller.ts';
 import type { RoleRules } from './roles.ts';
 
 export const CALLER = defineSlot<Caller>('registry.caller');
 
 /** The exact text of the auth-only startup warning (seed). */
-export const AUTH_ONLY_WARNING = 'authorization is not configured and per-entry claims filtering is disabled (auth-only mode)';
-export const ANONYMOUS_WARNING = 'auth.mode is anonymous: no authentication, every source, registry and entry is accessible to anyone (development only)';
+const AUTH_ONLY_WARNING = 'authorization is not configured and per-entry claims filtering is disabled (auth-only mode)';
+const ANONYMOUS_WARNING = 'auth.mode is anonymous: no authentication, every source, registry and entry is accessible to anyone (development only)';
 
 export interface RegistryAuthzConfig {
   readonly mode: AuthzMode;
@@ -40,7 +41,7 @@ export const registryAuthz = definePlugin<RegistryAuthzConfig>({
           return undefined;
         }
         const principal = ctx.principal;
-        if (principal === null) return new GatewayError('invalid_request', 'this resource requires a bearer token in the Authorization header', { status: 401 });
+        if (principal === null) return badBearerRequest('this resource requires a bearer token in the Authorization header');
         ctx.set(CALLER, authenticatedCaller(mode, principal.subject, principal.claims, roles));
         return undefined;
       },

@@ -66,7 +66,7 @@ export function unheldClaims(caller: CallerClaims, requested: ClaimMap): string[
 // PostgreSQL array operator `<@`). A pair is the JSON text of `[key, value]`: unambiguous
 // whatever the characters of the key and the value.
 
-export function claimPair(key: string, value: string): string {
+function claimPair(key: string, value: string): string {
   return JSON.stringify([key, value]);
 }
 

@@ -12,7 +12,8 @@
  * bypasses them. Rule 3 is an invariant of the data ("all versions of one entry carry identical
  * claims") and holds for every caller in every mode.
  */
-import { GatewayError } from '../../core/errors.ts';
+import type { GatewayError } from '../../core/errors.ts';
+import { claimsError } from './errors.ts';
 import { hasClaims, sameClaims, unheldClaims, type ClaimMap } from './claims.ts';
 import type { Caller } from './caller.ts';
 
@@ -30,27 +31,15 @@ function describe(claims: ClaimMap): string {
 export function publishClaimsProblem(caller: Caller, requested: ClaimMap, existing: ClaimMap | null): GatewayError | null {
   if (!caller.unrestricted) {
     if (!hasClaims(requested)) {
-      return new GatewayError(
-        'claims_required',
-        'claims are required when authorization is enabled: publish with a "claims" map (a subset of your token\'s claims), or the entry would be visible to superAdmin only',
-        { status: 400 },
-      );
+      return claimsError('claims_required', 'claims are required when authorization is enabled: publish with a "claims" map (a subset of your token\'s claims), or the entry would be visible to superAdmin only');
     }
     const unheld = unheldClaims(caller.claims, requested);
     if (unheld.length > 0) {
-      return new GatewayError(
-        'claims_not_held',
-        `publish claims must be a subset of your token's claims: your token does not hold ${unheld.map((key) => `${q(key)}=${q(requested[key]!)}`).join(', ')}`,
-        { status: 403 },
-      );
+      return claimsError('claims_not_held', `publish claims must be a subset of your token's claims: your token does not hold ${unheld.map((key) => `${q(key)}=${q(requested[key]!)}`).join(', ')}`);
     }
   }
   if (existing !== null && !sameClaims(existing, requested)) {
-    return new GatewayError(
-      'claims_mismatch',
-      `every version of an entry must carry the claims of its first version: published versions have ${describe(existing)}, this one has ${describe(requested)}`,
-      { status: 409 },
-    );
+    return claimsError('claims_mismatch', `every version of an entry must carry the claims of its first version: published versions have ${describe(existing)}, this one has ${describe(requested)}`);
   }
   return null;
 }
@@ -63,9 +52,5 @@ export function creationClaimsProblem(caller: Caller, requested: ClaimMap, what:
   if (caller.unrestricted) return null;
   const unheld = unheldClaims(caller.claims, requested);
   if (unheld.length === 0) return null;
-  return new GatewayError(
-    'claims_not_held',
-    `the claims of a ${what} must be a subset of your token's claims: your token does not hold ${unheld.map((key) => `${q(key)}=${q(requested[key]!)}`).join(', ')}`,
-    { status: 403 },
-  );
+  return claimsError('claims_not_held', `the claims of a ${what} must be a subset of your token's claims: your token does not hold ${unheld.map((key) => `${q(key)}=${q(requested[key]!)}`).join(', ')}`);
 }

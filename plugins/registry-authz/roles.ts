@@ -22,7 +22,7 @@ export const ROLE_GRANTS: Readonly<Record<RoleName, string>> = {
 export type RoleRules = Readonly<Partial<Record<RoleName, readonly ClaimMap[]>>>;
 
 /** True when the caller's claims satisfy one of `maps` (OR over maps, AND within a map). */
-export function matchesAnyClaimMap(caller: CallerClaims, maps: readonly ClaimMap[]): boolean {
+function matchesAnyClaimMap(caller: CallerClaims, maps: readonly ClaimMap[]): boolean {
   for (const map of maps) if (claimsSatisfy(caller, map)) return true;
   return false;
 }

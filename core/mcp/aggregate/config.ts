@@ -77,19 +77,6 @@ export const DEFAULT_AGGREGATION: AggregationConfig = {
   pageSize: 0,
 };
 
-export const DEFAULT_SESSION: SessionConfig = {
-  ttlMs: 30 * 60_000,
-  maxSessions: 10_000,
-  maxSessionsPerPrincipal: 100,
-  storage: { type: 'memory' },
-};
-
-export const DEFAULT_FAILURE_HANDLING: FailureHandlingConfig = {
-  partialFailureMode: 'bestEffort',
-  healthCheckIntervalMs: 30_000,
-  unhealthyThreshold: 3,
-};
-
 /** The prefix of a backend's names under `prefixFormat`. */
 export function prefixFor(format: string, backend: string): string {
   return format.replaceAll('{workload}', backend).replaceAll('{backend}', backend);

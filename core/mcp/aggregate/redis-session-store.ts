@@ -52,7 +52,7 @@ const record = z.object({
 });
 
 /** Parses and checks a stored value: the record, or why it is not one (never throws). */
-export function parseSessionRecord(id: string, raw: string): SessionRecord | { invalid: string } {
+function parseSessionRecord(id: string, raw: string): SessionRecord | { invalid: string } {
   let json: unknown;
   try {
     json = JSON.parse(raw);

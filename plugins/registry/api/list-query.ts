@@ -13,8 +13,8 @@ export interface ListQuery {
   readonly version: string | null;
 }
 
-export const DEFAULT_LIMIT = 30;
-export const MAX_LIMIT = 100;
+const DEFAULT_LIMIT = 30;
+const MAX_LIMIT = 100;
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 

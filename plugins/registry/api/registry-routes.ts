@@ -19,6 +19,7 @@ import { entryList, registryView } from './shapes.ts';
 import { BODY, REGISTRY, required } from './slots.ts';
 import { configManaged } from './source-routes.ts';
 import { entryFilterOf, param, registrySteps, requireRole, type ApiDeps } from './steps.ts';
+import { registryError } from '../errors.ts';
 
 const q = (text: string): string => JSON.stringify(text);
 
@@ -44,7 +45,7 @@ export function registryRoutes(deps: ApiDeps): RouteDef[] {
     checkPathName(name, body.name, 'registry');
     const existing = await store.registries.get(name);
     if (existing !== null) {
-      if (!canAccess(caller, existing.claims)) throw new GatewayError('claims_not_satisfied', `a registry named ${q(name)} exists and your token does not satisfy its claims`, { status: 403 });
+      if (!canAccess(caller, existing.claims)) throw registryError('claims_not_satisfied', `a registry named ${q(name)} exists and your token does not satisfy its claims`);
       if (existing.origin === 'config') throw configManaged('registry', name);
     }
     const claims = body.claims ?? {};
@@ -53,7 +54,7 @@ export function registryRoutes(deps: ApiDeps): RouteDef[] {
     if (!caller.unrestricted) {
       const sources = await Promise.all(body.sources.map((source) => store.sources.get(source)));
       const hidden = body.sources.filter((_, i) => sources[i] === null || !canAccess(caller, sources[i]!.claims));
-      if (hidden.length > 0) throw new GatewayError('unknown_source', `unknown source${hidden.length === 1 ? '' : 's'} ${hidden.map(q).join(', ')}: create ${hidden.length === 1 ? 'it' : 'them'} first`, { status: 400 });
+      if (hidden.length > 0) throw registryError('unknown_source', `unknown source${hidden.length === 1 ? '' : 's'} ${hidden.map(q).join(', ')}: create ${hidden.length === 1 ? 'it' : 'them'} first`);
     }
     const { created, record } = await store.registries.put({ name, sources: body.sources, claims }, 'api');
     return Reply.json(created ? 201 : 200, registryView(record));

@@ -8,7 +8,7 @@
 import { formatDuration } from '../config/registry-config.ts';
 import type { EntryRecord, Page, RegistryRecord, ServedVersion, SourceRecord } from '../store/records.ts';
 
-export const OFFICIAL_META = 'io.modelcontextprotocol.registry/official';
+const OFFICIAL_META = 'io.modelcontextprotocol.registry/official';
 
 export function versionResponse(version: ServedVersion): object {
   return {

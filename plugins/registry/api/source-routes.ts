@@ -21,11 +21,12 @@ import { parseListQuery } from './list-query.ts';
 import { entryList, sourceView } from './shapes.ts';
 import { BODY, SOURCE, required } from './slots.ts';
 import { entryFilterOf, param, registrySteps, requireRole, type ApiDeps } from './steps.ts';
+import { registryError } from '../errors.ts';
 
 const q = (text: string): string => JSON.stringify(text);
 
 export function configManaged(kind: 'source' | 'registry', name: string): GatewayError {
-  return new GatewayError('config_managed', `${kind} ${q(name)} is defined in the configuration file: change it there (and restart)`, { status: 409 });
+  return registryError('config_managed', `${kind} ${q(name)} is defined in the configuration file: change it there (and restart)`);
 }
 
 export function sourceRoutes(deps: ApiDeps): RouteDef[] {
@@ -50,10 +51,10 @@ export function sourceRoutes(deps: ApiDeps): RouteDef[] {
     checkPathName(name, body.name, 'source');
     const source = toSourceDefinition(body, name, '/');
     if (source.kind === 'file') throw new GatewayError('invalid_request', 'file sources read a file on the server: define them in the configuration file, not through the API');
-    if (source.kind === 'git') throw new GatewayError('not_available', 'git sources are not available in this version yet', { status: 501 });
+    if (source.kind === 'git') throw registryError('not_available', 'git sources are not available in this version yet');
     const existing = await store.sources.get(name);
     if (existing !== null) {
-      if (!canAccess(caller, existing.claims)) throw new GatewayError('claims_not_satisfied', `a source named ${q(name)} exists and your token does not satisfy its claims`, { status: 403 });
+      if (!canAccess(caller, existing.claims)) throw registryError('claims_not_satisfied', `a source named ${q(name)} exists and your token does not satisfy its claims`);
       if (existing.origin === 'config') throw configManaged('source', name);
     }
     const problem = creationClaimsProblem(caller, source.claims, 'source');

@@ -14,6 +14,7 @@ import type { Store } from '../store/store.ts';
 import type { Step } from './endpoint.ts';
 import { jsonValueProblem } from '../model/json-value.ts';
 import { BODY, REGISTRY, SOURCE, required } from './slots.ts';
+import { registryError } from '../errors.ts';
 
 export interface ApiDeps {
   readonly store: Store;
@@ -62,7 +63,7 @@ export function registrySteps(deps: ApiDeps) {
     requireManagedSource(ctx: Context): void {
       const registry = required(ctx.get(REGISTRY), 'registry');
       if (registry.managedSource === null) {
-        throw new GatewayError('not_publishable', `registry ${q(registry.name)} has no managed source: entries can only be published to a registry that lists one`, { status: 403 });
+        throw registryError('not_publishable', `registry ${q(registry.name)} has no managed source: entries can only be published to a registry that lists one`);
       }
     },
 
@@ -94,7 +95,7 @@ export function registrySteps(deps: ApiDeps) {
       try {
         value = JSON.parse(body.toString('utf8'));
       } catch (err) {
-        throw new GatewayError('malformed_json', `the body is not valid JSON: ${(err as Error).message}`, { status: 400 });
+        throw registryError('malformed_json', `the body is not valid JSON: ${(err as Error).message}`);
       }
       const problem = jsonValueProblem(value);
       if (problem !== null) throw new GatewayError('invalid_request', `the body cannot be stored: ${problem}`);
@@ -102,5 +103,3 @@ export function registrySteps(deps: ApiDeps) {
     },
   };
 }
-
-export type RegistrySteps = ReturnType<typeof registrySteps>;

@@ -14,7 +14,7 @@ import { parseYamlDocuments } from '../../../core/config/yaml.ts';
 export type ClaimMap = Readonly<Record<string, string>>;
 
 /** Default `syncPolicy.interval` of a synced source that does not set one. */
-export const DEFAULT_SYNC_INTERVAL_MS = 5 * 60_000;
+const DEFAULT_SYNC_INTERVAL_MS = 5 * 60_000;
 
 export interface OAuthProviderConfig {
   readonly name: string;

@@ -62,7 +62,7 @@ const provider = z.strictObject({
 
 const roleMaps = z.array(roleClaimMap).min(1);
 
-export const authSchema = z
+const authSchema = z
   .strictObject({
     mode: z.enum(['anonymous', 'oauth']),
     oauth: z
@@ -104,7 +104,7 @@ export const authSchema = z
 
 const SOURCE_KINDS = ['git', 'managed', 'file'] as const;
 
-export const sourceFieldsShape = {
+const sourceFieldsShape = {
   format: z.enum(['upstream'], { error: (issue) => `only the upstream format (the official MCP registry's) is supported (got ${describeValue(issue.input)})` }).optional(),
   git: z.strictObject({ repository: gitRepository, branch: text.optional(), path: text }).optional(),
   managed: z.strictObject({}).optional(),
@@ -125,11 +125,11 @@ function sourceKindRules(source: unknown, ctx: Ctx): void {
   }
 }
 
-export const sourceSchema = z.strictObject({ name: resourceNameSchema, ...sourceFieldsShape }).superRefine(sourceKindRules, whenMapping);
+const sourceSchema = z.strictObject({ name: resourceNameSchema, ...sourceFieldsShape }).superRefine(sourceKindRules, whenMapping);
 /** The body of `PUT /v1/sources/{name}`: a source without (or with the same) name. */
 export const sourceBodySchema = z.strictObject({ name: resourceNameSchema.optional(), ...sourceFieldsShape }).superRefine(sourceKindRules, whenMapping);
 
-export const registryFieldsShape = {
+const registryFieldsShape = {
   sources: z.array(resourceNameSchema).superRefine((names, ctx) => {
     names.forEach((name, index) => {
       if (names.indexOf(name) !== index) addIssue(ctx, [index], `source ${q(name)} is listed twice`);
@@ -137,7 +137,7 @@ export const registryFieldsShape = {
   }),
   claims: claimMapSchema.optional(),
 };
-export const registrySchema = z.strictObject({ name: resourceNameSchema, ...registryFieldsShape });
+const registrySchema = z.strictObject({ name: resourceNameSchema, ...registryFieldsShape });
 export const registryBodySchema = z.strictObject({ name: resourceNameSchema.optional(), ...registryFieldsShape });
 
 // ---- database and server ------------------------------------------------------------------
@@ -209,4 +209,3 @@ export const registryFileSchema = z
 
 export type RegistryFileInput = z.output<typeof registryFileSchema>;
 export type SourceInput = z.output<typeof sourceSchema>;
-export type RegistryInput = z.output<typeof registrySchema>;

@@ -5,7 +5,7 @@
  * it), and no lone UTF-16 surrogate (it is no text at all: it cannot be encoded in a URL or
  * compared as a name). The problem names the JSON path.
  */
-export const MAX_JSON_DEPTH = 32;
+const MAX_JSON_DEPTH = 32;
 
 /** A lone surrogate: a high one not followed by a low one, or a low one not after a high one. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

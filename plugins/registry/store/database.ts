@@ -28,4 +28,3 @@ export function sqlState(err: unknown): string | null {
 }
 
 export const UNIQUE_VIOLATION = '23505';
-export const FOREIGN_KEY_VIOLATION = '23503';

@@ -16,6 +16,7 @@ import { VERSION_COLUMNS, refreshLatest, servedByRegistry, toVersionRecord, visi
 import type { PlannerStatistics } from './planner-statistics.ts';
 import type { EntryFilter, EntryKind, VersionRecord } from './records.ts';
 import { versionSortKey } from './version-order.ts';
+import { registryError } from '../errors.ts';
 
 export interface PublishInput {
   /** The managed source the version is written to (the one of the registry published to). */
@@ -83,7 +84,7 @@ export class EntriesStore {
           [source, kind, name],
         );
         if (collides[0] !== undefined) {
-          throw new GatewayError('name_conflict', `${kind} ${q(name)} is already provided by another source of a registry that serves this one: publish it under another name`, { status: 409 });
+          throw registryError('name_conflict', `${kind} ${q(name)} is already provided by another source of a registry that serves this one: publish it under another name`);
         }
         const existing = await tx.query<{ id: number; claims: ClaimMap }>('SELECT id, claims FROM entries WHERE source = $1 AND kind = $2 AND name = $3', [source, kind, name]);
         const problem = check(existing[0]?.claims ?? null);
@@ -139,7 +140,5 @@ export class EntriesStore {
 }
 
 function duplicate(input: PublishInput): GatewayError {
-  return new GatewayError('version_exists', `version ${q(input.version)} of ${input.kind} ${q(input.name)} is already published: versions are immutable, publish a new version`, {
-    status: 409,
-  });
+  return registryError('version_exists', `version ${q(input.version)} of ${input.kind} ${q(input.name)} is already published: versions are immutable, publish a new version`);
 }

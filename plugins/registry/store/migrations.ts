@@ -21,7 +21,7 @@ interface Migration {
   readonly statements: readonly string[];
 }
 
-export const MIGRATIONS: readonly Migration[] = [
+const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'sources, registries, entries and versions',

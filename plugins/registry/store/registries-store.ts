@@ -7,6 +7,7 @@ import { didYouMean } from '../../../core/config/problems.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import type { Database, SqlRunner } from './database.ts';
 import type { Origin, RegistryRecord } from './records.ts';
+import { registryError } from '../errors.ts';
 
 interface RegistryRow {
   name: string;
@@ -91,9 +92,7 @@ async function checkSources(names: readonly string[], sql: SqlRunner): Promise<v
     const all = await sql.query<{ name: string }>('SELECT name FROM sources ORDER BY name');
     const known = all.map((row) => row.name);
     const hint = missing.length === 1 ? didYouMean(missing[0]!, known) : '';
-    throw new GatewayError('unknown_source', `unknown source${missing.length === 1 ? '' : 's'} ${missing.map((n) => JSON.stringify(n)).join(', ')}${hint}: create ${missing.length === 1 ? 'it' : 'them'} first`, {
-      status: 400,
-    });
+    throw registryError('unknown_source', `unknown source${missing.length === 1 ? '' : 's'} ${missing.map((n) => JSON.stringify(n)).join(', ')}${hint}: create ${missing.length === 1 ? 'it' : 'them'} first`);
   }
   const managed = names.filter((name) => kinds.get(name) === 'managed');
   if (managed.length > 1) {

@@ -1,11 +1,11 @@
 /**
  * Sources: definitions, origin, and the status of their syncs.
  */
-import { GatewayError } from '../../../core/errors.ts';
 import type { ClaimMap, SourceDefinition } from '../config/registry-config.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import type { Database, SqlRunner } from './database.ts';
 import type { Origin, SourceRecord, SyncStatus } from './records.ts';
+import { registryError } from '../errors.ts';
 
 interface SourceRow {
   name: string;
@@ -90,10 +90,9 @@ export class SourcesStore {
     const rows = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM entries WHERE source = $1', [source.name]);
     const count = rows[0]?.n ?? 0;
     if (count > 0) {
-      throw new GatewayError(
+      throw registryError(
         'source_in_use',
         `source ${JSON.stringify(source.name)} is a managed source holding ${count} published entr${count === 1 ? 'y' : 'ies'}: it cannot become a ${source.kind} source (delete its entries first, or use another name)`,
-        { status: 409 },
       );
     }
   }
@@ -103,10 +102,7 @@ export class SourcesStore {
     return this.#db.transaction(async (tx) => {
       const users = await this.registriesUsing(name, tx);
       if (users.length > 0) {
-        throw new GatewayError('source_in_use', `source ${JSON.stringify(name)} is used by registr${users.length === 1 ? 'y' : 'ies'} ${users.join(', ')}: remove it from them first`, {
-          status: 409,
-          extra: { registries: users },
-        });
+        throw registryError('source_in_use', `source ${JSON.stringify(name)} is used by registr${users.length === 1 ? 'y' : 'ies'} ${users.join(', ')}: remove it from them first`, { extra: { registries: users } });
       }
       const rows = await tx.query<{ name: string }>('DELETE FROM sources WHERE name = $1 RETURNING name', [name]);
       return rows.length > 0;

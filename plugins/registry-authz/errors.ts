@@ -1,0 +1,20 @@
+/**
+ * The error codes of the claims rules (publish-rules.ts), with their status. Descriptions name
+ * the claims at stake, never claims of a resource the caller cannot see.
+ */
+import { GatewayError } from '../../core/errors.ts';
+
+const STATUS = {
+  /** Under full authorization an entry needs claims. */
+  claims_required: 400,
+  /** Claims the caller's token does not hold (publish claims, or a new resource's). */
+  claims_not_held: 403,
+  /** A later version whose claims differ from the entry's first. */
+  claims_mismatch: 409,
+} as const;
+
+export type ClaimsErrorCode = keyof typeof STATUS;
+
+export function claimsError(code: ClaimsErrorCode, description: string): GatewayError {
+  return new GatewayError(code, description, { status: STATUS[code] });
+}
