@@ -284,9 +284,9 @@ function toIncomingAuth(auth: VmcpSpec['incomingAuth']): IncomingAuthConfig {
   if (auth.type === 'anonymous') return { type: 'anonymous', resourceUrl: auth.resourceUrl ?? null };
   const resourceUrl = checked(auth.resourceUrl, 'incomingAuth.resourceUrl');
   const oidc = checked(auth.oidcConfig, 'incomingAuth.oidcConfig');
-  const scopes = auth.scopes === undefined ? {} : { scopes: auth.scopes }; // incoming-auth (issue 4)
+  const scopes = auth.scopes === undefined ? {} : { scopes: auth.scopes };
   if (oidc.type === 'cluster') {
-    return { type: 'oidc', resourceUrl, ...scopes, oidc: { type: 'cluster', issuer: CLUSTER_ISSUER, audience: CLUSTER_AUDIENCE, ...oidc.cluster } };
+    return { type: 'oidc', resourceUrl, ...scopes, oidc: { type: 'cluster', issuer: oidc.cluster?.issuer ?? CLUSTER_ISSUER, audience: oidc.cluster?.audience ?? CLUSTER_AUDIENCE } };
   }
   const inline = checked(oidc.inline, 'incomingAuth.oidcConfig.inline');
   return {

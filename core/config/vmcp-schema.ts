@@ -178,7 +178,7 @@ export function resourceSchemas(index: ReferenceIndex) {
     .strictObject({
       type: z.enum(['anonymous', 'oidc']),
       resourceUrl: httpUrl.optional(),
-      // incoming-auth (issue 4): scopes advertised in RFC 9728 `scopes_supported` and the challenge's `scope=`.
+      // Scopes advertised in RFC 9728 `scopes_supported` and the challenge's `scope=`.
       scopes: z.array(text).optional(),
       oidcConfig: z
         .strictObject({
@@ -192,7 +192,8 @@ export function resourceSchemas(index: ReferenceIndex) {
               jwksAllowPrivateIP: z.boolean().default(false),
             })
             .optional(),
-          cluster: z.strictObject({ issuer: issuerUrl.default(CLUSTER_ISSUER), audience: text.default(CLUSTER_AUDIENCE) }).optional(),
+          // Defaults (CLUSTER_ISSUER, CLUSTER_AUDIENCE) are applied by the mapping, once, also when the block is absent.
+          cluster: z.strictObject({ issuer: issuerUrl.optional(), audience: text.optional() }).optional(),
         })
         .superRefine(blockOfType({ inline: 'inline', cluster: 'cluster' }, ['cluster']), whenMapping)
         .optional(),

@@ -7,7 +7,7 @@ import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { NotAvailableError } from '../../core/errors.ts';
 import { anonymousAuth } from '../incoming-auth/anonymous.ts';
-import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
+import { oidcAuth } from '../incoming-auth/oidc.ts';
 
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   const where = `VirtualMCPServer/${config.name}`;
@@ -18,8 +18,7 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   if (incoming.type === 'anonymous') {
     specs.push({ definition: anonymousAuth, config: undefined, source: `${where} spec.incomingAuth` });
   } else {
-    const oidcConfig: OidcAuthConfig = { resourceUrl: incoming.resourceUrl, oidc: incoming.oidc, ...(incoming.scopes ? { scopes: incoming.scopes } : {}) };
-    specs.push({ definition: oidcAuth, config: oidcConfig, source: `${where} spec.incomingAuth` });
+    specs.push({ definition: oidcAuth, config: incoming, source: `${where} spec.incomingAuth` });
   }
   if (config.authServer !== null) {
     missing.push(`${where} spec.authServerConfig: the embedded authorization server is not available in this version yet`);

@@ -13,7 +13,7 @@
  *   error_description` (written by core/errors.ts from what is set here).
  */
 import type { Socket } from 'node:net';
-import type { ClusterOidcConfig, InlineOidcConfig } from '../../core/config/vmcp-types.ts';
+import type { ClusterOidcConfig, IncomingAuthConfig, InlineOidcConfig } from '../../core/config/vmcp-types.ts';
 import { Principal, type Context } from '../../core/context.ts';
 import type { GatewayError } from '../../core/errors.ts';
 import { PluginConfigError } from '../../core/plugin-loader.ts';
@@ -25,15 +25,14 @@ import { bearerTokenFrom } from './bearer.ts';
 import { protectedResourceMetadata, protectedResourceRoutes, resourceMetadataUrl } from './resource-metadata.ts';
 import { createTokenValidator } from './validator.ts';
 
-export interface OidcAuthConfig {
-  /** `incomingAuth.resourceUrl`: the resource identifier (RFC 9728 `resource`) and the challenge realm. */
-  readonly resourceUrl: string;
-  readonly oidc: InlineOidcConfig | ClusterOidcConfig;
-  /** `incomingAuth.scopes`: advertised in `scopes_supported` and the challenge's `scope`. */
-  readonly scopes?: readonly string[];
-  /** Validator options that the YAML does not expose (tests, embedding code), merged last. */
+/**
+ * `spec.incomingAuth` of type oidc as the config mapping resolved it (`resourceUrl` is the
+ * resource identifier and the challenge realm, `scopes` are advertised in `scopes_supported`
+ * and the challenge), plus validator options the YAML does not expose (tests, embedding code).
+ */
+export type OidcAuthConfig = Omit<Extract<IncomingAuthConfig, { type: 'oidc' }>, 'type'> & {
   readonly validator?: Partial<TokenValidatorOptions>;
-}
+};
 
 /** The validator options a vMCP oidc config stands for. */
 function validatorOptionsOf(oidc: InlineOidcConfig | ClusterOidcConfig): TokenValidatorOptions {
