@@ -1,6 +1,6 @@
 /**
  * Verified tokens, cached so that a repeat costs a lookup and a string compare instead of a
- * signature check (~100-170 µs with jose here, more than a whole proxy hop; PERF-NOTES.md).
+ * signature check (~80-135 µs with jose on the benchmark machine, more than a whole proxy hop).
  *
  * - Slotted by the last 32 characters of the token's signature (192 bits nobody can predict
  *   without the signing key; an opaque token is its own slot), and an entry answers only the

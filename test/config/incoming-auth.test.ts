@@ -1,5 +1,5 @@
 /**
- * vMCP incoming-auth config (issue 4): start-up validation of the oidc block, and
+ * vMCP incoming-auth config: start-up validation of the oidc block, and
  * `incomingAuth.scopes` (Gatehouse extension), the scopes advertised in the RFC 9728 document
  * (`scopes_supported`) and in the 401 challenge (`scope=`); optional, and absent from the
  * resolved config when not set.

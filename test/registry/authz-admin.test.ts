@@ -1,5 +1,5 @@
 /**
- * Full authorization, admin API: claim scoping of sources and registries (the seed's table):
+ * Full authorization, admin API: claim scoping of sources and registries:
  * lists filtered, get → 404 (never 403) when the caller does not satisfy, create claims ⊆
  * caller's, update and delete need the caller to satisfy the existing claims; deleting a source
  * a registry uses is 409; config-defined resources are read-only through the API.

@@ -1,5 +1,5 @@
 /**
- * The claims engine's containment rule: the seed's table case by case, then its laws as
+ * The claims engine's containment rule: the README's table case by case, then its laws as
  * properties (fast-check), including that the SQL encoding (pairs ⊆ pairs) decides exactly what
  * `claimsSatisfy` decides.
  */
@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { callerClaimPairs, claimsSatisfy, claimValueMatches, hasClaims, resourceClaimPairs, sameClaims, unheldClaims, type ClaimMap } from '../../plugins/registry-authz/claims.ts';
 
-describe('claim containment: the seed table', () => {
+describe('claim containment: the table of cases', () => {
   it('{org} is satisfied by {org, team} with org equal: allowed', () => {
     assert.equal(claimsSatisfy({ org: 'acme', team: 'platform' }, { org: 'acme' }), true);
   });

@@ -35,7 +35,7 @@ registries: [{name: main, sources: [internal, files]}]
     assert.equal(config.server.maxBodyBytes, 1024 * 1024);
     assert.equal(authzModeOf(config), 'anonymous');
   });
-  it('the seed\'s oauth and authz sections; the mode follows the authz block', () => {
+  it('the oauth and authz sections; the mode follows the authz block', () => {
     const yaml = (authz: string) => `auth:
   mode: oauth
   oauth:

@@ -1,5 +1,5 @@
 /**
- * The operating modes of the seed's table, each over real sockets on the same fixture:
+ * The three operating modes (anonymous, auth-only, full authorization), each over real sockets on the same fixture:
  * - anonymous: every check bypassed, everything accessible, /v1/me 401;
  * - auth-only: a valid JWT required, no claims filtering (claimless entries visible too), roles
  *   neither resolved nor enforced;

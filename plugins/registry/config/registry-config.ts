@@ -1,5 +1,5 @@
 /**
- * The registry server's config loader: one YAML document in (the seed's `auth`, `sources[]`,
+ * The registry server's config loader: one YAML document in (the `auth`, `sources[]`,
  * `registries[]`, plus `database` and `server`), the resolved `RegistryConfig` out, or every
  * problem of the file at once, each as `file:line:col path: message`.
  */

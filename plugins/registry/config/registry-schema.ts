@@ -1,6 +1,6 @@
 /**
  * The zod schemas of the registry server's configuration file (`gatehouse registry serve`): the
- * seed's `auth`, `sources[]` and `registries[]` sections, plus `database` and `server`. Objects
+ * `auth`, `sources[]` and `registries[]` sections, plus `database` and `server`. Objects
  * are strict, so a typo is a problem. Cross-field rules (references between sections, the
  * operating mode) are checked here too, so that `validate` reports everything in one pass.
  *

@@ -1,6 +1,6 @@
 /**
  * The body of `POST /{registry}/v0.1/publish`: a server.json document (or a skill document with
- * `"type": "skill"`) with the publish fields of the seed, `name`, `version`, `url`,
+ * `"type": "skill"`) with the registry's publish fields, `name`, `version`, `url`,
  * `description`, and an optional `claims` map.
  *
  * What is stored and served is the document without `type` and `claims` (those belong to the
