@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CallToolResultSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { connectClient, type ConnectedClient } from '../fixtures/client.ts';
+import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { connectClient, textOf, withClient } from '../fixtures/client.ts';
 import { startEverythingServer, type EverythingServer } from '../fixtures/everything-server.ts';
 import { startPaginatingServer, type PaginatingServer } from '../fixtures/paginating-server.ts';
 import { waitFor } from '../fixtures/processes.ts';
@@ -14,19 +14,7 @@ import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
-function textOf(result: unknown): string {
-  const first = (result as CallToolResult).content[0];
-  return first !== undefined && first.type === 'text' ? first.text : '';
-}
 
-async function withClient<T>(url: string, options: Parameters<typeof connectClient>[1], body: (c: ConnectedClient) => Promise<T>): Promise<T> {
-  const c = await connectClient(url, options);
-  try {
-    return await body(c);
-  } finally {
-    await c.close();
-  }
-}
 
 const BOTH = { capabilities: { sampling: true, elicitation: true } };
 

@@ -5,16 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { connectClient } from '../fixtures/client.ts';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connectClient, textOf } from '../fixtures/client.ts';
 import { freePort, spawnFixture, waitFor, type SpawnedFixture } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 
-function textOf(result: unknown): string {
-  const first = (result as CallToolResult).content[0];
-  return first !== undefined && first.type === 'text' ? first.text : '';
-}
 
 interface Status {
   backends: { name: string; health: string; consecutiveFailures: number; lastError: string | null; toolCount: number | null }[];

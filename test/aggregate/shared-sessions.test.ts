@@ -5,18 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { connectClient } from '../fixtures/client.ts';
+import { connectClient, textOf } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { serveCli, type ServedCli } from '../helpers/cli.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
-function textOf(result: unknown): string {
-  const first = (result as CallToolResult).content[0];
-  return first !== undefined && first.type === 'text' ? first.text : '';
-}
 
 describe('aggregated sessions shared through Redis', () => {
   let redis: LocalRedis | null = null;

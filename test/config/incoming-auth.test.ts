@@ -9,20 +9,12 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { formatProblem } from '../../core/config/problems.ts';
 import { validateVmcpText } from '../../core/config/vmcp-config.ts';
+import { GROUP_WITH_ECHO } from '../helpers/gateway.ts';
 
 const FILE = join(import.meta.dirname, 'fixtures', 'inline.yaml');
 
 function vmcp(incomingAuth: string): string {
-  return `apiVersion: gatehouse.dev/v1alpha1
-kind: MCPGroup
-metadata: {name: tools}
----
-apiVersion: gatehouse.dev/v1alpha1
-kind: MCPServer
-metadata: {name: echo}
-spec: {url: "http://127.0.0.1:9100/mcp", groupRef: tools}
----
-apiVersion: gatehouse.dev/v1alpha1
+  return `${GROUP_WITH_ECHO}apiVersion: gatehouse.dev/v1alpha1
 kind: VirtualMCPServer
 metadata: {name: vmcp}
 spec:

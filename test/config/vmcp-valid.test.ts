@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadVmcpConfig, validateVmcpText } from '../../core/config/vmcp-config.ts';
 import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
+import { GROUP_WITH_ECHO } from '../helpers/gateway.ts';
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 
@@ -17,17 +18,6 @@ function configOf(text: string): VmcpConfig {
   return result.config;
 }
 
-const GROUP_AND_SERVER = `
-apiVersion: gatehouse.dev/v1alpha1
-kind: MCPGroup
-metadata: {name: tools}
----
-apiVersion: gatehouse.dev/v1alpha1
-kind: MCPServer
-metadata: {name: echo}
-spec: {url: "http://127.0.0.1:9100/mcp", groupRef: tools}
----
-`;
 
 test('the minimal file resolves, with every default', async () => {
   const config = await loadVmcpConfig(join(fixtures, 'minimal.yaml'));
@@ -177,7 +167,8 @@ test('a loopback issuer may use plain http; source discovered follows each MCPSe
 });
 
 test('cluster OIDC defaults its issuer and audience', () => {
-  const config = configOf(`${GROUP_AND_SERVER}
+  const config = configOf(`
+${GROUP_WITH_ECHO}
 apiVersion: gatehouse.dev/v1alpha1
 kind: VirtualMCPServer
 metadata: {name: vmcp}
@@ -195,7 +186,8 @@ spec:
 });
 
 test('redis storage with one address, integer body size, zero grace period', () => {
-  const config = configOf(`${GROUP_AND_SERVER}
+  const config = configOf(`
+${GROUP_WITH_ECHO}
 apiVersion: v1
 kind: Secret
 metadata: {name: keys}

@@ -17,8 +17,10 @@ describe('quickstart (npm start)', () => {
     const [gateway, demo, docs] = [await freePort(), await freePort(), await freePort()];
     const yaml = (await readFile(`${REPO_ROOT}examples/quickstart/vmcp.yaml`, 'utf8'))
       .replaceAll('127.0.0.1:4483', `127.0.0.1:${gateway}`)
-      .replace('127.0.0.1:9100', `127.0.0.1:${demo}`)
-      .replace('127.0.0.1:9101', `127.0.0.1:${docs}`);
+      .replaceAll('127.0.0.1:9100', `127.0.0.1:${demo}`)
+      .replaceAll('127.0.0.1:9101', `127.0.0.1:${docs}`);
+    // Every address is rewritten, comments included: no port of a quickstart that may be running here is used.
+    assert.doesNotMatch(yaml, /127\.0\.0\.1:(4483|9100|9101)\b/);
     const config = await writeConfig(yaml);
     const child = spawn(process.execPath, ['--import', 'tsx', 'examples/quickstart/start.ts'], {
       cwd: REPO_ROOT,

@@ -4,28 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { connectClient, type ConnectedClient } from '../fixtures/client.ts';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connectClient, textOf, withClient } from '../fixtures/client.ts';
 import { startEverythingServer, type EverythingServer } from '../fixtures/everything-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { waitFor } from '../fixtures/processes.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
-function textOf(result: unknown): string {
-  const content = (result as CallToolResult).content;
-  const first = content[0];
-  return first !== undefined && first.type === 'text' ? first.text : '';
-}
 
-async function withClient<T>(url: string, options: Parameters<typeof connectClient>[1], body: (c: ConnectedClient) => Promise<T>): Promise<T> {
-  const c = await connectClient(url, options);
-  try {
-    return await body(c);
-  } finally {
-    await c.close();
-  }
-}
 
 describe('transparent mode: SDK client → Gatehouse → SDK server (SSE responses)', () => {
   let backend: SdkServer;

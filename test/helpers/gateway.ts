@@ -31,6 +31,18 @@ export interface VmcpYamlOptions {
   documents?: string;
 }
 
+/** The MCPGroup `tools` with one MCPServer `echo`, each a document ending in `---`: a VirtualMCPServer follows. */
+export const GROUP_WITH_ECHO = `apiVersion: gatehouse.dev/v1alpha1
+kind: MCPGroup
+metadata: {name: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: echo}
+spec: {url: "http://127.0.0.1:9100/mcp", groupRef: tools}
+---
+`;
+
 export function vmcpYaml(options: VmcpYamlOptions): string {
   const docs = [
     'apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: tools}',

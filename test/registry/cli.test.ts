@@ -7,12 +7,11 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { runCli as run, serveCli, type ServedCli } from '../helpers/cli.ts';
 import { startIssuer } from './helpers/issuer.ts';
 import { tempDir } from './helpers/registry.ts';
+import { REPO_ROOT } from '../fixtures/processes.ts';
 
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const serve = (config: string): Promise<ServedCli> => serveCli('registry', config);
 const stop = (served: ServedCli): Promise<number | null> => served.stop();

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { connectClient } from '../fixtures/client.ts';
+import { connectClient, textOf } from '../fixtures/client.ts';
 import type { SdkServer } from '../fixtures/sdk-server.ts';
 import { startOidcGateway, type OidcGateway } from '../incoming-auth/helpers/oidc-gateway.ts';
 
@@ -31,7 +31,7 @@ describe('aggregated mode: the client\'s credentials never reach a backend', () 
       await c.client.listTools();
       await c.client.listResources();
       const echoed = (await c.client.callTool({ name: 'beta_echo', arguments: { text: 'hi' } })) as CallToolResult;
-      assert.equal(echoed.content[0]?.type === 'text' ? echoed.content[0].text : '', 'beta: hi');
+      assert.equal(textOf(echoed), 'beta: hi');
       const sampled = (await c.client.callTool({ name: 'alpha_sample', arguments: { prompt: 'p' } })) as CallToolResult;
       assert.ok(sampled.content.length > 0, 'the sampling round trip went back to alpha');
       await c.client.setLoggingLevel('info');

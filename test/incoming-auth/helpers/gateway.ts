@@ -3,13 +3,12 @@
  * requests the SDK client never sends (two Authorization headers, tokens in the query string).
  */
 import { request as httpRequest, type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { loadVmcpConfig } from '../../../core/config/vmcp-config.ts';
 import { createLogger } from '../../../core/observe/log.ts';
 import { startVmcp, type RunningVmcp } from '../../../core/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../../plugins/cli/vmcp-builtins.ts';
 import { vmcpYaml, writeConfig, type TestBackend } from '../../helpers/gateway.ts';
+import { freePort } from '../../fixtures/processes.ts';
 
 export interface InlineOidcYaml {
   issuer: string;
@@ -43,13 +42,6 @@ export function secretYaml(name: string, clientSecret: string): string {
   return `apiVersion: v1\nkind: Secret\nmetadata: {name: ${name}}\ntype: Opaque\nstringData:\n  clientSecret: ${JSON.stringify(clientSecret)}`;
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /**
  * A gateway on a port chosen before its config is written, so that `resourceUrl` is its real
