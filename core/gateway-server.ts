@@ -27,6 +27,7 @@ import { WireServer, type WireHandler } from './http/wire/server.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { runHooks, type Chain, type HookOutcome } from './chain.ts';
+import type { AdminListenerConfig, ServerSettings } from './config/server-settings.ts';
 import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
 import { preflightHeaders } from './http/cors.ts';
@@ -58,7 +59,13 @@ export interface ServerOptions {
   /** `gatehouse` (the default): Gatehouse's own HTTP/1.1 server; `node`: node:http. */
   engine?: ServerEngine;
   /** A separate listener for /status and /metrics (and the probes); null: they need auth on the public port. */
-  admin?: AdminListen | null;
+  admin?: AdminListenerConfig | null;
+}
+
+/** The server options that come from a `server` section of either configuration. */
+export function listenerOptions(settings: ServerSettings): Pick<ServerOptions, 'allowedHosts' | 'allowedOrigins' | 'shutdownGraceMs' | 'requestTimeoutMs' | 'accessLog' | 'engine' | 'admin'> {
+  const { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin } = settings;
+  return { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin };
 }
 
 /**
@@ -71,10 +78,6 @@ export interface ShutdownHook {
   abort(): void;
 }
 
-export interface AdminListen {
-  readonly host: string;
-  readonly port: number;
-}
 
 export type ServerEngine = 'gatehouse' | 'node';
 

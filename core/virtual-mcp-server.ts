@@ -17,7 +17,7 @@ import { needsAggregation } from './mcp/aggregate/config.ts';
 import { createLogger } from './observe/log.ts';
 import { GatewayMetrics } from './observe/metrics.ts';
 import { importPlugin, type PluginSpec } from './plugin-loader.ts';
-import type { GatewayServer } from './gateway-server.ts';
+import { listenerOptions, type GatewayServer } from './gateway-server.ts';
 import { Upstreams } from './upstream/upstreams.ts';
 
 export interface StartVmcpOptions {
@@ -86,13 +86,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
       mcp: endpoint,
       shutdown: [streams],
       publicUrls: [config.incomingAuth.resourceUrl, config.authServer?.issuer].filter((u): u is string => typeof u === 'string'),
-      allowedHosts: config.server.allowedHosts,
-      allowedOrigins: config.server.allowedOrigins,
-      shutdownGraceMs: config.server.shutdownGraceMs,
-      requestTimeoutMs: config.server.requestTimeoutMs,
-      accessLog: config.server.accessLog,
-      engine: config.server.engine,
-      admin: config.server.admin,
+      ...listenerOptions(config.server),
     });
     if (aggregated !== null) app.onStart(() => aggregated.health.start());
 

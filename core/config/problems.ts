@@ -55,6 +55,23 @@ export function sortProblems(problems: readonly ConfigProblem[]): ConfigProblem[
   return [...problems].sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column);
 }
 
+/** A configuration file's outcome: the resolved config, or every problem in it (sorted by position). */
+export type Validation<C> = { ok: true; config: C } | { ok: false; problems: ConfigProblem[] };
+
+/** Reads `file` and validates its text with `validate` (a file that cannot be read is its one problem). */
+export async function validateFile<C>(file: string, validate: (text: string, file: string) => Validation<C>): Promise<Validation<C>> {
+  const text = await readConfigText(file);
+  if (typeof text !== 'string') return { ok: false, problems: [text] };
+  return validate(text, file);
+}
+
+/** The resolved config of `file`, or a ConfigError listing every problem in it. */
+export async function loadFile<C>(file: string, validate: (text: string, file: string) => Validation<C>): Promise<C> {
+  const result = await validateFile(file, validate);
+  if (!result.ok) throw new ConfigError(result.problems);
+  return result.config;
+}
+
 /** A configuration that cannot be used; `problems` lists everything that is wrong with it. */
 export class ConfigError extends StartupError {
   /** Every problem, with its file position and YAML path. */

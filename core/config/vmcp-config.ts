@@ -11,8 +11,8 @@ import { dirname, resolve } from 'node:path';
 import type { RedisConnectionConfig } from '../store/redis-config.ts';
 import type { AggregationConfig } from '../mcp/aggregate/config.ts';
 import type { z } from 'zod';
-import { ConfigError, readConfigText, didYouMean, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
-import type { ConfigProblem, PathSegment } from './problems.ts';
+import { didYouMean, loadFile, validateFile, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
+import type { ConfigProblem, PathSegment, Validation } from './problems.ts';
 import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, RESOURCE_KINDS, resourceSchemas } from './vmcp-schema.ts';
 import type { ParsedResource, ReferenceIndex, ResourceKind } from './vmcp-schema.ts';
 import { SecretStore } from './secrets.ts';
@@ -28,21 +28,13 @@ import type {
 import { isMapping, parseYamlDocuments } from './yaml.ts';
 import type { LocateTarget, YamlDocument } from './yaml.ts';
 
-export type VmcpValidation = { ok: true; config: VmcpConfig } | { ok: false; problems: ConfigProblem[] };
+export type VmcpValidation = Validation<VmcpConfig>;
 
 /** The resolved config of `file`, or a `ConfigError` listing every problem in it. */
-export async function loadVmcpConfig(file: string): Promise<VmcpConfig> {
-  const result = await validateVmcpFile(file);
-  if (!result.ok) throw new ConfigError(result.problems);
-  return result.config;
-}
+export const loadVmcpConfig = (file: string): Promise<VmcpConfig> => loadFile(file, validateVmcpText);
 
 /** For `gatehouse validate`: the resolved config, or every problem (sorted by position). */
-export async function validateVmcpFile(file: string): Promise<VmcpValidation> {
-  const text = await readConfigText(file);
-  if (typeof text !== 'string') return { ok: false, problems: [text] };
-  return validateVmcpText(text, file);
-}
+export const validateVmcpFile = (file: string): Promise<VmcpValidation> => validateFile(file, validateVmcpText);
 
 /** Validate YAML text as the content of `file` (relative plugin modules resolve against its directory). */
 export function validateVmcpText(text: string, file: string): VmcpValidation {
@@ -261,16 +253,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       healthCheckIntervalMs: spec.config.operational.failureHandling.healthCheckInterval,
       unhealthyThreshold: spec.config.operational.failureHandling.unhealthyThreshold,
     },
-    server: {
-      maxBodyBytes: spec.server.maxBodySize,
-      allowedHosts: spec.server.allowedHosts,
-      allowedOrigins: spec.server.allowedOrigins,
-      shutdownGraceMs: spec.server.shutdownGracePeriod,
-      requestTimeoutMs: spec.server.requestTimeout,
-      accessLog: spec.server.accessLog,
-      engine: spec.server.engine,
-      admin: spec.server.admin === undefined ? null : { host: spec.server.admin.address, port: spec.server.admin.port },
-    },
+    server: spec.server,
     plugins: spec.plugins.map((plugin, i) => ({
       name: plugin.name,
       module: plugin.module,

@@ -14,9 +14,9 @@ import { durationSchema as duration } from './duration.ts';
 import { describeValue, didYouMean } from './problems.ts';
 import { secretBodyShape, secretRefSchema } from './secrets.ts';
 import type { SecretStore } from './secrets.ts';
-import { sizeSchema as size } from './size.ts';
+import { serverSettingsSchema } from './server-settings.ts';
 import { isMapping } from './yaml.ts';
-import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
+import { addIssue, httpUrlSchema, issuerUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
 export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret'] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
@@ -364,18 +364,7 @@ export function resourceSchemas(index: ReferenceIndex) {
       .optional(),
   });
 
-  const server = z
-    .strictObject({
-      maxBodySize: size.default(4 * 1024 * 1024),
-      allowedHosts: z.array(allowedHost).default([]),
-      allowedOrigins: z.array(allowedOrigin).default([]),
-      shutdownGracePeriod: duration({ allowZero: true }).default(10_000),
-      requestTimeout: duration({ allowZero: true }).default(60_000),
-      accessLog: z.boolean().default(false),
-      admin: adminListener.optional(),
-      engine: z.enum(['gatehouse', 'node']).default('gatehouse'),
-    })
-    .prefault({});
+  const server = serverSettingsSchema(4 * 1024 * 1024);
 
   const plugin = z.strictObject({
     name: text,

@@ -8,6 +8,7 @@
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from '../mcp/aggregate/config.ts';
 import type { RedisConnectionConfig } from '../store/redis-config.ts';
 import type { ResolvedSecretRef } from './secrets.ts';
+import type { ServerSettings } from './server-settings.ts';
 
 export interface BackendConfig {
   /** `metadata.name` of the MCPServer. */
@@ -123,31 +124,6 @@ export interface AuthServerConfig {
   readonly storage: AuthServerStorageConfig;
 }
 
-/** Gatehouse's own listener settings: `VirtualMCPServer.spec.server`. */
-export interface ServerSettings {
-  /** Request body cap (`maxBodySize`, default 4Mi). */
-  readonly maxBodyBytes: number;
-  /** Extra `Host` values accepted besides the gateway's own addresses and resourceUrl's host. `*` accepts any. */
-  readonly allowedHosts: readonly string[];
-  /** Browser origins accepted besides the gateway's own. `*` accepts any. */
-  readonly allowedOrigins: readonly string[];
-  /** How long SIGTERM waits for in-flight requests (`shutdownGracePeriod`, default 10s). */
-  readonly shutdownGraceMs: number;
-  /** A whole request, head and body, must arrive within this (`requestTimeout`, default 60s; 0: no limit). */
-  readonly requestTimeoutMs: number;
-  /** One log line per request (default false). */
-  readonly accessLog: boolean;
-  /** `gatehouse`: Gatehouse's own HTTP/1.1 server (default); `node`: node:http. */
-  readonly engine: 'gatehouse' | 'node';
-  /** `admin`: the separate listener of /status and /metrics, or null (they need auth on the public port). */
-  readonly admin: AdminListenerConfig | null;
-}
-
-/** `server.admin` of either server: where /status and /metrics answer without authentication. */
-export interface AdminListenerConfig {
-  readonly host: string;
-  readonly port: number;
-}
 
 /** A plugin loaded from `VirtualMCPServer.spec.plugins[]`. */
 export interface PluginRef {

@@ -11,7 +11,7 @@ import { App } from '../../core/app.ts';
 import type { RegistryConfig } from './config/registry-config.ts';
 import { formatPath } from '../../core/config/problems.ts';
 import { NotAvailableError, StartupError } from '../../core/errors.ts';
-import type { GatewayServer } from '../../core/gateway-server.ts';
+import { listenerOptions, type GatewayServer } from '../../core/gateway-server.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
@@ -83,12 +83,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       port: options.port ?? 8080,
       mcp: null,
       publicUrls: config.auth.mode === 'oauth' ? [config.auth.resourceUrl] : [],
-      allowedHosts: config.server.allowedHosts,
-      allowedOrigins: config.server.allowedOrigins,
-      shutdownGraceMs: config.server.shutdownGraceMs,
-      requestTimeoutMs: config.server.requestTimeoutMs,
-      admin: config.server.admin,
-      accessLog: config.server.accessLog,
+      ...listenerOptions(config.server),
     });
     // The first sync of every synced source completes before the server reports ready.
     const sync = app.own(new SyncScheduler(store, config.sources, log.child({ component: 'sync' })), (s) => s.stop(), 'source sync');

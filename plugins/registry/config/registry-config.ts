@@ -4,11 +4,11 @@
  * problem of the file at once, each as `file:line:col path: message`.
  */
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { ConfigError, readConfigText, formatPath, schemaIssueMessage, sortProblems } from '../../../core/config/problems.ts';
-import type { ConfigProblem } from '../../../core/config/problems.ts';
+import { formatPath, loadFile, validateFile, schemaIssueMessage, sortProblems } from '../../../core/config/problems.ts';
+import type { ConfigProblem, Validation } from '../../../core/config/problems.ts';
 import { DEFAULT_DATA_DIR, registryFileSchema } from './registry-schema.ts';
 import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
-import type { AdminListenerConfig } from '../../../core/config/vmcp-types.ts';
+import type { ServerSettings } from '../../../core/config/server-settings.ts';
 import { parseYamlDocuments } from '../../../core/config/yaml.ts';
 
 export type ClaimMap = Readonly<Record<string, string>>;
@@ -61,17 +61,6 @@ export interface RegistryDefinition {
 
 export type DatabaseConfig = { readonly type: 'embedded'; readonly path: string } | { readonly type: 'postgres'; readonly url: string } | { readonly type: 'memory' };
 
-export interface RegistryServerSettings {
-  readonly maxBodyBytes: number;
-  readonly allowedHosts: readonly string[];
-  readonly allowedOrigins: readonly string[];
-  readonly shutdownGraceMs: number;
-  /** A whole request must arrive within this (408 after; 0: no limit). */
-  readonly requestTimeoutMs: number;
-  readonly accessLog: boolean;
-  /** The separate listener of /metrics, or null (it needs auth on the public port). */
-  readonly admin: AdminListenerConfig | null;
-}
 
 export interface RegistryConfig {
   /** Absolute path of the file and its directory. */
@@ -81,22 +70,16 @@ export interface RegistryConfig {
   readonly sources: readonly SourceDefinition[];
   readonly registries: readonly RegistryDefinition[];
   readonly database: DatabaseConfig;
-  readonly server: RegistryServerSettings;
+  readonly server: ServerSettings;
 }
 
-export type RegistryValidation = { ok: true; config: RegistryConfig } | { ok: false; problems: ConfigProblem[] };
+export type RegistryValidation = Validation<RegistryConfig>;
 
-export async function loadRegistryConfig(file: string): Promise<RegistryConfig> {
-  const result = await validateRegistryFile(file);
-  if (!result.ok) throw new ConfigError(result.problems);
-  return result.config;
-}
+/** The resolved config of `file`, or a `ConfigError` listing every problem in it. */
+export const loadRegistryConfig = (file: string): Promise<RegistryConfig> => loadFile(file, validateRegistryText);
 
-export async function validateRegistryFile(file: string): Promise<RegistryValidation> {
-  const text = await readConfigText(file);
-  if (typeof text !== 'string') return { ok: false, problems: [text] };
-  return validateRegistryText(text, file);
-}
+/** For `gatehouse registry validate`: the resolved config, or every problem (sorted by position). */
+export const validateRegistryFile = (file: string): Promise<RegistryValidation> => validateFile(file, validateRegistryText);
 
 export function validateRegistryText(text: string, file: string): RegistryValidation {
   const problems: ConfigProblem[] = [];
@@ -146,15 +129,7 @@ function assemble(input: RegistryFileInput, file: string): RegistryConfig {
     sources: input.sources.map((source) => toSourceDefinition(source, source.name, dir)),
     registries: input.registries.map((registry) => ({ name: registry.name, sources: registry.sources, claims: registry.claims ?? {} })),
     database: toDatabase(input.database, dir),
-    server: {
-      maxBodyBytes: input.server.maxBodySize,
-      allowedHosts: input.server.allowedHosts,
-      allowedOrigins: input.server.allowedOrigins,
-      shutdownGraceMs: input.server.shutdownGracePeriod,
-      requestTimeoutMs: input.server.requestTimeout,
-      accessLog: input.server.accessLog,
-      admin: input.server.admin === undefined ? null : { host: input.server.admin.address, port: input.server.admin.port },
-    },
+    server: input.server,
   };
 }
 

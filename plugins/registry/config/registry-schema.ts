@@ -9,9 +9,9 @@
 import { z } from 'zod';
 import { durationSchema } from '../../../core/config/duration.ts';
 import { describeValue, didYouMean } from '../../../core/config/problems.ts';
-import { sizeSchema } from '../../../core/config/size.ts';
+import { serverSettingsSchema } from '../../../core/config/server-settings.ts';
 import { isMapping } from '../../../core/config/yaml.ts';
-import { addIssue, adminListener, allowedHost, allowedOrigin, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from '../../../core/config/formats.ts';
+import { addIssue, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from '../../../core/config/formats.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -159,15 +159,6 @@ const databaseSchema = z
     if (db.type !== 'embedded' && db.path !== undefined) addIssue(ctx, ['path'], `must not be set when type is ${db.type} (it is the data directory of the embedded store)`, 'key');
   }, whenMapping);
 
-const serverSchema = z.strictObject({
-  maxBodySize: sizeSchema.default(1024 * 1024),
-  allowedHosts: z.array(allowedHost).default([]),
-  allowedOrigins: z.array(allowedOrigin).default([]),
-  shutdownGracePeriod: durationSchema({ allowZero: true }).default(10_000),
-  requestTimeout: durationSchema({ allowZero: true }).default(60_000),
-  accessLog: z.boolean().default(false),
-  admin: adminListener.optional(),
-});
 
 // ---- the file -----------------------------------------------------------------------------
 
@@ -203,7 +194,7 @@ export const registryFileSchema = z
     sources: uniqueNames('source', z.array(sourceSchema)).default([]),
     registries: uniqueNames('registry', z.array(registrySchema)).default([]),
     database: databaseSchema.prefault({ type: 'embedded' }),
-    server: serverSchema.prefault({}),
+    server: serverSettingsSchema(1024 * 1024),
   })
   .superRefine(crossReferences, whenMapping);
 

@@ -1,0 +1,62 @@
+/**
+ * The `server` section both servers share (`VirtualMCPServer.spec.server`, the registry's
+ * `server`): its schema and the settings it resolves to (gateway-server.ts `listenerOptions`
+ * turns them into the HTTP server's options). Only the body cap's default differs.
+ */
+import { z } from 'zod';
+import { durationSchema } from './duration.ts';
+import { adminListener, allowedHost, allowedOrigin } from './formats.ts';
+import { sizeSchema } from './size.ts';
+
+/** `server.admin`: where /status and /metrics answer without authentication. */
+export interface AdminListenerConfig {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface ServerSettings {
+  /** Request body cap (`maxBodySize`). */
+  readonly maxBodyBytes: number;
+  /** Extra `Host` values accepted besides the server's own addresses and public URLs. `*` accepts any. */
+  readonly allowedHosts: readonly string[];
+  /** Browser origins accepted besides the server's own. `*` accepts any. */
+  readonly allowedOrigins: readonly string[];
+  /** How long SIGTERM waits for in-flight requests (`shutdownGracePeriod`, default 10s). */
+  readonly shutdownGraceMs: number;
+  /** A whole request, head and body, must arrive within this (`requestTimeout`, default 60s; 0: no limit). */
+  readonly requestTimeoutMs: number;
+  /** One log line per request (default false). */
+  readonly accessLog: boolean;
+  /** `gatehouse`: Gatehouse's own HTTP/1.1 server (default); `node`: node:http. */
+  readonly engine: 'gatehouse' | 'node';
+  /** The separate listener of /status and /metrics, or null (they need auth on the public port). */
+  readonly admin: AdminListenerConfig | null;
+}
+
+/** The section's schema, with the body cap defaulting to `defaultMaxBodyBytes`; resolves to ServerSettings. */
+export function serverSettingsSchema(defaultMaxBodyBytes: number) {
+  return z
+    .strictObject({
+      maxBodySize: sizeSchema.default(defaultMaxBodyBytes),
+      allowedHosts: z.array(allowedHost).default([]),
+      allowedOrigins: z.array(allowedOrigin).default([]),
+      shutdownGracePeriod: durationSchema({ allowZero: true }).default(10_000),
+      requestTimeout: durationSchema({ allowZero: true }).default(60_000),
+      accessLog: z.boolean().default(false),
+      admin: adminListener.optional(),
+      engine: z.enum(['gatehouse', 'node']).default('gatehouse'),
+    })
+    .transform(
+      (server): ServerSettings => ({
+        maxBodyBytes: server.maxBodySize,
+        allowedHosts: server.allowedHosts,
+        allowedOrigins: server.allowedOrigins,
+        shutdownGraceMs: server.shutdownGracePeriod,
+        requestTimeoutMs: server.requestTimeout,
+        accessLog: server.accessLog,
+        engine: server.engine,
+        admin: server.admin === undefined ? null : { host: server.admin.address, port: server.admin.port },
+      }),
+    )
+    .prefault({});
+}
