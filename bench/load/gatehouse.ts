@@ -26,8 +26,11 @@ export interface GatehouseConfigContext {
   tmpDir: string;
 }
 
-/** The anonymous, transparent vMCP: one group with the one backend, no incoming auth. */
-export function anonymousConfig({ backendUrl, port }: GatehouseConfigContext): string {
+/**
+ * A vMCP config: one group with the one backend, behind `incomingAuth` (YAML lines indented by
+ * four spaces, each ending in a newline).
+ */
+export function vmcpConfig({ backendUrl, port }: GatehouseConfigContext, incomingAuth: string): string {
   return `apiVersion: gatehouse.dev/v1alpha1
 kind: MCPGroup
 metadata: {name: bench}
@@ -42,10 +45,14 @@ kind: VirtualMCPServer
 metadata: {name: bench}
 spec:
   config: {groupRef: bench}
-  incomingAuth: {type: anonymous, resourceUrl: "http://127.0.0.1:${port}/mcp"}
-  outgoingAuth: {source: discovered}
+  incomingAuth:
+    resourceUrl: "http://127.0.0.1:${port}/mcp"
+${incomingAuth}  outgoingAuth: {source: discovered}
 `;
 }
+
+/** The anonymous, transparent vMCP: one group with the one backend, no incoming auth. */
+export const anonymousConfig = (ctx: GatehouseConfigContext): string => vmcpConfig(ctx, '    type: anonymous\n');
 
 /** The same gateway on node:http (`spec.server.engine: node`), to measure the engine choice. */
 export function nodeEngineConfig(ctx: GatehouseConfigContext): string {

@@ -11,34 +11,21 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { startGatehouse, type GatehouseConfigContext } from './gatehouse.ts';
+import { startGatehouse, vmcpConfig, type GatehouseConfigContext } from './gatehouse.ts';
 import type { Row } from './target.ts';
 
 const AUDIENCE = 'gatehouse-bench';
 
 function oidcConfig(issuer: string) {
-  return ({ backendUrl, port }: GatehouseConfigContext): string => `apiVersion: gatehouse.dev/v1alpha1
-kind: MCPGroup
-metadata: {name: bench}
----
-apiVersion: gatehouse.dev/v1alpha1
-kind: MCPServer
-metadata: {name: backend}
-spec: {url: "${backendUrl}", transport: streamable-http, groupRef: bench}
----
-apiVersion: gatehouse.dev/v1alpha1
-kind: VirtualMCPServer
-metadata: {name: bench}
-spec:
-  config: {groupRef: bench}
-  incomingAuth:
-    type: oidc
-    resourceUrl: "http://127.0.0.1:${port}/mcp"
+  return (ctx: GatehouseConfigContext): string =>
+    vmcpConfig(
+      ctx,
+      `    type: oidc
     oidcConfig:
       type: inline
       inline: {issuer: "${issuer}", clientId: bench, audience: ${AUDIENCE}}
-  outgoingAuth: {source: discovered}
-`;
+`,
+    );
 }
 
 /** A loopback issuer serving discovery and JWKS for one ES256 key; returns it with a token for the gateway. */

@@ -3,17 +3,10 @@
  * renderings (a markdown table + ratio summary, and the JSON written to bench/results/).
  */
 import type { RowRole } from './target.ts';
-import { errorCount, type WrkErrors } from './wrk.ts';
+import { errorCount, type WrkResult } from './wrk.ts';
 
-export interface Measurement {
-  requests: number;
-  seconds: number;
-  rps: number;
-  latencyAvgMs: number;
-  p50Ms: number;
-  p75Ms: number;
-  p90Ms: number;
-  p99Ms: number;
+/** wrk's figures (without its printed report) and what the harness measured around them. */
+export interface Measurement extends Omit<WrkResult, 'raw'> {
   /** user+sys CPU of the target's process tree during the measured run. */
   cpuMicros: number;
   cpuMicrosPerRequest: number;
@@ -28,7 +21,6 @@ export interface Measurement {
    * machine: above `NOISY_PERCENT` the row is marked noisy (throughput and latency suspect).
    */
   foreignCpuPercent: number;
-  errors: WrkErrors;
 }
 
 /** Foreign CPU share above which a row is marked noisy (BENCH_NOISY_PERCENT, default 10). */

@@ -18,7 +18,6 @@ import type { OpenStream, OpenStreams } from './streams.ts';
 const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'x-request-id']);
 
 
-
 const EVENT_STREAM = /^text\/event-stream/i;
 
 /**

@@ -15,7 +15,6 @@ import { post, startTestGateway } from '../helpers/gateway.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
 
-
 const BOTH = { capabilities: { sampling: true, elicitation: true } };
 
 describe('aggregated: three backends behind one endpoint', () => {

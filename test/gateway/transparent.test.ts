@@ -13,7 +13,6 @@ import { startTestGateway } from '../helpers/gateway.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
 
-
 describe('transparent mode: SDK client → Gatehouse → SDK server (SSE responses)', () => {
   let backend: SdkServer;
   let gateway: RunningVmcp;
