@@ -78,7 +78,6 @@ export interface ShutdownHook {
   abort(): void;
 }
 
-
 export type ServerEngine = 'gatehouse' | 'node';
 
 /** What the server needs of a listener; node:http's Server and WireServer both are one. */

@@ -49,7 +49,6 @@ async function child(): Promise<void> {
   setup.close();
 }
 
-
 /** Runs one side under callgrind and returns its instructions per call. */
 async function countSide(alg: BenchAlg, side: 'jose' | 'validator', calls: number, dir: string): Promise<number> {
   const out = join(dir, `callgrind.${side}`);

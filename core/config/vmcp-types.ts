@@ -124,7 +124,6 @@ export interface AuthServerConfig {
   readonly storage: AuthServerStorageConfig;
 }
 
-
 /** A plugin loaded from `VirtualMCPServer.spec.plugins[]`. */
 export interface PluginRef {
   readonly name: string;

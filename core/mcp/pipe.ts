@@ -17,7 +17,6 @@ import type { OpenStream, OpenStreams } from './streams.ts';
 /** Response headers never passed back: hop-by-hop, and what the gateway sets itself. */
 const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'x-request-id']);
 
-
 const EVENT_STREAM = /^text\/event-stream/i;
 
 /**

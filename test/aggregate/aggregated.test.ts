@@ -14,7 +14,6 @@ import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
-
 const BOTH = { capabilities: { sampling: true, elicitation: true } };
 
 describe('aggregated: three backends behind one endpoint', () => {

@@ -11,7 +11,6 @@ import { freePort, spawnFixture, waitFor, type SpawnedFixture } from '../fixture
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 
-
 interface Status {
   backends: { name: string; health: string; consecutiveFailures: number; lastError: string | null; toolCount: number | null }[];
 }

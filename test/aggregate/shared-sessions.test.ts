@@ -12,7 +12,6 @@ import { post, startTestGateway } from '../helpers/gateway.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
-
 describe('aggregated sessions shared through Redis', () => {
   let redis: LocalRedis | null = null;
   let skip: string | null = null;

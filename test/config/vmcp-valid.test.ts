@@ -18,7 +18,6 @@ function configOf(text: string): VmcpConfig {
   return result.config;
 }
 
-
 test('the minimal file resolves, with every default', async () => {
   const config = await loadVmcpConfig(join(fixtures, 'minimal.yaml'));
   assert.deepEqual(config, {

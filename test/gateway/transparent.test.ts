@@ -12,7 +12,6 @@ import { waitFor } from '../fixtures/processes.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 
-
 describe('transparent mode: SDK client → Gatehouse → SDK server (SSE responses)', () => {
   let backend: SdkServer;
   let gateway: RunningVmcp;

@@ -71,7 +71,6 @@ describe('validator: accepted tokens', () => {
     validator.close();
   });
 
-
   it('gives a token under a copied signature none of the genuine one: not its pending check, not its cache entry', async () => {
     const clock = new Clock();
     const validator = await validatorFor(issuer, clock);

@@ -12,7 +12,6 @@ import { startIssuer } from './helpers/issuer.ts';
 import { tempDir } from './helpers/registry.ts';
 import { REPO_ROOT } from '../fixtures/processes.ts';
 
-
 const serve = (config: string): Promise<ServedCli> => serveCli('registry', config);
 const stop = (served: ServedCli): Promise<number | null> => served.stop();
 

@@ -18,7 +18,6 @@ import { RESOURCE, startOidcGateway, type OidcGateway } from '../incoming-auth/h
 import { startIssuer, type TestIssuer } from '../registry/helpers/issuer.ts';
 import { providersYaml, startTestRegistry, type TestRegistry } from '../registry/helpers/registry.ts';
 
-
 /** A JWT whose protected header is `header` (any payload, a signature that is not one). */
 function forged(header: Record<string, unknown>, iss = 'https://issuer.example'): string {
   const now = Math.floor(Date.now() / 1000);

@@ -61,7 +61,6 @@ export interface RegistryDefinition {
 
 export type DatabaseConfig = { readonly type: 'embedded'; readonly path: string } | { readonly type: 'postgres'; readonly url: string } | { readonly type: 'memory' };
 
-
 export interface RegistryConfig {
   /** Absolute path of the file and its directory. */
   readonly file: string;

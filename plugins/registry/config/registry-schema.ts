@@ -159,7 +159,6 @@ const databaseSchema = z
     if (db.type !== 'embedded' && db.path !== undefined) addIssue(ctx, ['path'], `must not be set when type is ${db.type} (it is the data directory of the embedded store)`, 'key');
   }, whenMapping);
 
-
 // ---- the file -----------------------------------------------------------------------------
 
 /** References between sections: registries name existing sources, and at most one managed one. */

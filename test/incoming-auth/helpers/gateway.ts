@@ -42,7 +42,6 @@ export function secretYaml(name: string, clientSecret: string): string {
   return `apiVersion: v1\nkind: Secret\nmetadata: {name: ${name}}\ntype: Opaque\nstringData:\n  clientSecret: ${JSON.stringify(clientSecret)}`;
 }
 
-
 /**
  * A gateway on a port chosen before its config is written, so that `resourceUrl` is its real
  * URL (what an MCP client's RFC 9728 discovery checks).
