@@ -21,6 +21,7 @@ import type { BackendInfo } from './backend.ts';
 import { Chain } from './chain.ts';
 import type { AuthChallenge } from './errors.ts';
 import { GatewayServer, type ServerOptions } from './gateway-server.ts';
+import { httpUrlOf } from './http/address.ts';
 import type { GatewayMetrics } from './observe/metrics.ts';
 import { createPlugins, type PluginSpec } from './plugin-loader.ts';
 import type { MaybePromise, Plugin, PluginHost } from './plugin.ts';
@@ -51,6 +52,8 @@ export class App {
   /** What undoes each acquisition, in the order they were made. */
   readonly #undo: { readonly what: string; readonly undo: Undo }[] = [];
   readonly #startHooks: (() => MaybePromise<void>)[] = [];
+  /** The plugins whose start() has returned, in order. */
+  readonly #started: Plugin[] = [];
   #stopping: Promise<void> | null = null;
 
   constructor(options: AppOptions) {
@@ -74,6 +77,9 @@ export class App {
     });
     this.#plugins = await createPlugins(specs, hostFor);
     this.#chain = new Chain(this.#plugins, this.metrics.phaseTimer);
+    // Registered before every resource acquired after them, so plugins stop last: what a
+    // resource does while it closes (a last health probe, a stream's end) may still run hooks.
+    this.#undo.push({ what: 'plugins', undo: () => this.#stopStarted() });
     return this.#chain;
   }
 
@@ -117,7 +123,7 @@ export class App {
       const address = await server.listen();
       for (const plugin of this.#plugins) {
         await plugin.start?.();
-        if (plugin.stop !== undefined) this.#undo.push({ what: `plugin ${plugin.name}`, undo: () => plugin.stop!() });
+        this.#started.push(plugin);
       }
       for (const hook of this.#startHooks) await hook();
       server.markReady();
@@ -130,26 +136,36 @@ export class App {
 
   /** `http://host:port<path>` of the bound address. */
   url(path = ''): string {
-    const address = this.server.address;
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    return `http://${host}:${address.port}${path}`;
+    return httpUrlOf(this.server.address, path);
   }
 
   /**
    * Stops accepting and drains in-flight requests first, then releases everything in reverse
-   * order of acquisition; a release that fails is logged and the others still run. Idempotent.
+   * order of acquisition (the plugins last); a release that fails is logged and the others still
+   * run, so stop() never rejects. Idempotent.
    */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
-      await this.#server?.close();
-      for (const { what, undo } of this.#undo.splice(0).reverse()) {
-        try {
-          await undo();
-        } catch (err) {
-          this.log.error({ err, what }, `failed to stop ${what}`);
-        }
-      }
+      const server = this.#server;
+      if (server !== null) await this.#release('HTTP server', () => server.close());
+      for (const { what, undo } of this.#undo.splice(0).reverse()) await this.#release(what, undo);
     })();
     return this.#stopping;
+  }
+
+  /** Stops the started plugins in reverse order, each on its own. */
+  async #stopStarted(): Promise<void> {
+    for (const plugin of this.#started.splice(0).reverse()) {
+      if (plugin.stop !== undefined) await this.#release(`plugin ${plugin.name}`, () => plugin.stop!());
+    }
+  }
+
+  /** Runs one release; a failure is logged, never thrown (the other releases still run). */
+  async #release(what: string, undo: Undo): Promise<void> {
+    try {
+      await undo();
+    } catch (err) {
+      this.log.error({ err, what }, `failed to stop ${what}`);
+    }
   }
 }

@@ -120,6 +120,15 @@ export class GatewayError extends Error {
   }
 }
 
+/**
+ * A plugin family's error catalogue: each of its codes with its status, in one table. Returns the
+ * one way to make its errors, so that a code is never written with a status at the place of use.
+ */
+export function errorCatalogue<Code extends string>(statuses: Readonly<Record<Code, number>>) {
+  return (code: Code, description: string, options: Omit<GatewayErrorOptions, 'status'> = {}): GatewayError =>
+    new GatewayError(code, description, { ...options, status: statuses[code] });
+}
+
 /** RFC 6750 / RFC 9728 challenge parameters, set by the incoming-auth plugin at start. */
 export interface AuthChallenge {
   realm: string;
@@ -239,14 +248,10 @@ export function lastResort(res: HttpResponse, cause: unknown): GatewayError {
  * never on the request path (that is GatewayError).
  */
 export class StartupError extends Error {
-  /** One line per problem. */
-  readonly lines: readonly string[];
-
-  constructor(lines: readonly string[] | string, message?: string) {
-    const list = typeof lines === 'string' ? [lines] : lines;
-    super(message ?? list.join('\n'));
+  /** `problems`: one line each. */
+  constructor(problems: readonly string[] | string, options?: ErrorOptions) {
+    super(typeof problems === 'string' ? problems : problems.join('\n'), options);
     this.name = new.target.name;
-    this.lines = list;
   }
 }
 

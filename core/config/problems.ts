@@ -79,7 +79,7 @@ export class ConfigError extends StartupError {
 
   constructor(problems: readonly ConfigProblem[]) {
     const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-    super(problems.map(formatProblem), `invalid configuration (${count}):\n${formatProblems(problems)}`);
+    super(`invalid configuration (${count}):\n${formatProblems(problems)}`);
     this.problems = problems;
   }
 }

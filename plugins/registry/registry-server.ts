@@ -2,8 +2,7 @@
  * Composes a running registry server from its resolved config on the application lifecycle
  * (core/app.ts): the store (migrated, with the config's sources and registries applied), the
  * plugins (bearer auth in oauth mode, the registry-authz caller resolution, the registry API),
- * the HTTP server (without an MCP endpoint), and the first sync of the synced sources before the
- * server reports ready.
+ * the first sync of the synced sources, then the HTTP server (without an MCP endpoint).
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -85,9 +84,10 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       publicUrls: config.auth.mode === 'oauth' ? [config.auth.resourceUrl] : [],
       ...listenerOptions(config.server),
     });
-    // The first sync of every synced source completes before the server reports ready.
+    // The first sync of every synced source completes before the server listens: no client
+    // ever sees a registry without its synced entries.
     const sync = app.own(new SyncScheduler(store, config.sources, log.child({ component: 'sync' })), (s) => s.stop(), 'source sync');
-    app.onStart(() => sync.start());
+    await sync.start();
 
     const address = await app.start();
     const url = app.url();
@@ -104,6 +104,6 @@ async function openDatabase(config: RegistryConfig): Promise<Store> {
   try {
     return await openStore(config.database);
   } catch (err) {
-    throw new StartupError(`cannot open the registry database: ${(err as Error).message}`);
+    throw new StartupError(`cannot open the registry database: ${(err as Error).message}`, { cause: err });
   }
 }
