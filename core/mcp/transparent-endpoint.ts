@@ -20,7 +20,7 @@ import { acceptMessages, checkPostHead, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
 import { RewriteExchange } from './rewrite.ts';
 import type { OpenStreams } from './streams.ts';
-import { then } from '../thenable.ts';
+import { isPromise, then } from '../thenable.ts';
 
 export interface TransparentOptions {
   path: string;
@@ -93,7 +93,11 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     list.push('x-request-id', ctx.requestId);
     if (this.#backendHooks !== null) {
       const headers = new OutgoingHeaders(list);
-      return then(runHooks(this.#backendHooks, ctx, headers), (settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks)));
+      const outcome = runHooks(this.#backendHooks, ctx, headers);
+      // Written out, not passed to then(): no closure on the sync path.
+      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks)));
+      if (outcome !== undefined) return outcome;
+      return this.#send(ctx, method, headers.list, body, responseHooks);
     }
     return this.#send(ctx, method, list, body, responseHooks);
   }
