@@ -18,6 +18,7 @@ import { createLogger } from './observe/log.ts';
 import { GatewayMetrics } from './observe/metrics.ts';
 import { importPlugin, type PluginSpec } from './plugin-loader.ts';
 import { listenerOptions, type GatewayServer } from './gateway-server.ts';
+import { httpUrlOf } from './http/address.ts';
 import { Upstreams } from './upstream/upstreams.ts';
 
 export interface StartVmcpOptions {
@@ -98,7 +99,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
         url,
         mode: aggregated === null ? 'transparent' : 'aggregated',
         backends: backends.map((b) => `${b.name}=${b.url.href}`),
-        ...(admin === null ? {} : { admin: `http://${admin.family === 'IPv6' ? `[${admin.address}]` : admin.address}:${admin.port}` }),
+        ...(admin === null ? {} : { admin: httpUrlOf(admin) }),
       },
       'virtual MCP server listening',
     );

@@ -37,7 +37,7 @@ export default function register(bench: Bench): void {
       if (count === 0 && label === 'timed') continue;
       const chain = new Chain(noopPlugins(count), timer);
       bench.add(`chain: authenticate+authorize+onMessage, ${count} no-op plugin(s)${count === 0 ? '' : `, ${label}`}`, () => {
-        // Exactly what server.ts and intake.ts do per request: a null check per phase, else the runner.
+        // Exactly what gateway-server.ts and intake.ts do per request: a null check per phase, else the runner.
         if (chain.authenticate !== null) sink = runHooks(chain.authenticate, ctx, undefined);
         if (chain.authorize !== null) sink = runHooks(chain.authorize, ctx, undefined);
         const hooks = chain.messageHooks(message.method);

@@ -14,6 +14,9 @@ export interface AdminListenerConfig {
   readonly port: number;
 }
 
+/** `gatehouse`: Gatehouse's own HTTP/1.1 server (the default); `node`: node:http. */
+export type ServerEngine = 'gatehouse' | 'node';
+
 export interface ServerSettings {
   /** Request body cap (`maxBodySize`). */
   readonly maxBodyBytes: number;
@@ -27,8 +30,7 @@ export interface ServerSettings {
   readonly requestTimeoutMs: number;
   /** One log line per request (default false). */
   readonly accessLog: boolean;
-  /** `gatehouse`: Gatehouse's own HTTP/1.1 server (default); `node`: node:http. */
-  readonly engine: 'gatehouse' | 'node';
+  readonly engine: ServerEngine;
   /** The separate listener of /status and /metrics, or null (they need auth on the public port). */
   readonly admin: AdminListenerConfig | null;
 }

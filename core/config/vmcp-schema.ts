@@ -4,7 +4,7 @@
  * in one pass). Objects are strict: an unknown field is a problem, which is how typos get caught.
  *
  * Outputs keep the input's shape; only leaves are normalized (durations to ms, sizes to bytes,
- * secret references to their values, plugin paths to absolute paths). `vmcp.ts` assembles them
+ * secret references to their values, plugin paths to absolute paths). `vmcp-config.ts` assembles them
  * into the resolved `VmcpConfig`.
  */
 import { existsSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * The vMCP configuration after loading and validation: what `gatehouse vmcp serve` runs on.
- * Produced by `loadVmcpConfig` (core/config/vmcp.ts) from a multi-document YAML of
+ * Produced by `loadVmcpConfig` (core/config/vmcp-config.ts) from a multi-document YAML of
  * Kubernetes-shaped resources. Secret references are resolved to their values here; durations
  * are milliseconds; sizes are bytes; relative paths are absolute.
  */

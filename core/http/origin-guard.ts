@@ -6,6 +6,7 @@
  */
 import { networkInterfaces } from 'node:os';
 import { GatewayError } from '../errors.ts';
+import { bracketHost } from './address.ts';
 import type { RequestHead } from './request-head.ts';
 
 export interface OriginGuardOptions {
@@ -20,19 +21,15 @@ export interface OriginGuardOptions {
 
 const WILDCARD_BIND = new Set(['0.0.0.0', '::', '']);
 
-function bracket(address: string): string {
-  return address.includes(':') ? `[${address}]` : address;
-}
-
 /** Every `host[:port]` form a client may put in `Host` to reach this server. */
 function ownHosts(options: OriginGuardOptions): Set<string> {
   const names = new Set<string>(['localhost', '127.0.0.1', '[::1]']);
   if (WILDCARD_BIND.has(options.host)) {
     for (const list of Object.values(networkInterfaces())) {
-      for (const iface of list ?? []) names.add(bracket(iface.address.toLowerCase()));
+      for (const iface of list ?? []) names.add(bracketHost(iface.address.toLowerCase()));
     }
   } else {
-    names.add(bracket(options.host.toLowerCase()));
+    names.add(bracketHost(options.host.toLowerCase()));
   }
   const hosts = new Set<string>();
   for (const name of names) {

@@ -13,7 +13,7 @@ import type { RoleRules } from './roles.ts';
 
 export const CALLER = defineSlot<Caller>('registry.caller');
 
-/** The exact text of the auth-only startup warning (the README's operating modes). */
+/** The startup warnings of the two modes without claims filtering (README, registry `auth.authz.roles`). */
 const AUTH_ONLY_WARNING = 'authorization is not configured and per-entry claims filtering is disabled (auth-only mode)';
 const ANONYMOUS_WARNING = 'auth.mode is anonymous: no authentication, every source, registry and entry is accessible to anyone (development only)';
 

@@ -2,7 +2,7 @@
  * The error codes of the claims rules (publish-rules.ts), with their status. Descriptions name
  * the claims at stake, never claims of a resource the caller cannot see.
  */
-import { GatewayError } from '../../core/errors.ts';
+import { errorCatalogue } from '../../core/errors.ts';
 
 const STATUS = {
   /** Under full authorization an entry needs claims. */
@@ -13,8 +13,5 @@ const STATUS = {
   claims_mismatch: 409,
 } as const;
 
-export type ClaimsErrorCode = keyof typeof STATUS;
-
-export function claimsError(code: ClaimsErrorCode, description: string): GatewayError {
-  return new GatewayError(code, description, { status: STATUS[code] });
-}
+/** The GatewayError for a claims-rule code, with the status the catalogue gives it. */
+export const claimsError = errorCatalogue(STATUS);

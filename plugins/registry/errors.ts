@@ -5,7 +5,7 @@
  * The claims rules of publishing have theirs in plugins/registry-authz/errors.ts. Every error body
  * is `{"error": "<code>", "error_description": "…"}`.
  */
-import { GatewayError, type GatewayErrorOptions } from '../../core/errors.ts';
+import { errorCatalogue } from '../../core/errors.ts';
 
 const STATUS = {
   /** The body is not JSON at all. */
@@ -30,9 +30,5 @@ const STATUS = {
   not_available: 501,
 } as const;
 
-export type RegistryErrorCode = keyof typeof STATUS;
-
-/** The GatewayError for `code`, with the status the catalogue gives it. */
-export function registryError(code: RegistryErrorCode, description: string, options: Omit<GatewayErrorOptions, 'status'> = {}): GatewayError {
-  return new GatewayError(code, description, { ...options, status: STATUS[code] });
-}
+/** The GatewayError for a registry code, with the status the catalogue gives it. */
+export const registryError = errorCatalogue(STATUS);

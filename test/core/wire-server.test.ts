@@ -380,6 +380,7 @@ describe('wire server', () => {
     handler = (req, res) => (seen.push(`${req.method} ${req.url}`), res.end('ok'));
     const out = await exchange('CONNECT /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 28\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     assert.match(out, /^HTTP\/1\.1 501 Not Implemented[\s\S]*CONNECT is not supported/);
+    assert.match(out, /"error":"not_implemented"/);
     assert.equal(out.match(/HTTP\/1\.1 /g)?.length, 1);
     assert.deepEqual(seen, []);
   });

@@ -40,6 +40,8 @@ export const PIPELINE_LIMIT = 16;
 const HELD_SOFT_LIMIT = 64 * 1024;
 /** Bytes all held responses of a connection may total before the connection is cut. */
 const HELD_HARD_LIMIT = 16 * 1024 * 1024;
+/** The error code of a refusal the connection writes itself, by status (else `invalid_request`). */
+const REFUSAL_CODE: Readonly<Record<number, string>> = { 500: 'internal_error', 501: 'not_implemented' };
 const PAUSED_BY_BODY = 1;
 const PAUSED_BY_PIPELINE = 2;
 
@@ -232,7 +234,7 @@ export class Connection implements ResponseSink, BodySource {
   }
 
   #refuse(response: WireResponse, status: number, description: string): void {
-    const body = JSON.stringify({ error: status === 500 ? 'internal_error' : 'invalid_request', error_description: description });
+    const body = JSON.stringify({ error: REFUSAL_CODE[status] ?? 'invalid_request', error_description: description });
     response.writeHead(status, ['content-type', 'application/json', 'connection', 'close']);
     response.end(body);
   }

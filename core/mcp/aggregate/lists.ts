@@ -46,7 +46,7 @@ export interface ResourceTemplate {
   readonly uriTemplate: string;
 }
 
-/** What the lists need of a session (ListedSession is one): its backends, caches and their version. */
+/** What the lists need of a session (AggregatedSession is one): its backends, caches and their version. */
 export interface ListedSession {
   readonly backends: ReadonlyMap<string, BackendSessionRecord>;
   readonly lists: Map<ListKind, ListCache>;

@@ -10,8 +10,8 @@ import { DEFAULT_DATA_DIR, registryFileSchema } from './registry-schema.ts';
 import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
 import type { ServerSettings } from '../../../core/config/server-settings.ts';
 import { parseYamlDocuments } from '../../../core/config/yaml.ts';
-
-export type ClaimMap = Readonly<Record<string, string>>;
+import type { ClaimMap } from '../../registry-authz/claims.ts';
+import type { RoleRules } from '../../registry-authz/roles.ts';
 
 /** Default `syncPolicy.interval` of a synced source that does not set one. */
 const DEFAULT_SYNC_INTERVAL_MS = 5 * 60_000;
@@ -23,8 +23,6 @@ export interface OAuthProviderConfig {
   readonly allowPrivateIp: boolean;
 }
 
-export type RoleRulesConfig = Readonly<Partial<Record<'superAdmin' | 'manageSources' | 'manageRegistries' | 'manageEntries', readonly ClaimMap[]>>>;
-
 export type RegistryAuthConfig =
   | { readonly mode: 'anonymous' }
   | {
@@ -34,7 +32,7 @@ export type RegistryAuthConfig =
       readonly realm: string;
       readonly providers: readonly OAuthProviderConfig[];
       /** Null: auth-only mode. */
-      readonly authz: { readonly roles: RoleRulesConfig } | null;
+      readonly authz: { readonly roles: RoleRules } | null;
     };
 
 export type SourceKind = 'managed' | 'file' | 'git';

@@ -10,7 +10,7 @@
  */
 import { GatewayError } from '../../../core/errors.ts';
 import { claimMapSchema } from '../config/registry-schema.ts';
-import type { ClaimMap } from '../config/registry-config.ts';
+import type { ClaimMap } from '../../registry-authz/claims.ts';
 import type { EntryKind } from '../store/records.ts';
 import { entryNameProblem, versionProblem } from './names.ts';
 

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { GatewayError } from '../../../core/errors.ts';
-import type { ClaimMap } from '../config/registry-config.ts';
+import type { ClaimMap } from '../../registry-authz/claims.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import { Params } from './cursor.ts';
 import { UNIQUE_VIOLATION, sqlState, type Database } from './database.ts';

@@ -1,7 +1,8 @@
 /**
  * What the stores return: sources, registries and entry versions as records.
  */
-import type { ClaimMap, RegistryDefinition, SourceDefinition } from '../config/registry-config.ts';
+import type { ClaimMap } from '../../registry-authz/claims.ts';
+import type { RegistryDefinition, SourceDefinition } from '../config/registry-config.ts';
 
 /** Where a source or registry was defined: the config file (read-only through the API) or the admin API. */
 export type Origin = 'config' | 'api';

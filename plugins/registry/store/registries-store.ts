@@ -2,7 +2,8 @@
  * Registries: a name, claims (the access gate) and an ordered list of sources.
  */
 import { GatewayError } from '../../../core/errors.ts';
-import type { ClaimMap, RegistryDefinition } from '../config/registry-config.ts';
+import type { ClaimMap } from '../../registry-authz/claims.ts';
+import type { RegistryDefinition } from '../config/registry-config.ts';
 import { didYouMean } from '../../../core/config/problems.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import type { Database, SqlRunner } from './database.ts';

@@ -4,7 +4,7 @@
  * publish and update times, so `updated_since` sees real changes only. Entries take the source's
  * claims (entries of synced sources inherit them).
  */
-import type { ClaimMap } from '../config/registry-config.ts';
+import type { ClaimMap } from '../../registry-authz/claims.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import type { Database } from './database.ts';
 import { refreshLatest } from './entry-sql.ts';

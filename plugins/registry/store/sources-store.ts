@@ -1,7 +1,8 @@
 /**
  * Sources: definitions, origin, and the status of their syncs.
  */
-import type { ClaimMap, SourceDefinition } from '../config/registry-config.ts';
+import type { ClaimMap } from '../../registry-authz/claims.ts';
+import type { SourceDefinition } from '../config/registry-config.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import type { Database, SqlRunner } from './database.ts';
 import type { Origin, SourceRecord, SyncStatus } from './records.ts';

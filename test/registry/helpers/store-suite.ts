@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { ClaimMap, SourceDefinition } from '../../../plugins/registry/config/registry-config.ts';
+import type { ClaimMap } from '../../../plugins/registry-authz/claims.ts';
+import type { SourceDefinition } from '../../../plugins/registry/config/registry-config.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import { callerClaimPairs, sameClaims } from '../../../plugins/registry-authz/claims.ts';
 import { applyConfig } from '../../../plugins/registry/store/apply-config.ts';
