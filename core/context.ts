@@ -72,6 +72,18 @@ export interface RequestScope {
   challenge: AuthChallenge | null;
 }
 
+/** The backend a message goes to, and that backend's own name for what the message is about. */
+export interface MessageTarget {
+  /** `metadata.name` of the backend's MCPServer. */
+  readonly backend: string;
+  /**
+   * The backend's name of the tool or prompt (which the client may know under a prefixed or
+   * overridden name), or the resource URI; null for a message about none (tasks, completions of
+   * a resource template).
+   */
+  readonly name: string | null;
+}
+
 export class Context implements ErrorTarget {
   readonly requestId: string;
   readonly req: HttpRequest;
@@ -100,6 +112,12 @@ export class Context implements ErrorTarget {
   rpcId: JsonRpcId;
   /** Method of the single JSON-RPC request or notification (null for responses and batches). */
   rpcMethod: string | null;
+  /**
+   * Where the MCP endpoint sends the request, for plugins that want the backend's view: set
+   * before the onMessage hooks run (again after a hook replaced the message) for a message the
+   * gateway routes to one backend, null for one it answers or sends to every backend.
+   */
+  target: MessageTarget | null;
   /** The browser origin to echo in CORS headers (checked by the origin guard), or null. */
   corsOrigin: string | null;
   /** The backend exchange in flight, cancelled if the client goes away first. */
@@ -126,6 +144,7 @@ export class Context implements ErrorTarget {
     this.body = null;
     this.rpcId = null;
     this.rpcMethod = null;
+    this.target = null;
     this.corsOrigin = null;
     this.inflight = null;
     this.#slots = slotCount === 0 ? EMPTY_SLOTS : new Array(slotCount);

@@ -18,7 +18,7 @@ export type {
 } from './plugin.ts';
 export { Reply } from './reply.ts';
 export { GatewayError, type CoreErrorCode, type AuthChallenge } from './errors.ts';
-export { Context, Principal, defineSlot, type Slot } from './context.ts';
+export { Context, Principal, defineSlot, type MessageTarget, type Slot } from './context.ts';
 export { OutgoingHeaders } from './outgoing-headers.ts';
 export type { BackendInfo } from './backend.ts';
 export type {

@@ -21,27 +21,41 @@ const EVENT_STREAM = /^text\/event-stream/i;
 
 /**
  * Filters a backend's response headers into the list written to the client. Only names whose
- * length matches one of the dropped ones (or `content-type`, or an `access-control-*`) are
- * lower-cased and looked up.
+ * length matches one of the dropped ones (or `content-type`, `cache-control`,
+ * `x-accel-buffering`, an `access-control-*`) are lower-cased and looked up.
  */
 export function clientHeaders(headers: string[], ctx: Context): { list: string[]; sse: boolean } {
   const list: string[] = [];
   let sse = false;
+  let cacheControl = false;
+  let accelBuffering = false;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const value = headers[i + 1]!;
     const length = name.length;
-    if (length === 2 || length === 7 || length === 10 || length === 12 || length >= 16) {
+    if (length === 2 || length === 7 || length === 10 || length === 12 || length === 13 || length >= 16) {
       const lower = name.toLowerCase();
       if (DROPPED.has(lower) || isCorsHeader(lower)) continue;
-      if (lower === 'content-type' && EVENT_STREAM.test(value)) sse = true;
+      if (lower === 'content-type') sse = EVENT_STREAM.test(value);
+      else if (lower === 'cache-control') cacheControl = true;
+      else if (lower === 'x-accel-buffering') accelBuffering = true;
     }
     list.push(name, value);
   }
   list.push('x-request-id', ctx.requestId);
-  if (sse) list.push('x-accel-buffering', 'no', 'cache-control', 'no-cache, no-transform');
+  pushStreamHeaders(list, sse, cacheControl, accelBuffering);
   pushCorsHeaders(list, ctx.corsOrigin);
   return { list, sse };
+}
+
+/**
+ * What an SSE response needs so that proxies in front pass events on at once: each header only
+ * when the backend did not send its own (which is kept as it is), so none appears twice.
+ */
+export function pushStreamHeaders(list: string[], sse: boolean, hasCacheControl: boolean, hasAccelBuffering: boolean): void {
+  if (!sse) return;
+  if (!hasAccelBuffering) list.push('x-accel-buffering', 'no');
+  if (!hasCacheControl) list.push('cache-control', 'no-cache, no-transform');
 }
 
 export class PipeExchange extends Exchange implements OpenStream {

@@ -12,23 +12,23 @@ import { GatewayError } from '../errors.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
-import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
+import type { JsonRpcResponse } from './jsonrpc.ts';
+import { HookedEvents, responseTo, type HookedEventsHost } from './hooked-events.ts';
 import { clientHeaders } from './pipe.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 import { SseParser, formatSseEvent, type SseEvent } from './sse.ts';
 
 /** Largest JSON response the gateway reads into memory to run response hooks on. */
-const MAX_JSON_RESPONSE = 32 * 1024 * 1024;
+export const MAX_JSON_RESPONSE = 32 * 1024 * 1024;
 
 type Mode = 'json' | 'sse' | 'raw';
 
-function asResponse(value: unknown, id: unknown): JsonRpcResponse | null {
-  if (messageProblem(value) !== null) return null;
-  const msg = value as JsonRpcResponse;
-  return !('method' in msg) && msg.id === id ? msg : null;
+/** An SSE event as the client gets it on the transparent path: as sent, or with the hooked response. */
+function renderEvent(event: SseEvent, response: JsonRpcResponse | null): string {
+  return response === null ? event.raw : formatSseEvent({ id: event.id, event: event.event, data: JSON.stringify(response) });
 }
 
-export class RewriteExchange extends Exchange implements OpenStream {
+export class RewriteExchange extends Exchange implements OpenStream, HookedEventsHost {
   readonly standalone = false;
   readonly ctx: Context;
   readonly #hooks: readonly ResponseHook[];
@@ -39,9 +39,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
   #chunks: Buffer[] = [];
   #size = 0;
   #parser: SseParser | null = null;
-  #pending: SseEvent[] = [];
-  #busy = false;
-  #ended = false;
+  #events: HookedEvents | null = null;
 
   constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, hooks: readonly ResponseHook[]) {
     super(backend, metrics);
@@ -57,6 +55,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
     if (sse) {
       this.#mode = 'sse';
       this.#parser = new SseParser();
+      this.#events = new HookedEvents(this.ctx, this.#hooks, this, renderEvent);
       this.ctx.res.writeHead(status, list);
       this.ctx.res.flushHeaders();
       this.#streams.add(this);
@@ -77,7 +76,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
   }
 
   protected data(chunk: Buffer): boolean {
-    if (this.#mode === 'raw') return this.#write(chunk);
+    if (this.#mode === 'raw') return writeToClient(this.ctx.res, chunk, this);
     if (this.#mode === 'json') {
       this.#size += chunk.length;
       if (this.#size > MAX_JSON_RESPONSE) {
@@ -88,79 +87,41 @@ export class RewriteExchange extends Exchange implements OpenStream {
       this.#chunks.push(chunk);
       return true;
     }
-    for (const event of this.#parser!.push(chunk)) this.#pending.push(event);
-    return this.#drainEvents();
+    return this.#events!.push(this.#parser!.push(chunk));
   }
 
-  /** Writes queued SSE events in order; pauses the backend while an async hook works. */
-  #drainEvents(): boolean {
-    while (this.#pending.length > 0) {
-      const event = this.#pending[0]!;
-      const response = event.data.length > 0 ? this.#parseResponse(event.data) : null;
-      if (response === null) {
-        this.#pending.shift();
-        this.ctx.res.write(event.raw);
-        continue;
-      }
-      const result = runResponseHooks(this.#hooks, this.ctx, response);
-      if (isPromise(result)) {
-        this.#busy = true;
-        result.then((rewritten) => this.#afterAsync(event, rewritten)).catch((err: unknown) => this.#hookFailed(err));
-        return false;
-      }
-      this.#pending.shift();
-      this.ctx.res.write(formatSseEvent({ id: event.id, event: event.event, data: JSON.stringify(result) }));
-    }
-    if (this.#ended) this.#finishSse();
-    return true;
+  // ---- HookedEventsHost ----
+
+  write(text: string): boolean {
+    return writeToClient(this.ctx.res, Buffer.from(text), this);
   }
 
-  #afterAsync(event: SseEvent, rewritten: JsonRpcResponse): void {
-    this.#busy = false;
-    if (this.cancelled) return;
-    this.#pending.shift();
-    this.ctx.res.write(formatSseEvent({ id: event.id, event: event.event, data: JSON.stringify(rewritten) }));
-    if (this.#drainEvents() && !this.#ended) this.resume();
-  }
-
-  #parseResponse(data: string): JsonRpcResponse | null {
-    try {
-      return asResponse(JSON.parse(data), this.ctx.rpcId);
-    } catch {
-      return null;
-    }
-  }
-
-  #write(chunk: Buffer): boolean {
-    return writeToClient(this.ctx.res, chunk, this);
-  }
-
-  protected end(): void {
-    this.#ended = true;
-    if (this.#mode === 'raw') {
-      this.ctx.res.end();
-    } else if (this.#mode === 'sse') {
-      if (!this.#busy) this.#drainEvents();
-    } else {
-      this.#finishJson();
-    }
-  }
-
-  #finishSse(): void {
+  finish(): void {
     const rest = this.#parser!.rest();
     this.ctx.res.end(rest.length > 0 ? rest : undefined);
     this.#settle();
   }
 
+  hookFailed(err: unknown): void {
+    this.cancel();
+    this.fail(err instanceof GatewayError ? err : new GatewayError('internal_error', 'a response hook failed', { detail: String(err), cause: err }));
+  }
+
+  protected end(): void {
+    if (this.#mode === 'raw') {
+      this.ctx.res.end();
+      this.#settle();
+    } else if (this.#mode === 'sse') {
+      this.#events!.end();
+    } else {
+      this.#finishJson();
+    }
+  }
+
   #finishJson(): void {
     const body = Buffer.concat(this.#chunks, this.#size);
     this.#chunks = [];
-    let response: JsonRpcResponse | null = null;
-    try {
-      response = asResponse(JSON.parse(body.toString('utf8')), this.ctx.rpcId);
-    } catch {
-      response = null;
-    }
+    const response = responseTo(body.toString('utf8'), this.ctx.rpcId);
     if (response === null) {
       // Not the response to this request (an HTTP error page, say): pass it on untouched.
       this.#send(body);
@@ -168,7 +129,7 @@ export class RewriteExchange extends Exchange implements OpenStream {
     }
     const result = runResponseHooks(this.#hooks, this.ctx, response);
     if (isPromise(result)) {
-      result.then((rewritten) => this.#send(Buffer.from(JSON.stringify(rewritten)))).catch((err: unknown) => this.#hookFailed(err));
+      result.then((rewritten) => this.#send(Buffer.from(JSON.stringify(rewritten)))).catch((err: unknown) => this.hookFailed(err));
     } else {
       this.#send(Buffer.from(JSON.stringify(result)));
     }
@@ -180,12 +141,6 @@ export class RewriteExchange extends Exchange implements OpenStream {
     this.ctx.res.writeHead(this.#status, this.#headers);
     this.ctx.res.end(body);
     this.#settle();
-  }
-
-  #hookFailed(err: unknown): void {
-    this.#busy = false;
-    this.cancel();
-    this.fail(err instanceof GatewayError ? err : new GatewayError('internal_error', 'a response hook failed', { detail: String(err), cause: err }));
   }
 
   protected fail(error: GatewayError): void {

@@ -2,8 +2,9 @@
  * Aggregated mode: one MCP endpoint in front of a group of backends. The gateway owns the
  * client's session (its own random Mcp-Session-Id) and holds one session per backend.
  *
- * A POST is, in order: read and checked (intake.ts), its onMessage hooks run, its session found
- * (this process's cache, else the shared store), then by kind:
+ * A POST is, in order: read and checked (intake.ts), its session found (this process's cache,
+ * else the shared store), its target resolved (ctx.target: which backend, under which name),
+ * its onMessage hooks run on the message as the client sent it, then by kind:
  *   initialize            → every backend initialized in parallel, capabilities merged (init.ts)
  *   lists                 → merged across backends, cached per session, paged (lists.ts)
  *   tools/call, prompts/get, resources/*, completion/complete, tasks/*
@@ -12,6 +13,9 @@
  *   client notifications  → to every backend (cancellations: to the request's backend)
  *   client responses      → to the backend that asked (the id says which, ids.ts)
  * GET opens the multiplexed stream (client-stream.ts); DELETE ends every backend session.
+ * Every JSON-RPC response the client gets, built here or routed, passes the onResponse hooks of
+ * its method. Backends that restart, go down or come back are healed into the session
+ * (healing.ts).
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
@@ -21,21 +25,26 @@ import { GatewayError } from '../../errors.ts';
 import { startReading, type BodySink } from '../../http/body.ts';
 import { Reply } from '../../reply.ts';
 import { respond, respondWhenSettled } from '../../respond.ts';
+import { runResponseHooks } from '../../chain.ts';
+import type { MessageTarget } from '../../context.ts';
 import { methodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import type { BackendLink, MessageSink } from './backend-link.ts';
+import type { BackendSessionRecord } from './session-store.ts';
 import { ClientStream } from './client-stream.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapRequestId } from './ids.ts';
-import { initializeSession, reconnectBackend } from './init.ts';
-import { LIST_CHANGED, loadList, page, resourceOwner, type ListKind } from './lists.ts';
-import { RoutedExchange } from './routed.ts';
+import { SessionHealer } from './healing.ts';
+import { initializeSession, reasonOf } from './init.ts';
+import { LIST_CHANGED, loadList, page, resourceOwner, type ListCache, type ListKind } from './lists.ts';
+import { RoutedExchange, type RouteListener } from './routed.ts';
 import { AggregatedSession } from './session.ts';
 import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
-import { then } from '../../thenable.ts';
+import { isPromise } from '../../thenable.ts';
+import { prefixFor } from './config.ts';
 
 export interface AggregatedOptions {
   path: string;
@@ -70,10 +79,24 @@ function sessionNotFound(): GatewayError {
   return new GatewayError('session_not_found', 'Session not found: initialize a new session');
 }
 
-export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
+/** A routed request resolved: the backend, the request as that backend gets it, and ctx.target. */
+interface Routed {
+  readonly link: BackendLink;
+  readonly request: JsonRpcRequest;
+  readonly target: MessageTarget;
+}
+
+/** Why a routed request has no backend: the JSON-RPC error the client gets. */
+interface Unrouted {
+  readonly code: number;
+  readonly message: string;
+}
+
+export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, RouteListener {
   readonly path: string;
   readonly #o: AggregatedOptions;
   readonly #links: ReadonlyMap<string, BackendLink>;
+  readonly #healer: SessionHealer;
   /** This process's live sessions: what the store does not hold (list caches, streams, routing). */
   readonly #local: LRUCache<string, AggregatedSession>;
 
@@ -81,12 +104,14 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
     this.path = options.path;
     this.#o = options;
     this.#links = new Map(options.links.map((link) => [link.name, link]));
+    this.#healer = new SessionHealer({ links: options.links, store: options.store, health: options.health, log: options.log, sink: (session, link) => this.#sink(session, link) });
     this.#local = new LRUCache<string, AggregatedSession>({
       max: options.session.maxSessions,
       ttl: options.session.ttlMs,
       updateAgeOnGet: true,
       dispose: (session) => session.close(),
     });
+    options.health.onRecovered((name) => this.#recovered(name));
   }
 
   handle(ctx: Context): HookOutcome | Promise<HookOutcome> {
@@ -110,8 +135,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
       if (Array.isArray(ctx.message)) {
         throw new GatewayError('invalid_jsonrpc', 'Invalid Request: JSON-RPC batches are not supported by an aggregated server (MCP 2025-06-18 removed them)');
       }
-      const outcome = runMessageHooks(ctx, this.#o.chain);
-      respondWhenSettled(ctx, outcome === undefined ? this.#dispatch(ctx) : then(outcome, (settled) => (settled !== undefined ? settled : this.#dispatch(ctx))));
+      respondWhenSettled(ctx, this.#dispatch(ctx, ctx.message!));
     } catch (err) {
       ctx.fail(err);
     }
@@ -159,78 +183,167 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
 
   // ---- POST ----
 
-  async #dispatch(ctx: Context): Promise<HookOutcome> {
-    const message = ctx.message as JsonRpcMessage;
+  /** Session, target, onMessage hooks, then the message by kind. */
+  async #dispatch(ctx: Context, message: JsonRpcMessage): Promise<HookOutcome> {
     if ('method' in message && 'id' in message && message.method === 'initialize') {
-      const created = await initializeSession(ctx, message, {
-        name: this.#o.name,
-        links: this.#o.links,
-        failure: this.#o.failure,
-        sink: (link) => this.#sink(null, link),
-        log: this.#o.log,
-      });
-      if (created instanceof Reply) return created;
-      // One principal's many sessions end its own oldest ones, never anyone else's.
-      for (const ended of await this.#o.store.save(created.session.record)) {
-        this.#o.log.info({ session: sessionTag(ended.id) }, 'a principal opened more than maxSessionsPerPrincipal sessions: its oldest one ended');
-        void this.endBackends(null, ended);
-      }
-      this.#local.set(created.session.id, created.session);
-      return Reply.json(200, { jsonrpc: '2.0', id: message.id, result: created.result }, { 'mcp-session-id': created.session.id });
+      const hooked = await runMessageHooks(ctx, this.#o.chain);
+      return hooked !== undefined ? hooked : this.#initialize(ctx, message);
     }
     const session = await this.#session(ctx);
+    let routed = 'id' in message && 'method' in message ? await this.#resolve(ctx, session, message) : null;
+    if (routed !== null && 'target' in routed) ctx.target = routed.target;
+    const hooked = runMessageHooks(ctx, this.#o.chain);
+    if (hooked !== undefined) {
+      const settled = isPromise(hooked) ? await hooked : hooked;
+      if (settled !== undefined) return settled;
+      if (ctx.message !== message) {
+        // A hook replaced the message: it is routed as replaced.
+        message = ctx.message as JsonRpcMessage;
+        routed = 'id' in message && 'method' in message ? await this.#resolve(ctx, session, message) : null;
+        ctx.target = routed !== null && 'target' in routed ? routed.target : null;
+      }
+    }
     if (!('method' in message)) return this.#answerFromClient(ctx, session, message);
     if (!('id' in message)) return this.#notify(ctx, session, message);
-    return this.#request(ctx, session, message);
+    if (routed === null) return this.#request(ctx, session, message);
+    if ('target' in routed) return this.#route(ctx, session, routed.link, routed.request);
+    return this.#answer(ctx, { jsonrpc: '2.0', id: message.id, error: { code: routed.code, message: routed.message } });
   }
 
-  async #request(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
-    const params = request.params ?? {};
-    const list = LIST_METHODS[request.method];
-    if (list !== undefined) {
-      const cache = await this.#list(ctx, session, list);
-      const result = page(list, cache, session, params.cursor, this.#o.aggregation.pageSize);
-      return result === null ? Reply.rpcError(request.id, INVALID_PARAMS, 'Invalid cursor: list again from the start') : Reply.rpcResult(request.id, result);
+  async #initialize(ctx: Context, request: JsonRpcRequest): Promise<HookOutcome> {
+    const created = await initializeSession(ctx, request, {
+      name: this.#o.name,
+      links: this.#o.links,
+      failure: this.#o.failure,
+      sink: (link) => this.#sink(null, link),
+      log: this.#o.log,
+    });
+    if (created instanceof Reply) return created;
+    // One principal's many sessions end its own oldest ones, never anyone else's.
+    for (const ended of await this.#o.store.save(created.session.record)) {
+      this.#o.log.info({ session: sessionTag(ended.id) }, 'a principal opened more than maxSessionsPerPrincipal sessions: its oldest one ended');
+      void this.endBackends(null, ended);
     }
+    this.#local.set(created.session.id, created.session);
+    return Reply.json(200, { jsonrpc: '2.0', id: request.id, result: created.result }, { 'mcp-session-id': created.session.id });
+  }
+
+  /**
+   * The backend a request goes to and the request as it gets it; an Unrouted error when the
+   * request names what no backend of the session serves; null for a request the gateway
+   * answers itself or sends to every backend.
+   */
+  async #resolve(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<Routed | Unrouted | null> {
+    const params = request.params ?? {};
     switch (request.method) {
-      case 'ping':
-        return Reply.rpcResult(request.id, {});
       case 'tools/call':
       case 'prompts/get': {
         const kind = request.method === 'tools/call' ? 'tools' : 'prompts';
         const name = params.name;
         const exposed = typeof name === 'string' ? (await this.#list(ctx, session, kind)).names?.byName.get(name) : undefined;
-        if (exposed === undefined) return Reply.rpcError(request.id, INVALID_PARAMS, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(name)}`);
-        return this.#route(ctx, session, this.#links.get(exposed.backend)!, { ...request, params: { ...params, name: exposed.original } });
+        if (exposed === undefined) return this.#unknown(session, kind === 'tools' ? 'tool' : 'prompt', String(name));
+        const request2 = exposed.original === name ? request : { ...request, params: { ...params, name: exposed.original } };
+        return { link: this.#links.get(exposed.backend)!, request: request2, target: { backend: exposed.backend, name: exposed.original } };
       }
       case 'resources/read':
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
         const uri = typeof params.uri === 'string' ? params.uri : '';
         const owner = await this.#resourceOwner(ctx, session, uri);
-        if (owner === null) return Reply.rpcError(request.id, RESOURCE_NOT_FOUND, `Resource not found: ${uri}`);
-        return this.#route(ctx, session, owner, request);
+        if (owner === null) return { code: RESOURCE_NOT_FOUND, message: `Resource not found: ${uri}` };
+        return { link: owner, request, target: { backend: owner.name, name: uri } };
       }
       case 'completion/complete':
-        return this.#complete(ctx, session, request);
-      case 'logging/setLevel':
-        return this.#broadcastRequest(ctx, session, request, 'logging');
+        return this.#resolveCompletion(ctx, session, request);
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/cancel': {
         const index = typeof params.taskId === 'string' ? session.tasks.get(params.taskId) : undefined;
         const link = index === undefined ? undefined : this.#o.links[index];
-        if (link === undefined) return Reply.rpcError(request.id, INVALID_PARAMS, `Unknown task: ${String(params.taskId)}`);
-        return this.#route(ctx, session, link, request);
+        if (link === undefined) return { code: INVALID_PARAMS, message: `Unknown task: ${String(params.taskId)}` };
+        return { link, request, target: { backend: link.name, name: null } };
       }
       default:
-        return Reply.rpcError(request.id, METHOD_NOT_FOUND, `Method not found: ${request.method}`);
+        return null;
     }
   }
 
-  #list(ctx: Context, session: AggregatedSession, kind: ListKind) {
-    return loadList(kind, session, this.#o.links, this.#o.aggregation, ctx, (link) => this.#sink(session, link), (link, error) =>
-      this.#o.log.warn({ backend: link.name, err: error, session: sessionTag(session.id) }, `${kind} of backend ${link.name} left out: it failed`),
+  /**
+   * A name no joined backend lists: unavailable when it has the prefix of a backend that is not
+   * in the session now (so the client knows to try later), unknown otherwise.
+   */
+  #unknown(session: AggregatedSession, what: 'tool' | 'prompt', name: string): Unrouted {
+    const { conflictResolution, prefixFormat } = this.#o.aggregation;
+    if (conflictResolution === 'prefix') {
+      for (const link of this.#o.links) {
+        if (session.has(link.name) || !name.startsWith(prefixFor(prefixFormat, link.name))) continue;
+        const reason = session.absence(link.name)?.reason ?? `backend "${link.name}" is unavailable`;
+        return { code: INTERNAL_ERROR, message: `${what} ${name} cannot be called now: ${reason}` };
+      }
+    }
+    return { code: INVALID_PARAMS, message: `Unknown ${what}: ${name}` };
+  }
+
+  async #resolveCompletion(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<Routed | Unrouted> {
+    const ref = (request.params?.ref ?? {}) as { type?: string; name?: string; uri?: string };
+    if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const exposed = (await this.#list(ctx, session, 'prompts')).names?.byName.get(ref.name);
+      if (exposed === undefined) return this.#unknown(session, 'prompt', ref.name);
+      const routed = { ...request, params: { ...request.params, ref: { ...ref, name: exposed.original } } };
+      return { link: this.#links.get(exposed.backend)!, request: routed, target: { backend: exposed.backend, name: exposed.original } };
+    }
+    if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+      const templates = await this.#list(ctx, session, 'resourceTemplates');
+      const template = templates.templates?.find((t) => t.uriTemplate === ref.uri);
+      const owner = template !== undefined ? this.#links.get(template.backend) : await this.#resourceOwner(ctx, session, ref.uri);
+      if (owner === undefined || owner === null) return { code: INVALID_PARAMS, message: `Unknown resource template: ${ref.uri}` };
+      return { link: owner, request, target: { backend: owner.name, name: ref.uri } };
+    }
+    return { code: INVALID_PARAMS, message: 'completion/complete needs a ref/prompt name or a ref/resource uri' };
+  }
+
+  /** A request the gateway answers itself (lists, ping) or sends to every backend (logging). */
+  async #request(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
+    const list = LIST_METHODS[request.method];
+    if (list !== undefined) {
+      const cache = await this.#list(ctx, session, list);
+      const result = page(list, cache, session, request.params?.cursor, this.#o.aggregation.pageSize);
+      return result === null
+        ? this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid cursor: list again from the start' } })
+        : this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result });
+    }
+    switch (request.method) {
+      case 'ping':
+        return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: {} });
+      case 'logging/setLevel':
+        return this.#broadcastRequest(ctx, session, request, 'logging');
+      default:
+        return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${request.method}` } });
+    }
+  }
+
+  /** A response built here, through the method's onResponse hooks, as the client gets it. */
+  #answer(ctx: Context, response: JsonRpcResponse): HookOutcome | Promise<HookOutcome> {
+    const hooks = this.#o.chain.responseHooks(ctx.rpcMethod);
+    if (hooks === null) return Reply.json(200, response);
+    const hooked = runResponseHooks(hooks, ctx, response);
+    return isPromise(hooked) ? hooked.then((settled) => Reply.json(200, settled)) : Reply.json(200, hooked);
+  }
+
+  /** A merged list: cached per session; the backends the session lacks are tried first when due. */
+  async #list(ctx: Context, session: AggregatedSession, kind: ListKind): Promise<ListCache> {
+    if (session.record.missing.length > 0) await this.#healer.joinMissing(ctx, session);
+    return (
+      session.lists.get(kind) ??
+      loadList(
+        kind,
+        session,
+        this.#o.links,
+        this.#o.aggregation,
+        (link, message, sink) => this.#healer.call(ctx, session, link, message, sink),
+        (link) => this.#sink(session, link),
+        (link, error) => this.#o.log.warn({ backend: link.name, err: error, session: sessionTag(session.id) }, `${kind} of backend ${link.name} left out: it failed`),
+      )
     );
   }
 
@@ -240,68 +353,78 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
     return owner === null ? null : (this.#links.get(owner) ?? null);
   }
 
-  async #complete(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
-    const ref = (request.params?.ref ?? {}) as { type?: string; name?: string; uri?: string };
-    if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const exposed = (await this.#list(ctx, session, 'prompts')).names?.byName.get(ref.name);
-      if (exposed === undefined) return Reply.rpcError(request.id, INVALID_PARAMS, `Unknown prompt: ${ref.name}`);
-      return this.#route(ctx, session, this.#links.get(exposed.backend)!, { ...request, params: { ...request.params, ref: { ...ref, name: exposed.original } } });
-    }
-    if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
-      const templates = await this.#list(ctx, session, 'resourceTemplates');
-      const template = templates.templates?.find((t) => t.uriTemplate === ref.uri);
-      const owner = template !== undefined ? this.#links.get(template.backend) : await this.#resourceOwner(ctx, session, ref.uri);
-      if (owner === undefined || owner === null) return Reply.rpcError(request.id, INVALID_PARAMS, `Unknown resource template: ${ref.uri}`);
-      return this.#route(ctx, session, owner, request);
-    }
-    return Reply.rpcError(request.id, INVALID_PARAMS, 'completion/complete needs a ref/prompt name or a ref/resource uri');
-  }
-
   /** Sends a request to every backend declaring `capability`; answers {} once they did. */
   async #broadcastRequest(ctx: Context, session: AggregatedSession, request: JsonRpcRequest, capability: string): Promise<HookOutcome> {
     const targets = this.#o.links.filter((link) => session.backends.get(link.name)?.capabilities[capability] !== undefined);
-    const results = await Promise.allSettled(targets.map((link) => link.call(ctx, session.backends.get(link.name)!, request, this.#sink(session, link))));
+    const results = await Promise.allSettled(targets.map((link) => this.#healer.call(ctx, session, link, request, this.#sink(session, link))));
     const failed = results.flatMap((r, i) => (r.status === 'rejected' || r.value.response?.error !== undefined ? [targets[i]!.name] : []));
-    if (failed.length > 0 && failed.length === targets.length) return Reply.rpcError(request.id, INTERNAL_ERROR, `${request.method} failed on every backend: ${failed.join(', ')}`);
-    return Reply.rpcResult(request.id, {});
+    if (failed.length > 0 && failed.length === targets.length) {
+      return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: `${request.method} failed on every backend: ${failed.join(', ')}` } });
+    }
+    return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: {} });
   }
 
-  /** Forwards a routed request to `link`, streaming its answer; re-creates the backend session once if it was lost. */
-  async #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest, retried = false): Promise<HookOutcome> {
-    const backendSession = session.backends.get(link.name);
-    if (backendSession === undefined) {
-      return Reply.rpcError(request.id, INTERNAL_ERROR, `backend "${link.name}" is not part of this session (it was unavailable when the session started)`);
+  /**
+   * Forwards a routed request to `link`, its answer streamed back; the backend joins the session
+   * first when it is not in it, and joins again (once) when it says it lost the session.
+   */
+  async #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): Promise<HookOutcome> {
+    let backend = session.usable(link.name);
+    if (backend === undefined) {
+      try {
+        backend = await this.#healer.join(ctx, session, link);
+      } catch (err) {
+        return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } });
+      }
     }
-    const headers = await link.headers(ctx, backendSession, 'application/json, text/event-stream');
+    return this.#send(ctx, session, link, backend, Buffer.from(JSON.stringify(request)), true);
+  }
+
+  async #send(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean): Promise<HookOutcome> {
+    const headers = await link.headers(ctx, backend, 'application/json, text/event-stream');
     if (headers instanceof GatewayError) return headers;
     headers.push('content-type', 'application/json');
     if (ctx.res.destroyed) return undefined;
-    session.inflight.set(request.id, link.index);
-    const onLost = retried ? null : () => void this.#recover(ctx, session, link, request);
-    const parseJson = request.params?.task !== undefined;
-    new RoutedExchange(ctx, link, session, onLost, parseJson).dispatch(link.pool, 'POST', headers, Buffer.from(JSON.stringify(request)));
+    if (ctx.rpcId !== null) session.inflight.set(ctx.rpcId, link.index);
+    const readJson = (ctx.message as JsonRpcRequest).params?.task !== undefined;
+    new RoutedExchange(ctx, link, session, backend, this, this.#o.chain.responseHooks(ctx.rpcMethod), readJson, body, mayRetry).dispatch(link.pool, 'POST', headers, body);
     return undefined;
   }
 
-  /** The backend forgot its session (it restarted): a new one, stored, then the request again. */
-  async #recover(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): Promise<void> {
-    try {
-      await reconnectBackend(ctx, session, link, this.#o.log);
-      await this.#o.store.save(session.record);
-      respond(ctx, await this.#route(ctx, session, link, request, true));
-    } catch (err) {
-      respond(ctx, Reply.rpcError(request.id, INTERNAL_ERROR, (err as GatewayError).description ?? `backend "${link.name}" lost the session`));
-    }
+  // ---- RouteListener ----
+
+  /** The backend forgot the session (it restarted): it joins again, then the request goes once more. */
+  lost(exchange: RoutedExchange): void {
+    const { ctx, session, link } = exchange;
+    session.markLost(link.name, exchange.backendSession);
+    this.#healer
+      .join(ctx, session, link)
+      .then((backend) => this.#send(ctx, session, link, backend, exchange.body!, false))
+      .then(
+        (outcome) => respond(ctx, outcome),
+        (err: unknown) => respond(ctx, Reply.rpcError(ctx.rpcId, INTERNAL_ERROR, reasonOf(err), { error: 'backend_unavailable', backend: link.name })),
+      );
   }
 
+  outcome(exchange: RoutedExchange, problem: GatewayError | null): void {
+    if (problem === null) this.#healer.succeeded(exchange.link);
+    else this.#healer.failed(exchange.session, exchange.link, exchange.backendSession, problem);
+  }
+
+  // ---- notifications and answers from the client ----
+
   async #notify(ctx: Context, session: AggregatedSession, notification: JsonRpcNotification): Promise<HookOutcome> {
-    let targets = [...session.backends.keys()].map((name) => this.#links.get(name)!);
+    let targets = this.#o.links.filter((link) => session.has(link.name));
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       const index = typeof requestId === 'string' || typeof requestId === 'number' ? session.inflight.get(requestId) : undefined;
       if (index !== undefined) targets = [this.#o.links[index]!];
     }
-    await Promise.allSettled(targets.map((link) => link.call(ctx, session.backends.get(link.name)!, notification)));
+    // A backend that lost the session has nothing this could be about: it is not joined for it.
+    await Promise.allSettled(targets.map((link) => {
+      const backend = session.usable(link.name);
+      return backend === undefined ? undefined : this.#healer.send(ctx, session, link, backend, notification);
+    }));
     return Reply.empty(202);
   }
 
@@ -309,11 +432,14 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
   async #answerFromClient(ctx: Context, session: AggregatedSession, response: JsonRpcResponse): Promise<HookOutcome> {
     const origin = unwrapRequestId(response.id);
     const link = origin === null ? undefined : this.#o.links[origin.backendIndex];
-    const backendSession = link === undefined ? undefined : session.backends.get(link.name);
-    if (origin === null || link === undefined || backendSession === undefined) {
+    if (origin === null || link === undefined || !session.backends.has(link.name)) {
       throw new GatewayError('invalid_jsonrpc', `Invalid Request: no request of this session has id ${JSON.stringify(response.id)}`);
     }
-    const result = await link.call(ctx, backendSession, { ...response, id: origin.id });
+    const backend = session.usable(link.name);
+    if (backend === undefined) {
+      throw new GatewayError('backend_unavailable', `backend "${link.name}" lost the session: the request this answers is gone`, { extra: { backend: link.name } });
+    }
+    const result = await this.#healer.send(ctx, session, link, backend, { ...response, id: origin.id });
     const problem = link.problem(result, 'the response');
     if (problem !== null) return problem;
     return Reply.empty(202);
@@ -335,6 +461,21 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
     }
   };
 
+  /**
+   * A backend turned healthy: the sessions here that lack it and have a GET stream (the clients
+   * that can hear list_changed) join it now, on their stream's credentials; the others join it
+   * on their next request.
+   */
+  #recovered(name: string): void {
+    const link = this.#links.get(name);
+    if (link === undefined) return;
+    for (const session of this.#local.values()) {
+      const stream = session.stream;
+      if (stream === null || session.has(name)) continue;
+      this.#healer.join(stream.ctx, session, link).catch(() => undefined);
+    }
+  }
+
   // ---- GET and DELETE ----
 
   async #stream(ctx: Context): Promise<HookOutcome> {
@@ -345,17 +486,18 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context> {
     const lastEventId = ctx.header('last-event-id');
     const parsed = lastEventId === undefined ? null : parseEventId(lastEventId);
     if (parsed?.kind === 'routed') {
-      // Resuming a request's stream: that backend replays it.
+      // Resuming a request's stream: that backend replays it (from the session it was sent on).
       const link = this.#o.links[parsed.backendIndex];
-      const backendSession = link === undefined ? undefined : session.backends.get(link.name);
-      if (link === undefined || backendSession === undefined) throw new GatewayError('invalid_request', 'Last-Event-ID does not belong to this session');
-      const headers = await link.headers(ctx, backendSession, 'text/event-stream', parsed.eventId);
+      const backend = link === undefined ? undefined : session.usable(link.name);
+      if (link === undefined || backend === undefined) throw new GatewayError('invalid_request', 'Last-Event-ID does not belong to this session');
+      const headers = await link.headers(ctx, backend, 'text/event-stream', parsed.eventId);
       if (headers instanceof GatewayError) return headers;
-      new RoutedExchange(ctx, link, session, null, false).dispatch(link.pool, 'GET', headers, null);
+      new RoutedExchange(ctx, link, session, backend, this, null, false, null, false).dispatch(link.pool, 'GET', headers, null);
       return undefined;
     }
     session.stream?.close(); // one standalone stream per session, as backends allow
-    const stream = new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, parsed?.kind === 'multiplex' ? parsed.positions : new Map());
+    const rejoin = (streamCtx: Context, link: BackendLink): Promise<unknown> => this.#healer.join(streamCtx, session, link);
+    const stream = new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, parsed?.kind === 'multiplex' ? parsed.positions : new Map());
     session.stream = stream;
     stream.open();
     return undefined;

@@ -34,6 +34,24 @@ export interface CallResult {
 const EVENT_STREAM = /^text\/event-stream/i;
 const MAX_BODY = 32 * 1024 * 1024;
 
+/**
+ * How servers word "I do not know that session": the SDKs' "Session not found", the reference
+ * servers' "No valid session ID provided", "session expired / terminated / invalid".
+ */
+const SESSION_GONE = /\bsession\b[^]{0,40}\b(not found|unknown|expired|terminated|invalid|missing|does not exist)\b|\b(no valid|unknown|invalid|expired|terminated) session\b/i;
+
+/**
+ * Whether a backend's answer to a request on one of its sessions says that it no longer knows
+ * that session (it restarted, or ended it): a 404 (what MCP prescribes), or a 400/410 or a
+ * JSON-RPC error whose message says so (what some servers send instead).
+ */
+export function saysSessionLost(status: number, response: JsonRpcResponse | null, text: string): boolean {
+  if (status === 404) return true;
+  const message = response?.error?.message;
+  if (message !== undefined && SESSION_GONE.test(message)) return true;
+  return (status === 400 || status === 410) && SESSION_GONE.test(text.slice(0, 1024));
+}
+
 function parseMessage(text: string): JsonRpcMessage | null {
   try {
     const value = JSON.parse(text) as unknown;
@@ -172,6 +190,11 @@ export class BackendLink {
     const call = new BackendCall(this.backend, this.metrics, undefined, null);
     call.dispatch(this.pool, 'DELETE', headers, null);
     return (await call.result).status;
+  }
+
+  /** Whether `result`, the answer to a request on `session`, says the backend no longer knows it. */
+  lostSession(session: BackendSessionRecord | null, result: CallResult): boolean {
+    return session !== null && session.sessionId !== null && saysSessionLost(result.status, result.response, result.text);
   }
 
   /** A failure of `result` as the client should see it, naming this backend; null when it is a success. */

@@ -2,8 +2,10 @@
  * The client's standalone GET stream of an aggregated session: the gateway opens the GET stream
  * of every backend session and multiplexes their events into the client's one stream. Event ids
  * carry the last position of every backend (ids.ts), so a client that reconnects with
- * Last-Event-ID resumes each backend where it was. A backend stream that drops (a restart) is
- * reopened with backoff while the client is connected.
+ * Last-Event-ID resumes each backend where it was. A backend stream that drops is reopened with
+ * backoff while the client is connected; one the backend refuses because it lost the session (a
+ * restart) is reopened on a new session once the backend has joined again (healing.ts), and so is
+ * the stream of a backend that joins the session late.
  */
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
@@ -12,10 +14,11 @@ import { Exchange } from '../../upstream/exchange.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
-import type { BackendLink } from './backend-link.ts';
+import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, multiplexEventId } from './ids.ts';
 import { rewriteEvent, rewriteForClient } from './routed.ts';
 import type { AggregatedSession, SessionStream } from './session.ts';
+import type { BackendSessionRecord } from './session-store.ts';
 
 const EVENT_STREAM = /^text\/event-stream/i;
 const RETRY_MIN_MS = 250;
@@ -24,17 +27,23 @@ const RETRY_MAX_MS = 30_000;
 /** Side effects of what a backend says, wherever it says it (list caches). */
 export type BackendObserver = (session: AggregatedSession, message: JsonRpcMessage) => void;
 
+/** Joins a backend to the session again (or for the first time); rejects when it cannot now. */
+export type Rejoin = (ctx: Context, link: BackendLink) => Promise<unknown>;
+
 /** The GET stream of one backend session, feeding the client's stream. */
 class BackendStream extends Exchange {
   readonly #owner: ClientStream;
   readonly #link: BackendLink;
+  /** The backend session the stream belongs to. */
+  readonly record: BackendSessionRecord;
   #parser: SseParser | null = null;
   #status = 0;
 
-  constructor(owner: ClientStream, link: BackendLink) {
+  constructor(owner: ClientStream, link: BackendLink, record: BackendSessionRecord) {
     super(link.backend, link.metrics);
     this.#owner = owner;
     this.#link = link;
+    this.record = record;
   }
 
   protected head(status: number, headers: string[]): boolean {
@@ -46,19 +55,36 @@ class BackendStream extends Exchange {
   }
 
   protected data(chunk: Buffer): boolean {
-    if (this.#parser === null || this.#status !== 200) return true;
-    for (const event of this.#parser.push(chunk)) this.#owner.backendEvent(this.#link, event);
+    if (this.#parser !== null && this.#status === 200) {
+      for (const event of this.#parser.push(chunk)) this.#owner.backendEvent(this.#link, event);
+    } else if (this.#refusal.length < REFUSAL_LIMIT) {
+      this.#refusal += chunk.toString('utf8');
+    }
     return true;
   }
 
+  #refusal = '';
+
   protected end(): void {
-    this.#owner.backendEnded(this.#link, this, this.#parser !== null && this.#status === 200 ? null : this.#status);
+    if (this.#parser !== null && this.#status === 200) this.#owner.backendEnded(this.#link, this, null);
+    else this.#owner.backendEnded(this.#link, this, { status: this.#status, lost: saysSessionLost(this.#status, null, this.#refusal) });
   }
 
   protected fail(_error: GatewayError): void {
     this.#owner.backendEnded(this.#link, this, null);
   }
 }
+
+/** A backend's refusal of its GET stream: the status, and whether it said it lost the session. */
+interface StreamRefusal {
+  readonly status: number;
+  readonly lost: boolean;
+}
+
+/** What is read of a refusal's body to see whether it speaks of a lost session. */
+const REFUSAL_LIMIT = 4096;
+/** Refusals for a lost session in a row (no event between) after which a backend's stream is given up. */
+const MAX_LOST_REFUSALS = 3;
 
 export class ClientStream implements SessionStream, OpenStream {
   readonly standalone = true;
@@ -67,17 +93,28 @@ export class ClientStream implements SessionStream, OpenStream {
   readonly #links: ReadonlyMap<string, BackendLink>;
   readonly #streams: OpenStreams;
   readonly #observe: BackendObserver;
+  readonly #rejoin: Rejoin;
   readonly #positions: Map<number, string>;
   readonly #backends = new Map<number, BackendStream>();
   readonly #retries = new Map<number, number>();
+  readonly #lostRefusals = new Map<number, number>();
   #closed = false;
 
-  constructor(ctx: Context, session: AggregatedSession, links: ReadonlyMap<string, BackendLink>, streams: OpenStreams, observe: BackendObserver, positions: ReadonlyMap<number, string>) {
+  constructor(
+    ctx: Context,
+    session: AggregatedSession,
+    links: ReadonlyMap<string, BackendLink>,
+    streams: OpenStreams,
+    observe: BackendObserver,
+    rejoin: Rejoin,
+    positions: ReadonlyMap<number, string>,
+  ) {
     this.ctx = ctx;
     this.#session = session;
     this.#links = links;
     this.#streams = streams;
     this.#observe = observe;
+    this.#rejoin = rejoin;
     this.#positions = new Map(positions);
   }
 
@@ -102,8 +139,13 @@ export class ClientStream implements SessionStream, OpenStream {
   }
 
   async #connect(link: BackendLink): Promise<void> {
-    if (this.#closed) return;
-    const backendSession = this.#session.backends.get(link.name)!;
+    if (this.#closed || this.#backends.has(link.index)) return;
+    const backendSession = this.#session.usable(link.name);
+    if (backendSession === undefined) {
+      // Lost, or never joined: once it joins, backendJoined() connects it.
+      this.#rejoin(this.ctx, link).catch(() => this.#retryLater(link));
+      return;
+    }
     let headers: string[] | GatewayError;
     try {
       headers = await link.headers(this.ctx, backendSession, 'text/event-stream', this.#positions.get(link.index));
@@ -112,8 +154,8 @@ export class ClientStream implements SessionStream, OpenStream {
       this.ctx.log(err instanceof GatewayError ? err : new GatewayError('internal_error', `no GET stream to backend "${link.name}"`, { detail: String(err) }), err);
       return;
     }
-    if (this.#closed || !Array.isArray(headers)) return;
-    const stream = new BackendStream(this, link);
+    if (this.#closed || !Array.isArray(headers) || this.#backends.has(link.index)) return;
+    const stream = new BackendStream(this, link, backendSession);
     this.#backends.set(link.index, stream);
     stream.dispatch(link.pool, 'GET', headers, null);
   }
@@ -121,6 +163,7 @@ export class ClientStream implements SessionStream, OpenStream {
   backendEvent(link: BackendLink, event: SseEvent): void {
     if (this.#closed) return;
     this.#retries.delete(link.index);
+    this.#lostRefusals.delete(link.index);
     const resumable = isResumableEventId(event.id);
     if (resumable) this.#positions.set(link.index, event.id!);
     if (event.data.length > 0) {
@@ -140,13 +183,43 @@ export class ClientStream implements SessionStream, OpenStream {
     this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(rewriteForClient(backendIndex, message, this.#session)) }));
   }
 
+  /** A backend joined the session (again): its stream opens on the new backend session. */
+  backendJoined(name: string): void {
+    const link = this.#links.get(name);
+    if (link === undefined || this.#closed) return;
+    this.#backends.get(link.index)?.cancel();
+    this.#backends.delete(link.index);
+    this.#positions.delete(link.index); // positions of the old session mean nothing to the new one
+    this.#retries.delete(link.index);
+    void this.#connect(link);
+  }
+
   /**
-   * A backend stream ended. `refusal` is the HTTP status when the backend refused the stream
-   * (405: it has no GET stream; 404: the session is gone): then it is not reopened.
+   * A backend stream ended. `refusal` is the HTTP status when the backend refused the stream:
+   * 405 (it has no GET stream) is final; 404, or a 400/410, means it lost the session: the
+   * backend joins again and its stream reopens then. Anything else is retried with backoff.
    */
-  backendEnded(link: BackendLink, stream: BackendStream, refusal: number | null): void {
-    if (this.#backends.get(link.index) === stream) this.#backends.delete(link.index);
-    if (this.#closed || refusal === 405 || refusal === 404) return;
+  backendEnded(link: BackendLink, stream: BackendStream, refusal: StreamRefusal | null): void {
+    if (this.#backends.get(link.index) !== stream) return; // replaced meanwhile
+    this.#backends.delete(link.index);
+    if (this.#closed || refusal?.status === 405) return;
+    if (refusal?.lost === true) {
+      const refusals = (this.#lostRefusals.get(link.index) ?? 0) + 1;
+      this.#lostRefusals.set(link.index, refusals);
+      // A backend that refuses even a session it just opened would have us open sessions forever.
+      if (refusals > MAX_LOST_REFUSALS) {
+        this.ctx.log(new GatewayError('backend_error', `backend "${link.name}" refuses the GET stream of every new session: its stream is given up`, { extra: { backend: link.name } }));
+        return;
+      }
+      this.#session.markLost(link.name, stream.record);
+      void this.#connect(link);
+      return;
+    }
+    this.#retryLater(link);
+  }
+
+  #retryLater(link: BackendLink): void {
+    if (this.#closed) return;
     const attempt = (this.#retries.get(link.index) ?? 0) + 1;
     this.#retries.set(link.index, attempt);
     const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (attempt - 1));

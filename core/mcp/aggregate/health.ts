@@ -1,9 +1,11 @@
 /**
- * Periodic health checks of an aggregated group's backends, for `/status` and the logs: each
- * check opens a session of its own (initialize), lists the tools (their count is part of the
- * status), and ends the session. A backend is unhealthy after `unhealthyThreshold` failed checks
- * in a row, healthy again after one good one. A backend that demands credentials (401/403)
- * answered, so it counts as up.
+ * The health of an aggregated group's backends, for `/status`, the logs and the sessions. Two
+ * sources: periodic checks (each opens a session of its own, lists the tools, whose count is
+ * part of the status, and ends the session) and what the sessions' own requests see (a backend
+ * that refuses connections or fails with a 5xx while sessions use it is failing, whatever the
+ * last check said). A backend is unhealthy after `unhealthyThreshold` failures in a row, healthy
+ * again after one success. A backend that demands credentials (401/403) answered, so it counts as
+ * up. Sessions that gave up on a backend try it again at once when it turns healthy.
  */
 import type { Logger } from 'pino';
 import type { BackendLink } from './backend-link.ts';
@@ -32,6 +34,9 @@ export class HealthMonitor {
   readonly #log: Logger;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
+  /** performance.now() of each backend's last turn to healthy. */
+  readonly #recoveredAt = new Map<string, number>();
+  readonly #onRecovered: ((name: string) => void)[] = [];
 
   constructor(links: readonly BackendLink[], intervalMs: number, threshold: number, log: Logger) {
     this.#links = links;
@@ -104,23 +109,53 @@ export class HealthMonitor {
     } catch (err) {
       problem = (err as { description?: string }).description ?? (err as Error).message;
     }
-    const before = status.health;
     status.lastCheck = new Date().toISOString();
     status.latencyMs = Math.round(performance.now() - started);
+    if (problem === null && toolCount !== null) status.toolCount = toolCount;
+    this.#record(status, problem, 'health check');
+  }
+
+  /**
+   * What a session's request to backend `name` saw: null when it answered, else the problem (it
+   * could not be reached, timed out, or failed with a 5xx). Costs one comparison when nothing
+   * changes.
+   */
+  observe(name: string, problem: string | null): void {
+    const status = this.#status.get(name);
+    if (status === undefined || (problem === null && status.health === 'healthy' && status.consecutiveFailures === 0)) return;
+    this.#record(status, problem, 'session traffic');
+  }
+
+  #record(status: BackendStatus, problem: string | null, source: string): void {
+    const before = status.health;
     if (problem === null) {
       status.consecutiveFailures = 0;
       status.lastError = null;
       status.health = 'healthy';
-      if (toolCount !== null) status.toolCount = toolCount;
     } else {
       status.consecutiveFailures++;
       status.lastError = problem;
       if (status.consecutiveFailures >= this.#threshold || before === 'unknown') status.health = 'unhealthy';
     }
-    if (status.health !== before) {
-      const log = status.health === 'healthy' ? this.#log.info.bind(this.#log) : this.#log.warn.bind(this.#log);
-      log({ backend: link.name, health: status.health, error: status.lastError }, `backend ${link.name} is ${status.health}`);
+    if (status.health === before) return;
+    const name = status.name;
+    if (status.health === 'healthy') {
+      this.#log.info({ backend: name, health: status.health, source }, `backend ${name} is healthy`);
+      this.#recoveredAt.set(name, performance.now());
+      for (const listener of this.#onRecovered) listener(name);
+    } else {
+      this.#log.warn({ backend: name, health: status.health, error: status.lastError, source }, `backend ${name} is ${status.health}`);
     }
+  }
+
+  /** Whether backend `name` turned healthy after `since` (a performance.now() time). */
+  recoveredSince(name: string, since: number): boolean {
+    return (this.#recoveredAt.get(name) ?? -Infinity) > since;
+  }
+
+  /** Calls `listener(name)` each time a backend turns healthy. Listeners must not throw. */
+  onRecovered(listener: (name: string) => void): void {
+    this.#onRecovered.push(listener);
   }
 
   status(name: string): BackendStatus | undefined {

@@ -14,7 +14,7 @@ import type { JsonRpcRequest } from '../jsonrpc.ts';
 import type { BackendLink, MessageSink } from './backend-link.ts';
 import type { FailureHandlingConfig } from './config.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
-import { sessionTag, type BackendSessionRecord, type SessionRecord } from './session-store.ts';
+import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
 const INTERNAL_ERROR = -32603;
 /** What MCP allows in a session id (0x21-0x7E), bounded; protocol versions are held to it too. */
@@ -36,7 +36,7 @@ interface Joined {
 }
 
 /** Initializes one backend session with the client's parameters. */
-async function initializeBackend(ctx: Context | null, link: BackendLink, params: Record<string, unknown>, sink: MessageSink | null): Promise<Joined> {
+export async function initializeBackend(ctx: Context | null, link: BackendLink, params: Record<string, unknown>, sink: MessageSink | null): Promise<Joined> {
   const result = await link.call(ctx, null, { jsonrpc: '2.0', id: 'initialize', method: 'initialize', params }, sink);
   const problem = link.problem(result, 'initialize');
   if (problem !== null) throw problem;
@@ -59,7 +59,8 @@ async function initializeBackend(ctx: Context | null, link: BackendLink, params:
   return { link, record: { sessionId: result.sessionId, protocolVersion: init.protocolVersion, capabilities }, instructions: init.instructions };
 }
 
-function reasonOf(err: unknown): string {
+/** What the client is told of a failure: a GatewayError's description, else the error's message. */
+export function reasonOf(err: unknown): string {
   return (err as GatewayError).description ?? (err as Error).message ?? String(err);
 }
 
@@ -101,9 +102,14 @@ export async function initializeSession(
     missing: missing.map((m) => m.name),
   };
   const session = new AggregatedSession(record);
+  const now = performance.now();
+  for (const { name, reason } of missing) session.absent(name, reason, now);
   const result = {
     protocolVersion: version,
-    capabilities: mergeCapabilities(joined.map((j) => j.record.capabilities)),
+    capabilities: mergeCapabilities(
+      joined.map((j) => j.record.capabilities),
+      missing.length > 0,
+    ),
     serverInfo: { name: options.name, version: GATEHOUSE_VERSION, title: `${options.name} (Gatehouse virtual MCP server)` },
     instructions: mergeInstructions(
       options.name,
@@ -114,12 +120,3 @@ export async function initializeSession(
   return { session, result };
 }
 
-/** A backend forgot the session (it restarted): initialize it again with the client's parameters. */
-export async function reconnectBackend(ctx: Context, session: AggregatedSession, link: BackendLink, log: Logger): Promise<void> {
-  const record = session.record;
-  const params = { protocolVersion: record.protocolVersion, capabilities: record.clientCapabilities, clientInfo: record.clientInfo };
-  const joined = await initializeBackend(ctx, link, params, null);
-  await link.call(ctx, joined.record, { jsonrpc: '2.0', method: 'notifications/initialized' });
-  session.replaceBackend(link.name, joined.record);
-  log.info({ backend: link.name, session: sessionTag(session.id) }, `backend ${link.name} lost the session: re-initialized it`);
-}

@@ -4,9 +4,9 @@
  * cached per session until a `notifications/<kind>/list_changed`, and served to the client in
  * pages of its own (an opaque cursor tied to the list's version).
  */
-import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
-import type { BackendLink, MessageSink } from './backend-link.ts';
+import type { BackendLink, CallResult, MessageSink } from './backend-link.ts';
+import type { JsonRpcMessage } from '../jsonrpc.ts';
 import type { AggregationConfig } from './config.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
 import type { BackendSessionRecord } from './session-store.ts';
@@ -67,14 +67,16 @@ export interface ListCache {
   readonly complete: boolean;
 }
 
+/** Sends one JSON-RPC message to a backend of the session and collects its answer. */
+export type ListCall = (link: BackendLink, message: JsonRpcMessage, sink: MessageSink) => Promise<CallResult>;
+
 /** One backend's full list (all pages). */
-async function fetchAll(link: BackendLink, ctx: Context | null, session: ListedSession, spec: ListSpec, sink: MessageSink): Promise<unknown[]> {
-  const backendSession = session.backends.get(link.name)!;
+async function fetchAll(link: BackendLink, call: ListCall, spec: ListSpec, sink: MessageSink): Promise<unknown[]> {
   const items: unknown[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const params = cursor === undefined ? {} : { cursor };
-    const result = await link.call(ctx, backendSession, { jsonrpc: '2.0', id: `list-${page}`, method: spec.method, params }, sink);
+    const result = await call(link, { jsonrpc: '2.0', id: `list-${page}`, method: spec.method, params }, sink);
     const problem = link.problem(result, spec.method);
     if (problem !== null) throw problem;
     const response = result.response;
@@ -99,7 +101,7 @@ export async function loadList(
   session: ListedSession,
   links: readonly BackendLink[],
   config: AggregationConfig,
-  ctx: Context | null,
+  call: ListCall,
   sink: (link: BackendLink) => MessageSink,
   onBackendFailure: (link: BackendLink, error: unknown) => void,
 ): Promise<ListCache> {
@@ -107,7 +109,7 @@ export async function loadList(
   if (cached !== undefined) return cached;
   const spec = LISTS[kind];
   const asked = links.filter((link) => session.backends.get(link.name)?.capabilities[spec.capability] !== undefined);
-  const settled = await Promise.allSettled(asked.map((link) => fetchAll(link, ctx, session, spec, sink(link))));
+  const settled = await Promise.allSettled(asked.map((link) => fetchAll(link, call, spec, sink(link))));
   const perBackend = new Map<string, unknown[]>();
   let complete = true;
   settled.forEach((outcome, i) => {

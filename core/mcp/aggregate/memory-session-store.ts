@@ -113,6 +113,12 @@ export class MemorySessionStore implements SessionStore {
     return removed;
   }
 
+  async update(record: SessionRecord): Promise<boolean> {
+    if (!this.#cache.has(record.id)) return false;
+    this.#cache.set(record.id, record);
+    return true;
+  }
+
   #unindex(record: SessionRecord, id: string): void {
     if (record.owner === null) return;
     const key = ownerKey(record.owner);

@@ -187,6 +187,11 @@ export class RedisSessionStore implements SessionStore {
     return records;
   }
 
+  async update(session: SessionRecord): Promise<boolean> {
+    if (!SESSION_ID.test(session.id)) return false;
+    return (await this.#client.set(this.key(session.id), JSON.stringify(session), 'PX', this.#ttlMs, 'XX')) === 'OK';
+  }
+
   async delete(id: string): Promise<void> {
     if (!SESSION_ID.test(id)) return;
     await this.#client.del(this.key(id));

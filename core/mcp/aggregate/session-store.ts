@@ -54,6 +54,11 @@ export interface SessionStore {
    * and returned, so the caller can close their backend sessions. Other owners are never touched.
    */
   save(record: SessionRecord): Promise<readonly SessionRecord[]>;
+  /**
+   * Replaces a session that still exists (a backend joined it); false when it is gone (deleted,
+   * expired): a session is never brought back by anything but its own initialize.
+   */
+  update(record: SessionRecord): Promise<boolean>;
   delete(id: string): Promise<void>;
   close(): Promise<void>;
 }

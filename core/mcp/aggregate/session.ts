@@ -3,21 +3,42 @@
  * plus what is rebuilt on demand and never stored — list caches, the routing of in-flight
  * requests and tasks, and the client's open GET stream.
  */
+import type { Context } from '../../context.ts';
 import type { JsonRpcId, JsonRpcMessage } from '../jsonrpc.ts';
 import type { ListCache, ListKind } from './lists.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
 
 /** What the session needs from the client's GET stream. */
 export interface SessionStream {
+  /** The client's GET request: its credentials open backend streams and join late backends. */
+  readonly ctx: Context;
   /** A backend's message for the client that did not come on the stream itself (fan-out calls). */
   deliver(backendIndex: number, message: JsonRpcMessage): void;
+  /** A backend joined the session (or joined it again): its GET stream is opened. */
+  backendJoined(name: string): void;
   close(): void;
+}
+
+/** A backend that is not part of the session now: why, and when it may be tried again. */
+export interface BackendAbsence {
+  /** Why the last try failed (the client sees it). */
+  readonly reason: string;
+  /** Failed tries in a row. */
+  readonly failures: number;
+  /** performance.now() of the last try. */
+  readonly triedAt: number;
 }
 
 export class AggregatedSession {
   #record: SessionRecord;
   /** Backend name → its session (only the backends that joined). */
   readonly #backends: Map<string, BackendSessionRecord>;
+  /** Backends whose session stopped working here (the backend said so, or went away). */
+  readonly #lost = new Set<string>();
+  /** Backends not joined or lost, with their last failed try. */
+  readonly #absent = new Map<string, BackendAbsence>();
+  /** Joins in progress, by backend: concurrent requests wait for the same one. */
+  readonly joining = new Map<string, Promise<BackendSessionRecord>>();
   readonly lists = new Map<ListKind, ListCache>();
   /** Client request id → index of the backend it was routed to (for notifications/cancelled). */
   readonly inflight = new Map<JsonRpcId, number>();
@@ -41,15 +62,52 @@ export class AggregatedSession {
     return this.#record;
   }
 
+  /** Every backend that joined, usable or lost. */
   get backends(): ReadonlyMap<string, BackendSessionRecord> {
     return this.#backends;
   }
 
-  /** A backend's session was re-created (it had lost the old one). */
-  replaceBackend(name: string, backend: BackendSessionRecord): void {
+  /** The backend's session when it can be used as it is: joined, and not lost. */
+  usable(name: string): BackendSessionRecord | undefined {
+    return this.#lost.has(name) ? undefined : this.#backends.get(name);
+  }
+
+  /** Whether `name` has a usable session in this session. */
+  has(name: string): boolean {
+    return this.#backends.has(name) && !this.#lost.has(name);
+  }
+
+  /**
+   * `record` of backend `name` stopped working: the next use joins it again. A record that was
+   * already replaced (another request rejoined first) changes nothing.
+   */
+  markLost(name: string, record: BackendSessionRecord): void {
+    if (this.#backends.get(name) === record) this.#lost.add(name);
+  }
+
+  /** Backend `name` joined, for the first time or again: its new session; its lists are stale. */
+  joined(name: string, backend: BackendSessionRecord): void {
     this.#backends.set(name, backend);
-    this.#record = { ...this.#record, backends: { ...this.#record.backends, [name]: backend } };
+    this.#lost.delete(name);
+    this.#absent.delete(name);
+    this.#record = {
+      ...this.#record,
+      backends: { ...this.#record.backends, [name]: backend },
+      missing: this.#record.missing.filter((missing) => missing !== name),
+    };
     for (const kind of ['tools', 'prompts', 'resources'] as const) this.invalidate(kind);
+  }
+
+  /** A try to join backend `name` failed. */
+  absent(name: string, reason: string, now: number): BackendAbsence {
+    const absence = { reason, failures: (this.#absent.get(name)?.failures ?? 0) + 1, triedAt: now };
+    this.#absent.set(name, absence);
+    return absence;
+  }
+
+  /** The last failed try of a backend that is not usable, or undefined. */
+  absence(name: string): BackendAbsence | undefined {
+    return this.#absent.get(name);
   }
 
   invalidate(kind: ListKind): void {
@@ -79,25 +137,23 @@ function flag(caps: Capabilities, group: string, key: string): boolean {
 }
 
 /**
- * The capabilities the client sees: the union of the backends'. list_changed is declared when
- * any backend declares it (the gateway forwards them); subscribe when any backend supports it.
+ * The capabilities the client sees: the union of the backends'. `listChanged` is declared for
+ * every list the gateway serves, since the gateway itself changes them (a backend that joins
+ * late or restarts with other tools), and forwards the backends' own; subscribe when any backend
+ * supports it. With backends still to join (`expectMore`), every list is declared: what they
+ * bring can only be announced on a list the client knows about.
  */
-export function mergeCapabilities(backends: readonly Capabilities[]): Capabilities {
+export function mergeCapabilities(backends: readonly Capabilities[], expectMore = false): Capabilities {
   const merged: Capabilities = {};
-  const has = (group: string): boolean => backends.some((caps) => caps[group] !== undefined);
+  const has = (group: string): boolean => expectMore || backends.some((caps) => caps[group] !== undefined);
   const any = (group: string, key: string): boolean => backends.some((caps) => flag(caps, group, key));
-  if (has('tools')) merged.tools = any('tools', 'listChanged') ? { listChanged: true } : {};
-  if (has('prompts')) merged.prompts = any('prompts', 'listChanged') ? { listChanged: true } : {};
-  if (has('resources')) {
-    const resources: Record<string, boolean> = {};
-    if (any('resources', 'subscribe')) resources.subscribe = true;
-    if (any('resources', 'listChanged')) resources.listChanged = true;
-    merged.resources = resources;
-  }
-  if (has('logging')) merged.logging = {};
-  if (has('completions')) merged.completions = {};
-  if (has('tasks')) merged.tasks = mergeObjects(backends.map((caps) => caps.tasks));
-  if (has('experimental')) merged.experimental = mergeObjects(backends.map((caps) => caps.experimental));
+  if (has('tools')) merged.tools = { listChanged: true };
+  if (has('prompts')) merged.prompts = { listChanged: true };
+  if (has('resources')) merged.resources = any('resources', 'subscribe') ? { subscribe: true, listChanged: true } : { listChanged: true };
+  if (backends.some((caps) => caps.logging !== undefined)) merged.logging = {};
+  if (backends.some((caps) => caps.completions !== undefined)) merged.completions = {};
+  if (backends.some((caps) => caps.tasks !== undefined)) merged.tasks = mergeObjects(backends.map((caps) => caps.tasks));
+  if (backends.some((caps) => caps.experimental !== undefined)) merged.experimental = mergeObjects(backends.map((caps) => caps.experimental));
   return merged;
 }
 

@@ -1,0 +1,201 @@
+/**
+ * Keeping the backends of an aggregated session joined while they restart, go down and come
+ * back, for lists as for calls, so that a long-lived client never has to start over:
+ *
+ *  - Lost: a backend that answers a request on its session with "no such session" (404, or a
+ *    400/410 or JSON-RPC error that says so), or that refuses connections after it was reachable,
+ *    has lost the session (it restarted). The session is marked lost; its next use initializes
+ *    it again with the client's parameters. A request rejoins at most once: if the new session
+ *    fails the same way, the request gets an error naming the backend.
+ *  - Absent: a backend that was down at initialize, or whose rejoin failed, is tried again by
+ *    later requests of the session, after a backoff (1 s, doubling to 30 s) that the health
+ *    monitor cuts short when it sees the backend recover. Until then a request for it is told at
+ *    once that it is unavailable, with the reason of the last try.
+ *  - Joined: the new backend session is written to the session store, the lists are rebuilt,
+ *    the client is told `notifications/*\/list_changed` for what the backend serves, and the
+ *    client's GET stream opens the backend's stream.
+ *
+ * What the backend session held (a log level, resource subscriptions) is not replayed: the
+ * backend starts from its defaults, as after any restart.
+ */
+import type { Logger } from 'pino';
+import type { Context } from '../../context.ts';
+import { GatewayError } from '../../errors.ts';
+import type { JsonRpcMessage } from '../jsonrpc.ts';
+import type { BackendLink, CallResult, MessageSink } from './backend-link.ts';
+import type { HealthMonitor } from './health.ts';
+import { initializeBackend, reasonOf } from './init.ts';
+import type { AggregatedSession } from './session.ts';
+import { sessionTag, type BackendSessionRecord, type SessionStore } from './session-store.ts';
+
+const RETRY_MIN_MS = 1_000;
+const RETRY_MAX_MS = 30_000;
+
+/** The list_changed notification of each capability a joining backend may bring. */
+const LIST_CHANGED_OF: readonly (readonly [capability: string, method: string])[] = [
+  ['tools', 'notifications/tools/list_changed'],
+  ['prompts', 'notifications/prompts/list_changed'],
+  ['resources', 'notifications/resources/list_changed'],
+];
+
+export interface SessionHealerOptions {
+  readonly links: readonly BackendLink[];
+  readonly store: SessionStore;
+  readonly health: HealthMonitor;
+  readonly log: Logger;
+  /** Where a backend's messages on its own calls go (the client's GET stream). */
+  readonly sink: (session: AggregatedSession, link: BackendLink) => MessageSink;
+}
+
+/** Wait before trying an absent backend again, after `failures` failed tries in a row. */
+export function retryDelay(failures: number): number {
+  return Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.max(0, failures - 1));
+}
+
+function unavailable(link: BackendLink, reason: string): GatewayError {
+  const description = reason.includes(`"${link.name}"`) ? reason : `backend "${link.name}" is unavailable (${reason})`;
+  return new GatewayError('backend_unavailable', description, { extra: { backend: link.name } });
+}
+
+/** Whether a failed call means the backend went away (and its sessions with it). */
+function isUnreachable(err: unknown): boolean {
+  return err instanceof GatewayError && err.code === 'backend_unavailable';
+}
+
+export class SessionHealer {
+  readonly #o: SessionHealerOptions;
+
+  constructor(options: SessionHealerOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * The backend's session in `session`, ready to use: as it is, or joined (again) first. Throws
+   * a `backend_unavailable` GatewayError naming the backend when it cannot be joined now.
+   */
+  use(ctx: Context | null, session: AggregatedSession, link: BackendLink): BackendSessionRecord | Promise<BackendSessionRecord> {
+    return session.usable(link.name) ?? this.join(ctx, session, link);
+  }
+
+  /** Joins `link` to `session` (again), sharing a join already in progress; honours the backoff. */
+  join(ctx: Context | null, session: AggregatedSession, link: BackendLink): Promise<BackendSessionRecord> {
+    const pending = session.joining.get(link.name);
+    if (pending !== undefined) return pending;
+    const absence = session.absence(link.name);
+    if (absence !== undefined && !this.#mayRetry(link, absence.failures, absence.triedAt)) {
+      const seconds = Math.max(1, Math.round((performance.now() - absence.triedAt) / 1000));
+      return Promise.reject(unavailable(link, `${absence.reason}; last tried ${seconds} s ago`));
+    }
+    const joining = this.#join(ctx, session, link).finally(() => session.joining.delete(link.name));
+    session.joining.set(link.name, joining);
+    return joining;
+  }
+
+  /**
+   * Tries every backend the session never had whose retry time has come, in parallel; resolves
+   * once those tries ended (a failure is recorded, not thrown). Nothing to do costs one check.
+   */
+  async joinMissing(ctx: Context | null, session: AggregatedSession): Promise<void> {
+    const missing = session.record.missing;
+    if (missing.length === 0) return;
+    const due = this.#o.links.filter((link) => missing.includes(link.name) && this.#due(session, link));
+    if (due.length > 0) await Promise.allSettled(due.map((link) => this.join(ctx, session, link)));
+  }
+
+  /** Whether `link` is absent from `session` and may be tried now. */
+  #due(session: AggregatedSession, link: BackendLink): boolean {
+    if (session.joining.has(link.name)) return true;
+    const absence = session.absence(link.name);
+    return absence === undefined || this.#mayRetry(link, absence.failures, absence.triedAt);
+  }
+
+  #mayRetry(link: BackendLink, failures: number, triedAt: number): boolean {
+    return performance.now() - triedAt >= retryDelay(failures) || this.#o.health.recoveredSince(link.name, triedAt);
+  }
+
+  /**
+   * One JSON-RPC call to `link` on the session's behalf: joined first if needed, and joined again
+   * (once) if the backend says it lost the session, then the call repeated.
+   */
+  async call(ctx: Context | null, session: AggregatedSession, link: BackendLink, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
+    let backend = await this.use(ctx, session, link);
+    let result = await this.send(ctx, session, link, backend, message, sink);
+    if (!link.lostSession(backend, result)) return result;
+    session.markLost(link.name, backend);
+    backend = await this.join(ctx, session, link);
+    result = await this.send(ctx, session, link, backend, message, sink);
+    if (link.lostSession(backend, result)) {
+      session.markLost(link.name, backend);
+      throw new GatewayError('backend_unavailable', `backend "${link.name}" lost the session again right after it was initialized anew`, { extra: { backend: link.name } });
+    }
+    return result;
+  }
+
+  /**
+   * One call on `backend`, as it is (no join): what it shows about the backend's health is
+   * recorded, and a backend that could not be reached has lost its session.
+   */
+  async send(ctx: Context | null, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
+    let result: CallResult;
+    try {
+      result = await link.call(ctx, backend, message, sink);
+    } catch (err) {
+      this.failed(session, link, backend, err);
+      throw err;
+    }
+    this.#o.health.observe(link.name, result.status >= 500 ? `HTTP ${result.status}` : null);
+    if (link.lostSession(backend, result)) session.markLost(link.name, backend);
+    return result;
+  }
+
+  /** A request to `backend` failed: the health monitor hears of it; unreachable means lost. */
+  failed(session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, err: unknown): void {
+    this.#o.health.observe(link.name, reasonOf(err));
+    if (isUnreachable(err)) session.markLost(link.name, backend);
+  }
+
+  /** A request to `link` succeeded (for the health monitor). */
+  succeeded(link: BackendLink): void {
+    this.#o.health.observe(link.name, null);
+  }
+
+  async #join(ctx: Context | null, session: AggregatedSession, link: BackendLink): Promise<BackendSessionRecord> {
+    const previous = session.backends.get(link.name);
+    const wasLost = previous !== undefined;
+    const record = session.record;
+    const params = { protocolVersion: record.protocolVersion, capabilities: record.clientCapabilities, clientInfo: record.clientInfo };
+    let backend: BackendSessionRecord;
+    try {
+      backend = (await initializeBackend(ctx, link, params, this.#o.sink(session, link))).record;
+      await link.call(ctx, backend, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    } catch (err) {
+      const reason = reasonOf(err);
+      session.absent(link.name, reason, performance.now());
+      this.#o.health.observe(link.name, reason);
+      this.#o.log.warn({ backend: link.name, session: sessionTag(session.id), reason }, wasLost ? `backend ${link.name} lost the session and could not be initialized again` : `backend ${link.name} is still unavailable to the session`);
+      throw unavailable(link, reason);
+    }
+    this.#o.health.observe(link.name, null);
+    session.joined(link.name, backend);
+    if (!(await this.#o.store.update(session.record))) {
+      // The session ended meanwhile (DELETE, expiry): the new backend session is not kept.
+      void link.remove(null, backend).catch(() => undefined);
+      throw new GatewayError('session_not_found', 'Session not found: initialize a new session');
+    }
+    this.#announce(session, link, backend);
+    this.#o.log.info({ backend: link.name, session: sessionTag(session.id) }, wasLost ? `backend ${link.name} lost the session: initialized it again` : `backend ${link.name} joined the session`);
+    // A backend that went away may still hold the old session (a network blip, not a restart).
+    if (previous?.sessionId != null) void link.remove(null, previous).catch(() => undefined);
+    return backend;
+  }
+
+  /** Tells the client what the joined backend changes: its lists, and its GET stream. */
+  #announce(session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord): void {
+    const stream = session.stream;
+    if (stream === null) return;
+    stream.backendJoined(link.name);
+    for (const [capability, method] of LIST_CHANGED_OF) {
+      if (backend.capabilities[capability] !== undefined) stream.deliver(link.index, { jsonrpc: '2.0', method });
+    }
+  }
+}
