@@ -239,8 +239,13 @@ export class Connection {
     const handler = this.completed;
     if (handler === null) return;
     this.completed = null;
-    if (this.keepAlive) this.owner.release(this);
-    else this.destroy();
+    if (this.keepAlive) {
+      // A pause was the finished exchange's backpressure: the next exchange reads from the start.
+      this.resume();
+      this.owner.release(this);
+    } else {
+      this.destroy();
+    }
     handler.onComplete();
   }
 
