@@ -117,6 +117,8 @@ export class Chain {
   readonly #responses: Map<string, ResponseHook[]>;
   readonly #backendHooks = new Map<string, BackendHook[] | null>();
   readonly #timer: PhaseTimer;
+  /** True when some onMessage or onResponse hook exists: messages must then be looked into. */
+  readonly seesMessages: boolean;
 
   constructor(plugins: readonly Plugin[], timer: PhaseTimer) {
     this.plugins = plugins;
@@ -153,6 +155,7 @@ export class Chain {
     this.#messages = compileMethodTable(messageEntries);
     this.#messagesAll = orNull(this.#messages.all);
     this.#responses = responses;
+    this.seesMessages = this.hasMessageHooks || responses.size > 0;
   }
 
   /** The onMessage hooks for `method` (null when none): one Map lookup per message. */

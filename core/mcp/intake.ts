@@ -6,10 +6,11 @@
  *   4. the 2026-07-28 standard headers agreeing with the body,
  *   5. the onMessage hooks.
  * Each step answers with its own clear error. Steps 1–4 are synchronous and throw.
+ * `directTarget` is ctx.target of a message sent to one backend as it is (transparent mode).
  */
 import type { Chain, HookOutcome } from '../chain.ts';
 import { runHooks } from '../chain.ts';
-import type { Context } from '../context.ts';
+import type { Context, MessageTarget } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import { declaredLengthProblem } from '../http/body.ts';
 import { parseMessages, standardHeadersProblem, type JsonRpcMessage } from './jsonrpc.ts';
@@ -61,4 +62,31 @@ async function runBatchHooks(ctx: Context, chain: Chain, batch: JsonRpcMessage[]
     if (outcome !== undefined) return outcome;
   }
   return undefined;
+}
+
+/**
+ * The target of a message the one backend gets as the client sent it: the tool or prompt name,
+ * or the resource URI, it is about; null for a response or a batch.
+ */
+export function directTarget(backend: string, message: JsonRpcMessage | JsonRpcMessage[] | null): MessageTarget | null {
+  if (message === null || Array.isArray(message) || !('method' in message)) return null;
+  const params = message.params;
+  let name: unknown = null;
+  switch (message.method) {
+    case 'tools/call':
+    case 'prompts/get':
+      name = params?.name;
+      break;
+    case 'resources/read':
+    case 'resources/subscribe':
+    case 'resources/unsubscribe':
+      name = params?.uri;
+      break;
+    case 'completion/complete': {
+      const ref = params?.ref as { name?: unknown; uri?: unknown } | undefined;
+      name = ref?.name ?? ref?.uri;
+      break;
+    }
+  }
+  return { backend, name: typeof name === 'string' ? name : null };
 }

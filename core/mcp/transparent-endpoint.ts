@@ -16,7 +16,7 @@ import { respondWhenSettled } from '../respond.ts';
 import type { Pool } from '../upstream/pool.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
 import { methodNotAllowed, type McpEndpoint } from './mcp-endpoint.ts';
-import { acceptMessages, checkPostHead, runMessageHooks } from './intake.ts';
+import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
 import { RewriteExchange } from './rewrite.ts';
 import type { OpenStreams } from './streams.ts';
@@ -72,6 +72,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   body(ctx: Context, body: Buffer): void {
     try {
       acceptMessages(ctx, body);
+      if (this.#chain.seesMessages) ctx.target = directTarget(this.#backend.name, ctx.message);
       const outcome = runMessageHooks(ctx, this.#chain);
       // The usual case, no message hook: forwarded at once, without a promise.
       if (outcome === undefined) respondWhenSettled(ctx, this.#forward(ctx, 'POST', body));
@@ -86,7 +87,11 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   }
 
   #forward(ctx: Context, method: string, body: Buffer | null): HookOutcome | Promise<HookOutcome> {
-    if (body !== null && ctx.body === null) body = serialize(ctx); // a hook replaced the message
+    if (body !== null && ctx.body === null) {
+      // A hook replaced the message: it goes out, and is described, as replaced.
+      body = serialize(ctx);
+      ctx.target = directTarget(this.#backend.name, ctx.message);
+    }
     const responseHooks = method === 'POST' ? this.#chain.responseHooks(ctx.rpcMethod) : null;
     const list = ctx.head.forward;
     if (responseHooks !== null) dropHeader(list, 'accept-encoding'); // the gateway reads the body itself

@@ -5,13 +5,17 @@
  *   error and never reaches a backend.
  * - `tools/list` responses are filtered, so clients do not even see the other tools.
  *
+ * Names are the ones clients see, in both modes: `echo` in front of one backend, `demo_echo` in
+ * an aggregated group with the default prefixes (the quickstart). A plugin that wants the
+ * backend's own name reads `ctx.target` (`{backend: 'demo', name: 'echo'}`).
+ *
  * Load it from the config:
  *
  *   spec:
  *     plugins:
  *       - name: tool-allowlist
  *         module: ../plugins/tool-allowlist.ts     # relative to the config file
- *         config: {allow: [echo, add]}
+ *         config: {allow: [demo_echo, docs_add]}
  *
  * or from code: `startVmcp({config, plugins: [{definition: toolAllowlist, config: {allow: ['echo']}, source: 'code'}]})`.
  */

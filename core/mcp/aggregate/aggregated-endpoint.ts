@@ -196,12 +196,13 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     if (hooked !== undefined) {
       const settled = isPromise(hooked) ? await hooked : hooked;
       if (settled !== undefined) return settled;
-      if (ctx.message !== message) {
-        // A hook replaced the message: it is routed as replaced.
-        message = ctx.message as JsonRpcMessage;
-        routed = 'id' in message && 'method' in message ? await this.#resolve(ctx, session, message) : null;
-        ctx.target = routed !== null && 'target' in routed ? routed.target : null;
-      }
+    }
+    if (ctx.message !== message) {
+      // A hook replaced the message: it is routed as replaced.
+      if (Array.isArray(ctx.message)) throw new GatewayError('internal_error', 'an onMessage hook replaced the message with a batch, which an aggregated server cannot route');
+      message = ctx.message as JsonRpcMessage;
+      routed = 'id' in message && 'method' in message ? await this.#resolve(ctx, session, message) : null;
+      ctx.target = routed !== null && 'target' in routed ? routed.target : null;
     }
     if (!('method' in message)) return this.#answerFromClient(ctx, session, message);
     if (!('id' in message)) return this.#notify(ctx, session, message);
@@ -505,8 +506,9 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   async #delete(ctx: Context): Promise<HookOutcome> {
     const session = await this.#session(ctx);
-    await this.endBackends(ctx, session.record);
+    // Gone from the store first: a GET that races the DELETE finds no session to reopen streams in.
     await this.#o.store.delete(session.id);
+    await this.endBackends(ctx, session.record);
     return Reply.empty(200, { 'mcp-session-id': session.id });
   }
 

@@ -143,7 +143,11 @@ export class ClientStream implements SessionStream, OpenStream {
     const backendSession = this.#session.usable(link.name);
     if (backendSession === undefined) {
       // Lost, or never joined: once it joins, backendJoined() connects it.
-      this.#rejoin(this.ctx, link).catch(() => this.#retryLater(link));
+      this.#rejoin(this.ctx, link).catch((err: unknown) => {
+        // The session itself ended: so does its stream.
+        if (err instanceof GatewayError && err.code === 'session_not_found') this.close();
+        else this.#retryLater(link);
+      });
       return;
     }
     let headers: string[] | GatewayError;

@@ -180,7 +180,7 @@ export function mergeInstructions(
 ): string {
   const lines = [`"${vmcpName}" is a virtual MCP server aggregating: ${joined.map((b) => b.name).join(', ')}.`];
   if (missing.length > 0) {
-    lines.push(`Unavailable when this session started (their tools are missing): ${missing.map((m) => `${m.name} (${m.reason})`).join('; ')}.`);
+    lines.push(`Unavailable when this session started (they join it when they come up): ${missing.map((m) => `${m.name} (${m.reason})`).join('; ')}.`);
   }
   for (const backend of joined) {
     if (typeof backend.instructions === 'string' && backend.instructions.trim().length > 0) {
