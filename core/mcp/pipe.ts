@@ -14,45 +14,79 @@ import type { BackendMetrics } from '../observe/metrics.ts';
 import { formatSseEvent } from './sse.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 
-/** Response headers never passed back: hop-by-hop, and what the gateway sets itself. */
-const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'x-request-id']);
+/**
+ * Backend response headers a path does not pass on, with a table of their name lengths: a name
+ * is lower-cased and looked up only when its length is one of theirs (or of the few the filter
+ * watches for), so most headers cost one array read.
+ */
+export interface DroppedHeaders {
+  readonly names: ReadonlySet<string>;
+  readonly lengths: Uint8Array;
+}
+
+/** Names the filter always watches for: content-type, cache-control, x-accel-buffering, access-control-*. */
+const WATCHED_LENGTHS = [12, 13, 17];
+/** Every access-control-* name is at least this long; names this long or longer are always looked at. */
+const LONG = 16;
+
+export function droppedHeaders(names: readonly string[]): DroppedHeaders {
+  const lengths = new Uint8Array(LONG);
+  for (const length of [...WATCHED_LENGTHS, ...names.map((name) => name.length)]) if (length < LONG) lengths[length] = 1;
+  return { names: new Set(names), lengths };
+}
+
+/** Hop-by-hop headers, and what the gateway sets itself: never passed back on the transparent path. */
+const TRANSPARENT_DROPPED = droppedHeaders(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'x-request-id']);
 
 const EVENT_STREAM = /^text\/event-stream/i;
 
+/** A backend's response headers as the client gets them, and what the filter saw. */
+export interface ForwardedHeaders {
+  readonly list: string[];
+  readonly sse: boolean;
+}
+
 /**
- * Filters a backend's response headers into the list written to the client. Only names whose
- * length matches one of the dropped ones (or `content-type`, `cache-control`,
- * `x-accel-buffering`, an `access-control-*`) are lower-cased and looked up.
+ * Copies a backend's response headers into the list written to the client, without `dropped`
+ * and CORS headers (the gateway writes its own), and adds the stream headers an SSE answer
+ * needs when the backend did not send them.
  */
-export function clientHeaders(headers: string[], ctx: Context): { list: string[]; sse: boolean } {
+export function forwardHeaders(headers: string[], dropped: DroppedHeaders): ForwardedHeaders {
   const list: string[] = [];
   let sse = false;
   let cacheControl = false;
   let accelBuffering = false;
+  const { names, lengths } = dropped;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const value = headers[i + 1]!;
     const length = name.length;
-    if (length === 2 || length === 7 || length === 10 || length === 12 || length === 13 || length >= 16) {
+    if (length >= LONG || lengths[length] === 1) {
       const lower = name.toLowerCase();
-      if (DROPPED.has(lower) || isCorsHeader(lower)) continue;
+      if (names.has(lower) || isCorsHeader(lower)) continue;
       if (lower === 'content-type') sse = EVENT_STREAM.test(value);
       else if (lower === 'cache-control') cacheControl = true;
       else if (lower === 'x-accel-buffering') accelBuffering = true;
     }
     list.push(name, value);
   }
-  list.push('x-request-id', ctx.requestId);
   pushStreamHeaders(list, sse, cacheControl, accelBuffering);
-  pushCorsHeaders(list, ctx.corsOrigin);
   return { list, sse };
+}
+
+/** The transparent path's headers toward the client: the backend's, the request id, CORS. */
+export function clientHeaders(headers: string[], ctx: Context): ForwardedHeaders {
+  const forwarded = forwardHeaders(headers, TRANSPARENT_DROPPED);
+  forwarded.list.push('x-request-id', ctx.requestId);
+  pushCorsHeaders(forwarded.list, ctx.corsOrigin);
+  return forwarded;
 }
 
 /**
  * What an SSE response needs so that proxies in front pass events on at once: each header only
  * when the backend did not send its own (which is kept as it is), so none appears twice.
  */
-export function pushStreamHeaders(list: string[], sse: boolean, hasCacheControl: boolean, hasAccelBuffering: boolean): void {
+function pushStreamHeaders(list: string[], sse: boolean, hasCacheControl: boolean, hasAccelBuffering: boolean): void {
   if (!sse) return;
   if (!hasAccelBuffering) list.push('x-accel-buffering', 'no');
   if (!hasCacheControl) list.push('cache-control', 'no-cache, no-transform');

@@ -18,6 +18,12 @@ describe('RequestHead', () => {
     assert.equal(head.origin, 'https://o');
   });
 
+  it('reads Mcp-Session-Id, joining repeated ones as node:http would (an id no session has)', () => {
+    assert.equal(new RequestHead(['Mcp-Session-Id', 'abc']).sessionId, 'abc');
+    assert.equal(new RequestHead(['mcp-session-id', 'abc', 'MCP-SESSION-ID', 'def']).sessionId, 'abc, def');
+    assert.equal(new RequestHead(['Host', 'x']).sessionId, undefined);
+  });
+
   it('forwards end-to-end headers only: no hop-by-hop, Host, credentials, Origin, length or request id', () => {
     const head = new RequestHead([
       'Host', 'gw:1', 'Connection', 'keep-alive, X-Hop', 'X-Hop', '1', 'Keep-Alive', 'timeout=5', 'Transfer-Encoding', 'chunked',

@@ -39,7 +39,7 @@ import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapRequestId } from './ids.ts';
 import { SessionHealer } from './healing.ts';
 import { initializeSession, reasonOf } from './init.ts';
-import { LIST_CHANGED, loadList, page, resourceOwner, type ListCache, type ListKind } from './lists.ts';
+import { LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
 import { AggregatedSession } from './session.ts';
 import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
@@ -150,12 +150,17 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   /**
    * The client's session. The store is asked on every request (and its TTL extended): a session
    * another process deleted must not live on here, and must never be revived by re-initializing
-   * its backends. The in-memory store answers from a map; Redis with one GETEX.
+   * its backends. The in-memory store answers at once; Redis with one GETEX.
    */
-  async #session(ctx: Context): Promise<AggregatedSession> {
-    const id = ctx.header('mcp-session-id');
+  #session(ctx: Context): AggregatedSession | Promise<AggregatedSession> {
+    const id = ctx.head.sessionId;
     if (id === undefined) throw new GatewayError('session_required', 'Bad Request: Mcp-Session-Id header is required (initialize first)');
-    const record = await this.#o.store.touch(id, ctx.principal);
+    const record = this.#o.store.touch(id, ctx.principal);
+    return isPromise(record) ? record.then((stored) => this.#adopt(ctx, id, stored)) : this.#adopt(ctx, id, record);
+  }
+
+  /** The live session of a stored record, after the owner check. */
+  #adopt(ctx: Context, id: string, record: SessionRecord | null): AggregatedSession {
     if (record === null) {
       this.#local.delete(id);
       throw sessionNotFound();
@@ -183,20 +188,37 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   // ---- POST ----
 
-  /** Session, target, onMessage hooks, then the message by kind. */
-  async #dispatch(ctx: Context, message: JsonRpcMessage): Promise<HookOutcome> {
-    if ('method' in message && 'id' in message && message.method === 'initialize') {
-      const hooked = await runMessageHooks(ctx, this.#o.chain);
-      return hooked !== undefined ? hooked : this.#initialize(ctx, message);
-    }
-    const session = await this.#session(ctx);
-    let routed = 'id' in message && 'method' in message ? await this.#resolve(ctx, session, message) : null;
+  /**
+   * Session, target, onMessage hooks, then the message by kind. Each step stays synchronous while
+   * it can (a session in memory, a cached list, no hook or only sync ones), so a routed call
+   * meets no promise until its answer comes back.
+   */
+  #dispatch(ctx: Context, message: JsonRpcMessage): HookOutcome | Promise<HookOutcome> {
+    if ('method' in message && 'id' in message && message.method === 'initialize') return this.#initializeHooked(ctx, message);
+    const session = this.#session(ctx);
+    return isPromise(session) ? session.then((found) => this.#target(ctx, found, message)) : this.#target(ctx, session, message);
+  }
+
+  async #initializeHooked(ctx: Context, request: JsonRpcRequest): Promise<HookOutcome> {
+    const hooked = await runMessageHooks(ctx, this.#o.chain);
+    return hooked !== undefined ? hooked : this.#initialize(ctx, request);
+  }
+
+  #target(ctx: Context, session: AggregatedSession, message: JsonRpcMessage): HookOutcome | Promise<HookOutcome> {
+    const routed = 'id' in message && 'method' in message ? this.#resolve(ctx, session, message) : null;
+    return isPromise(routed) ? routed.then((resolved) => this.#hooks(ctx, session, message, resolved)) : this.#hooks(ctx, session, message, routed);
+  }
+
+  #hooks(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Routed | Unrouted | null): HookOutcome | Promise<HookOutcome> {
     if (routed !== null && 'target' in routed) ctx.target = routed.target;
     const hooked = runMessageHooks(ctx, this.#o.chain);
-    if (hooked !== undefined) {
-      const settled = isPromise(hooked) ? await hooked : hooked;
-      if (settled !== undefined) return settled;
-    }
+    if (hooked === undefined && ctx.message === message) return this.#byKind(ctx, session, message, routed);
+    return this.#afterHooks(ctx, session, message, routed, hooked);
+  }
+
+  async #afterHooks(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Routed | Unrouted | null, hooked: HookOutcome | Promise<HookOutcome>): Promise<HookOutcome> {
+    const settled = await hooked;
+    if (settled !== undefined) return settled;
     if (ctx.message !== message) {
       // A hook replaced the message: it is routed as replaced.
       if (Array.isArray(ctx.message)) throw new GatewayError('internal_error', 'an onMessage hook replaced the message with a batch, which an aggregated server cannot route');
@@ -204,6 +226,10 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       routed = 'id' in message && 'method' in message ? await this.#resolve(ctx, session, message) : null;
       ctx.target = routed !== null && 'target' in routed ? routed.target : null;
     }
+    return this.#byKind(ctx, session, message, routed);
+  }
+
+  #byKind(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Routed | Unrouted | null): HookOutcome | Promise<HookOutcome> {
     if (!('method' in message)) return this.#answerFromClient(ctx, session, message);
     if (!('id' in message)) return this.#notify(ctx, session, message);
     if (routed === null) return this.#request(ctx, session, message);
@@ -234,18 +260,29 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * request names what no backend of the session serves; null for a request the gateway
    * answers itself or sends to every backend.
    */
-  async #resolve(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<Routed | Unrouted | null> {
+  #resolve(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Routed | Unrouted | null | Promise<Routed | Unrouted | null> {
+    const method = request.method;
+    if (method !== 'tools/call' && method !== 'prompts/get') return this.#resolveOther(ctx, session, request);
+    const kind = method === 'tools/call' ? 'tools' : 'prompts';
+    // The usual case, a cached list and every backend joined: no promise.
+    const cached = session.record.missing.length === 0 ? session.lists.get(kind) : undefined;
+    if (cached !== undefined) return this.#resolveName(session, request, kind, cached);
+    return this.#list(ctx, session, kind).then((list) => this.#resolveName(session, request, kind, list));
+  }
+
+  /** The backend of a tool or prompt the client names, and the request with the backend's own name. */
+  #resolveName(session: AggregatedSession, request: JsonRpcRequest, kind: 'tools' | 'prompts', list: ListCache): Routed | Unrouted {
+    const params = request.params ?? {};
+    const name = params.name;
+    const exposed = typeof name === 'string' ? list.names?.byName.get(name) : undefined;
+    if (exposed === undefined) return this.#unknown(session, kind === 'tools' ? 'tool' : 'prompt', String(name));
+    const sent = exposed.original === name ? request : { ...request, params: { ...params, name: exposed.original } };
+    return { link: this.#links.get(exposed.backend)!, request: sent, target: { backend: exposed.backend, name: exposed.original } };
+  }
+
+  async #resolveOther(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<Routed | Unrouted | null> {
     const params = request.params ?? {};
     switch (request.method) {
-      case 'tools/call':
-      case 'prompts/get': {
-        const kind = request.method === 'tools/call' ? 'tools' : 'prompts';
-        const name = params.name;
-        const exposed = typeof name === 'string' ? (await this.#list(ctx, session, kind)).names?.byName.get(name) : undefined;
-        if (exposed === undefined) return this.#unknown(session, kind === 'tools' ? 'tool' : 'prompt', String(name));
-        const request2 = exposed.original === name ? request : { ...request, params: { ...params, name: exposed.original } };
-        return { link: this.#links.get(exposed.backend)!, request: request2, target: { backend: exposed.backend, name: exposed.original } };
-      }
       case 'resources/read':
       case 'resources/subscribe':
       case 'resources/unsubscribe': {
@@ -308,7 +345,14 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     const list = LIST_METHODS[request.method];
     if (list !== undefined) {
       const cache = await this.#list(ctx, session, list);
-      const result = page(list, cache, session, request.params?.cursor, this.#o.aggregation.pageSize);
+      const cursor = request.params?.cursor;
+      const pageSize = this.#o.aggregation.pageSize;
+      if (this.#o.chain.responseHooks(request.method) === null) {
+        // No hook wants the object: the page's text, serialized once per list version.
+        const text = pageText(list, cache, session, cursor, pageSize);
+        if (text !== null) return new Reply(200, `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":${text}}`, { 'content-type': 'application/json' });
+      }
+      const result = page(list, cache, session, cursor, pageSize);
       return result === null
         ? this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid cursor: list again from the start' } })
         : this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result });
@@ -369,20 +413,24 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * Forwards a routed request to `link`, its answer streamed back; the backend joins the session
    * first when it is not in it, and joins again (once) when it says it lost the session.
    */
-  async #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): Promise<HookOutcome> {
-    let backend = session.usable(link.name);
-    if (backend === undefined) {
-      try {
-        backend = await this.#healer.join(ctx, session, link);
-      } catch (err) {
-        return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } });
-      }
-    }
-    return this.#send(ctx, session, link, backend, Buffer.from(JSON.stringify(request)), true);
+  #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
+    // The client's bytes when the backend gets the request as sent (a bare name); else written anew.
+    const body = request === ctx.message && ctx.body !== null ? ctx.body : Buffer.from(JSON.stringify(request));
+    const backend = session.usable(link.name);
+    if (backend !== undefined) return this.#send(ctx, session, link, backend, body, true);
+    return this.#healer.join(ctx, session, link).then(
+      (joined) => this.#send(ctx, session, link, joined, body, true),
+      (err: unknown) => this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } }),
+    );
   }
 
-  async #send(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean): Promise<HookOutcome> {
-    const headers = await link.headers(ctx, backend, 'application/json, text/event-stream');
+  #send(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean): HookOutcome | Promise<HookOutcome> {
+    const headers = link.headers(ctx, backend, 'application/json, text/event-stream');
+    if (isPromise(headers)) return headers.then((settled) => this.#dispatchTo(ctx, session, link, backend, body, mayRetry, settled));
+    return this.#dispatchTo(ctx, session, link, backend, body, mayRetry, headers);
+  }
+
+  #dispatchTo(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean, headers: string[] | GatewayError): HookOutcome {
     if (headers instanceof GatewayError) return headers;
     headers.push('content-type', 'application/json');
     if (ctx.res.destroyed) return undefined;

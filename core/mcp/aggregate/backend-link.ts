@@ -5,7 +5,7 @@
  * DELETE. Outgoing credentials come from the prepareBackend hooks compiled for this backend.
  */
 import type { BackendInfo } from '../../backend.ts';
-import { runHooks, type Chain } from '../../chain.ts';
+import { runHooks, type Chain, type HookOutcome } from '../../chain.ts';
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import type { BackendMetrics } from '../../observe/metrics.ts';
@@ -154,7 +154,7 @@ export class BackendLink {
    * The headers of a request on `session`, after the backend's prepareBackend hooks (outgoing
    * credentials). `ctx` is null for the gateway's own requests (health checks): no hooks run then.
    */
-  async headers(ctx: Context | null, session: BackendSessionRecord | null, accept: string, lastEventId?: string): Promise<string[] | GatewayError> {
+  headers(ctx: Context | null, session: BackendSessionRecord | null, accept: string, lastEventId?: string): string[] | GatewayError | Promise<string[] | GatewayError> {
     const list = ['accept', accept];
     if (session !== null) {
       list.push('mcp-protocol-version', session.protocolVersion);
@@ -165,8 +165,12 @@ export class BackendLink {
     list.push('x-request-id', ctx.requestId);
     if (this.#hooks === null) return list;
     const headers = new OutgoingHeaders(list);
-    let outcome = runHooks(this.#hooks, ctx, headers);
-    if (isPromise(outcome)) outcome = await outcome;
+    const outcome = runHooks(this.#hooks, ctx, headers);
+    // Sync while the hooks are: the routed hot path meets no promise here.
+    return isPromise(outcome) ? outcome.then((settled) => this.#hooked(settled, headers)) : this.#hooked(outcome, headers);
+  }
+
+  #hooked(outcome: HookOutcome, headers: OutgoingHeaders): string[] | GatewayError {
     if (outcome instanceof GatewayError) return outcome;
     if (outcome !== undefined) return new GatewayError('forbidden', `backend "${this.name}" refused by a plugin`, { status: 403 });
     return headers.list;

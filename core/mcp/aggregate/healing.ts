@@ -79,16 +79,14 @@ export class SessionHealer {
 
   /** Joins `link` to `session` (again), sharing a join already in progress; honours the backoff. */
   join(ctx: Context | null, session: AggregatedSession, link: BackendLink): Promise<BackendSessionRecord> {
-    const pending = session.joining.get(link.name);
+    const pending = session.joining(link.name);
     if (pending !== undefined) return pending;
     const absence = session.absence(link.name);
     if (absence !== undefined && !this.#mayRetry(link, absence.failures, absence.triedAt)) {
       const seconds = Math.max(1, Math.round((performance.now() - absence.triedAt) / 1000));
       return Promise.reject(unavailable(link, `${absence.reason}; last tried ${seconds} s ago`));
     }
-    const joining = this.#join(ctx, session, link).finally(() => session.joining.delete(link.name));
-    session.joining.set(link.name, joining);
-    return joining;
+    return session.startJoin(link.name, this.#join(ctx, session, link));
   }
 
   /**
@@ -104,7 +102,7 @@ export class SessionHealer {
 
   /** Whether `link` is absent from `session` and may be tried now. */
   #due(session: AggregatedSession, link: BackendLink): boolean {
-    if (session.joining.has(link.name)) return true;
+    if (session.joining(link.name) !== undefined) return true;
     const absence = session.absence(link.name);
     return absence === undefined || this.#mayRetry(link, absence.failures, absence.triedAt);
   }

@@ -65,6 +65,8 @@ export interface ListCache {
   readonly conflicts: readonly NameConflict[];
   /** False when a backend failed: served, but not kept. */
   readonly complete: boolean;
+  /** Pages already written out, by `<list version>.<offset>`: a warm list is not serialized again. */
+  readonly pages: Map<string, string>;
 }
 
 /** Sends one JSON-RPC message to a backend of the session and collects its answer. */
@@ -120,12 +122,12 @@ export async function loadList(
     }
   });
   const cache = build(kind, perBackend, config);
-  const result: ListCache = { ...cache, complete };
+  const result: ListCache = { ...cache, complete, pages: new Map() };
   if (complete) session.lists.set(kind, result);
   return result;
 }
 
-function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete'> {
+function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete' | 'pages'> {
   if (kind === 'tools' || kind === 'prompts') {
     const lists = new Map<string, Named[]>();
     for (const [backend, items] of perBackend) lists.set(backend, items.filter(isNamed));
@@ -165,12 +167,35 @@ function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: Aggre
  * this session did not issue, or one from before the list changed.
  */
 export function page(kind: ListKind, cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): Record<string, unknown> | null {
-  let offset = 0;
-  if (cursor !== undefined) {
-    const decoded = typeof cursor === 'string' ? /^(\d+)\.(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString()) : null;
-    if (decoded === null || Number(decoded[1]) !== session.listVersion) return null;
-    offset = Number(decoded[2]);
+  const offset = pageOffset(session, cursor);
+  return offset === null ? null : pageAt(kind, cache, session, offset, pageSize);
+}
+
+/**
+ * The same page as JSON text, serialized once per list version and offset: what a warm list
+ * costs is a lookup, not the serialization of every item.
+ */
+export function pageText(kind: ListKind, cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): string | null {
+  const offset = pageOffset(session, cursor);
+  if (offset === null) return null;
+  const key = `${session.listVersion}.${offset}`;
+  let text = cache.pages.get(key);
+  if (text === undefined) {
+    text = JSON.stringify(pageAt(kind, cache, session, offset, pageSize));
+    cache.pages.set(key, text);
   }
+  return text;
+}
+
+/** Where a cursor this session issued points; null for any other cursor, or one from before the list changed. */
+function pageOffset(session: ListedSession, cursor: unknown): number | null {
+  if (cursor === undefined) return 0;
+  const decoded = typeof cursor === 'string' ? /^(\d+)\.(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString()) : null;
+  if (decoded === null || Number(decoded[1]) !== session.listVersion) return null;
+  return Number(decoded[2]);
+}
+
+function pageAt(kind: ListKind, cache: ListCache, session: ListedSession, offset: number, pageSize: number): Record<string, unknown> {
   const end = pageSize > 0 ? Math.min(cache.items.length, offset + pageSize) : cache.items.length;
   const result: Record<string, unknown> = { [LISTS[kind].key]: cache.items.slice(offset, end).map((e) => e.item) };
   if (end < cache.items.length) result.nextCursor = Buffer.from(`${session.listVersion}.${end}`).toString('base64url');

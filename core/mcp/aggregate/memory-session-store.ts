@@ -90,7 +90,7 @@ export class MemorySessionStore implements SessionStore {
     this.#cache.purgeStale();
   }
 
-  async touch(id: string): Promise<SessionRecord | null> {
+  touch(id: string): SessionRecord | null {
     return this.#cache.get(id) ?? null;
   }
 

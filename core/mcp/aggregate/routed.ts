@@ -15,14 +15,14 @@
  */
 import type { Context } from '../../context.ts';
 import { errorBody, GatewayError } from '../../errors.ts';
-import { isCorsHeader, pushCorsHeaders } from '../../http/cors.ts';
+import { pushCorsHeaders } from '../../http/cors.ts';
 import type { ResponseHook } from '../../plugin.ts';
 import { runResponseHooks } from '../../chain.ts';
 import { isPromise } from '../../thenable.ts';
 import { Exchange, writeToClient } from '../../upstream/exchange.ts';
 import { HookedEvents, responseTo, type HookedEventsHost } from '../hooked-events.ts';
 import { messageProblem, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
-import { pushStreamHeaders } from '../pipe.ts';
+import { droppedHeaders, forwardHeaders } from '../pipe.ts';
 import { MAX_JSON_RESPONSE } from '../rewrite.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import { saysSessionLost, type BackendLink } from './backend-link.ts';
@@ -31,8 +31,7 @@ import type { AggregatedSession } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 
 /** Backend response headers the client never gets: hop-by-hop, and what the gateway sets itself. */
-const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'mcp-session-id', 'x-request-id', 'content-length']);
-const EVENT_STREAM = /^text\/event-stream/i;
+const DROPPED = droppedHeaders(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'mcp-session-id', 'x-request-id', 'content-length']);
 /** A JSON answer is held (and sent with its length) up to this; a longer one is streamed. */
 const HOLD_LIMIT = 64 * 1024;
 /** What is kept of an error answer to word the client's error. */
@@ -139,25 +138,13 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
       this.#mode = 'refused';
       return true;
     }
-    const list: string[] = [];
-    let sse = false;
-    let cacheControl = false;
-    let accelBuffering = false;
-    for (let i = 0; i < headers.length; i += 2) {
-      const lower = headers[i]!.toLowerCase();
-      if (DROPPED.has(lower) || isCorsHeader(lower)) continue;
-      if (lower === 'content-type') sse = EVENT_STREAM.test(headers[i + 1]!);
-      else if (lower === 'cache-control') cacheControl = true;
-      else if (lower === 'x-accel-buffering') accelBuffering = true;
-      list.push(headers[i]!, headers[i + 1]!);
-    }
+    const { list, sse } = forwardHeaders(headers, DROPPED);
     list.push('mcp-session-id', this.session.id, 'x-request-id', this.ctx.requestId);
-    pushStreamHeaders(list, sse, cacheControl, accelBuffering);
     pushCorsHeaders(list, this.ctx.corsOrigin);
     if (sse) {
       this.#mode = 'sse';
       this.#parser = new SseParser();
-      if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, this.#render);
+      if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, (event, response) => this.#render(event, response));
       this.ctx.res.writeHead(status, list);
       this.ctx.res.flushHeaders();
       return true;
@@ -282,12 +269,12 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
   // ---- SSE (HookedEventsHost) ----
 
   /** An event as the client gets it: the routed id, the message rewritten, or the hooked response. */
-  readonly #render = (event: SseEvent, response: JsonRpcResponse | null): string => {
+  #render(event: SseEvent, response: JsonRpcResponse | null): string {
     const index = this.link.index;
     const id = isResumableEventId(event.id) ? routedEventId(index, event.id) : null;
     if (response === null) return rewriteEvent(event, id, index, this.session);
     return formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(rewriteForClient(index, response, this.session)) });
-  };
+  }
 
   write(text: string): boolean {
     return text.length === 0 ? true : writeToClient(this.ctx.res, Buffer.from(text), this);

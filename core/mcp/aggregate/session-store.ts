@@ -44,10 +44,11 @@ export interface SessionRecord {
 export interface SessionStore {
   /**
    * Loads a session and extends its time to live (sliding expiry). Null when unknown or expired.
+   * A store in this process answers at once (no promise: it is on every request's path).
    * `caller` is who asks (the owner, if the session is theirs): what the store keeps per owner
    * lives as long as the owner's sessions do.
    */
-  touch(id: string, caller?: SessionOwner | null): Promise<SessionRecord | null>;
+  touch(id: string, caller?: SessionOwner | null): SessionRecord | null | Promise<SessionRecord | null>;
   /**
    * Creates or replaces a session, with the store's time to live. A new session of an owner who
    * already holds the store's per-owner maximum ends that owner's oldest ones: they are removed

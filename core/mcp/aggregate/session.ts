@@ -33,12 +33,13 @@ export class AggregatedSession {
   #record: SessionRecord;
   /** Backend name → its session (only the backends that joined). */
   readonly #backends: Map<string, BackendSessionRecord>;
+  // Made when first needed: most sessions never lose a backend, and an idle session stays small.
   /** Backends whose session stopped working here (the backend said so, or went away). */
-  readonly #lost = new Set<string>();
+  #lost: Set<string> | null = null;
   /** Backends not joined or lost, with their last failed try. */
-  readonly #absent = new Map<string, BackendAbsence>();
+  #absent: Map<string, BackendAbsence> | null = null;
   /** Joins in progress, by backend: concurrent requests wait for the same one. */
-  readonly joining = new Map<string, Promise<BackendSessionRecord>>();
+  #joining: Map<string, Promise<BackendSessionRecord>> | null = null;
   readonly lists = new Map<ListKind, ListCache>();
   /** Client request id → index of the backend it was routed to (for notifications/cancelled). */
   readonly inflight = new Map<JsonRpcId, number>();
@@ -69,12 +70,12 @@ export class AggregatedSession {
 
   /** The backend's session when it can be used as it is: joined, and not lost. */
   usable(name: string): BackendSessionRecord | undefined {
-    return this.#lost.has(name) ? undefined : this.#backends.get(name);
+    return this.#lost?.has(name) === true ? undefined : this.#backends.get(name);
   }
 
   /** Whether `name` has a usable session in this session. */
   has(name: string): boolean {
-    return this.#backends.has(name) && !this.#lost.has(name);
+    return this.#backends.has(name) && this.#lost?.has(name) !== true;
   }
 
   /**
@@ -82,14 +83,27 @@ export class AggregatedSession {
    * already replaced (another request rejoined first) changes nothing.
    */
   markLost(name: string, record: BackendSessionRecord): void {
-    if (this.#backends.get(name) === record) this.#lost.add(name);
+    if (this.#backends.get(name) === record) (this.#lost ??= new Set()).add(name);
+  }
+
+  /** The join of backend `name` in progress, if any. */
+  joining(name: string): Promise<BackendSessionRecord> | undefined {
+    return this.#joining?.get(name);
+  }
+
+  /** Records the join of backend `name` in progress until it settles. */
+  startJoin(name: string, join: Promise<BackendSessionRecord>): Promise<BackendSessionRecord> {
+    const joins = (this.#joining ??= new Map());
+    const tracked = join.finally(() => joins.delete(name));
+    joins.set(name, tracked);
+    return tracked;
   }
 
   /** Backend `name` joined, for the first time or again: its new session; its lists are stale. */
   joined(name: string, backend: BackendSessionRecord): void {
     this.#backends.set(name, backend);
-    this.#lost.delete(name);
-    this.#absent.delete(name);
+    this.#lost?.delete(name);
+    this.#absent?.delete(name);
     this.#record = {
       ...this.#record,
       backends: { ...this.#record.backends, [name]: backend },
@@ -100,14 +114,15 @@ export class AggregatedSession {
 
   /** A try to join backend `name` failed. */
   absent(name: string, reason: string, now: number): BackendAbsence {
-    const absence = { reason, failures: (this.#absent.get(name)?.failures ?? 0) + 1, triedAt: now };
-    this.#absent.set(name, absence);
+    const absent = (this.#absent ??= new Map());
+    const absence = { reason, failures: (absent.get(name)?.failures ?? 0) + 1, triedAt: now };
+    absent.set(name, absence);
     return absence;
   }
 
   /** The last failed try of a backend that is not usable, or undefined. */
   absence(name: string): BackendAbsence | undefined {
-    return this.#absent.get(name);
+    return this.#absent?.get(name);
   }
 
   invalidate(kind: ListKind): void {
