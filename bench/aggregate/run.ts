@@ -4,7 +4,8 @@
  *  1. tools/list over 5 backends × 50 tools through an aggregated gateway: the first call of a
  *     session (cold: 5 backends asked, names built) and the next one (warm: the session's cache).
  *  2. tools/call CPU µs per request of the gateway process, aggregated (5 backends) against
- *     transparent (1 backend), in the same run, with wrk at BENCH_CONNECTIONS connections.
+ *     transparent (1 backend), in the same run, with wrk at BENCH_CONNECTIONS connections;
+ *     BENCH_ROUNDS rounds (default 1) alternate which goes first, and the medians are compared.
  *  3. Memory per idle aggregated session with 10,000 sessions open (in this process, after GC).
  *
  * Backends: bench/aggregate/backend.ts (stateless, JSON responses), so the gateway is measured.
@@ -32,6 +33,7 @@ const IDLE_SESSIONS = Number(process.env['BENCH_IDLE_SESSIONS'] ?? 10_000);
 const SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
+const ROUNDS = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 1));
 
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
 const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
@@ -96,6 +98,33 @@ async function listLatency(url: string): Promise<{ coldP50: number; coldP99: num
   }
   const r = (v: number) => Math.round(v * 1000) / 1000;
   return { coldP50: r(percentile(cold, 50)), coldP99: r(percentile(cold, 99)), warmP50: r(percentile(warm, 50)), warmP99: r(percentile(warm, 99)), tools };
+}
+
+type CallFigures = Awaited<ReturnType<typeof callCpu>>;
+
+/** The round whose CPU per request is the median (its other figures come with it). */
+function medianRound(rounds: readonly CallFigures[]): CallFigures {
+  return [...rounds].sort((a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest)[Math.floor((rounds.length - 1) / 2)]!;
+}
+
+/**
+ * tools/call through both gateways, ROUNDS times, alternating which goes first so that a drift
+ * of the machine weighs on both alike.
+ */
+async function callRounds(dir: string, aggregated: { child: ManagedChild; url: string }, transparent: { child: ManagedChild; url: string }) {
+  const rounds: { aggregated: CallFigures; transparent: CallFigures }[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const runAggregated = () => callCpu(dir, `aggregated-${round}`, aggregated, 'b0_tool_001');
+    const runTransparent = () => callCpu(dir, `transparent-${round}`, transparent, 'tool_001');
+    if (round % 2 === 0) {
+      const a = await runAggregated();
+      rounds.push({ aggregated: a, transparent: await runTransparent() });
+    } else {
+      const t = await runTransparent();
+      rounds.push({ aggregated: await runAggregated(), transparent: t });
+    }
+  }
+  return { aggregated: medianRound(rounds.map((r) => r.aggregated)), transparent: medianRound(rounds.map((r) => r.transparent)), rounds };
 }
 
 async function callCpu(dir: string, label: string, gateway: { child: ManagedChild; url: string }, tool: string) {
@@ -164,16 +193,22 @@ export async function runAggregate(): Promise<void> {
     const transparent = await startGateway(dir, 'transparent', configYaml(backends.slice(0, 1), transparentPort), transparentPort);
 
     const list = await listLatency(aggregated.url);
-    const callAggregated = await callCpu(dir, 'aggregated', aggregated, 'b0_tool_001');
-    const callTransparent = await callCpu(dir, 'transparent', transparent, 'tool_001');
+    const calls = await callRounds(dir, aggregated, transparent);
+    const callAggregated = calls.aggregated;
+    const callTransparent = calls.transparent;
     const memory = await sessionMemory(aggregatedYaml, dir);
 
     const report = {
       date: new Date().toISOString(),
       node: process.version,
-      setup: { backends: BACKENDS, toolsPerBackend: TOOLS, listSessions: LIST_SESSIONS, wrk: `-t1 -c${CONNECTIONS} -d${SECONDS}s` },
+      setup: { backends: BACKENDS, toolsPerBackend: TOOLS, listSessions: LIST_SESSIONS, wrk: `-t1 -c${CONNECTIONS} -d${SECONDS}s`, rounds: ROUNDS },
       toolsList: list,
-      toolsCall: { aggregated: callAggregated, transparent: callTransparent, cpuRatio: Math.round((callAggregated.cpuUsPerRequest / callTransparent.cpuUsPerRequest) * 100) / 100 },
+      toolsCall: {
+        aggregated: callAggregated,
+        transparent: callTransparent,
+        cpuRatio: Math.round((callAggregated.cpuUsPerRequest / callTransparent.cpuUsPerRequest) * 100) / 100,
+        rounds: calls.rounds.map((r) => ({ aggregated: r.aggregated.cpuUsPerRequest, transparent: r.transparent.cpuUsPerRequest })),
+      },
       idleSessions: memory,
     };
     writeFileSync(join(RESULTS_DIR, 'aggregate.json'), JSON.stringify(report, null, 2) + '\n');
@@ -187,7 +222,9 @@ export async function runAggregate(): Promise<void> {
       `| transparent (1 backend) | ${callTransparent.rps} | ${callTransparent.p50Ms} | ${callTransparent.p99Ms} | ${callTransparent.cpuUsPerRequest} | ${callTransparent.errors} |`,
       `| aggregated (${BACKENDS} backends) | ${callAggregated.rps} | ${callAggregated.p50Ms} | ${callAggregated.p99Ms} | ${callAggregated.cpuUsPerRequest} | ${callAggregated.errors} |`,
       '',
-      `aggregated / transparent CPU per request: ${report.toolsCall.cpuRatio}×`,
+      ROUNDS === 1
+        ? `aggregated / transparent CPU per request: ${report.toolsCall.cpuRatio}×`
+        : `aggregated / transparent CPU per request: ${report.toolsCall.cpuRatio}× (medians of ${ROUNDS} alternating rounds; per round: ${report.toolsCall.rounds.map((r) => `${r.aggregated}/${r.transparent}`).join(', ')} µs)`,
       '',
       'skipped' in memory
         ? `idle sessions: skipped (${memory.skipped})`
