@@ -414,8 +414,10 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * first when it is not in it, and joins again (once) when it says it lost the session.
    */
   #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
-    // The client's bytes when the backend gets the request as sent (a bare name); else written anew.
-    const body = request === ctx.message && ctx.body !== null ? ctx.body : Buffer.from(JSON.stringify(request));
+    // Written anew from the parsed message, never the client's bytes: the backend must run what
+    // was routed and checked (a body with a key twice, `"name":"hidden","name":"allowed"`, is read
+    // last-wins here but first-wins by some backends' parsers).
+    const body = Buffer.from(JSON.stringify(request));
     const backend = session.usable(link.name);
     if (backend !== undefined) return this.#send(ctx, session, link, backend, body, true);
     return this.#healer.join(ctx, session, link).then(

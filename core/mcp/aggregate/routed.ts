@@ -224,7 +224,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     if (this.#hooks === null) return this.#send(body);
     const hooked = runResponseHooks(this.#hooks, this.ctx, response);
     if (isPromise(hooked)) hooked.then((settled) => this.#send(Buffer.from(JSON.stringify(settled))), (err: unknown) => this.hookFailed(err));
-    else this.#send(hooked === response ? body : Buffer.from(JSON.stringify(hooked)));
+    // Written from what the hooks passed, even unchanged: the client reads what they checked.
+    else this.#send(Buffer.from(JSON.stringify(hooked)));
   }
 
   #send(body: Buffer): void {
