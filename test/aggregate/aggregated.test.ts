@@ -246,6 +246,15 @@ describe('aggregated: pagination', () => {
       assert.equal(one.received.filter((r) => r.rpcMethods.includes('tools/list')).length >= 3, true, 'three pages fetched from one');
       assert.equal(textOf(await c.client.callTool({ name: 'two_tool_007', arguments: {} })), 'two/tool_007');
       await assert.rejects(c.client.listTools({ cursor: 'bogus' }), (err: unknown) => err instanceof McpError && err.code === -32602);
+      // Cursors are not signed: one the gateway never issued (not a page start, past the end,
+      // absurd) is refused, so a client cannot pick offsets (nor grow the page cache with them).
+      for (const forged of ['0.3', '0.35', '0.800', '0.99999999999999999999', '1.8']) {
+        await assert.rejects(
+          c.client.listTools({ cursor: Buffer.from(forged).toString('base64url') }),
+          (err: unknown) => err instanceof McpError && err.code === -32602,
+          forged,
+        );
+      }
     });
   });
 });

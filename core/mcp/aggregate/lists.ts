@@ -65,8 +65,13 @@ export interface ListCache {
   readonly conflicts: readonly NameConflict[];
   /** False when a backend failed: served, but not kept. */
   readonly complete: boolean;
-  /** Pages already written out, by `<list version>.<offset>`: a warm list is not serialized again. */
-  readonly pages: Map<string, string>;
+  /**
+   * Pages already written out, by offset, for the session's list version `pagesVersion`: a warm
+   * list is not serialized again. Only offsets the gateway issues get here (pageOffset), so it
+   * holds at most one entry per page.
+   */
+  readonly pages: Map<number, string>;
+  pagesVersion: number;
 }
 
 /** Sends one JSON-RPC message to a backend of the session and collects its answer. */
@@ -122,12 +127,12 @@ export async function loadList(
     }
   });
   const cache = build(kind, perBackend, config);
-  const result: ListCache = { ...cache, complete, pages: new Map() };
+  const result: ListCache = { ...cache, complete, pages: new Map(), pagesVersion: -1 };
   if (complete) session.lists.set(kind, result);
   return result;
 }
 
-function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete' | 'pages'> {
+function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete' | 'pages' | 'pagesVersion'> {
   if (kind === 'tools' || kind === 'prompts') {
     const lists = new Map<string, Named[]>();
     for (const [backend, items] of perBackend) lists.set(backend, items.filter(isNamed));
@@ -167,32 +172,41 @@ function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: Aggre
  * this session did not issue, or one from before the list changed.
  */
 export function page(kind: ListKind, cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): Record<string, unknown> | null {
-  const offset = pageOffset(session, cursor);
+  const offset = pageOffset(cache, session, cursor, pageSize);
   return offset === null ? null : pageAt(kind, cache, session, offset, pageSize);
 }
 
 /**
- * The same page as JSON text, serialized once per list version and offset: what a warm list
- * costs is a lookup, not the serialization of every item.
+ * The same page as JSON text, serialized once per list version and page: what a warm list costs
+ * is a lookup, not the serialization of every item.
  */
 export function pageText(kind: ListKind, cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): string | null {
-  const offset = pageOffset(session, cursor);
+  const offset = pageOffset(cache, session, cursor, pageSize);
   if (offset === null) return null;
-  const key = `${session.listVersion}.${offset}`;
-  let text = cache.pages.get(key);
+  if (cache.pagesVersion !== session.listVersion) {
+    // Another list of the session changed (the version is the session's): these pages' cursors did too.
+    cache.pages.clear();
+    cache.pagesVersion = session.listVersion;
+  }
+  let text = cache.pages.get(offset);
   if (text === undefined) {
     text = JSON.stringify(pageAt(kind, cache, session, offset, pageSize));
-    cache.pages.set(key, text);
+    cache.pages.set(offset, text);
   }
   return text;
 }
 
-/** Where a cursor this session issued points; null for any other cursor, or one from before the list changed. */
-function pageOffset(session: ListedSession, cursor: unknown): number | null {
+/**
+ * Where a cursor points: a page start the gateway issued for this list version (a multiple of
+ * the page size, inside the list); null for any other cursor. Cursors are not signed, so this
+ * is what keeps a forged one from choosing an arbitrary offset (and a page cache entry per try).
+ */
+function pageOffset(cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): number | null {
   if (cursor === undefined) return 0;
-  const decoded = typeof cursor === 'string' ? /^(\d+)\.(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString()) : null;
+  const decoded = typeof cursor === 'string' && cursor.length <= 64 ? /^(\d{1,15})\.(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString()) : null;
   if (decoded === null || Number(decoded[1]) !== session.listVersion) return null;
-  return Number(decoded[2]);
+  const offset = Number(decoded[2]);
+  return pageSize > 0 && offset > 0 && offset % pageSize === 0 && offset < cache.items.length ? offset : null;
 }
 
 function pageAt(kind: ListKind, cache: ListCache, session: ListedSession, offset: number, pageSize: number): Record<string, unknown> {
