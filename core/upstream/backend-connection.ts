@@ -141,7 +141,10 @@ function onHeadersComplete(
     all = connection.partialHeaders.concat(all);
     connection.partialHeaders = null;
   }
-  if (status < 200 && status !== 101) {
+  // The gateway never asks a backend to switch protocols: a 101 would make whatever follows on
+  // the connection unframed bytes, in both directions.
+  if (status === 101) throw new UpstreamError('EPROTO', 'the backend switched protocols (101) unasked');
+  if (status < 200) {
     // 1xx informational (103 Early Hints...): the real response follows.
     connection.informational = true;
     return 0;
