@@ -172,6 +172,11 @@ export class Chain {
     return this.#messagesAll !== null || this.#messages.byMethod.size > 0;
   }
 
+  /** True when some onResponse hook exists at all. */
+  get hasResponseHooks(): boolean {
+    return this.#responses.size > 0;
+  }
+
   /** The onResponse hooks for `method`, or null: the response is then piped through untouched. */
   responseHooks(method: string | null): ResponseHook[] | null {
     if (method === null || this.#responses.size === 0) return null;

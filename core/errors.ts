@@ -185,15 +185,17 @@ function bearerChallenge(challenge: AuthChallenge, err: GatewayError | null): st
   return value;
 }
 
+/**
+ * The JSON-RPC error response of `err` to request `id` (an error without a JSON-RPC code of its
+ * own is an internal error): what an MCP client gets, as an object, for hooks to see.
+ */
+export function rpcErrorResponse(err: GatewayError, id: string | number | null): { jsonrpc: '2.0'; id: string | number | null; error: { code: number; message: string; data: Record<string, unknown> } } {
+  return { jsonrpc: '2.0', id, error: { code: err.rpcCode ?? -32603, message: err.description, data: { error: err.code, ...err.extra } } };
+}
+
 /** The JSON body for an error: JSON-RPC error object inside an MCP exchange, else `{error, error_description}`. */
 export function errorBody(err: GatewayError, target: Pick<ErrorTarget, 'mcp' | 'rpcId'>): string {
-  if (target.mcp && err.rpcCode !== null) {
-    return JSON.stringify({
-      jsonrpc: '2.0',
-      id: target.rpcId,
-      error: { code: err.rpcCode, message: err.description, data: { error: err.code, ...err.extra } },
-    });
-  }
+  if (target.mcp && err.rpcCode !== null) return JSON.stringify(rpcErrorResponse(err, target.rpcId));
   return JSON.stringify({ error: err.code, error_description: err.description, ...err.extra });
 }
 

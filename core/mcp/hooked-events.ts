@@ -85,13 +85,14 @@ export class HookedEvents {
       const hooked = runResponseHooks(this.#hooks, this.#ctx, response);
       if (isPromise(hooked)) {
         this.#busy = true;
-        hooked.then(
-          (settled) => this.#settled(event, settled),
-          (err: unknown) => {
+        // .catch after .then: a settled result that cannot be written (JSON.stringify of a
+        // BigInt) fails the exchange too, instead of rejecting with no one listening.
+        hooked
+          .then((settled) => this.#settled(event, settled))
+          .catch((err: unknown) => {
             this.#busy = false;
             this.#host.hookFailed(err);
-          },
-        );
+          });
         return false;
       }
       this.#pending.shift();

@@ -67,6 +67,8 @@ const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
 const RESOURCE_NOT_FOUND = -32002;
+/** At most this long (ms) to spread the sessions that join a recovered backend over. */
+const RECOVERY_SPREAD_MAX_MS = 5_000;
 
 const LIST_METHODS: Readonly<Record<string, ListKind>> = {
   'tools/list': 'tools',
@@ -252,7 +254,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       void this.endBackends(null, ended);
     }
     this.#local.set(created.session.id, created.session);
-    return Reply.json(200, { jsonrpc: '2.0', id: request.id, result: created.result }, { 'mcp-session-id': created.session.id });
+    return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: created.result }, { 'mcp-session-id': created.session.id });
   }
 
   /**
@@ -368,11 +370,11 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   /** A response built here, through the method's onResponse hooks, as the client gets it. */
-  #answer(ctx: Context, response: JsonRpcResponse): HookOutcome | Promise<HookOutcome> {
+  #answer(ctx: Context, response: JsonRpcResponse, headers?: Record<string, string>): HookOutcome | Promise<HookOutcome> {
     const hooks = this.#o.chain.responseHooks(ctx.rpcMethod);
-    if (hooks === null) return Reply.json(200, response);
+    if (hooks === null) return Reply.json(200, response, headers);
     const hooked = runResponseHooks(hooks, ctx, response);
-    return isPromise(hooked) ? hooked.then((settled) => Reply.json(200, settled)) : Reply.json(200, hooked);
+    return isPromise(hooked) ? hooked.then((settled) => Reply.json(200, settled, headers)) : Reply.json(200, hooked, headers);
   }
 
   /** A merged list: cached per session; the backends the session lacks are tried first when due. */
@@ -437,8 +439,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     headers.push('content-type', 'application/json');
     if (ctx.res.destroyed) return undefined;
     if (ctx.rpcId !== null) session.inflight.set(ctx.rpcId, link.index);
-    const readJson = (ctx.message as JsonRpcRequest).params?.task !== undefined;
-    new RoutedExchange(ctx, link, session, backend, this, this.#o.chain.responseHooks(ctx.rpcMethod), readJson, body, mayRetry).dispatch(link.pool, 'POST', headers, body);
+    const createsTask = (ctx.message as JsonRpcRequest).params?.task !== undefined;
+    new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, this.#o.chain.responseHooks(ctx.rpcMethod), createsTask, body, mayRetry).dispatch(link.pool, 'POST', headers, body);
     return undefined;
   }
 
@@ -447,13 +449,15 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   /** The backend forgot the session (it restarted): it joins again, then the request goes once more. */
   lost(exchange: RoutedExchange): void {
     const { ctx, session, link } = exchange;
-    session.markLost(link.name, exchange.backendSession);
     this.#healer
-      .join(ctx, session, link)
-      .then((backend) => this.#send(ctx, session, link, backend, exchange.body!, false))
+      .rejoin(ctx, session, link, exchange.backendSession)
+      .then(
+        (backend) => this.#send(ctx, session, link, backend, exchange.body!, false),
+        (err: unknown) => this.#answer(ctx, { jsonrpc: '2.0', id: ctx.rpcId, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } }),
+      )
       .then(
         (outcome) => respond(ctx, outcome),
-        (err: unknown) => respond(ctx, Reply.rpcError(ctx.rpcId, INTERNAL_ERROR, reasonOf(err), { error: 'backend_unavailable', backend: link.name })),
+        (err: unknown) => ctx.fail(err),
       );
   }
 
@@ -520,10 +524,15 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   #recovered(name: string): void {
     const link = this.#links.get(name);
     if (link === undefined) return;
+    // Spread over a few seconds: a backend that just came up is not met by every session at once.
+    const spreadMs = Math.min(RECOVERY_SPREAD_MAX_MS, this.#local.size * 5);
     for (const session of this.#local.values()) {
-      const stream = session.stream;
-      if (stream === null || session.has(name)) continue;
-      this.#healer.join(stream.ctx, session, link).catch(() => undefined);
+      if (session.stream === null || session.has(name)) continue;
+      const join = (): void => {
+        const stream = session.stream;
+        if (stream !== null && !session.has(name)) this.#healer.join(stream.ctx, session, link).catch(() => undefined);
+      };
+      setTimeout(join, Math.random() * spreadMs).unref();
     }
   }
 
@@ -541,9 +550,14 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       const link = this.#o.links[parsed.backendIndex];
       const backend = link === undefined ? undefined : session.usable(link.name);
       if (link === undefined || backend === undefined) throw new GatewayError('invalid_request', 'Last-Event-ID does not belong to this session');
+      if (this.#o.chain.hasResponseHooks) {
+        // The replayed response would reach the client without its method's hooks (the event id
+        // does not say which request it answers, and a client could forge one that did).
+        throw new GatewayError('invalid_request', 'Resuming a routed request\'s stream is not available on a gateway with onResponse hooks: send the request again');
+      }
       const headers = await link.headers(ctx, backend, 'text/event-stream', parsed.eventId);
       if (headers instanceof GatewayError) return headers;
-      new RoutedExchange(ctx, link, session, backend, this, null, false, null, false).dispatch(link.pool, 'GET', headers, null);
+      new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, null, false, null, false).dispatch(link.pool, 'GET', headers, null);
       return undefined;
     }
     session.stream?.close(); // one standalone stream per session, as backends allow

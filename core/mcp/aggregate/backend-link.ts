@@ -42,14 +42,18 @@ const SESSION_GONE = /\bsession\b[^]{0,40}\b(not found|unknown|expired|terminate
 
 /**
  * Whether a backend's answer to a request on one of its sessions says that it no longer knows
- * that session (it restarted, or ended it): a 404 (what MCP prescribes), or a 400/410 or a
- * JSON-RPC error whose message says so (what some servers send instead).
+ * that session (it restarted, or ended it): a 404 (what MCP prescribes), or a 400/410 that says
+ * so (what some servers send instead). A request refused that way was not run, so it may be sent
+ * again. A JSON-RPC error in a 2xx answer counts only with a session error code (-32001, or the
+ * generic -32000) and a message that opens by saying so: a tool's error that quotes the client's
+ * input must not make the gateway start over and run the request twice.
  */
 export function saysSessionLost(status: number, response: JsonRpcResponse | null, text: string): boolean {
   if (status === 404) return true;
-  const message = response?.error?.message;
-  if (message !== undefined && SESSION_GONE.test(message)) return true;
-  return (status === 400 || status === 410) && SESSION_GONE.test(text.slice(0, 1024));
+  const error = response?.error;
+  const message = typeof error?.message === 'string' ? error.message : undefined;
+  if (status === 400 || status === 410) return SESSION_GONE.test(message ?? text.slice(0, 1024));
+  return status < 300 && (error?.code === -32001 || error?.code === -32000) && message !== undefined && SESSION_GONE.test(message.slice(0, 60));
 }
 
 function parseMessage(text: string): JsonRpcMessage | null {

@@ -16,7 +16,7 @@ import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, multiplexEventId } from './ids.ts';
-import { rewriteEvent, rewriteForClient } from './routed.ts';
+import { eventMessage, eventTowardClient, towardClient } from './toward-client.ts';
 import type { AggregatedSession, SessionStream } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 
@@ -36,6 +36,8 @@ class BackendStream extends Exchange {
   readonly #link: BackendLink;
   /** The backend session the stream belongs to. */
   readonly record: BackendSessionRecord;
+  /** performance.now() when the stream opened. */
+  readonly openedAt = performance.now();
   #parser: SseParser | null = null;
   #status = 0;
 
@@ -56,7 +58,7 @@ class BackendStream extends Exchange {
 
   protected data(chunk: Buffer): boolean {
     if (this.#parser !== null && this.#status === 200) {
-      for (const event of this.#parser.push(chunk)) this.#owner.backendEvent(this.#link, event);
+      for (const event of this.#parser.push(chunk)) this.#owner.backendEvent(this.#link, this, event);
     } else if (this.#refusal.length < REFUSAL_LIMIT) {
       this.#refusal += chunk.toString('utf8');
     }
@@ -83,8 +85,10 @@ interface StreamRefusal {
 
 /** What is read of a refusal's body to see whether it speaks of a lost session. */
 const REFUSAL_LIMIT = 4096;
-/** Refusals for a lost session in a row (no event between) after which a backend's stream is given up. */
+/** Refusals for a lost session in a row after which a backend's stream is given up. */
 const MAX_LOST_REFUSALS = 3;
+/** A backend stream up this long (ms) when an event comes has proven itself: its refusals are forgotten. */
+const STABLE_MS = 60_000;
 
 export class ClientStream implements SessionStream, OpenStream {
   readonly standalone = true;
@@ -164,27 +168,27 @@ export class ClientStream implements SessionStream, OpenStream {
     stream.dispatch(link.pool, 'GET', headers, null);
   }
 
-  backendEvent(link: BackendLink, event: SseEvent): void {
+  backendEvent(link: BackendLink, stream: BackendStream, event: SseEvent): void {
     if (this.#closed) return;
     this.#retries.delete(link.index);
-    this.#lostRefusals.delete(link.index);
+    // Refusals count until a stream has stayed up a while: an event alone does not prove the
+    // backend keeps its sessions (one that drops every new one would have us rejoin forever).
+    if (performance.now() - stream.openedAt >= STABLE_MS) this.#lostRefusals.delete(link.index);
     const resumable = isResumableEventId(event.id);
     if (resumable) this.#positions.set(link.index, event.id!);
-    if (event.data.length > 0) {
-      try {
-        this.#observe(this.#session, JSON.parse(event.data) as JsonRpcMessage);
-      } catch {
-        // not JSON: passed on as is
-      }
-    }
+    const message = eventMessage(event);
+    if (message !== null) this.#observe(this.#session, message);
     const id = resumable ? multiplexEventId(this.#positions) : null;
-    this.ctx.res.write(rewriteEvent(event, id, link.index, this.#session));
+    // No request is answered on this stream: a response on it is dropped.
+    const text = eventTowardClient(event, id, link.index, null, message);
+    if (text.length > 0) this.ctx.res.write(text);
   }
 
   /** A message a backend sent on a request's stream that is not that request's (fan-out calls). */
   deliver(backendIndex: number, message: JsonRpcMessage): void {
     if (this.#closed) return;
-    this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(rewriteForClient(backendIndex, message, this.#session)) }));
+    const rewritten = towardClient(backendIndex, message, null);
+    if (rewritten !== null) this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(rewritten) }));
   }
 
   /** A backend joined the session (again): its stream opens on the new backend session. */
@@ -216,7 +220,9 @@ export class ClientStream implements SessionStream, OpenStream {
         return;
       }
       this.#session.markLost(link.name, stream.record);
-      void this.#connect(link);
+      // The first refusal rejoins at once (a restart heals fast); the next ones wait, doubling.
+      if (refusals === 1) void this.#connect(link);
+      else setTimeout(() => void this.#connect(link), RETRY_MIN_MS * 4 * 2 ** (refusals - 2)).unref();
       return;
     }
     this.#retryLater(link);

@@ -57,6 +57,18 @@ function unavailable(link: BackendLink, reason: string): GatewayError {
   return new GatewayError('backend_unavailable', description, { extra: { backend: link.name } });
 }
 
+/**
+ * Whether a failure is the backend's own, and so says something about its health for everyone:
+ * unreachable, too slow, broken answers, server errors. A plugin's refusal, a hook that threw,
+ * or the backend refusing one request (a 4xx) does not make a backend unhealthy.
+ */
+function isBackendFailure(err: unknown): boolean {
+  if (!(err instanceof GatewayError)) return false;
+  if (err.code === 'backend_unavailable' || err.code === 'backend_timeout') return true;
+  const status = err.extra?.['status'];
+  return err.code === 'backend_error' && !(typeof status === 'number' && status < 500);
+}
+
 /** Whether a failed call means the backend went away (and its sessions with it). */
 function isUnreachable(err: unknown): boolean {
   return err instanceof GatewayError && err.code === 'backend_unavailable';
@@ -112,6 +124,17 @@ export class SessionHealer {
   }
 
   /**
+   * The backend said it lost `failed`, its session in `session`: the session to send on again.
+   * When several requests hear it at once, the first one joins; the others get that join, or the
+   * session it made, and none of them ends the session another just opened.
+   */
+  rejoin(ctx: Context | null, session: AggregatedSession, link: BackendLink, failed: BackendSessionRecord): Promise<BackendSessionRecord> {
+    session.markLost(link.name, failed);
+    const current = session.usable(link.name);
+    return current !== undefined ? Promise.resolve(current) : this.join(ctx, session, link);
+  }
+
+  /**
    * One JSON-RPC call to `link` on the session's behalf: joined first if needed, and joined again
    * (once) if the backend says it lost the session, then the call repeated.
    */
@@ -119,8 +142,7 @@ export class SessionHealer {
     let backend = await this.use(ctx, session, link);
     let result = await this.send(ctx, session, link, backend, message, sink);
     if (!link.lostSession(backend, result)) return result;
-    session.markLost(link.name, backend);
-    backend = await this.join(ctx, session, link);
+    backend = await this.rejoin(ctx, session, link, backend);
     result = await this.send(ctx, session, link, backend, message, sink);
     if (link.lostSession(backend, result)) {
       session.markLost(link.name, backend);
@@ -146,9 +168,9 @@ export class SessionHealer {
     return result;
   }
 
-  /** A request to `backend` failed: the health monitor hears of it; unreachable means lost. */
+  /** A request to `backend` failed: the health monitor hears of the backend's failures; unreachable means lost. */
   failed(session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, err: unknown): void {
-    this.#o.health.observe(link.name, reasonOf(err));
+    if (isBackendFailure(err)) this.#o.health.observe(link.name, reasonOf(err));
     if (isUnreachable(err)) session.markLost(link.name, backend);
   }
 
@@ -169,7 +191,7 @@ export class SessionHealer {
     } catch (err) {
       const reason = reasonOf(err);
       session.absent(link.name, reason, performance.now());
-      this.#o.health.observe(link.name, reason);
+      if (isBackendFailure(err)) this.#o.health.observe(link.name, reason);
       this.#o.log.warn({ backend: link.name, session: sessionTag(session.id), reason }, wasLost ? `backend ${link.name} lost the session and could not be initialized again` : `backend ${link.name} is still unavailable to the session`);
       throw unavailable(link, reason);
     }

@@ -1,79 +1,60 @@
 /**
  * A client request routed to one backend of an aggregated session (tools/call, prompts/get,
- * resources/read, ...): the backend's answer goes back to the client as it comes, as the answer
- * of the gateway, which is the MCP server here.
+ * resources/read, ...): the backend's answer goes back to the client as the answer of the
+ * gateway, which is the MCP server here. So the client gets the gateway's status and headers,
+ * never the backend's (a redirect, a cookie, a 101 or a 204 of a backend go nowhere), and only
+ * what is this request's:
  *
- *  - SSE: rewritten event by event: event ids name the backend (so a resumption finds it), and
- *    server→client requests get ids that name the backend (so the client's answer finds it).
- *  - JSON: held until it ends (or passes 64 KiB, then streamed) and sent with its length; the
- *    client's request id was kept, so the bytes are the backend's.
- *  - An HTTP error (4xx, 5xx): never the client's status. A backend that says it lost the
- *    session hands the request back to be sent again on a new one (`onLost`); any other refusal
- *    becomes a JSON-RPC error of this request (HTTP 200) naming the backend.
- *  - With onResponse hooks for the method, the response goes through them (JSON read whole,
- *    SSE through hooked-events.ts), after the ids are rewritten: hooks see what the client gets.
+ *  - JSON (200): read whole (up to 32 MiB), and it must be one JSON-RPC response to this
+ *    request's id; it goes out as the gateway read it (written anew, so a key sent twice cannot
+ *    show the client something the hooks did not see).
+ *  - SSE (200): event by event (toward-client.ts): event ids name the backend (so a resumption
+ *    finds it), the backend's requests get ids that name it, and a response passes only if it
+ *    answers this request.
+ *  - Anything else (a 4xx/5xx, another 2xx or 3xx, an encoded body the gateway did not ask for,
+ *    another media type): a JSON-RPC error of this request (HTTP 200) naming the backend —
+ *    unless the backend says it lost the session, then the request is handed back to be sent
+ *    again on a new one (`lost`).
+ *  - onResponse hooks of the method see every response the client gets here, the gateway's own
+ *    errors included (JSON read whole, SSE through hooked-events.ts), after ids are rewritten.
  */
 import type { Context } from '../../context.ts';
-import { errorBody, GatewayError } from '../../errors.ts';
+import { errorBody, GatewayError, rpcErrorResponse } from '../../errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';
 import type { ResponseHook } from '../../plugin.ts';
 import { runResponseHooks } from '../../chain.ts';
 import { isPromise } from '../../thenable.ts';
 import { Exchange, writeToClient } from '../../upstream/exchange.ts';
-import { HookedEvents, responseTo, type HookedEventsHost } from '../hooked-events.ts';
+import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
 import { messageProblem, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
-import { droppedHeaders, forwardHeaders } from '../pipe.ts';
 import { MAX_JSON_RESPONSE } from '../rewrite.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
+import type { OpenStream, OpenStreams } from '../streams.ts';
 import { saysSessionLost, type BackendLink } from './backend-link.ts';
-import { isResumableEventId, routedEventId, wrapRequestId } from './ids.ts';
+import { isResumableEventId, routedEventId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
+import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';
 
-/** Backend response headers the client never gets: hop-by-hop, and what the gateway sets itself. */
-const DROPPED = droppedHeaders(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'mcp-session-id', 'x-request-id', 'content-length']);
-/** A JSON answer is held (and sent with its length) up to this; a longer one is streamed. */
-const HOLD_LIMIT = 64 * 1024;
 /** What is kept of an error answer to word the client's error. */
 const ERROR_BODY_LIMIT = 16 * 1024;
-/** A 2xx JSON answer this small that mentions an error is read, in case it says the session is lost. */
-const SMALL_ERROR = 4 * 1024;
-const ERROR_MARK = Buffer.from('"error"');
+const EVENT_STREAM = /^text\/event-stream\s*(;|$)/i;
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
 
-/** Rewrites what a backend sends toward the client so that answers can find their way back. */
-export function rewriteForClient(index: number, message: JsonRpcMessage, session: AggregatedSession): JsonRpcMessage {
-  if ('method' in message) {
-    if ('id' in message) return { ...message, id: wrapRequestId(index, message.id) };
-    if (message.method === 'notifications/cancelled') {
-      const requestId = message.params?.requestId;
-      if (typeof requestId === 'string' || typeof requestId === 'number') {
-        return { ...message, params: { ...message.params, requestId: wrapRequestId(index, requestId) } };
-      }
-    }
-    return message;
-  }
-  const taskId = ((message.result as { task?: { taskId?: unknown } } | undefined)?.task?.taskId);
-  if (typeof taskId === 'string') session.tasks.set(taskId, index);
-  return message;
-}
-
-/**
- * One SSE event from backend `index`, as the client gets it: `eventId` replaces the backend's
- * id, and a JSON-RPC message in it is rewritten (rewriteForClient). Comments pass through.
- */
-export function rewriteEvent(event: SseEvent, eventId: string | null, index: number, session: AggregatedSession): string {
-  if (event.data.length === 0 && event.id === null) return event.raw;
-  let message: JsonRpcMessage | null = null;
-  if (event.data.length > 0) {
-    try {
-      const value = JSON.parse(event.data) as unknown;
-      if (messageProblem(value) === null) message = value as JsonRpcMessage;
-    } catch {
-      message = null;
+/** What the gateway takes from a backend's response head: its media type, and whether the body is encoded. */
+function readHead(headers: readonly string[]): { type: string; encoding: string | null } {
+  let type = '';
+  let encoding: string | null = null;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    // Only two names matter: most headers are skipped on their length alone.
+    if (name.length === 12 && name.toLowerCase() === 'content-type') type = headers[i + 1]!;
+    else if (name.length === 16 && name.toLowerCase() === 'content-encoding') {
+      const value = headers[i + 1]!.trim().toLowerCase();
+      if (value !== '' && value !== 'identity') encoding = value;
     }
   }
-  const data = message === null ? event.data : JSON.stringify(rewriteForClient(index, message, session));
-  return formatSseEvent({ id: eventId, event: event.event, retry: event.retry, data });
+  return { type, encoding };
 }
 
 /** What a routed exchange reports to whoever sent it (one object for every exchange: no closures). */
@@ -84,9 +65,9 @@ export interface RouteListener {
   outcome(exchange: RoutedExchange, problem: GatewayError | null): void;
 }
 
-type Mode = 'json' | 'stream' | 'sse' | 'refused';
+type Mode = 'json' | 'sse' | 'refused';
 
-export class RoutedExchange extends Exchange implements HookedEventsHost {
+export class RoutedExchange extends Exchange implements HookedEventsHost, OpenStream {
   readonly ctx: Context;
   readonly link: BackendLink;
   readonly session: AggregatedSession;
@@ -96,17 +77,23 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
   readonly body: Buffer | null;
   /** Whether a lost session hands the request back (once per request) or is answered as an error. */
   readonly mayRetry: boolean;
+  /** A resumed stream (GET with Last-Event-ID) is ended at once on shutdown, as a GET stream is. */
+  readonly standalone: boolean;
   readonly #listener: RouteListener;
+  readonly #streams: OpenStreams;
   readonly #hooks: readonly ResponseHook[] | null;
-  /** Read the JSON answer whole even without hooks (a task-creating call: its task id is routed). */
-  readonly #readJson: boolean;
+  /** The request created a task: the backend's answer names it, and tasks/* follow it there. */
+  readonly #createsTask: boolean;
   #mode: Mode = 'json';
   #status = 0;
-  #headers: string[] = [];
   #chunks: Buffer[] = [];
   #size = 0;
   #parser: SseParser | null = null;
   #events: HookedEvents | null = null;
+  /** The client's answer is written (or being written): nothing more goes to it. */
+  #answered = false;
+  /** Which responses this exchange carries: its request's, or, resumed, those that broke off. */
+  readonly #answering: Answering;
 
   constructor(
     ctx: Context,
@@ -114,8 +101,9 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     session: AggregatedSession,
     backend: BackendSessionRecord,
     listener: RouteListener,
+    streams: OpenStreams,
     hooks: readonly ResponseHook[] | null,
-    readJson: boolean,
+    createsTask: boolean,
     body: Buffer | null,
     mayRetry: boolean,
   ) {
@@ -126,31 +114,43 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     this.backendSession = backend;
     this.body = body;
     this.mayRetry = mayRetry;
+    this.standalone = body === null;
     this.#listener = listener;
+    this.#streams = streams;
     this.#hooks = hooks;
-    this.#readJson = readJson || hooks !== null;
+    this.#createsTask = createsTask;
+    this.#answering = body !== null ? ctx.rpcId : { answers: (id) => session.takeResumed(id, link.index) };
     ctx.inflight = this;
   }
 
   protected head(status: number, headers: string[]): boolean {
     this.#status = status;
-    if (status >= 400) {
+    if (status !== 200) {
       this.#mode = 'refused';
       return true;
     }
-    const { list, sse } = forwardHeaders(headers, DROPPED);
-    list.push('mcp-session-id', this.session.id, 'x-request-id', this.ctx.requestId);
-    pushCorsHeaders(list, this.ctx.corsOrigin);
-    if (sse) {
+    const { type, encoding } = readHead(headers);
+    if (encoding !== null) return this.#reject(`sent a body encoded as ${JSON.stringify(encoding.slice(0, 32))}, which the gateway did not ask for`);
+    if (EVENT_STREAM.test(type)) {
       this.#mode = 'sse';
       this.#parser = new SseParser();
       if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, (event, response) => this.#render(event, response));
-      this.ctx.res.writeHead(status, list);
+      const list = ['content-type', 'text/event-stream', 'cache-control', 'no-cache, no-transform', 'x-accel-buffering', 'no', 'mcp-session-id', this.session.id, 'x-request-id', this.ctx.requestId];
+      pushCorsHeaders(list, this.ctx.corsOrigin);
+      this.ctx.res.writeHead(200, list);
       this.ctx.res.flushHeaders();
+      this.#streams.add(this);
       return true;
     }
-    this.#headers = list;
+    if (!JSON_TYPE.test(type)) return this.#reject(`answered with ${type === '' ? 'no media type' : JSON.stringify(type.slice(0, 64))}, not JSON or an event stream`);
     return true;
+  }
+
+  /** The answer cannot be used: the backend exchange stops, the client gets a JSON-RPC error. */
+  #reject(why: string): false {
+    this.cancel();
+    this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" ${why}`, { extra: { backend: this.link.name } }), null);
+    return false;
   }
 
   protected data(chunk: Buffer): boolean {
@@ -160,26 +160,15 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
         if (this.#events !== null) return this.#events.push(events);
         let out = '';
         for (const event of events) out += this.#render(event, null);
-        return out.length === 0 ? true : writeToClient(this.ctx.res, Buffer.from(out), this);
+        return this.write(out);
       }
-      case 'stream':
-        return writeToClient(this.ctx.res, chunk, this);
       case 'refused':
         if (this.#size < ERROR_BODY_LIMIT) this.#hold(chunk);
         return true;
       case 'json':
         this.#hold(chunk);
-        if (this.#readJson) {
-          if (this.#size <= MAX_JSON_RESPONSE) return true;
-          this.cancel();
-          this.fail(new GatewayError('backend_error', `backend "${this.link.name}" sent a response larger than ${MAX_JSON_RESPONSE} bytes`, { extra: { backend: this.link.name } }));
-          return false;
-        }
-        if (this.#size <= HOLD_LIMIT) return true;
-        // Too long to hold: what came so far goes out, the rest streams.
-        this.#mode = 'stream';
-        this.ctx.res.writeHead(this.#status, this.#headers);
-        return writeToClient(this.ctx.res, this.#take(), this);
+        if (this.#size <= MAX_JSON_RESPONSE) return true;
+        return this.#reject(`sent a response larger than ${MAX_JSON_RESPONSE} bytes`);
     }
   }
 
@@ -188,10 +177,10 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     this.#size += chunk.length;
   }
 
-  #take(): Buffer {
+  #text(): string {
     const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#size);
     this.#chunks = [];
-    return body;
+    return body.toString('utf8');
   }
 
   protected end(): void {
@@ -199,10 +188,6 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
       case 'sse':
         if (this.#events !== null) this.#events.end();
         else this.finish();
-        return;
-      case 'stream':
-        this.ctx.res.end();
-        this.#done(null);
         return;
       case 'refused':
         this.#refused();
@@ -212,33 +197,40 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     }
   }
 
-  /** The whole JSON answer is here: a session error hands the request back; else hooks, then out. */
+  /** The whole JSON answer is here: it must be this request's response (or say the session is lost). */
   #json(): void {
-    const body = this.#take();
-    const mayBeError = this.#size <= SMALL_ERROR && body.includes(ERROR_MARK);
-    if (!this.#readJson && !mayBeError) return this.#send(body);
-    const response = responseTo(body.toString('utf8'), this.ctx.rpcId);
-    if (response === null) return this.#send(body);
+    const text = this.#text();
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (value === undefined || messageProblem(value) !== null || 'method' in (value as JsonRpcMessage)) {
+      this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" answered with something other than a JSON-RPC response`, { detail: text.slice(0, 200), extra: { backend: this.link.name } }), null);
+      return;
+    }
+    const response = value as JsonRpcResponse;
     if (this.#lost(response, '')) return;
-    rewriteForClient(this.link.index, response, this.session);
-    if (this.#hooks === null) return this.#send(body);
-    const hooked = runResponseHooks(this.#hooks, this.ctx, response);
-    if (isPromise(hooked)) hooked.then((settled) => this.#send(Buffer.from(JSON.stringify(settled))), (err: unknown) => this.hookFailed(err));
-    // Written from what the hooks passed, even unchanged: the client reads what they checked.
-    else this.#send(Buffer.from(JSON.stringify(hooked)));
-  }
-
-  #send(body: Buffer): void {
-    if (this.cancelled) return;
-    this.#headers.push('content-length', String(body.length));
-    this.ctx.res.writeHead(this.#status, this.#headers);
-    this.ctx.res.end(body);
+    if (response.id !== this.ctx.rpcId) {
+      this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" answered a request other than this one`, { detail: `id ${JSON.stringify(response.id)}`.slice(0, 200), extra: { backend: this.link.name } }), null);
+      return;
+    }
+    this.#noteTask(response);
     this.#done(null);
+    this.#respond(response);
   }
 
-  /** The backend refused the request with an HTTP error: lost session, or a JSON-RPC error for the client. */
+  /** A task-creating call's answer names the task: tasks/get, tasks/result and tasks/cancel go to this backend. */
+  #noteTask(response: JsonRpcResponse): void {
+    if (!this.#createsTask) return;
+    const taskId = (response.result as { task?: { taskId?: unknown } } | undefined)?.task?.taskId;
+    if (typeof taskId === 'string') this.session.noteTask(taskId, this.link.index);
+  }
+
+  /** The backend refused the request: lost session, or a JSON-RPC error for the client. */
   #refused(): void {
-    const text = this.#take().toString('utf8');
+    const text = this.#text();
     let response: JsonRpcResponse | null = null;
     try {
       const value = JSON.parse(text) as unknown;
@@ -250,13 +242,15 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     const link = this.link;
     const status = this.#status;
     const said = response?.error?.message;
-    const error = new GatewayError('backend_error', `backend "${link.name}" refused the request (HTTP ${status})${said === undefined ? '' : `: ${said}`}`, {
+    const why = status >= 400 ? 'refused the request' : 'answered without a response';
+    const error = new GatewayError('backend_error', `backend "${link.name}" ${why} (HTTP ${status})${typeof said === 'string' ? `: ${said}` : ''}`, {
       status: 502,
       rpcCode: typeof response?.error?.code === 'number' ? response.error.code : undefined,
       detail: text.slice(0, 200),
       extra: { backend: link.name, status },
     });
-    this.#answerError(error, status >= 500 ? error : null);
+    // Only a server failure with no JSON-RPC answer says something about the backend's health.
+    this.#answerError(error, status >= 500 && response === null ? error : null);
   }
 
   /** Whether the answer says the backend lost the session; then the request is handed back. */
@@ -267,23 +261,81 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     return true;
   }
 
+  // ---- the client's answer ----
+
+  /** A response for the client, through the method's hooks when it has any, then out as JSON. */
+  #respond(response: JsonRpcResponse): void {
+    this.#answered = true;
+    if (this.#hooks === null) return this.#writeJson(response);
+    let hooked: JsonRpcResponse | Promise<JsonRpcResponse>;
+    try {
+      hooked = runResponseHooks(this.#hooks, this.ctx, response);
+    } catch (err) {
+      return this.#hookError(err);
+    }
+    if (!isPromise(hooked)) return this.#writeJson(hooked);
+    hooked.then((settled) => this.#writeJson(settled)).catch((err: unknown) => this.#hookError(err));
+  }
+
+  #writeJson(response: JsonRpcResponse): void {
+    const res = this.ctx.res;
+    if (res.headersSent || res.destroyed) return;
+    // Written from what the hooks passed (or what was read), never the backend's bytes.
+    const body = Buffer.from(JSON.stringify(response));
+    const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'mcp-session-id', this.session.id, 'x-request-id', this.ctx.requestId];
+    pushCorsHeaders(headers, this.ctx.corsOrigin);
+    res.writeHead(200, headers);
+    res.end(body);
+  }
+
+  /** A hook threw (or its result could not be written): the client gets the gateway's error, without hooks. */
+  #hookError(err: unknown): void {
+    const error = err instanceof GatewayError ? err : new GatewayError('internal_error', 'a response hook failed', { detail: String(err), cause: err });
+    this.ctx.log(error);
+    const res = this.ctx.res;
+    if (res.headersSent || res.destroyed) {
+      if (!res.writableEnded) res.destroy();
+      return;
+    }
+    this.#writeJson(rpcErrorResponse(error, this.ctx.rpcId));
+  }
+
+  /** The gateway is the MCP server here: a backend failure is a JSON-RPC error of this request. */
+  #answerError(error: GatewayError, problem: GatewayError | null): void {
+    this.#done(problem);
+    this.ctx.log(error);
+    this.#respond(rpcErrorResponse(error, this.ctx.rpcId));
+  }
+
   // ---- SSE (HookedEventsHost) ----
 
   /** An event as the client gets it: the routed id, the message rewritten, or the hooked response. */
   #render(event: SseEvent, response: JsonRpcResponse | null): string {
     const index = this.link.index;
     const id = isResumableEventId(event.id) ? routedEventId(index, event.id) : null;
-    if (response === null) return rewriteEvent(event, id, index, this.session);
-    return formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(rewriteForClient(index, response, this.session)) });
+    if (response === null) {
+      const message = eventMessage(event);
+      if (message !== null && !('method' in message) && message.id === this.ctx.rpcId) this.#answered = true;
+      return eventTowardClient(event, id, index, this.#answering, message);
+    }
+    this.#answered = true;
+    this.#noteTask(response);
+    const rewritten = towardClient(index, response, this.ctx.rpcId);
+    return rewritten === null ? '' : formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(rewritten) });
   }
 
   write(text: string): boolean {
-    return text.length === 0 ? true : writeToClient(this.ctx.res, Buffer.from(text), this);
+    if (text.length === 0) return true;
+    if (this.ctx.res.writableEnded) return false;
+    return writeToClient(this.ctx.res, Buffer.from(text), this);
   }
 
   finish(): void {
-    const rest = this.#parser?.rest() ?? '';
-    this.ctx.res.end(rest.length > 0 ? rest : undefined);
+    this.#brokeOff();
+    if (!this.ctx.res.writableEnded) {
+      const rest = this.#parser?.rest() ?? '';
+      this.ctx.res.end(rest.length > 0 ? rest : undefined);
+    }
     this.#done(null);
   }
 
@@ -294,11 +346,12 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
 
   protected fail(error: GatewayError): void {
     const ctx = this.ctx;
-    if (!ctx.res.headersSent) {
+    if (!ctx.res.headersSent && !this.#answered) {
       this.#answerError(error, error);
       return;
     }
     this.#done(error);
+    if (ctx.res.writableEnded) return;
     if (this.#parser !== null && ctx.rpcId !== null) {
       ctx.res.end(formatSseEvent({ event: 'message', data: errorBody(error, ctx) }));
     } else {
@@ -307,16 +360,24 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     ctx.log(error);
   }
 
-  /** The gateway is the MCP server here: a backend failure is a JSON-RPC error of this request. */
-  #answerError(error: GatewayError, problem: GatewayError | null): void {
-    const ctx = this.ctx;
-    this.#done(problem);
-    const body = errorBody(error, ctx);
-    const headers: string[] = ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body)), 'mcp-session-id', this.session.id, 'x-request-id', ctx.requestId];
-    pushCorsHeaders(headers, ctx.corsOrigin);
-    ctx.res.writeHead(200, headers);
-    ctx.res.end(body);
-    ctx.log(error);
+  // ---- the exchange ends ----
+
+  /** The client left, or the gateway is closing the stream: the backend exchange stops too. */
+  override cancel(): void {
+    super.cancel();
+    this.#brokeOff();
+    this.#settle();
+  }
+
+  /** An SSE answer that ends without its response: the client may resume it (Last-Event-ID). */
+  #brokeOff(): void {
+    if (this.#parser !== null && !this.#answered && this.body !== null && this.ctx.rpcId !== null) this.session.awaitResumption(this.ctx.rpcId, this.link.index);
+  }
+
+  /** OpenStream: shutdown ends a routed SSE answer (after the grace period) or a resumed stream (at once). */
+  close(): void {
+    this.cancel();
+    if (!this.ctx.res.writableEnded) this.ctx.res.end();
   }
 
   #done(problem: GatewayError | null): void {
@@ -324,8 +385,10 @@ export class RoutedExchange extends Exchange implements HookedEventsHost {
     this.#listener.outcome(this, problem);
   }
 
+  /** Forgets the request: in-flight routing, the open stream, the context's abort hook. */
   #settle(): void {
-    if (this.ctx.rpcId !== null) this.session.inflight.delete(this.ctx.rpcId);
+    if (this.ctx.rpcId !== null && this.body !== null) this.session.inflight.delete(this.ctx.rpcId);
+    if (this.#parser !== null) this.#streams.delete(this);
     if (this.ctx.inflight === this) this.ctx.inflight = null;
   }
 }
