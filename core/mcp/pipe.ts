@@ -44,6 +44,8 @@ const EVENT_STREAM = /^text\/event-stream/i;
 export interface ForwardedHeaders {
   readonly list: string[];
   readonly sse: boolean;
+  /** The backend's Content-Type, found by its name in any case (null when it sent none). */
+  readonly contentType: string | null;
 }
 
 /**
@@ -54,6 +56,7 @@ export interface ForwardedHeaders {
 export function forwardHeaders(headers: string[], dropped: DroppedHeaders): ForwardedHeaders {
   const list: string[] = [];
   let sse = false;
+  let contentType: string | null = null;
   let cacheControl = false;
   let accelBuffering = false;
   const { names, lengths } = dropped;
@@ -64,14 +67,16 @@ export function forwardHeaders(headers: string[], dropped: DroppedHeaders): Forw
     if (length >= LONG || lengths[length] === 1) {
       const lower = name.toLowerCase();
       if (names.has(lower) || isCorsHeader(lower)) continue;
-      if (lower === 'content-type') sse = EVENT_STREAM.test(value);
-      else if (lower === 'cache-control') cacheControl = true;
+      if (lower === 'content-type') {
+        contentType = value;
+        sse = EVENT_STREAM.test(value);
+      } else if (lower === 'cache-control') cacheControl = true;
       else if (lower === 'x-accel-buffering') accelBuffering = true;
     }
     list.push(name, value);
   }
   pushStreamHeaders(list, sse, cacheControl, accelBuffering);
-  return { list, sse };
+  return { list, sse, contentType };
 }
 
 /** The transparent path's headers toward the client: the backend's, the request id, CORS. */

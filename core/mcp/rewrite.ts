@@ -9,6 +9,7 @@ import { runResponseHooks } from '../chain.ts';
 import { isPromise } from '../thenable.ts';
 import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
+import { removeHeader } from '../http/header-list.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
@@ -22,6 +23,9 @@ import { SseParser, formatSseEvent, type SseEvent } from './sse.ts';
 export const MAX_JSON_RESPONSE = 32 * 1024 * 1024;
 
 type Mode = 'json' | 'sse' | 'raw';
+
+/** A JSON media type (`application/json`, `application/problem+json`, …): the answer is read and hooked. */
+const JSON_TYPE = /json/i;
 
 /** An SSE event as the client gets it on the transparent path: as sent, or with the hooked response. */
 function renderEvent(event: SseEvent, response: JsonRpcResponse | null): string {
@@ -50,7 +54,7 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
   }
 
   protected head(status: number, headers: string[]): boolean {
-    const { list, sse } = clientHeaders(headers, this.ctx);
+    const { list, sse, contentType } = clientHeaders(headers, this.ctx);
     this.#status = status;
     if (sse) {
       this.#mode = 'sse';
@@ -61,12 +65,11 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
       this.#streams.add(this);
       return true;
     }
-    const type = list[list.indexOf('content-type') + 1] ?? '';
-    if (list.indexOf('content-type') !== -1 && type.includes('json')) {
+    // Names and media types in any case: `Content-Type: Application/JSON` must not slip past the hooks.
+    if (contentType !== null && JSON_TYPE.test(contentType)) {
       this.#mode = 'json';
-      // The body is written again: its length changes.
-      const at = list.indexOf('content-length');
-      if (at !== -1) list.splice(at, 2);
+      // The body is written again: its length changes, and the client must get only the new one.
+      removeHeader(list, 'content-length');
       this.#headers = list;
       return true;
     }

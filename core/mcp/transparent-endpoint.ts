@@ -9,6 +9,7 @@ import { runHooks, type Chain, type HookOutcome } from '../chain.ts';
 import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import { startReading, type BodySink } from '../http/body.ts';
+import { removeHeader } from '../http/header-list.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../outgoing-headers.ts';
 import type { BackendHook, ResponseHook } from '../plugin.ts';
@@ -96,7 +97,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     }
     const responseHooks = method === 'POST' ? this.#chain.responseHooks(ctx.rpcMethod) : null;
     const list = ctx.head.forward;
-    if (responseHooks !== null) dropHeader(list, 'accept-encoding'); // the gateway reads the body itself
+    if (responseHooks !== null) removeHeader(list, 'accept-encoding'); // the gateway reads the body itself
     list.push('x-request-id', ctx.requestId);
     if (this.#backendHooks !== null) {
       const headers = new OutgoingHeaders(list);
@@ -130,8 +131,4 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
 
 function serialize(ctx: Context): Buffer {
   return Buffer.from(JSON.stringify(ctx.message));
-}
-
-function dropHeader(list: string[], name: string): void {
-  for (let i = list.length - 2; i >= 0; i -= 2) if (list[i] === name) list.splice(i, 2);
 }
