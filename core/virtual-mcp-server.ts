@@ -19,7 +19,7 @@ import { GatewayMetrics } from './observe/metrics.ts';
 import { importPlugin, type PluginSpec } from './plugin-loader.ts';
 import { listenerOptions, type GatewayServer } from './gateway-server.ts';
 import { httpUrlOf } from './http/address.ts';
-import { Upstreams } from './upstream/upstreams.ts';
+import { Upstreams, type UpstreamOptions } from './upstream/upstreams.ts';
 
 export interface StartVmcpOptions {
   config: VmcpConfig;
@@ -31,6 +31,8 @@ export interface StartVmcpOptions {
   /** Plugins given in code; they run after those of the config file. */
   plugins?: readonly PluginSpec[];
   metrics?: GatewayMetrics;
+  /** Limits of the connections to each backend (defaults in upstream/upstreams.ts). */
+  upstreams?: Partial<UpstreamOptions>;
 }
 
 export interface RunningVmcp {
@@ -62,7 +64,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
     }
     const chain = await app.plugins([...(options.builtins ?? []), ...fromConfig, ...(options.plugins ?? [])], { mcpPath, backends, configDir: config.dir });
 
-    const upstreams = app.own(new Upstreams(), (u) => u.close(), 'backend connections');
+    const upstreams = app.own(new Upstreams(options.upstreams), (u) => u.close(), 'backend connections');
     const streams = new OpenStreams(metrics);
     const aggregated = needsAggregation(backends.length, config.aggregation)
       ? app.own(await createAggregated({ config, path: mcpPath, backends, upstreams, chain, metrics, streams, log }), (a) => a.close(), 'aggregated sessions')

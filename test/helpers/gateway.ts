@@ -9,6 +9,7 @@ import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import { createLogger, type Logger } from '../../core/observe/log.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
+import type { UpstreamOptions } from '../../core/upstream/upstreams.ts';
 import { startVmcp, type RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 
@@ -75,6 +76,8 @@ export interface StartOptions extends VmcpYamlOptions {
   log?: Logger;
   /** Log level of the gateway (default silent; set GATEHOUSE_TEST_LOG=debug to see it). */
   logLevel?: 'silent' | 'debug' | 'info' | 'warn';
+  /** Connection limits toward the backends (small ones, to reach them in a test). */
+  upstreams?: Partial<UpstreamOptions>;
 }
 
 export async function startTestGateway(options: StartOptions): Promise<RunningVmcp & { file: string }> {
@@ -90,6 +93,7 @@ export async function startTestGateway(options: StartOptions): Promise<RunningVm
     log: options.log ?? createLogger(level),
     builtins: vmcpBuiltins(config),
     ...(options.plugins ? { plugins: options.plugins } : {}),
+    ...(options.upstreams ? { upstreams: options.upstreams } : {}),
   });
   return Object.assign(running, { file });
 }
