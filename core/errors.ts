@@ -35,6 +35,7 @@ export type CoreErrorCode =
   | 'backend_unavailable'
   | 'backend_timeout'
   | 'backend_error'
+  | 'stream_limit'
   | 'not_ready'
   | 'shutting_down'
   | 'internal_error';
@@ -72,6 +73,8 @@ const KINDS: Record<CoreErrorCode, Kind> = {
   backend_unavailable: { status: 502, rpc: -32603 },
   backend_timeout: { status: 504, rpc: -32603 },
   backend_error: { status: 502, rpc: -32603 },
+  // The gateway's own limit on GET streams to a backend, not a failure of the backend.
+  stream_limit: { status: 503, rpc: -32000 },
   not_ready: { status: 503, rpc: -32603 },
   shutting_down: { status: 503, rpc: -32603 },
   internal_error: { status: 500, rpc: -32603 },

@@ -37,6 +37,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly path: string;
   readonly #backend: BackendInfo;
   readonly #pool: Pool;
+  /** GET streams: connections apart from the requests', so that streams never starve them. */
+  readonly #streamPool: Pool;
   readonly #chain: Chain;
   readonly #metrics: BackendMetrics;
   readonly #streams: OpenStreams;
@@ -47,6 +49,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     this.path = options.path;
     this.#backend = options.backend;
     this.#pool = options.upstreams.pool(options.backend);
+    this.#streamPool = options.upstreams.streamPool(options.backend);
     this.#chain = options.chain;
     this.#metrics = options.metrics;
     this.#streams = options.streams;
@@ -116,7 +119,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
       responseHooks === null
         ? new PipeExchange(ctx, this.#backend, this.#metrics, this.#streams, method === 'GET')
         : new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, responseHooks);
-    exchange.dispatch(this.#pool, method, headers, body);
+    exchange.dispatch(method === 'GET' ? this.#streamPool : this.#pool, method, headers, body);
     return undefined;
   }
 

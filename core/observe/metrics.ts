@@ -56,7 +56,7 @@ export class BackendMetrics {
     this.#ok.value++;
   }
 
-  /** `unavailable`, `timeout`, `error` or `aborted`. */
+  /** `unavailable`, `timeout`, `error`, `aborted`, or `limited` (a stream the gateway's stream limit refused). */
   outcome(outcome: string): void {
     this.#outcomes.child(this.#name, outcome).value++;
   }

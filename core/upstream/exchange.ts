@@ -33,6 +33,20 @@ export function writeToClient(res: HttpResponse, chunk: Buffer, exchange: Exchan
   return false;
 }
 
+/** The metrics outcome of a failed exchange. */
+function outcomeOf(code: string): string {
+  switch (code) {
+    case 'backend_timeout':
+      return 'timeout';
+    case 'backend_unavailable':
+      return 'unavailable';
+    case 'stream_limit':
+      return 'limited';
+    default:
+      return 'error';
+  }
+}
+
 /**
  * One request to a backend. Subclasses decide what happens to the response (`head`, `data`,
  * `end`, `fail`); this class wires the pool, the abort, the timing and the error mapping.
@@ -112,7 +126,7 @@ export abstract class Exchange implements UpstreamHandler {
     this.#connection = null;
     if (this.cancelled) return;
     const error = upstreamError(this.backend, err);
-    this.metrics.outcome(error.code === 'backend_timeout' ? 'timeout' : error.code === 'backend_unavailable' ? 'unavailable' : 'error');
+    this.metrics.outcome(outcomeOf(error.code));
     this.#failSafely(error);
   }
 

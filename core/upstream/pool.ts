@@ -1,9 +1,9 @@
 /**
  * Keep-alive connections to one backend origin: reused most-recent-first, opened on demand up to
- * a limit, with a FIFO queue beyond it. One timer per pool (running only while there is work)
- * enforces the response-header deadline of each exchange and expires idle connections before
- * the backend's own keep-alive limit would (so a request never lands on a connection the backend
- * is closing).
+ * a limit, with a FIFO queue beyond it (a pool for long-lived streams refuses instead, see
+ * `refuseWhenFull`). One timer per pool (running only while there is work) enforces the
+ * response-header deadline of each exchange and expires idle connections before the backend's
+ * own keep-alive limit would (so a request never lands on a connection the backend is closing).
  */
 import { Connection, UpstreamError, type ConnectionOwner, type UpstreamHandler } from './backend-connection.ts';
 
@@ -13,6 +13,21 @@ export interface PoolOptions {
   /** How long an idle connection is kept, ms. */
   keepAliveMs: number;
   connectTimeoutMs: number;
+  /**
+   * A dispatch that finds every connection busy fails at once (PoolFullError) instead of
+   * waiting: for long-lived streams, whose connections may not free for hours, so a queue would
+   * only hold a request until its deadline.
+   */
+  refuseWhenFull?: boolean;
+}
+
+/** A pool that refuses when full had all its connections in use. */
+export class PoolFullError extends UpstreamError {
+  readonly limit: number;
+  constructor(limit: number) {
+    super('EPOOL_FULL', `all ${limit} connections are in use`);
+    this.limit = limit;
+  }
 }
 
 interface Waiting {
@@ -68,10 +83,23 @@ export class Pool implements ConnectionOwner {
     }
     const connection = this.#reusable(now) ?? (this.#all.size < this.#options.connections ? this.#open() : null);
     if (connection === null) {
+      if (this.#options.refuseWhenFull === true) {
+        handler.onError(new PoolFullError(this.#options.connections));
+        return;
+      }
       this.#waiting.push({ handler, method, path, headers, body, deadline });
       return;
     }
     connection.send(handler, method, path, headers, body, deadline);
+  }
+
+  /**
+   * What a dispatch would be refused with now, for a pool that refuses when full (null while a
+   * connection is idle or may still be opened): lets a caller answer before it commits to a stream.
+   */
+  refusal(): PoolFullError | null {
+    if (this.#options.refuseWhenFull !== true || this.#idle.length > 0 || this.#all.size < this.#options.connections) return null;
+    return new PoolFullError(this.#options.connections);
   }
 
   /** Removes a queued request whose client went away. */

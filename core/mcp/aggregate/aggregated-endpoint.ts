@@ -33,7 +33,7 @@ import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcRespon
 import type { OpenStreams } from '../streams.ts';
 import type { BackendLink, MessageSink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
-import { ClientStream } from './client-stream.ts';
+import { ClientStream, streamRefusal } from './client-stream.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapRequestId } from './ids.ts';
@@ -462,6 +462,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   outcome(exchange: RoutedExchange, problem: GatewayError | null): void {
+    // The gateway's own stream limit refused it: the backend was never asked, its health is not in question.
+    if (problem?.code === 'stream_limit') return;
     if (problem === null) this.#healer.succeeded(exchange.link);
     else this.#healer.failed(exchange.session, exchange.link, exchange.backendSession, problem);
   }
@@ -557,10 +559,12 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       }
       const headers = await link.headers(ctx, backend, 'text/event-stream', parsed.eventId);
       if (headers instanceof GatewayError) return headers;
-      new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, null, false, null, false).dispatch(link.pool, 'GET', headers, null);
+      new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, null, false, null, false).dispatch(link.streamPool, 'GET', headers, null);
       return undefined;
     }
     session.stream?.close(); // one standalone stream per session, as backends allow
+    const refusal = streamRefusal(session, this.#links);
+    if (refusal !== null) return refusal;
     const rejoin = (streamCtx: Context, link: BackendLink): Promise<unknown> => this.#healer.join(streamCtx, session, link);
     const stream = new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, parsed?.kind === 'multiplex' ? parsed.positions : new Map());
     session.stream = stream;

@@ -13,6 +13,7 @@ import { OutgoingHeaders } from '../../outgoing-headers.ts';
 import type { BackendHook } from '../../plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { Pool } from '../../upstream/pool.ts';
+import type { Upstreams } from '../../upstream/upstreams.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
 import { SseParser } from '../sse.ts';
 import type { BackendSessionRecord } from './session-store.ts';
@@ -138,14 +139,18 @@ class BackendCall extends Exchange {
 export class BackendLink {
   readonly index: number;
   readonly backend: BackendInfo;
+  /** Requests (POST, DELETE). */
   readonly pool: Pool;
+  /** GET streams: connections apart from the requests', so that streams never starve them. */
+  readonly streamPool: Pool;
   readonly metrics: BackendMetrics;
   readonly #hooks: BackendHook[] | null;
 
-  constructor(index: number, backend: BackendInfo, pool: Pool, metrics: BackendMetrics, chain: Chain) {
+  constructor(index: number, backend: BackendInfo, upstreams: Upstreams, metrics: BackendMetrics, chain: Chain) {
     this.index = index;
     this.backend = backend;
-    this.pool = pool;
+    this.pool = upstreams.pool(backend);
+    this.streamPool = upstreams.streamPool(backend);
     this.metrics = metrics;
     this.#hooks = chain.compileBackend(backend);
   }

@@ -11,6 +11,7 @@ import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import { addCorsHeaders } from '../../http/cors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
+import { upstreamError } from '../../upstream/upstreams.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
@@ -72,7 +73,10 @@ class BackendStream extends Exchange {
     else this.#owner.backendEnded(this.#link, this, { status: this.#status, lost: saysSessionLost(this.#status, null, this.#refusal) });
   }
 
-  protected fail(_error: GatewayError): void {
+  protected fail(error: GatewayError): void {
+    // The gateway's own stream limit (the last connection was taken after the client's stream
+    // was admitted, or before a retry): retried like any stream that failed, and said in the log.
+    if (error.code === 'stream_limit') this.#owner.ctx.log(error);
     this.#owner.backendEnded(this.#link, this, null);
   }
 }
@@ -89,6 +93,21 @@ const REFUSAL_LIMIT = 4096;
 const MAX_LOST_REFUSALS = 3;
 /** A backend stream up this long (ms) when an event comes has proven itself: its refusals are forgotten. */
 const STABLE_MS = 60_000;
+
+/**
+ * Why a new client stream of `session` cannot open now: the first of its backends whose stream
+ * connections are all in use, as the error the client gets (null when every one has room). A
+ * stream is refused before its 200 rather than opened without the backends it could not reach.
+ */
+export function streamRefusal(session: AggregatedSession, links: ReadonlyMap<string, BackendLink>): GatewayError | null {
+  for (const name of session.backends.keys()) {
+    const link = links.get(name);
+    if (link === undefined) continue;
+    const full = link.streamPool.refusal();
+    if (full !== null) return upstreamError(link.backend, full);
+  }
+  return null;
+}
 
 export class ClientStream implements SessionStream, OpenStream {
   readonly standalone = true;
@@ -165,7 +184,7 @@ export class ClientStream implements SessionStream, OpenStream {
     if (this.#closed || !Array.isArray(headers) || this.#backends.has(link.index)) return;
     const stream = new BackendStream(this, link, backendSession);
     this.#backends.set(link.index, stream);
-    stream.dispatch(link.pool, 'GET', headers, null);
+    stream.dispatch(link.streamPool, 'GET', headers, null);
   }
 
   backendEvent(link: BackendLink, stream: BackendStream, event: SseEvent): void {

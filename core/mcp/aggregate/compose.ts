@@ -40,7 +40,7 @@ const REDIS_READY_MS = 10_000;
 
 export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated> {
   const { config, log } = deps;
-  const links = deps.backends.map((backend, i) => new BackendLink(i, backend, deps.upstreams.pool(backend), deps.metrics.backend(backend.name), deps.chain));
+  const links = deps.backends.map((backend, i) => new BackendLink(i, backend, deps.upstreams, deps.metrics.backend(backend.name), deps.chain));
   const failure = config.failureHandling;
   const health = new HealthMonitor(links, failure.healthCheckIntervalMs, failure.unhealthyThreshold, log.child({ component: 'health' }));
 
