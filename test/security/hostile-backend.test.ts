@@ -21,6 +21,24 @@ async function open(url: string): Promise<Record<string, string>> {
   return headers;
 }
 
+/** Backends `evil` and `good` behind one aggregated gateway (with `plugins`), and a session on it. */
+async function evilAndGood(plugins: Plugin[] = []): Promise<{ evil: ScriptedBackend; good: ScriptedBackend; gateway: RunningVmcp; headers: Record<string, string>; close(): Promise<void> }> {
+  const evil = await startScriptedBackend('evil');
+  const good = await startScriptedBackend('good');
+  const gateway = await startTestGateway({
+    backends: [{ name: 'evil', url: evil.url }, { name: 'good', url: good.url }],
+    config: 'operational: {failureHandling: {healthCheckInterval: 0s}}',
+    plugins: plugins.map((plugin) => ({ definition: { name: plugin.name, create: () => plugin }, config: {}, source: 'code' })),
+  });
+  const headers = await open(gateway.url);
+  const close = async (): Promise<void> => {
+    await gateway.stop();
+    await evil.close();
+    await good.close();
+  };
+  return { evil, good, gateway, headers, close };
+}
+
 function call(id: number | string, name = 'evil_run'): string {
   return JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } });
 }
@@ -38,29 +56,20 @@ function assertGatewayError(answer: Awaited<ReturnType<typeof post>>, id: number
 
 describe('aggregated mode: a hostile backend', () => {
   let evil: ScriptedBackend;
-  let good: ScriptedBackend;
   let gateway: RunningVmcp;
   let headers: Record<string, string>;
   const honest = (b: ScriptedBackend) => b.script;
 
+  let close: () => Promise<void>;
+
   before(async () => {
-    evil = await startScriptedBackend('evil');
-    good = await startScriptedBackend('good');
-    gateway = await startTestGateway({
-      backends: [{ name: 'evil', url: evil.url }, { name: 'good', url: good.url }],
-      config: 'operational: {failureHandling: {healthCheckInterval: 0s}}',
-    });
-    headers = await open(gateway.url);
+    ({ evil, gateway, headers, close } = await evilAndGood());
   });
   const defaultScript = { evil: null as ScriptedBackend['script'] | null };
   afterEach(() => {
     if (defaultScript.evil !== null) evil.script = defaultScript.evil;
   });
-  after(async () => {
-    await gateway.stop();
-    await evil.close();
-    await good.close();
-  });
+  after(() => close());
 
   function script(fn: ScriptedBackend['script']): void {
     defaultScript.evil ??= honest(evil);
@@ -171,21 +180,12 @@ describe('aggregated mode: hooks see the gateway\'s own answers, and a broken ho
     },
   };
 
+  let close: () => Promise<void>;
+
   before(async () => {
-    evil = await startScriptedBackend('evil');
-    good = await startScriptedBackend('good');
-    gateway = await startTestGateway({
-      backends: [{ name: 'evil', url: evil.url }, { name: 'good', url: good.url }],
-      config: 'operational: {failureHandling: {healthCheckInterval: 0s}}',
-      plugins: [{ definition: { name: 'redact', create: () => plugin }, config: {}, source: 'code' }],
-    });
-    headers = await open(gateway.url);
+    ({ evil, good, gateway, headers, close } = await evilAndGood([plugin]));
   });
-  after(async () => {
-    await gateway.stop();
-    await evil.close();
-    await good.close();
-  });
+  after(() => close());
 
   it('a backend error that quotes a secret reaches the client through the hooks', async () => {
     evil.script = ({ res, id }) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'db password SECRET leaked' } }));
