@@ -13,7 +13,7 @@ import { removeHeader } from '../http/header-list.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
-import type { JsonRpcResponse } from './jsonrpc.ts';
+import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
 import { HookedEvents, responseTo, type HookedEventsHost } from './hooked-events.ts';
 import { clientHeaders } from './pipe.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
@@ -32,8 +32,24 @@ function renderEvent(event: SseEvent, response: JsonRpcResponse | null): string 
   return response === null ? event.raw : formatSseEvent({ id: event.id, event: event.event, data: JSON.stringify(response) });
 }
 
+/**
+ * An event of a GET stream, where no request of this exchange is answered: a JSON-RPC response on
+ * it (the replay of a request's stream resumed with Last-Event-ID) is dropped, since nothing
+ * says which method's hooks it would have to pass; everything else passes as sent.
+ */
+function renderStandaloneEvent(event: SseEvent): string {
+  if (event.data.length === 0) return event.raw;
+  try {
+    const value = JSON.parse(event.data) as unknown;
+    return messageProblem(value) === null && !('method' in (value as object)) ? '' : event.raw;
+  } catch {
+    return event.raw;
+  }
+}
+
 export class RewriteExchange extends Exchange implements OpenStream, HookedEventsHost {
-  readonly standalone = false;
+  /** A GET stream (with onResponse hooks configured): not part of any request, ended at once on shutdown. */
+  readonly standalone: boolean;
   readonly ctx: Context;
   readonly #hooks: readonly ResponseHook[];
   readonly #streams: OpenStreams;
@@ -45,9 +61,10 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
   #parser: SseParser | null = null;
   #events: HookedEvents | null = null;
 
-  constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, hooks: readonly ResponseHook[]) {
+  constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, hooks: readonly ResponseHook[], standalone = false) {
     super(backend, metrics);
     this.ctx = ctx;
+    this.standalone = standalone;
     this.#hooks = hooks;
     this.#streams = streams;
     ctx.inflight = this;
@@ -59,7 +76,7 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
     if (sse) {
       this.#mode = 'sse';
       this.#parser = new SseParser();
-      this.#events = new HookedEvents(this.ctx, this.#hooks, this, renderEvent);
+      this.#events = new HookedEvents(this.ctx, this.#hooks, this, this.standalone ? renderStandaloneEvent : renderEvent);
       this.ctx.res.writeHead(status, list);
       this.ctx.res.flushHeaders();
       this.#streams.add(this);

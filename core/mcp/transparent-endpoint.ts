@@ -100,7 +100,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     }
     const responseHooks = method === 'POST' ? this.#chain.responseHooks(ctx.rpcMethod) : null;
     const list = ctx.head.forward;
-    if (responseHooks !== null) removeHeader(list, 'accept-encoding'); // the gateway reads the body itself
+    // The gateway reads the body itself: a hooked answer, or a GET stream while hooks exist (#send).
+    if (responseHooks !== null || (method === 'GET' && this.#chain.hasResponseHooks)) removeHeader(list, 'accept-encoding');
     list.push('x-request-id', ctx.requestId);
     if (this.#backendHooks !== null) {
       const headers = new OutgoingHeaders(list);
@@ -115,11 +116,16 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
 
   #send(ctx: Context, method: string, headers: string[], body: Buffer | null, responseHooks: ResponseHook[] | null): undefined {
     if (ctx.res.destroyed) return undefined; // the client left while hooks ran
+    const stream = method === 'GET';
+    // With onResponse hooks anywhere, a GET stream is read too: a response replayed on it
+    // (Last-Event-ID) cannot pass its method's hooks, so it must not pass at all.
     const exchange =
-      responseHooks === null
-        ? new PipeExchange(ctx, this.#backend, this.#metrics, this.#streams, method === 'GET')
-        : new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, responseHooks);
-    exchange.dispatch(method === 'GET' ? this.#streamPool : this.#pool, method, headers, body);
+      responseHooks !== null
+        ? new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, responseHooks)
+        : stream && this.#chain.hasResponseHooks
+          ? new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, [], true)
+          : new PipeExchange(ctx, this.#backend, this.#metrics, this.#streams, stream);
+    exchange.dispatch(stream ? this.#streamPool : this.#pool, method, headers, body);
     return undefined;
   }
 
