@@ -7,6 +7,7 @@
  * secret references to their values, plugin paths to absolute paths). `vmcp-config.ts` assembles them
  * into the resolved `VmcpConfig`.
  */
+import { parseSigningKey } from './signing-key.ts';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -130,6 +131,10 @@ export function resourceSchemas(index: ReferenceIndex) {
   const hmacSecretRef = secretRef.superRefine((ref, ctx) => {
     const bytes = Buffer.byteLength(ref.value);
     if (bytes < 32) ctx.addIssue(`Secret ${q(ref.name)} key ${q(ref.key)} holds ${bytes} bytes: an HMAC secret needs at least 32`);
+  });
+  const signingKeyRef = secretRef.superRefine((ref, ctx) => {
+    const key = parseSigningKey(ref.value);
+    if (typeof key === 'string') ctx.addIssue(`Secret ${q(ref.name)} key ${q(ref.key)}: ${key}`);
   });
   const externalAuthConfigRef = z.strictObject({ name: reference('MCPExternalAuthConfig', index.externalAuthConfigs) });
 
@@ -345,16 +350,29 @@ export function resourceSchemas(index: ReferenceIndex) {
       .prefault({}),
   });
 
+  /** A token lifespan with its default and the bounds the authorization server allows. */
+  const lifespan = (fallback: number, [min, minText]: [number, string], [max, maxText]: [number, string]) =>
+    duration()
+      .default(fallback)
+      .superRefine((ms, ctx) => {
+        if (ms < min || ms > max) ctx.addIssue(`must be between ${minText} and ${maxText}`);
+      });
+
   const authServerConfig = z.strictObject({
     issuer: issuerUrl,
     authorizationEndpointBaseUrl: httpUrl.optional(),
-    signingKeySecretRefs: z.array(secretRef).default([]),
+    signingKeySecretRefs: z.array(signingKeyRef).default([]),
     hmacSecretRefs: z.array(hmacSecretRef).default([]),
     tokenLifespans: z
       .strictObject({
-        accessTokenLifespan: duration().default(3_600_000),
-        refreshTokenLifespan: duration().default(168 * 3_600_000),
-        authCodeLifespan: duration().default(600_000),
+        accessTokenLifespan: lifespan(3_600_000, [60_000, '1m'], [24 * 3_600_000, '24h']),
+        refreshTokenLifespan: lifespan(168 * 3_600_000, [3_600_000, '1h'], [30 * 24 * 3_600_000, '720h (30 days)']),
+        authCodeLifespan: lifespan(600_000, [30_000, '30s'], [600_000, '10m']),
+      })
+      .superRefine((lifespans, ctx) => {
+        if (lifespans.refreshTokenLifespan < lifespans.accessTokenLifespan) {
+          addIssue(ctx, ['refreshTokenLifespan'], 'must not be shorter than accessTokenLifespan: a refresh token must outlive the access tokens it renews');
+        }
       })
       .prefault({}),
     upstreamProviders: uniqueNames('provider', z.array(upstreamProvider).min(1)),

@@ -223,6 +223,25 @@ test('embedded authorization server rules', async () => {
   ]);
 });
 
+test('embedded authorization server keys and token lifespans', async () => {
+  await expectProblems('error-auth-keys.yaml', [
+    ['34:9 VirtualMCPServer/vmcp spec.authServerConfig.signingKeySecretRefs[0]: Secret "keys" key "notakey": cannot read the signing key: it is not a private key in PEM or JWK form', /key: notakey/],
+    [
+      '35:9 VirtualMCPServer/vmcp spec.authServerConfig.signingKeySecretRefs[1]: Secret "keys" key "public": the signing key is a public key: the authorization server signs tokens, so it needs the private key',
+      /key: public/,
+    ],
+    ['37:28 VirtualMCPServer/vmcp spec.authServerConfig.tokenLifespans.accessTokenLifespan: must be between 1m and 24h', /30s/],
+    ['38:29 VirtualMCPServer/vmcp spec.authServerConfig.tokenLifespans.refreshTokenLifespan: must be between 1h and 720h (30 days)', /2000h/],
+    ['39:25 VirtualMCPServer/vmcp spec.authServerConfig.tokenLifespans.authCodeLifespan: must be between 30s and 10m', /20m/],
+  ]);
+  await expectProblems('error-auth-lifespans.yaml', [
+    [
+      '33:69 VirtualMCPServer/vmcp spec.authServerConfig.tokenLifespans.refreshTokenLifespan: must not be shorter than accessTokenLifespan: a refresh token must outlive the access tokens it renews',
+      /refreshTokenLifespan: 1h/,
+    ],
+  ]);
+});
+
 test('loadVmcpConfig throws a ConfigError that carries every problem and prints them one per line', async () => {
   const file = fixture('error-many.yaml');
   await assert.rejects(loadVmcpConfig(file), (err: unknown) => {

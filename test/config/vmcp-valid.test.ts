@@ -79,8 +79,9 @@ test('the rich file resolves every field', async () => {
   assert.ok(authServer !== null);
   assert.equal(authServer.issuer, 'https://auth.example.com');
   assert.equal(authServer.authorizationEndpointBaseUrl, 'https://login.example.com');
-  // `data` values are base64-decoded.
-  assert.deepEqual(authServer.signingKeys, [{ name: 'auth-keys', key: 'signing', value: '-----BEGIN PRIVATE KEY-----' }]);
+  // `data` values are base64-decoded (a P-256 key in PKCS#8 PEM).
+  assert.equal(authServer.signingKeys.length, 1);
+  assert.match(authServer.signingKeys[0]!.value, /^-----BEGIN PRIVATE KEY-----\n[^]+\n-----END PRIVATE KEY-----\n$/);
   assert.deepEqual(authServer.hmacSecrets, [{ name: 'auth-keys', key: 'hmac', value: '0123456789abcdef0123456789abcdef' }]);
   assert.deepEqual(authServer.tokenLifespans, { accessTokenMs: 30 * 60_000, refreshTokenMs: 720 * 3_600_000, authCodeMs: 5 * 60_000 });
   assert.deepEqual(authServer.upstreamProviders, [
