@@ -71,6 +71,8 @@ export async function writeConfig(yaml: string, name = 'vmcp.yaml'): Promise<str
 }
 
 export interface StartOptions extends VmcpYamlOptions {
+  /** The port to listen on (default: any free one). */
+  port?: number;
   plugins?: PluginSpec[];
   /** A logger of the test's own (to assert on what is logged); else one at `logLevel`. */
   log?: Logger;
@@ -89,7 +91,7 @@ export async function startTestGateway(options: StartOptions): Promise<RunningVm
   const level = (process.env.GATEHOUSE_TEST_LOG as StartOptions['logLevel']) ?? options.logLevel ?? 'silent';
   const running = await startVmcp({
     config,
-    port: 0,
+    port: options.port ?? 0,
     log: options.log ?? createLogger(level),
     builtins: vmcpBuiltins(config),
     ...(options.plugins ? { plugins: options.plugins } : {}),

@@ -1,0 +1,100 @@
+/**
+ * `VirtualMCPServer.spec.authServerConfig`: the embedded OAuth 2.1 authorization server, on the
+ * gateway's own port and origin (the issuer is the gateway's URL). Its routes, relative to the
+ * issuer:
+ *
+ *   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata (also at the issuer path
+ *   GET  /.well-known/openid-configuration          appended, RFC 8414 §3.1), served here
+ *   GET  /.well-known/jwks.json                     the public signing keys, served here
+ *   GET  /oauth/authorize                           ┐
+ *   POST /oauth/token                               ├ the provider (provider.ts), through the
+ *   POST /oauth/register                            ┘ bridge (bridge.ts)
+ *
+ * None of them is on the MCP path, and none needs a bearer token.
+ */
+import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
+import type { Context } from '../../core/context.ts';
+import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.ts';
+import { Reply } from '../../core/reply.ts';
+import { ProviderBridge } from './bridge.ts';
+import { loadServerKeys, publicJwks, type ServerKeys } from './keys.ts';
+import { memoryAdapterClass } from './memory-adapter.ts';
+import { createProvider, ROUTES } from './provider.ts';
+
+export interface AuthServerPluginConfig {
+  readonly authServer: AuthServerConfig;
+  /** The MCP endpoint's URL (incomingAuth.resourceUrl): the resource tokens are issued for. */
+  readonly resource: string;
+  /** Scopes clients may ask for the MCP endpoint. */
+  readonly scopes: readonly string[];
+}
+
+/** The metadata documents' paths for an issuer whose path is `issuerPath` ('' at the root). */
+export function metadataPaths(issuerPath: string): string[] {
+  const names = ['oauth-authorization-server', 'openid-configuration'];
+  const paths = new Set<string>();
+  for (const name of names) {
+    paths.add(`/.well-known/${name}${issuerPath}`); // RFC 8414 §3.1: inserted before the issuer's path
+    paths.add(`${issuerPath}/.well-known/${name}`); // OpenID Connect Discovery: appended to the issuer
+  }
+  return [...paths];
+}
+
+export const authServer = definePlugin<AuthServerPluginConfig>({
+  name: 'auth-server',
+  async create(config, host) {
+    const { authServer: settings } = config;
+    const issuerPath = new URL(settings.issuer).pathname.replace(/\/$/, '');
+    const keys: ServerKeys = await loadServerKeys(settings.signingKeys, settings.hmacSecrets);
+    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter: memoryAdapterClass() });
+    const bridge = new ProviderBridge(settings.issuer, provider.callback());
+    const jwks = JSON.stringify(publicJwks(keys));
+    let metadata = '';
+
+    const forward = (ctx: Context): undefined => bridge.forward(ctx);
+    const document = (body: () => string) => (): Reply =>
+      new Reply(200, body(), { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
+    const route = (method: HttpMethod | HttpMethod[], path: string, handler: RouteDef['handler'], anyOrigin: boolean): RouteDef => ({ method, path: issuerPath + path, auth: false, anyOrigin, handler });
+
+    const routes: RouteDef[] = [
+      ...metadataPaths(issuerPath).map((path): RouteDef => ({ method: 'GET', path, auth: false, anyOrigin: true, handler: document(() => metadata) })),
+      route('GET', ROUTES.jwks, document(() => jwks), true),
+      route('GET', ROUTES.authorization, forward, false),
+      // Called by browser-based clients from their own origin: the provider answers CORS itself.
+      route(['POST', 'OPTIONS'], ROUTES.token, forward, true),
+      route(['POST', 'OPTIONS'], ROUTES.registration, forward, true),
+    ];
+
+    return {
+      name: 'auth-server',
+      routes,
+      async start() {
+        await bridge.start();
+        metadata = JSON.stringify(await serverMetadata(bridge, settings));
+        if (keys.ephemeral.signing || keys.ephemeral.hmac) {
+          host.log.warn(
+            { missing: [keys.ephemeral.signing ? 'signingKeySecretRefs' : null, keys.ephemeral.hmac ? 'hmacSecretRefs' : null].filter((x) => x !== null) },
+            'authServerConfig has no signing keys or HMAC secrets: this process made its own, so a restart invalidates every token, code and refresh token it issued',
+          );
+        }
+        host.log.info({ issuer: settings.issuer }, 'embedded authorization server ready');
+      },
+      async stop() {
+        await bridge.stop();
+      },
+    };
+  },
+});
+
+/**
+ * The metadata document: the provider's discovery document, with what Gatehouse adds or
+ * changes (`authorizationEndpointBaseUrl` moves only the authorization endpoint).
+ */
+async function serverMetadata(bridge: ProviderBridge, settings: AuthServerConfig): Promise<Record<string, unknown>> {
+  const document = await bridge.get('/.well-known/openid-configuration');
+  if (settings.authorizationEndpointBaseUrl !== null) {
+    document.authorization_endpoint = new URL(ROUTES.authorization.slice(1), settings.authorizationEndpointBaseUrl.replace(/\/?$/, '/')).href;
+  }
+  document.code_challenge_methods_supported = ['S256'];
+  return document;
+}

@@ -1,0 +1,166 @@
+/**
+ * How the provider is mounted on the gateway's own port and origin. oidc-provider is a Koa
+ * application: it needs node:http's request and response objects, which Gatehouse's own server
+ * does not make (it has its own, lighter ones). So the provider listens on a loopback port of its
+ * own, and the gateway forwards the authorization server's routes to it through its upstream
+ * client, as it would to a backend: the same code on either server engine, and nothing of it on
+ * the MCP path.
+ *
+ * The loopback listener answers only requests that carry this process's random bridge secret
+ * (anyone else on the machine gets a 404), and the gateway sets X-Forwarded-Proto and -Host from
+ * the issuer, never from the client, so the provider builds its URLs from the configured issuer.
+ * The client's own headers (cookies of the login, Authorization of the token endpoint) pass;
+ * hop-by-hop ones do not; every value is checked at the socket as on any upstream request.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BackendInfo } from '../../core/backend.ts';
+import type { Context } from '../../core/context.ts';
+import { GatewayError } from '../../core/errors.ts';
+import { startReading, type BodySink } from '../../core/http/body.ts';
+import type { BackendMetrics } from '../../core/observe/metrics.ts';
+import { Exchange, writeToClient } from '../../core/upstream/exchange.ts';
+import { Pool } from '../../core/upstream/pool.ts';
+
+const SECRET_HEADER = 'x-gatehouse-bridge';
+/** Largest request body the authorization server takes (registration documents, token forms). */
+export const MAX_BRIDGE_BODY = 64 * 1024;
+/** Headers of the client's request that do not cross (hop-by-hop, or set by the bridge). */
+const NOT_FORWARDED = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'transfer-encoding', 'te', 'trailer', 'upgrade',
+  'host', 'content-length', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', SECRET_HEADER,
+]);
+/** Headers of the provider's response the gateway sets itself. */
+const NOT_RETURNED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'x-request-id']);
+
+/** Metrics of the bridge's upstream exchanges: not a backend, so not counted as one. */
+const NO_METRICS = { ok: () => undefined, outcome: () => undefined } as unknown as BackendMetrics;
+
+export class ProviderBridge implements BodySink<Context> {
+  readonly #server: Server;
+  readonly #secret = randomBytes(32).toString('base64url');
+  readonly #forwardedProto: string;
+  readonly #forwardedHost: string;
+  /** The prefix of the issuer's path, stripped before the provider sees a path. */
+  readonly #issuerPath: string;
+  #pool: Pool | null = null;
+  #backend: BackendInfo | null = null;
+
+  constructor(issuer: string, handler: (req: IncomingMessage, res: ServerResponse) => void) {
+    const url = new URL(issuer);
+    this.#forwardedProto = url.protocol.slice(0, -1);
+    this.#forwardedHost = url.host;
+    this.#issuerPath = url.pathname.replace(/\/$/, '');
+    const expected = Buffer.from(this.#secret);
+    this.#server = createServer((req, res) => {
+      const given = req.headers[SECRET_HEADER];
+      const ok = typeof given === 'string' && given.length === expected.length && timingSafeEqual(Buffer.from(given), expected);
+      if (!ok) {
+        res.writeHead(404, { connection: 'close' }).end();
+        return;
+      }
+      handler(req, res);
+    });
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const { port } = this.#server.address() as AddressInfo;
+    const url = new URL(`http://127.0.0.1:${port}/`);
+    this.#pool = new Pool(url, { connections: 64, keepAliveMs: 4_000, connectTimeoutMs: 2_000 });
+    this.#backend = { name: 'authorization server', url, origin: url.origin, path: '/', authority: url.host, timeoutMs: 30_000, auth: null };
+  }
+
+  async stop(): Promise<void> {
+    this.#pool?.close();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** A JSON document of the provider (its discovery document), fetched as the gateway sees it. */
+  async get(path: string): Promise<Record<string, unknown>> {
+    if (this.#backend === null) throw new Error('the authorization server is not started');
+    const res = await fetch(new URL(path.slice(1), this.#backend.url), {
+      headers: { 'x-forwarded-proto': this.#forwardedProto, 'x-forwarded-host': this.#forwardedHost, [SECRET_HEADER]: this.#secret },
+    });
+    if (res.status !== 200) throw new Error(`the provider answered ${path} with HTTP ${res.status}`);
+    return (await res.json()) as Record<string, unknown>;
+  }
+
+  /** A route handler: the request goes to the provider, its path relative to the issuer. */
+  forward(ctx: Context): undefined {
+    if (ctx.req.method === 'GET' || ctx.req.method === 'HEAD') {
+      this.#send(ctx, null);
+      return undefined;
+    }
+    startReading(ctx.req, MAX_BRIDGE_BODY, this, ctx);
+    return undefined;
+  }
+
+  body(ctx: Context, body: Buffer): void {
+    this.#send(ctx, body);
+  }
+
+  bodyFailed(ctx: Context, error: GatewayError): void {
+    ctx.fail(error);
+  }
+
+  #send(ctx: Context, body: Buffer | null): void {
+    if (this.#pool === null || this.#backend === null) {
+      ctx.fail(new GatewayError('not_ready', 'the authorization server is not started'));
+      return;
+    }
+    const url = ctx.req.url ?? '/';
+    // The issuer's path prefix is the gateway's business: the provider's routes start at "/".
+    const path = this.#issuerPath !== '' && url.startsWith(this.#issuerPath) ? url.slice(this.#issuerPath.length) || '/' : url;
+    const raw = ctx.req.rawHeaders;
+    const headers: string[] = [];
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      if (!NOT_FORWARDED.has(name)) headers.push(name, raw[i + 1]!);
+    }
+    headers.push('x-forwarded-proto', this.#forwardedProto, 'x-forwarded-host', this.#forwardedHost, SECRET_HEADER, this.#secret);
+    const remote = ctx.req.socket.remoteAddress;
+    if (remote !== undefined) headers.push('x-forwarded-for', remote);
+    new BridgeExchange(ctx, { ...this.#backend, path }).dispatch(this.#pool, ctx.req.method ?? 'GET', headers, body);
+  }
+}
+
+/** The provider's answer, streamed back to the client with the gateway's hop headers. */
+class BridgeExchange extends Exchange {
+  readonly #ctx: Context;
+
+  constructor(ctx: Context, backend: BackendInfo) {
+    super(backend, NO_METRICS);
+    this.#ctx = ctx;
+    ctx.inflight = this;
+  }
+
+  protected head(status: number, headers: string[]): boolean {
+    const list: string[] = [];
+    for (let i = 0; i < headers.length; i += 2) {
+      if (!NOT_RETURNED.has(headers[i]!.toLowerCase())) list.push(headers[i]!, headers[i + 1]!);
+    }
+    list.push('x-request-id', this.#ctx.requestId);
+    this.#ctx.res.writeHead(status, list);
+    return true;
+  }
+
+  protected data(chunk: Buffer): boolean {
+    return writeToClient(this.#ctx.res, chunk, this);
+  }
+
+  protected end(): void {
+    this.#ctx.res.end();
+    if (this.#ctx.inflight === this) this.#ctx.inflight = null;
+  }
+
+  protected fail(error: GatewayError): void {
+    if (this.#ctx.inflight === this) this.#ctx.inflight = null;
+    this.#ctx.fail(error);
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Where the authorization server keeps what it issues (codes, tokens, grants, sessions,
+ * interactions, registered clients) when `storage` is not set: in this process, each record
+ * until its own expiry, bounded in number. Lost on restart, as the embedded server's in-memory
+ * storage is documented to be. The provider's model calls it through oidc-provider's adapter
+ * interface, one adapter per model name.
+ */
+import { LRUCache } from 'lru-cache';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+
+/** Records kept per model at most: a flood of registrations or authorizations evicts the oldest. */
+const MAX_RECORDS = 100_000;
+
+export class MemoryAdapter implements Adapter {
+  readonly #records: LRUCache<string, AdapterPayload>;
+  /** grantId → ids of this model's records of that grant (the provider revokes model by model). */
+  readonly #byGrant = new Map<string, Set<string>>();
+  readonly #byUid = new Map<string, string>();
+  readonly #byUserCode = new Map<string, string>();
+
+  constructor() {
+    this.#records = new LRUCache({
+      max: MAX_RECORDS,
+      ttlAutopurge: false,
+      dispose: (payload, id) => {
+        if (payload.uid !== undefined) this.#byUid.delete(payload.uid);
+        if (payload.userCode !== undefined) this.#byUserCode.delete(payload.userCode);
+        if (payload.grantId !== undefined) this.#byGrant.get(payload.grantId)?.delete(id);
+      },
+    });
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    this.#records.set(id, payload, expiresIn === undefined ? {} : { ttl: expiresIn * 1000 });
+    if (payload.uid !== undefined) this.#byUid.set(payload.uid, id);
+    if (payload.userCode !== undefined) this.#byUserCode.set(payload.userCode, id);
+    if (payload.grantId !== undefined) {
+      let ids = this.#byGrant.get(payload.grantId);
+      if (ids === undefined) this.#byGrant.set(payload.grantId, (ids = new Set()));
+      ids.add(id);
+    }
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    return this.#records.get(id);
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    const id = this.#byUid.get(uid);
+    return id === undefined ? undefined : this.#records.get(id);
+  }
+
+  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+    const id = this.#byUserCode.get(userCode);
+    return id === undefined ? undefined : this.#records.get(id);
+  }
+
+  async consume(id: string): Promise<void> {
+    const payload = this.#records.get(id);
+    if (payload !== undefined) payload.consumed = Math.floor(Date.now() / 1000);
+  }
+
+  async destroy(id: string): Promise<void> {
+    this.#records.delete(id);
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    const ids = this.#byGrant.get(grantId);
+    if (ids === undefined) return;
+    this.#byGrant.delete(grantId);
+    for (const id of ids) this.#records.delete(id);
+  }
+}
+
+/**
+ * The adapter class the provider is given: one store per model name for this server (the
+ * provider may construct an adapter more than once for a model; it gets the same store).
+ */
+export function memoryAdapterClass(): new (model: string) => Adapter {
+  const stores = new Map<string, MemoryAdapter>();
+  return class {
+    constructor(model: string) {
+      let store = stores.get(model);
+      if (store === undefined) stores.set(model, (store = new MemoryAdapter()));
+      return store;
+    }
+  } as unknown as new (model: string) => Adapter;
+}

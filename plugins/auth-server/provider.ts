@@ -1,0 +1,122 @@
+/**
+ * The embedded authorization server's engine: oidc-provider (an OpenID Certified provider) set
+ * up as an OAuth 2.1 server for MCP clients. Gatehouse decides only what the seeds and MCP ask:
+ *
+ *  - clients are public by default (`token_endpoint_auth_method: none`) and register themselves
+ *    (RFC 7591); every authorization needs PKCE with S256 (oidc-provider accepts no other);
+ *  - an access token is a JWT for one resource (RFC 8707): the MCP endpoint this gateway serves,
+ *    which is also the default; any other `resource` is `invalid_target`;
+ *  - refresh tokens are issued to clients allowed the grant and rotate on every use; a replayed
+ *    code or refresh token is `invalid_grant` and revokes the grant (the provider's own rule);
+ *  - lifespans come from `tokenLifespans`; keys from keys.ts; records from the adapter;
+ *  - routes sit under the issuer's path: /oauth/authorize, /oauth/token, /oauth/register and
+ *    /.well-known/jwks.json; the login itself (the upstream providers) is the interaction.
+ */
+import Provider, { errors, type Configuration } from 'oidc-provider';
+import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
+import type { ServerKeys } from './keys.ts';
+
+/** The provider's routes, relative to the issuer. */
+export const ROUTES = {
+  authorization: '/oauth/authorize',
+  token: '/oauth/token',
+  registration: '/oauth/register',
+  jwks: '/.well-known/jwks.json',
+} as const;
+
+/** Where the provider sends the browser to log in (the upstream chain), relative to the issuer. */
+export const INTERACTION_PATH = '/oauth/interaction';
+
+export interface ProviderOptions {
+  readonly config: AuthServerConfig;
+  readonly keys: ServerKeys;
+  /** The MCP endpoint's URL: the one resource tokens are issued for. */
+  readonly resource: string;
+  /** Scopes a client may ask for the resource (besides openid and offline_access). */
+  readonly scopes: readonly string[];
+  readonly adapter: NonNullable<Configuration['adapter']>;
+}
+
+const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
+
+export function createProvider(options: ProviderOptions): Provider {
+  const { config, keys, resource } = options;
+  const lifespans = config.tokenLifespans;
+  const issuerPath = new URL(config.issuer).pathname.replace(/\/$/, '');
+  const resourceScope = options.scopes.join(' ');
+  const configuration: Configuration = {
+    adapter: options.adapter,
+    jwks: { keys: keys.signing.map((jwk) => ({ ...jwk })) as NonNullable<Configuration['jwks']>['keys'] },
+    cookies: { keys: [...keys.hmac] },
+    routes: { ...ROUTES },
+    scopes: ['openid', 'offline_access', ...options.scopes],
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      id_token_signed_response_alg: keys.alg,
+    },
+    pkce: { required: () => true },
+    ttl: {
+      AccessToken: seconds(lifespans.accessTokenMs),
+      AuthorizationCode: seconds(lifespans.authCodeMs),
+      RefreshToken: seconds(lifespans.refreshTokenMs),
+      IdToken: seconds(lifespans.accessTokenMs),
+      Grant: seconds(lifespans.refreshTokenMs),
+      Session: seconds(lifespans.refreshTokenMs),
+      Interaction: 600,
+    },
+    rotateRefreshToken: true,
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    interactions: { url: (_ctx, interaction) => `${issuerPath}${INTERACTION_PATH}/${interaction.uid}` },
+    // An error shown to the user (one that cannot go back to the client): its code and text, escaped.
+    renderError: (ctx, out) => {
+      ctx.type = 'html';
+      ctx.body = `<!doctype html><meta charset="utf-8"><title>Sign-in failed</title><h1>${escapeHtml(String(out['error']))}</h1><p>${escapeHtml(String(out['error_description'] ?? ''))}</p>`;
+    },
+    features: {
+      devInteractions: { enabled: false },
+      registration: { enabled: true, initialAccessToken: false },
+      userinfo: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        // A client that names no resource gets a token for the one this gateway serves.
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx, indicator) => {
+          if (indicator !== resource) throw new errors.InvalidTarget(`this authorization server issues tokens for ${resource} only`);
+          return {
+            scope: resourceScope,
+            audience: resource,
+            accessTokenTTL: seconds(lifespans.accessTokenMs),
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: keys.alg } },
+          };
+        },
+      },
+    },
+  };
+  const provider = new Provider(config.issuer, configuration);
+  // The gateway forwards to it with X-Forwarded-Proto/Host of the issuer (bridge.ts), never the client's.
+  provider.proxy = true;
+  provider.use(async (ctx, next) => {
+    // Its pages and redirects carry codes and states in URLs: no page they lead to learns them.
+    ctx.set('referrer-policy', 'no-referrer');
+    await next();
+    // The provider decides on a secret before applying the client defaults, so a client that did
+    // not ask for an auth method is told a secret it can never use: a public client gets none.
+    const body = ctx.body as Record<string, unknown> | undefined;
+    if (ctx.oidc?.route === 'registration' && body?.['token_endpoint_auth_method'] === 'none') {
+      delete body['client_secret'];
+      delete body['client_secret_expires_at'];
+    }
+  });
+  return provider;
+}
+
+const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}

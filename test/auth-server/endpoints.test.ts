@@ -1,0 +1,174 @@
+/**
+ * The embedded authorization server's own endpoints, on the gateway's port and origin: metadata
+ * (RFC 8414, OpenID discovery), JWKS, dynamic client registration (RFC 7591), and what the
+ * authorization endpoint refuses before anyone logs in (PKCE, redirect URIs, clients, resources).
+ * Real parts: oidc-provider behind the gateway's bridge, reached over real sockets.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { authServer } from '../../plugins/auth-server/auth-server.ts';
+import { freePort } from '../fixtures/processes.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+import { captureLog, type CapturedLog } from '../store/helpers/log.ts';
+
+const REDIRECT = 'http://127.0.0.1:7777/callback';
+const VERIFIER = 'a'.repeat(43);
+const CHALLENGE = 'ZtNPunH49FD35FWYhT5Tv8I7vRKQJ8uxMaL0_9eHjNA'; // base64url(sha256(VERIFIER))
+
+function settings(issuer: string): AuthServerConfig {
+  return {
+    issuer,
+    authorizationEndpointBaseUrl: null,
+    signingKeys: [],
+    hmacSecrets: [],
+    tokenLifespans: { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 },
+    upstreamProviders: [],
+    storage: { type: 'memory' },
+  };
+}
+
+describe('embedded authorization server: endpoints', () => {
+  let backend: SdkServer;
+  let gateway: RunningVmcp;
+  let issuer: string;
+  let captured: CapturedLog;
+
+  before(async () => {
+    backend = await startSdkServer({ name: 'echo' });
+    const port = await freePort();
+    issuer = `http://127.0.0.1:${port}`;
+    captured = captureLog('info');
+    gateway = await startTestGateway({
+      port,
+      log: captured.log,
+      backends: [{ name: 'echo', url: backend.url }],
+      plugins: [{ definition: authServer, config: { authServer: settings(issuer), resource: `${issuer}/mcp`, scopes: ['mcp'] }, source: 'test' }],
+    });
+  });
+  after(async () => {
+    await gateway.stop();
+    await backend.close();
+  });
+
+  async function register(body: Record<string, unknown>): Promise<Response> {
+    return fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  }
+
+  async function client(): Promise<string> {
+    const res = await register({ redirect_uris: [REDIRECT], client_name: 'test client' });
+    assert.equal(res.status, 201, await res.clone().text());
+    return ((await res.json()) as { client_id: string }).client_id;
+  }
+
+  function authorize(params: Record<string, string>): Promise<Response> {
+    return fetch(`${issuer}/oauth/authorize?${new URLSearchParams(params)}`, { redirect: 'manual' });
+  }
+
+  it('publishes its metadata at both well-known names, with the issuer\'s endpoints', async () => {
+    for (const name of ['oauth-authorization-server', 'openid-configuration']) {
+      const res = await fetch(`${issuer}/.well-known/${name}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      const doc = (await res.json()) as Record<string, unknown>;
+      assert.equal(doc.issuer, issuer);
+      assert.equal(doc.authorization_endpoint, `${issuer}/oauth/authorize`);
+      assert.equal(doc.token_endpoint, `${issuer}/oauth/token`);
+      assert.equal(doc.registration_endpoint, `${issuer}/oauth/register`);
+      assert.equal(doc.jwks_uri, `${issuer}/.well-known/jwks.json`);
+      assert.deepEqual(doc.code_challenge_methods_supported, ['S256']);
+      assert.ok((doc.token_endpoint_auth_methods_supported as string[]).includes('none'));
+    }
+  });
+
+  it('publishes the public half of its signing key only', async () => {
+    const jwks = (await (await fetch(`${issuer}/.well-known/jwks.json`)).json()) as { keys: Record<string, unknown>[] };
+    assert.equal(jwks.keys.length, 1);
+    assert.equal(jwks.keys[0]!.alg, 'ES256');
+    assert.equal(typeof jwks.keys[0]!.kid, 'string');
+    assert.equal(jwks.keys[0]!.d, undefined, 'no private part');
+  });
+
+  it('warns at start that its keys and secrets are this process\'s own', () => {
+    assert.ok(captured.lines().some((line) => /a restart invalidates every token/.test(String(line.msg))));
+  });
+
+  it('registers a public client (RFC 7591): no secret, PKCE from then on', async () => {
+    const res = await register({ redirect_uris: [REDIRECT], client_name: 'inspector' });
+    assert.equal(res.status, 201);
+    const body = (await res.json()) as Record<string, unknown>;
+    assert.equal(typeof body.client_id, 'string');
+    assert.equal(body.token_endpoint_auth_method, 'none');
+    assert.equal(body.client_secret, undefined);
+  });
+
+  it('refuses a registration body past its size limit (413) and a malformed one (400)', async () => {
+    const big = await register({ redirect_uris: [REDIRECT], client_name: 'x'.repeat(70 * 1024) });
+    assert.equal(big.status, 413);
+    const malformed = await fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"redirect_uris": [' });
+    assert.equal(malformed.status, 400);
+  });
+
+  it('starts a login for a registered client with S256 PKCE and the gateway as resource', async () => {
+    const clientId = await client();
+    const res = await authorize({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: CHALLENGE, code_challenge_method: 'S256', resource: `${issuer}/mcp`, state: 's1' });
+    assert.equal(res.status, 303);
+    assert.match(res.headers.get('location') ?? '', /^\/oauth\/interaction\/[\w-]+$/);
+  });
+
+  for (const [what, params, error] of [
+    ['without PKCE', { code_challenge: undefined, code_challenge_method: undefined }, 'invalid_request'],
+    ['with plain PKCE', { code_challenge: VERIFIER, code_challenge_method: 'plain' }, 'invalid_request'],
+    ['for a resource the gateway does not serve', { resource: 'https://elsewhere.example/mcp' }, 'invalid_target'],
+  ] as const) {
+    it(`refuses an authorization ${what}: the client hears ${error} at its redirect URI`, async () => {
+      const clientId = await client();
+      const query: Record<string, string> = { client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: CHALLENGE, code_challenge_method: 'S256', state: 's2' };
+      for (const [key, value] of Object.entries(params)) {
+        if (value === undefined) delete query[key];
+        else query[key] = value;
+      }
+      const res = await authorize(query);
+      assert.equal(res.status, 303);
+      assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+      const location = new URL(res.headers.get('location') ?? '');
+      assert.equal(location.origin + location.pathname, REDIRECT);
+      assert.equal(location.searchParams.get('error'), error);
+      assert.equal(location.searchParams.get('state'), 's2');
+    });
+  }
+
+  it('refuses an unregistered redirect URI and an unknown client without redirecting anywhere', async () => {
+    const clientId = await client();
+    const base = { response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256' };
+    for (const query of [
+      { ...base, client_id: clientId, redirect_uri: 'http://attacker.example/cb' },
+      { ...base, client_id: 'no-such-client', redirect_uri: REDIRECT },
+    ]) {
+      const res = await authorize(query);
+      assert.equal(res.status, 400, JSON.stringify(query));
+      assert.equal(res.headers.get('location'), null);
+      assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+      const page = await res.text();
+      assert.doesNotMatch(page, /attacker\.example|<script/i, 'the page does not echo the request');
+    }
+  });
+
+  it('refuses a token request with an unknown code (invalid_grant)', async () => {
+    const clientId = await client();
+    const res = await fetch(`${issuer}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: 'forged', client_id: clientId, redirect_uri: REDIRECT, code_verifier: VERIFIER }),
+    });
+    assert.equal(res.status, 400);
+    assert.equal(((await res.json()) as { error: string }).error, 'invalid_grant');
+  });
+
+  it('leaves the MCP endpoint as it was', async () => {
+    const res = await fetch(`${issuer}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    assert.notEqual(res.status, 404);
+  });
+});
