@@ -9,6 +9,8 @@
  *   GET  /oauth/authorize                           ┐
  *   POST /oauth/token                               ├ the provider (provider.ts), through the
  *   POST /oauth/register                            ┘ bridge (bridge.ts)
+ *   GET  /oauth/interaction/:uid, /oauth/callback   the login through the upstream providers
+ *                                                   (login-chain.ts), behind the same bridge
  *
  * None of them is on the MCP path, and none needs a bearer token.
  */
@@ -19,7 +21,10 @@ import { Reply } from '../../core/reply.ts';
 import { ProviderBridge } from './bridge.ts';
 import { loadServerKeys, publicJwks, type ServerKeys } from './keys.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
-import { createProvider, ROUTES } from './provider.ts';
+import { CALLBACK_PATH, LoginChain } from './login-chain.ts';
+import { MemoryLoginStore } from './login-store.ts';
+import { createProvider, INTERACTION_PATH, ROUTES } from './provider.ts';
+import { UpstreamProvider } from './upstream-providers.ts';
 
 export interface AuthServerPluginConfig {
   readonly authServer: AuthServerConfig;
@@ -46,8 +51,22 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const { authServer: settings } = config;
     const issuerPath = new URL(settings.issuer).pathname.replace(/\/$/, '');
     const keys: ServerKeys = await loadServerKeys(settings.signingKeys, settings.hmacSecrets);
-    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter: memoryAdapterClass() });
-    const bridge = new ProviderBridge(settings.issuer, provider.callback());
+    const store = new MemoryLoginStore(settings.tokenLifespans.refreshTokenMs);
+    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter: memoryAdapterClass(), identity: (sub) => store.identity(sub) });
+    const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
+    const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, scopes: config.scopes, log: host.log });
+    const providerCallback = provider.callback();
+    // The login's two routes are the chain's; everything else is the provider's own.
+    const bridge = new ProviderBridge(settings.issuer, (req, res) => {
+      const path = (req.url ?? '/').split('?')[0]!;
+      const step = path === CALLBACK_PATH ? chain.callback(req, res) : path.startsWith(INTERACTION_PATH + '/') ? chain.interaction(req, res) : null;
+      if (step === null) return void providerCallback(req, res);
+      step.catch((err: unknown) => {
+        host.log.error({ err }, 'the sign-in failed');
+        if (!res.headersSent) res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8', 'referrer-policy': 'no-referrer' });
+        res.end('The sign-in failed. Start again from your application.');
+      });
+    });
     const jwks = JSON.stringify(publicJwks(keys));
     let metadata = '';
 
@@ -60,15 +79,20 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       ...metadataPaths(issuerPath).map((path): RouteDef => ({ method: 'GET', path, auth: false, anyOrigin: true, handler: document(() => metadata) })),
       route('GET', ROUTES.jwks, document(() => jwks), true),
       route('GET', ROUTES.authorization, forward, false),
+      // Where the provider resumes an authorization once the login is done.
+      route('GET', `${ROUTES.authorization}/:uid`, forward, false),
       // Called by browser-based clients from their own origin: the provider answers CORS itself.
       route(['POST', 'OPTIONS'], ROUTES.token, forward, true),
       route(['POST', 'OPTIONS'], ROUTES.registration, forward, true),
+      route('GET', `${INTERACTION_PATH}/:uid`, forward, false),
+      route('GET', CALLBACK_PATH, forward, false),
     ];
 
     return {
       name: 'auth-server',
       routes,
       async start() {
+        for (const upstream of upstreams) await upstream.start();
         await bridge.start();
         metadata = JSON.stringify(await serverMetadata(bridge, settings));
         if (keys.ephemeral.signing || keys.ephemeral.hmac) {
@@ -81,6 +105,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       },
       async stop() {
         await bridge.stop();
+        await Promise.all(upstreams.map((upstream) => upstream.close()));
       },
     };
   },

@@ -35,6 +35,8 @@ export interface ProviderOptions {
   /** Scopes a client may ask for the resource (besides openid and offline_access). */
   readonly scopes: readonly string[];
   readonly adapter: NonNullable<Configuration['adapter']>;
+  /** Who a subject is (name, email), as the login chain's first provider said. */
+  readonly identity: (sub: string) => { readonly name?: string; readonly email?: string } | null;
 }
 
 const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
@@ -49,7 +51,8 @@ export function createProvider(options: ProviderOptions): Provider {
     jwks: { keys: keys.signing.map((jwk) => ({ ...jwk })) as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: [...keys.hmac] },
     routes: { ...ROUTES },
-    scopes: ['openid', 'offline_access', ...options.scopes],
+    // The provider's own scopes; the MCP endpoint's are the resource's (getResourceServerInfo).
+    scopes: ['openid', 'offline_access'],
     clientDefaults: {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
@@ -67,6 +70,17 @@ export function createProvider(options: ProviderOptions): Provider {
       Interaction: 600,
     },
     rotateRefreshToken: true,
+    findAccount: (_ctx, sub) => ({
+      accountId: sub,
+      claims: () => ({ sub, ...options.identity(sub) }),
+    }),
+    // tsid: the grant's id, the key of the upstream tokens its login stored (login-chain.ts).
+    extraTokenClaims: (_ctx, token) => {
+      const grantId = (token as { grantId?: string }).grantId;
+      const accountId = (token as { accountId?: string }).accountId;
+      const who = accountId === undefined ? null : options.identity(accountId);
+      return { ...(grantId === undefined ? {} : { tsid: grantId }), ...(who?.name === undefined ? {} : { name: who.name }), ...(who?.email === undefined ? {} : { email: who.email }) };
+    },
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     interactions: { url: (_ctx, interaction) => `${issuerPath}${INTERACTION_PATH}/${interaction.uid}` },
     // An error shown to the user (one that cannot go back to the client): its code and text, escaped.

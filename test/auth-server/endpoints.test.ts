@@ -6,52 +6,21 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
-import { authServer } from '../../plugins/auth-server/auth-server.ts';
-import { freePort } from '../fixtures/processes.ts';
-import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { startTestGateway } from '../helpers/gateway.ts';
-import { captureLog, type CapturedLog } from '../store/helpers/log.ts';
+import { startAuthGateway, type AuthGateway } from './helpers/setup.ts';
 
 const REDIRECT = 'http://127.0.0.1:7777/callback';
 const VERIFIER = 'a'.repeat(43);
 const CHALLENGE = 'ZtNPunH49FD35FWYhT5Tv8I7vRKQJ8uxMaL0_9eHjNA'; // base64url(sha256(VERIFIER))
 
-function settings(issuer: string): AuthServerConfig {
-  return {
-    issuer,
-    authorizationEndpointBaseUrl: null,
-    signingKeys: [],
-    hmacSecrets: [],
-    tokenLifespans: { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 },
-    upstreamProviders: [],
-    storage: { type: 'memory' },
-  };
-}
-
 describe('embedded authorization server: endpoints', () => {
-  let backend: SdkServer;
-  let gateway: RunningVmcp;
+  let setup: AuthGateway;
   let issuer: string;
-  let captured: CapturedLog;
 
   before(async () => {
-    backend = await startSdkServer({ name: 'echo' });
-    const port = await freePort();
-    issuer = `http://127.0.0.1:${port}`;
-    captured = captureLog('info');
-    gateway = await startTestGateway({
-      port,
-      log: captured.log,
-      backends: [{ name: 'echo', url: backend.url }],
-      plugins: [{ definition: authServer, config: { authServer: settings(issuer), resource: `${issuer}/mcp`, scopes: ['mcp'] }, source: 'test' }],
-    });
+    setup = await startAuthGateway();
+    issuer = setup.issuer;
   });
-  after(async () => {
-    await gateway.stop();
-    await backend.close();
-  });
+  after(() => setup.close());
 
   async function register(body: Record<string, unknown>): Promise<Response> {
     return fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -92,7 +61,7 @@ describe('embedded authorization server: endpoints', () => {
   });
 
   it('warns at start that its keys and secrets are this process\'s own', () => {
-    assert.ok(captured.lines().some((line) => /a restart invalidates every token/.test(String(line.msg))));
+    assert.ok(setup.log.lines().some((line) => /a restart invalidates every token/.test(String(line.msg))));
   });
 
   it('registers a public client (RFC 7591): no secret, PKCE from then on', async () => {

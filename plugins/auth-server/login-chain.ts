@@ -1,0 +1,185 @@
+/**
+ * The login: the provider's interaction, run as a chain through every upstream provider in
+ * order (seed rule 2). For one authorization request:
+ *
+ *   /oauth/interaction/:uid  → the first provider, with fresh state, nonce and PKCE
+ *   /oauth/callback          → its code exchanged, its tokens kept for this login; the next
+ *                              provider likewise; after the last, the user is logged in and the
+ *                              grant made, and the provider sends its code to the client
+ *
+ * Each leg is a single-use record keyed by its state, bound to the interaction (the browser's
+ * own interaction cookie must match) and to the provider it was sent to: its code is exchanged
+ * with that provider only, and an `iss` in the callback must be that provider's (mix-up
+ * defence). The first provider names the user (`sub`, and name and email when it gives them).
+ * Any failure deletes what the attempt stored and sends the client an OAuth error.
+ *
+ * The grant's id is the token set id (`tsid`) of the JWTs the provider issues for it: the key
+ * of the upstream tokens this login stored, for the plugins that present them to backends.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import * as client from 'openid-client';
+import type Provider from 'oidc-provider';
+import type { Logger } from 'pino';
+import type { LoginStore } from './login-store.ts';
+import type { UpstreamIdentity, UpstreamProvider } from './upstream-providers.ts';
+
+export const CALLBACK_PATH = '/oauth/callback';
+
+/** One leg of a login in progress: what its callback must match. */
+export interface PendingLeg {
+  /** The provider's interaction this leg belongs to. */
+  readonly uid: string;
+  readonly providerIndex: number;
+  readonly nonce: string;
+  readonly codeVerifier: string;
+  /** Who the first provider said logged in (null before it answered). */
+  readonly identity: UpstreamIdentity | null;
+  /** This attempt's id: the key of what it stored so far. */
+  readonly attempt: string;
+}
+
+export interface LoginChainOptions {
+  readonly provider: Provider;
+  readonly upstreams: readonly UpstreamProvider[];
+  readonly store: LoginStore;
+  /** The issuer's URL: the callback is `${issuer}/oauth/callback`. */
+  readonly issuer: string;
+  /** The resource the grant covers (the gateway's MCP endpoint), and its scopes. */
+  readonly resource: string;
+  readonly scopes: readonly string[];
+  readonly log: Logger;
+}
+
+/** Why a login failed, as the client's OAuth error says it. */
+class LoginFailure extends Error {
+  readonly error: string;
+  constructor(error: string, description: string) {
+    super(description);
+    this.error = error;
+  }
+}
+
+const random = (): string => randomBytes(32).toString('base64url');
+
+export class LoginChain {
+  readonly #o: LoginChainOptions;
+  readonly #callback: string;
+
+  constructor(options: LoginChainOptions) {
+    this.#o = options;
+    this.#callback = options.issuer.replace(/\/$/, '') + CALLBACK_PATH;
+  }
+
+  /** The provider's interaction for an authorization request: the first leg starts. */
+  async interaction(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const provider = this.#o.provider;
+    const details = await provider.interactionDetails(req, res);
+    // Consent still missing on a grant this chain made (the client asked for more than the grant
+    // holds): the grant grows, and keeps its id, so its upstream tokens stay its own. Anything
+    // else is a login through every provider.
+    if (details.prompt.name === 'consent' && details.grantId !== undefined) {
+      const grant = await provider.Grant.find(details.grantId);
+      if (grant !== undefined && (await this.#o.store.hasGrant(details.grantId))) {
+        const missing = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
+        if (missing.missingOIDCScope !== undefined) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+        for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+          if (indicator === this.#o.resource) grant.addResourceScope(indicator, scopes.filter((s) => this.#o.scopes.includes(s)).join(' '));
+        }
+        await grant.save();
+        await provider.interactionFinished(req, res, { consent: { grantId: details.grantId } }, { mergeWithLastSubmission: true });
+        return;
+      }
+    }
+    await this.#startLeg(res, details.uid, 0, null, random());
+  }
+
+  /** A provider sent the browser back: its leg is checked and finished, then the next one starts. */
+  async callback(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', this.#callback);
+    const state = url.searchParams.get('state');
+    const leg = state === null ? null : await this.#o.store.takeLeg(state);
+    if (leg === null) {
+      // Nothing to send the client to: an unknown, used or expired state is a page of its own.
+      page(res, 400, 'This sign-in link is not valid (unknown, already used or expired). Start again from your application.');
+      return;
+    }
+    let uid: string;
+    try {
+      uid = (await this.#o.provider.interactionDetails(req, res)).uid;
+    } catch {
+      await this.#o.store.dropAttempt(leg.attempt);
+      page(res, 400, 'This sign-in was started in another browser or has expired. Start again from your application.');
+      return;
+    }
+    try {
+      if (uid !== leg.uid) throw new LoginFailure('access_denied', 'the sign-in does not belong to this browser session');
+      await this.#finishLeg(req, res, url, state!, leg);
+    } catch (err) {
+      await this.#fail(req, res, leg, err);
+    }
+  }
+
+  async #startLeg(res: ServerResponse, uid: string, index: number, identity: UpstreamIdentity | null, attempt: string): Promise<void> {
+    const upstream = this.#o.upstreams[index]!;
+    const state = random();
+    const nonce = random();
+    const codeVerifier = client.randomPKCECodeVerifier();
+    await this.#o.store.putLeg(state, { uid, providerIndex: index, nonce, codeVerifier, identity, attempt });
+    const location = upstream.authorizationUrl(this.#callback, state, nonce, await client.calculatePKCECodeChallenge(codeVerifier));
+    res.writeHead(303, { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).end();
+  }
+
+  async #finishLeg(req: IncomingMessage, res: ServerResponse, url: URL, state: string, leg: PendingLeg): Promise<void> {
+    const upstream = this.#o.upstreams[leg.providerIndex]!;
+    const error = url.searchParams.get('error');
+    if (error !== null) throw new LoginFailure('access_denied', `${upstream.name} refused the sign-in (${error.slice(0, 64)})`);
+    let finished: Awaited<ReturnType<UpstreamProvider['finish']>>;
+    try {
+      finished = await upstream.finish(url, state, leg.nonce, leg.codeVerifier);
+    } catch (err) {
+      this.#o.log.warn({ provider: upstream.name, err: err instanceof Error ? err.message : String(err) }, 'an upstream provider\'s sign-in could not be completed');
+      throw new LoginFailure('access_denied', `the sign-in with ${upstream.name} could not be completed`);
+    }
+    const identity = leg.identity ?? finished.identity;
+    if (identity === null) throw new LoginFailure('server_error', `${upstream.name} does not say who signed in (configure its userInfo)`);
+    await this.#o.store.putTokens(leg.attempt, upstream.name, finished.tokens);
+    if (leg.providerIndex + 1 < this.#o.upstreams.length) {
+      await this.#startLeg(res, leg.uid, leg.providerIndex + 1, identity, leg.attempt);
+      return;
+    }
+    await this.#complete(req, res, leg, identity);
+  }
+
+  /** Every provider answered: the user is logged in, the grant made, the tokens kept under its id. */
+  async #complete(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, identity: UpstreamIdentity): Promise<void> {
+    const provider = this.#o.provider;
+    const details = await provider.interactionDetails(req, res);
+    const clientId = String(details.params['client_id']);
+    const requested = String(details.params['scope'] ?? '').split(' ').filter((s) => s.length > 0);
+    const grant = new provider.Grant({ accountId: identity.sub, clientId });
+    const oidcScopes = requested.filter((s) => s === 'openid' || s === 'offline_access');
+    if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(' '));
+    grant.addResourceScope(this.#o.resource, requested.filter((s) => this.#o.scopes.includes(s)).join(' '));
+    const grantId = await grant.save();
+    await this.#o.store.keepTokens(leg.attempt, grantId, identity);
+    await provider.interactionFinished(req, res, { login: { accountId: identity.sub }, consent: { grantId } }, { mergeWithLastSubmission: false });
+  }
+
+  async #fail(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, err: unknown): Promise<void> {
+    await this.#o.store.dropAttempt(leg.attempt);
+    const failure = err instanceof LoginFailure ? err : new LoginFailure('server_error', 'the sign-in failed');
+    if (!(err instanceof LoginFailure)) this.#o.log.error({ err }, 'the sign-in chain failed');
+    try {
+      await this.#o.provider.interactionFinished(req, res, { error: failure.error, error_description: failure.message }, { mergeWithLastSubmission: false });
+    } catch {
+      if (!res.headersSent) page(res, 400, 'The sign-in failed. Start again from your application.');
+    }
+  }
+}
+
+/** A page of the login's own (nothing the client sent is written into it). */
+function page(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+  res.end(`<!doctype html><meta charset="utf-8"><title>Sign-in</title><p>${text}</p>`);
+}

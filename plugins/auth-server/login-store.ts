@@ -1,0 +1,87 @@
+/**
+ * What the login chain keeps: pending legs (single-use, by state, for the interaction's
+ * lifetime), the upstream tokens of a login in progress (by attempt), and, once the login
+ * completed, the upstream tokens of each grant (by `tsid` and provider) and who the grant's
+ * user is. This is the in-memory store (lost on restart); the interface is what a shared one
+ * implements.
+ */
+import { LRUCache } from 'lru-cache';
+import type { PendingLeg } from './login-chain.ts';
+import type { UpstreamIdentity, UpstreamTokens } from './upstream-providers.ts';
+
+export interface LoginStore {
+  putLeg(state: string, leg: PendingLeg): Promise<void>;
+  /** The leg of `state`, removed: a state is good for one callback. */
+  takeLeg(state: string): Promise<PendingLeg | null>;
+  /** Keeps a provider's tokens for an attempt in progress. */
+  putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void>;
+  /** The attempt completed: its tokens become the grant's (`tsid`), with the user's identity. */
+  keepTokens(attempt: string, tsid: string, identity: UpstreamIdentity): Promise<void>;
+  /** The attempt failed: everything it stored goes. */
+  dropAttempt(attempt: string): Promise<void>;
+  /** Whether a login of this chain made the grant (and its tokens are still kept). */
+  hasGrant(tsid: string): Promise<boolean>;
+  /** A provider's tokens for a grant. */
+  tokens(tsid: string, provider: string): Promise<UpstreamTokens | null>;
+  /** The user of a grant's tokens, by subject (for the claims of the JWTs). */
+  identity(sub: string): UpstreamIdentity | null;
+}
+
+/** How long a leg waits for its callback: as long as the provider's interaction lives. */
+const LEG_TTL_MS = 10 * 60_000;
+const MAX_ENTRIES = 100_000;
+
+export class MemoryLoginStore implements LoginStore {
+  readonly #legs = new LRUCache<string, PendingLeg>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
+  readonly #attempts = new LRUCache<string, Map<string, UpstreamTokens>>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
+  readonly #grants: LRUCache<string, Map<string, UpstreamTokens>>;
+  readonly #identities = new LRUCache<string, UpstreamIdentity>({ max: MAX_ENTRIES });
+
+  /** `grantTtlMs`: how long a grant's upstream tokens are kept (the refresh token lifespan). */
+  constructor(grantTtlMs: number) {
+    this.#grants = new LRUCache({ max: MAX_ENTRIES, ttl: grantTtlMs });
+  }
+
+  async putLeg(state: string, leg: PendingLeg): Promise<void> {
+    this.#legs.set(state, leg);
+  }
+
+  async takeLeg(state: string): Promise<PendingLeg | null> {
+    const leg = this.#legs.get(state) ?? null;
+    this.#legs.delete(state);
+    return leg;
+  }
+
+  async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {
+    let byProvider = this.#attempts.get(attempt);
+    if (byProvider === undefined) this.#attempts.set(attempt, (byProvider = new Map()));
+    byProvider.set(provider, tokens);
+  }
+
+  async keepTokens(attempt: string, tsid: string, identity: UpstreamIdentity): Promise<void> {
+    this.#grants.set(tsid, this.#attempts.get(attempt) ?? new Map());
+    this.#attempts.delete(attempt);
+    this.#identities.set(identity.sub, identity);
+  }
+
+  async dropAttempt(attempt: string): Promise<void> {
+    this.#attempts.delete(attempt);
+  }
+
+  async hasGrant(tsid: string): Promise<boolean> {
+    return this.#grants.has(tsid);
+  }
+
+  async tokens(tsid: string, provider: string): Promise<UpstreamTokens | null> {
+    return this.#grants.get(tsid)?.get(provider) ?? null;
+  }
+
+  identity(sub: string): UpstreamIdentity | null {
+    return this.#identities.get(sub) ?? null;
+  }
+
+  /** Test and status helper: how many attempts are in progress. */
+  get attemptsInProgress(): number {
+    return this.#attempts.size;
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The identity providers a user logs in with, in the configured order (`upstreamProviders[]`):
+ * each one an OAuth 2.0 client of the gateway's, built with openid-client. `oidc` providers are
+ * discovered from their issuer and give an ID token; `oauth2` providers are given their
+ * endpoints and may name the user through a userInfo endpoint (`fieldMapping`).
+ *
+ * Requests to them go through the same guarded HTTP as incoming auth's issuer calls (no private
+ * addresses unless the provider itself is on loopback, plain http only on loopback, time-bound).
+ */
+import * as client from 'openid-client';
+import type { UpstreamProviderConfig } from '../../core/config/vmcp-types.ts';
+import { StartupError } from '../../core/errors.ts';
+import { IssuerHttp } from '../incoming-auth/issuer-http.ts';
+
+const TIMEOUT_MS = 10_000;
+
+/** Who logged in, as the first provider says. */
+export interface UpstreamIdentity {
+  readonly sub: string;
+  readonly name?: string;
+  readonly email?: string;
+}
+
+/** What a provider gave for one login. */
+export interface UpstreamTokens {
+  readonly accessToken: string;
+  readonly refreshToken: string | null;
+  /** Epoch ms, or null when the provider did not say. */
+  readonly expiresAt: number | null;
+  readonly scope: string | null;
+}
+
+export class UpstreamProvider {
+  readonly name: string;
+  readonly index: number;
+  readonly #settings: UpstreamProviderConfig;
+  readonly #http: IssuerHttp;
+  #config: client.Configuration | null = null;
+
+  constructor(settings: UpstreamProviderConfig, index: number) {
+    this.name = settings.name;
+    this.index = index;
+    this.#settings = settings;
+    const origin = settings.type === 'oidc' ? settings.issuerUrl : new URL(settings.authorizationEndpoint).origin;
+    this.#http = new IssuerHttp({ issuer: new URL(origin), allowPrivateIp: false, timeoutMs: TIMEOUT_MS });
+  }
+
+  /** Discovers an `oidc` provider (or builds an `oauth2` one's metadata): done once, at start. */
+  async start(): Promise<void> {
+    const s = this.#settings;
+    const secret = s.clientSecret?.value;
+    const auth = secret === undefined ? client.None() : client.ClientSecretPost(secret);
+    const options = { [client.customFetch]: this.#http.fetch, timeout: TIMEOUT_MS / 1000, execute: [] as ((config: client.Configuration) => void)[] };
+    const insecure = (url: string): boolean => new URL(url).protocol === 'http:';
+    try {
+      if (s.type === 'oidc') {
+        if (insecure(s.issuerUrl)) options.execute.push(client.allowInsecureRequests);
+        this.#config = await client.discovery(new URL(s.issuerUrl), s.clientId, undefined, auth, options);
+      } else {
+        if (s.tokenResponseMapping !== null) throw new Error('tokenResponseMapping is not supported yet');
+        const config = new client.Configuration(
+          { issuer: new URL(s.authorizationEndpoint).origin, authorization_endpoint: s.authorizationEndpoint, token_endpoint: s.tokenEndpoint },
+          s.clientId,
+          undefined,
+          auth,
+        );
+        config[client.customFetch] = this.#http.fetch;
+        config.timeout = TIMEOUT_MS / 1000;
+        if (insecure(s.authorizationEndpoint) || insecure(s.tokenEndpoint)) client.allowInsecureRequests(config);
+        this.#config = config;
+      }
+    } catch (err) {
+      throw new StartupError(`spec.authServerConfig.upstreamProviders "${this.name}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  }
+
+  /** Where the browser goes to log in with this provider. */
+  authorizationUrl(redirectUri: string, state: string, nonce: string, codeChallenge: string): string {
+    const params: Record<string, string> = { redirect_uri: redirectUri, state, code_challenge: codeChallenge, code_challenge_method: 'S256' };
+    const scopes = [...this.#settings.scopes];
+    if (this.#settings.type === 'oidc') {
+      params.nonce = nonce;
+      if (!scopes.includes('openid')) scopes.unshift('openid');
+    }
+    if (scopes.length > 0) params.scope = scopes.join(' ');
+    return client.buildAuthorizationUrl(this.#configuration(), params).href;
+  }
+
+  /**
+   * The provider's answer at the callback: the code exchanged (checking state, PKCE, the `iss`
+   * the provider may send, and for `oidc` the ID token and its nonce), and who logged in.
+   */
+  async finish(callbackUrl: URL, state: string, nonce: string, codeVerifier: string): Promise<{ tokens: UpstreamTokens; identity: UpstreamIdentity | null }> {
+    const oidc = this.#settings.type === 'oidc';
+    const grant = await client.authorizationCodeGrant(this.#configuration(), callbackUrl, {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+      ...(oidc ? { expectedNonce: nonce, idTokenExpected: true } : {}),
+    });
+    const tokens: UpstreamTokens = {
+      accessToken: grant.access_token,
+      refreshToken: grant.refresh_token ?? null,
+      expiresAt: typeof grant.expires_in === 'number' ? Date.now() + grant.expires_in * 1000 : null,
+      scope: grant.scope ?? null,
+    };
+    if (oidc) {
+      const claims = grant.claims();
+      if (claims === undefined) throw new Error('the provider sent no ID token');
+      let profile: Record<string, unknown> = claims;
+      // A code flow's ID token often carries the subject alone: name and email come from userinfo.
+      if ((claims['name'] === undefined || claims['email'] === undefined) && this.#configuration().serverMetadata().userinfo_endpoint !== undefined) {
+        try {
+          profile = { ...(await client.fetchUserInfo(this.#configuration(), tokens.accessToken, claims.sub)), ...claims };
+        } catch {
+          // The profile is a courtesy: the ID token already said who signed in.
+        }
+      }
+      return { tokens, identity: { sub: claims.sub, ...stringClaim('name', profile['name']), ...stringClaim('email', profile['email']) } };
+    }
+    return { tokens, identity: await this.#userInfo(tokens.accessToken) };
+  }
+
+  /** An `oauth2` provider's userInfo answer, mapped through `fieldMapping`; null without userInfo. */
+  async #userInfo(accessToken: string): Promise<UpstreamIdentity | null> {
+    if (this.#settings.type !== 'oauth2' || this.#settings.userInfo === null) return null;
+    const info = this.#settings.userInfo;
+    const headers: Record<string, string> = { accept: 'application/json', ...info.additionalHeaders, authorization: `Bearer ${accessToken}` };
+    const res = await this.#http.fetch(info.endpointUrl, { method: info.httpMethod, headers });
+    if (res.status !== 200) throw new Error(`the userInfo endpoint answered HTTP ${res.status}`);
+    const body = (await res.json()) as Record<string, unknown>;
+    const mapping = info.fieldMapping;
+    const pick = (fields: readonly string[] | undefined, fallback: string): string | undefined => {
+      for (const field of fields !== undefined && fields.length > 0 ? fields : [fallback]) {
+        const value = body[field];
+        if (typeof value === 'string' && value.length > 0) return value;
+        if (typeof value === 'number') return String(value);
+      }
+      return undefined;
+    };
+    const sub = pick(mapping?.subjectFields, 'sub');
+    if (sub === undefined) throw new Error('the userInfo answer names no subject');
+    const name = pick(mapping?.nameFields, 'name');
+    const email = pick(mapping?.emailFields, 'email');
+    return { sub, ...(name === undefined ? {} : { name }), ...(email === undefined ? {} : { email }) };
+  }
+
+  #configuration(): client.Configuration {
+    if (this.#config === null) throw new Error(`upstream provider ${this.name} is not started`);
+    return this.#config;
+  }
+
+  close(): Promise<void> {
+    return this.#http.close();
+  }
+}
+
+function stringClaim(name: 'name' | 'email', value: unknown): Partial<UpstreamIdentity> {
+  return typeof value === 'string' && value.length > 0 ? { [name]: value } : {};
+}

@@ -1,0 +1,83 @@
+/**
+ * A gateway with the embedded authorization server in front of a real MCP backend, chained to
+ * real upstream identity providers: `corp` (oidc, names the user) and, with `chained`, `github`
+ * (plain oauth2, its endpoints given), in that order.
+ */
+import type { AuthServerConfig, UpstreamProviderConfig } from '../../../core/config/vmcp-types.ts';
+import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
+import { authServer } from '../../../plugins/auth-server/auth-server.ts';
+import { freePort } from '../../fixtures/processes.ts';
+import { startSdkServer, type SdkServer } from '../../fixtures/sdk-server.ts';
+import { startTestGateway } from '../../helpers/gateway.ts';
+import { captureLog, type CapturedLog } from '../../store/helpers/log.ts';
+import { startUpstreamIdp, type UpstreamIdp } from './upstream-idp.ts';
+
+export const USER = { sub: 'alice-0001', name: 'Alice Example', email: 'alice@example.com' };
+
+export interface AuthGateway {
+  readonly issuer: string;
+  readonly resource: string;
+  readonly gateway: RunningVmcp;
+  readonly corp: UpstreamIdp;
+  readonly github: UpstreamIdp | null;
+  readonly backend: SdkServer;
+  readonly log: CapturedLog;
+  close(): Promise<void>;
+}
+
+export async function startAuthGateway(options: { chained?: boolean } = {}): Promise<AuthGateway> {
+  const port = await freePort();
+  const issuer = `http://127.0.0.1:${port}`;
+  const callback = `${issuer}/oauth/callback`;
+  const corp = await startUpstreamIdp({ user: USER, redirectUri: callback, clientSecret: 'corp-secret' });
+  const github = options.chained === true ? await startUpstreamIdp({ user: { sub: 'gh-42' }, redirectUri: callback }) : null;
+  const backend = await startSdkServer({ name: 'echo' });
+  const providers: UpstreamProviderConfig[] = [
+    { name: 'corp', type: 'oidc', issuerUrl: corp.issuer, clientId: 'gatehouse', clientSecret: { name: 'corp', key: 'secret', value: 'corp-secret' }, scopes: ['openid', 'profile', 'email'] },
+  ];
+  if (github !== null) {
+    providers.push({
+      name: 'github',
+      type: 'oauth2',
+      authorizationEndpoint: `${github.issuer}/auth`,
+      tokenEndpoint: `${github.issuer}/token`,
+      clientId: 'gatehouse',
+      clientSecret: null,
+      scopes: ['repo', 'offline_access'],
+      userInfo: null,
+      tokenResponseMapping: null,
+    });
+  }
+  const settings: AuthServerConfig = {
+    issuer,
+    authorizationEndpointBaseUrl: null,
+    signingKeys: [],
+    hmacSecrets: [],
+    tokenLifespans: { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 },
+    upstreamProviders: providers,
+    storage: { type: 'memory' },
+  };
+  const log = captureLog('info');
+  const resource = `${issuer}/mcp`;
+  const gateway = await startTestGateway({
+    port,
+    log: log.log,
+    backends: [{ name: 'echo', url: backend.url }],
+    plugins: [{ definition: authServer, config: { authServer: settings, resource, scopes: ['mcp'] }, source: 'test' }],
+  });
+  return {
+    issuer,
+    resource,
+    gateway,
+    corp,
+    github,
+    backend,
+    log,
+    async close() {
+      await gateway.stop();
+      await backend.close();
+      await corp.close();
+      await github?.close();
+    },
+  };
+}

@@ -1,0 +1,86 @@
+/**
+ * A real OpenID provider (oidc-provider) on 127.0.0.1, standing for a company's identity provider
+ * upstream of the gateway's authorization server. Its login needs no user: the interaction logs
+ * in `user` at once and grants what was asked (or refuses, with `refuse`), so a test drives the
+ * whole chain over HTTP. One client, `gatehouse`, whose redirect URI is the gateway's callback.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Provider from 'oidc-provider';
+
+export interface UpstreamIdp {
+  readonly issuer: string;
+  readonly provider: Provider;
+  /** Logins completed. */
+  readonly logins: number;
+  /** Set to make the next logins fail with access_denied. */
+  refuse: boolean;
+  close(): Promise<void>;
+}
+
+export interface UpstreamIdpOptions {
+  readonly user: { sub: string; name?: string; email?: string };
+  /** The gateway's callback URL. */
+  readonly redirectUri: string;
+  readonly clientSecret?: string;
+}
+
+export async function startUpstreamIdp(options: UpstreamIdpOptions): Promise<UpstreamIdp> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: 'gatehouse',
+        ...(options.clientSecret === undefined ? { token_endpoint_auth_method: 'none' } : { client_secret: options.clientSecret, token_endpoint_auth_method: 'client_secret_post' }),
+        redirect_uris: [options.redirectUri],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+      },
+    ],
+    claims: { openid: ['sub'], profile: ['name'], email: ['email'] },
+    scopes: ['openid', 'profile', 'email', 'offline_access', 'repo'],
+    features: { devInteractions: { enabled: false } },
+    ttl: { AccessToken: 600, AuthorizationCode: 60, IdToken: 600, Interaction: 600, Session: 3600, Grant: 3600, RefreshToken: 3600 },
+    findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ ...options.user, sub }) }),
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+  });
+  const state = { logins: 0, refuse: false };
+  const callback = provider.callback();
+  server.on('request', (req, res) => {
+    if (!(req.url ?? '').startsWith('/interaction/')) return void callback(req, res);
+    void (async () => {
+      const details = await provider.interactionDetails(req, res);
+      if (state.refuse) {
+        await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the user said no' }, { mergeWithLastSubmission: false });
+        return;
+      }
+      const grant = new provider.Grant({ accountId: options.user.sub, clientId: String(details.params['client_id']) });
+      grant.addOIDCScope(String(details.params['scope'] ?? 'openid'));
+      const grantId = await grant.save();
+      state.logins++;
+      await provider.interactionFinished(req, res, { login: { accountId: options.user.sub }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    })().catch((err: unknown) => {
+      res.writeHead(500).end(String(err));
+    });
+  });
+  return {
+    issuer,
+    provider,
+    get logins() {
+      return state.logins;
+    },
+    get refuse() {
+      return state.refuse;
+    },
+    set refuse(value: boolean) {
+      state.refuse = value;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
