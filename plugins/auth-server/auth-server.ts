@@ -19,15 +19,17 @@ import type { Context } from '../../core/context.ts';
 import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.ts';
 import { Reply } from '../../core/reply.ts';
 import { ProviderBridge } from './bridge.ts';
-import { loadServerKeys, publicJwks, type ServerKeys } from './keys.ts';
+import { publicJwks, type ServerKeys } from './keys.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
-import { CALLBACK_PATH, LoginChain } from './login-chain.ts';
+import { LoginChain } from './login-chain.ts';
 import { MemoryLoginStore } from './login-store.ts';
-import { createProvider, INTERACTION_PATH, ROUTES } from './provider.ts';
+import { CALLBACK_PATH, DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 import { UpstreamProvider } from './upstream-providers.ts';
 
 export interface AuthServerPluginConfig {
   readonly authServer: AuthServerConfig;
+  /** The server's keys (loadServerKeys), shared with incoming auth, which checks its tokens with them. */
+  readonly keys: ServerKeys;
   /** The MCP endpoint's URL (incomingAuth.resourceUrl): the resource tokens are issued for. */
   readonly resource: string;
   /** Scopes clients may ask for the MCP endpoint. */
@@ -47,10 +49,13 @@ export function metadataPaths(issuerPath: string): string[] {
 
 export const authServer = definePlugin<AuthServerPluginConfig>({
   name: 'auth-server',
-  async create(config, host) {
+  async create(given, host) {
+    const config = { ...given, scopes: given.scopes.length > 0 ? given.scopes : DEFAULT_SCOPES };
     const { authServer: settings } = config;
     const issuerPath = new URL(settings.issuer).pathname.replace(/\/$/, '');
-    const keys: ServerKeys = await loadServerKeys(settings.signingKeys, settings.hmacSecrets);
+    const keys = config.keys;
+    // Loaded here, not at import: only a gateway with an authorization server needs oidc-provider.
+    const { createProvider } = await import('./provider.ts');
     const store = new MemoryLoginStore(settings.tokenLifespans.refreshTokenMs);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter: memoryAdapterClass(), identity: (sub) => store.identity(sub) });
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));

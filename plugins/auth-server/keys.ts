@@ -7,8 +7,8 @@
  * Without them the server makes its own for this process (an ES256 key, a random secret) and
  * says at start that a restart invalidates every token, code and refresh token it issued.
  */
-import { randomBytes } from 'node:crypto';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { JWK } from 'jose';
 import { parseSigningKey, type SigningAlg } from '../../core/config/signing-key.ts';
 import type { ResolvedSecretRef } from '../../core/config/secrets.ts';
 import { StartupError } from '../../core/errors.ts';
@@ -24,7 +24,18 @@ export interface ServerKeys {
   readonly ephemeral: { readonly signing: boolean; readonly hmac: boolean };
 }
 
-export async function loadServerKeys(signingRefs: readonly ResolvedSecretRef[], hmacRefs: readonly ResolvedSecretRef[]): Promise<ServerKeys> {
+/** The members RFC 7638 hashes, in its order, by key type. */
+const THUMBPRINT_MEMBERS: Readonly<Record<string, readonly string[]>> = { EC: ['crv', 'kty', 'x', 'y'], RSA: ['e', 'kty', 'n'], OKP: ['crv', 'kty', 'x'] };
+
+/** The RFC 7638 thumbprint of a key: its `kid` here, the same for the same key on every replica. */
+function thumbprint(jwk: JWK): string {
+  const members = THUMBPRINT_MEMBERS[String(jwk.kty)] ?? [];
+  const canonical = JSON.stringify(Object.fromEntries(members.map((name) => [name, (jwk as Record<string, unknown>)[name]])));
+  return createHash('sha256').update(canonical).digest('base64url');
+}
+
+/** Synchronous (at config time: incoming auth and the provider are given the same keys). */
+export function loadServerKeys(signingRefs: readonly ResolvedSecretRef[], hmacRefs: readonly ResolvedSecretRef[]): ServerKeys {
   const signing: JWK[] = [];
   let alg: SigningAlg = 'ES256';
   for (const [i, ref] of signingRefs.entries()) {
@@ -32,14 +43,14 @@ export async function loadServerKeys(signingRefs: readonly ResolvedSecretRef[], 
     // validate refused these already; a config built in code may not have been validated.
     if (typeof key === 'string') throw new StartupError(`spec.authServerConfig.signingKeySecretRefs[${i}] (Secret ${ref.name} key ${ref.key}): ${key}`);
     const jwk = key.jwk as JWK;
-    signing.push({ ...jwk, kid: await calculateJwkThumbprint(jwk) });
+    signing.push({ ...jwk, kid: thumbprint(jwk) });
     if (i === 0) alg = key.alg;
   }
   const ephemeralSigning = signing.length === 0;
   if (ephemeralSigning) {
-    const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-    const jwk = { ...(await exportJWK(privateKey)), alg: 'ES256', use: 'sig' };
-    signing.push({ ...jwk, kid: await calculateJwkThumbprint(jwk) });
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwk: JWK = { ...(privateKey.export({ format: 'jwk' }) as JWK), alg: 'ES256', use: 'sig' };
+    signing.push({ ...jwk, kid: thumbprint(jwk) });
   }
   const hmac = hmacRefs.map((ref) => ref.value);
   const ephemeralHmac = hmac.length === 0;

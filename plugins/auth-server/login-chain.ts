@@ -21,23 +21,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as client from 'openid-client';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
-import type { LoginStore } from './login-store.ts';
+import type { LoginStore, PendingLeg } from './login-store.ts';
+import { CALLBACK_PATH } from './routes.ts';
 import type { UpstreamIdentity, UpstreamProvider } from './upstream-providers.ts';
-
-export const CALLBACK_PATH = '/oauth/callback';
-
-/** One leg of a login in progress: what its callback must match. */
-export interface PendingLeg {
-  /** The provider's interaction this leg belongs to. */
-  readonly uid: string;
-  readonly providerIndex: number;
-  readonly nonce: string;
-  readonly codeVerifier: string;
-  /** Who the first provider said logged in (null before it answered). */
-  readonly identity: UpstreamIdentity | null;
-  /** This attempt's id: the key of what it stored so far. */
-  readonly attempt: string;
-}
 
 export interface LoginChainOptions {
   readonly provider: Provider;
@@ -169,7 +155,8 @@ export class LoginChain {
   async #fail(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, err: unknown): Promise<void> {
     await this.#o.store.dropAttempt(leg.attempt);
     const failure = err instanceof LoginFailure ? err : new LoginFailure('server_error', 'the sign-in failed');
-    if (!(err instanceof LoginFailure)) this.#o.log.error({ err }, 'the sign-in chain failed');
+    if (err instanceof LoginFailure) this.#o.log.info({ error: failure.error, reason: failure.message }, 'a sign-in failed');
+    else this.#o.log.error({ err }, 'the sign-in chain failed');
     try {
       await this.#o.provider.interactionFinished(req, res, { error: failure.error, error_description: failure.message }, { mergeWithLastSubmission: false });
     } catch {

@@ -6,8 +6,20 @@
  * implements.
  */
 import { LRUCache } from 'lru-cache';
-import type { PendingLeg } from './login-chain.ts';
 import type { UpstreamIdentity, UpstreamTokens } from './upstream-providers.ts';
+
+/** One leg of a login in progress: what its callback must match. */
+export interface PendingLeg {
+  /** The provider's interaction this leg belongs to. */
+  readonly uid: string;
+  readonly providerIndex: number;
+  readonly nonce: string;
+  readonly codeVerifier: string;
+  /** Who the first provider said logged in (null before it answered). */
+  readonly identity: UpstreamIdentity | null;
+  /** This attempt's id: the key of what it stored so far. */
+  readonly attempt: string;
+}
 
 export interface LoginStore {
   putLeg(state: string, leg: PendingLeg): Promise<void>;

@@ -15,17 +15,7 @@
 import Provider, { errors, type Configuration } from 'oidc-provider';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { ServerKeys } from './keys.ts';
-
-/** The provider's routes, relative to the issuer. */
-export const ROUTES = {
-  authorization: '/oauth/authorize',
-  token: '/oauth/token',
-  registration: '/oauth/register',
-  jwks: '/.well-known/jwks.json',
-} as const;
-
-/** Where the provider sends the browser to log in (the upstream chain), relative to the issuer. */
-export const INTERACTION_PATH = '/oauth/interaction';
+import { DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 
 export interface ProviderOptions {
   readonly config: AuthServerConfig;
@@ -45,7 +35,7 @@ export function createProvider(options: ProviderOptions): Provider {
   const { config, keys, resource } = options;
   const lifespans = config.tokenLifespans;
   const issuerPath = new URL(config.issuer).pathname.replace(/\/$/, '');
-  const resourceScope = options.scopes.join(' ');
+  const resourceScope = (options.scopes.length > 0 ? options.scopes : DEFAULT_SCOPES).join(' ');
   const configuration: Configuration = {
     adapter: options.adapter,
     jwks: { keys: keys.signing.map((jwk) => ({ ...jwk })) as NonNullable<Configuration['jwks']>['keys'] },
@@ -117,6 +107,11 @@ export function createProvider(options: ProviderOptions): Provider {
   provider.use(async (ctx, next) => {
     // Its pages and redirects carry codes and states in URLs: no page they lead to learns them.
     ctx.set('referrer-policy', 'no-referrer');
+    // A client that asks for no scope gets the resource's (RFC 6749 §3.3: the server's default),
+    // as MCP clients do when the resource metadata lists none.
+    if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (ctx.query['scope'] === undefined || ctx.query['scope'] === '')) {
+      ctx.query = { ...ctx.query, scope: resourceScope };
+    }
     await next();
     // The provider decides on a secret before applying the client defaults, so a client that did
     // not ask for an auth method is told a secret it can never use: a public client gets none.

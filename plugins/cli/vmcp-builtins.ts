@@ -7,7 +7,9 @@ import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { NotAvailableError } from '../../core/errors.ts';
 import { anonymousAuth } from '../incoming-auth/anonymous.ts';
-import { oidcAuth } from '../incoming-auth/oidc.ts';
+import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
+import { authServer, type AuthServerPluginConfig } from '../auth-server/auth-server.ts';
+import { loadServerKeys, publicJwks } from '../auth-server/keys.ts';
 
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   const where = `VirtualMCPServer/${config.name}`;
@@ -15,13 +17,30 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   const specs: PluginSpec[] = [];
 
   const incoming = config.incomingAuth;
+  const authServerConfig = config.authServer;
+  // With the embedded authorization server, incoming auth checks its tokens with its keys, in
+  // this process (validate made incomingAuth oidc inline, with the server's issuer).
+  const keys = authServerConfig === null ? null : loadServerKeys(authServerConfig.signingKeys, authServerConfig.hmacSecrets);
   if (incoming.type === 'anonymous') {
     specs.push({ definition: anonymousAuth, config: undefined, source: `${where} spec.incomingAuth` });
   } else {
-    specs.push({ definition: oidcAuth, config: incoming, source: `${where} spec.incomingAuth` });
+    const oidc: OidcAuthConfig = keys === null ? incoming : { ...incoming, validator: { localKeys: publicJwks(keys) } };
+    specs.push({ definition: oidcAuth, config: oidc, source: `${where} spec.incomingAuth` });
   }
-  if (config.authServer !== null) {
-    missing.push(`${where} spec.authServerConfig: the embedded authorization server is not available in this version yet`);
+  if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
+    if (authServerConfig.storage.type === 'redis') {
+      missing.push(`${where} spec.authServerConfig.storage: Redis storage of the embedded authorization server is not available in this version yet (leave it out for in-memory storage)`);
+    }
+    authServerConfig.upstreamProviders.forEach((provider, i) => {
+      if (provider.type === 'oauth2' && provider.tokenResponseMapping !== null) {
+        missing.push(`${where} spec.authServerConfig.upstreamProviders[${i}].oauth2Config.tokenResponseMapping: not available in this version yet`);
+      }
+    });
+    specs.push({
+      definition: authServer,
+      config: { authServer: authServerConfig, keys, resource: incoming.resourceUrl, scopes: incoming.scopes ?? [] } satisfies AuthServerPluginConfig,
+      source: `${where} spec.authServerConfig`,
+    });
   }
   for (const backend of config.backends) {
     if (backend.externalAuth !== null) {

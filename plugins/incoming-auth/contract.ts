@@ -42,6 +42,12 @@ export interface TokenValidatorOptions {
 
   // ---- Extensions (all optional; defaults in brackets) ----------------------------------------
 
+  /**
+   * The issuer's public keys, known in this process (the embedded authorization server): no
+   * discovery and no JWKS fetch, so nothing leaves the process and no private-address exception
+   * is needed. Tokens are checked exactly as with fetched keys.
+   */
+  readonly localKeys?: { readonly keys: readonly Record<string, unknown>[] };
   /** JWKS URL to use instead of the discovery document's `jwks_uri` (cluster mode: `<issuer>/openid/v1/jwks`). */
   readonly jwksUri?: string;
   /**

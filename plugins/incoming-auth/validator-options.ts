@@ -8,6 +8,8 @@ import { isLoopbackHost } from './address-guard.ts';
 
 export interface ValidatorSettings {
   readonly issuer: string;
+  /** The issuer's keys in this process (no discovery, no JWKS fetch), or null. */
+  readonly localKeys: { readonly keys: readonly Record<string, unknown>[] } | null;
   readonly issuerUrl: URL;
   readonly audience: string;
   readonly clientId: string | undefined;
@@ -79,6 +81,7 @@ export function validatorSettings(options: TokenValidatorOptions): ValidatorSett
   const introspectionCap = seconds(cache.introspectionMaxAgeSeconds, 60, 'cache.introspectionMaxAgeSeconds');
   return {
     issuer: options.issuer,
+    localKeys: options.localKeys ?? null,
     issuerUrl,
     audience: options.audience,
     clientId: hasId ? options.clientId : undefined,

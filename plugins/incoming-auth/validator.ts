@@ -34,6 +34,9 @@ interface Pending {
   verification: Promise<VerifiedToken> | null;
 }
 
+/** The JWKS "URL" of keys known in this process (TokenValidatorOptions.localKeys). */
+const IN_PROCESS = 'in-process:jwks';
+
 class OidcTokenValidator implements TokenValidator {
   readonly #settings: ValidatorSettings;
   readonly #log: Logger;
@@ -67,8 +70,10 @@ class OidcTokenValidator implements TokenValidator {
       settings.clientSecret === undefined || settings.introspectionRefusedMs <= 0
         ? null
         : new LRUCache({ max: settings.maxTokens, ttl: settings.introspectionRefusedMs, ...(settings.injectedClock ? { perf: { now: settings.now }, ttlResolution: 0 } : {}) });
+    const localKeys = settings.localKeys;
     this.#jwks = new JwksCache({
       fetch: async (uri) => {
+        if (localKeys !== null && uri === IN_PROCESS) return { json: localKeys, cacheControl: `max-age=${settings.jwksMaxAgeMs / 1000}` };
         const { json, cacheControl } = await this.#http.getJson(uri);
         return { json, cacheControl };
       },
@@ -194,7 +199,10 @@ class OidcTokenValidator implements TokenValidator {
       return Promise.reject(issuerUnavailable(`issuer discovery failed less than ${this.#settings.cooldownMs / 1000}s ago`));
     }
     const settings = this.#settings;
-    const discovery = discoverIssuer(this.#http, settings.issuer, { issuerFromDocument: settings.issuerFromDiscovery, jwksUri: settings.jwksUri });
+    const discovery =
+      settings.localKeys !== null
+        ? Promise.resolve<IssuerMetadata>({ issuer: settings.issuer, jwksUri: IN_PROCESS, introspectionEndpoint: null, source: 'this process (embedded authorization server)' })
+        : discoverIssuer(this.#http, settings.issuer, { issuerFromDocument: settings.issuerFromDiscovery, jwksUri: settings.jwksUri });
     this.#metadata = discovery.then(
       (metadata) => {
         this.#known = metadata;

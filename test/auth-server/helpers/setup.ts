@@ -6,6 +6,7 @@
 import type { AuthServerConfig, UpstreamProviderConfig } from '../../../core/config/vmcp-types.ts';
 import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
 import { authServer } from '../../../plugins/auth-server/auth-server.ts';
+import { loadServerKeys } from '../../../plugins/auth-server/keys.ts';
 import { freePort } from '../../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../../fixtures/sdk-server.ts';
 import { startTestGateway } from '../../helpers/gateway.ts';
@@ -63,7 +64,7 @@ export async function startAuthGateway(options: { chained?: boolean } = {}): Pro
     port,
     log: log.log,
     backends: [{ name: 'echo', url: backend.url }],
-    plugins: [{ definition: authServer, config: { authServer: settings, resource, scopes: ['mcp'] }, source: 'test' }],
+    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'] }, source: 'test' }],
   });
   return {
     issuer,

@@ -1,0 +1,133 @@
+/**
+ * The official MCP SDK client, with its own OAuth support, against a gateway configured as a
+ * user would (YAML: incomingAuth oidc inline with the embedded server's issuer, authServerConfig
+ * with a real upstream identity provider): 401 → RFC 9728 → RFC 8414 → registration → authorize
+ * with PKCE and resource → the login → token → tools/call. Incoming auth checks the tokens with
+ * the server's keys in this process (no JWKS fetch).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { freePort } from '../fixtures/processes.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+import { captureLog, type CapturedLog } from '../store/helpers/log.ts';
+import { Browser } from './helpers/browser.ts';
+import { USER } from './helpers/setup.ts';
+import { startUpstreamIdp, type UpstreamIdp } from './helpers/upstream-idp.ts';
+
+const REDIRECT = 'http://127.0.0.1:7778/oauth/callback';
+
+/** An MCP client's OAuth state, with a headless browser for the login. */
+class HeadlessProvider implements OAuthClientProvider {
+  readonly browser = new Browser();
+  client: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  verifier = '';
+  /** Where the login sent the browser back (the code is in it). */
+  landed: URL | null = null;
+
+  get redirectUrl(): string {
+    return REDIRECT;
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'sdk test', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  }
+  clientInformation(): OAuthClientInformationMixed | undefined {
+    return this.client;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed): void {
+    this.client = info;
+  }
+  tokens(): OAuthTokens | undefined {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens): void {
+    this.saved = tokens;
+  }
+  async redirectToAuthorization(url: URL): Promise<void> {
+    const visit = await this.browser.visit(url.href, (at) => at.href.startsWith(REDIRECT));
+    this.landed = visit.url;
+  }
+  saveCodeVerifier(verifier: string): void {
+    this.verifier = verifier;
+  }
+  codeVerifier(): string {
+    return this.verifier;
+  }
+}
+
+describe('embedded authorization server: the MCP SDK client logs in and calls a tool', () => {
+  let idp: UpstreamIdp;
+  let backend: SdkServer;
+  let gateway: RunningVmcp;
+  let issuer: string;
+  let log: CapturedLog;
+
+  before(async () => {
+    const port = await freePort();
+    issuer = `http://127.0.0.1:${port}`;
+    idp = await startUpstreamIdp({ user: USER, redirectUri: `${issuer}/oauth/callback`, clientSecret: 'corp-secret' });
+    backend = await startSdkServer({ name: 'echo' });
+    log = captureLog('info');
+    gateway = await startTestGateway({
+      port,
+      log: log.log,
+      backends: [{ name: 'echo', url: backend.url }],
+      incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${issuer}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${issuer}/mcp"}}`,
+      spec:
+        `  authServerConfig:\n    issuer: "${issuer}"\n    upstreamProviders:\n` +
+        `      - {name: corp, type: oidc, oidcConfig: {issuerUrl: "${idp.issuer}", clientId: gatehouse, clientSecretRef: {name: corp, key: secret}, scopes: [openid, profile, email]}}`,
+      documents: 'apiVersion: v1\nkind: Secret\nmetadata: {name: corp}\nstringData: {secret: corp-secret}',
+    });
+  });
+  after(async () => {
+    await gateway.stop();
+    await backend.close();
+    await idp.close();
+  });
+
+  it('401 → discovery → registration → login → token → tools/call', async () => {
+    const provider = new HeadlessProvider();
+    const url = new URL(`${issuer}/mcp`);
+    let transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
+    let client = new Client({ name: 'sdk-oauth-test', version: '1.0.0' });
+    await assert.rejects(client.connect(transport), (err: unknown) => err instanceof UnauthorizedError);
+    assert.ok(provider.landed !== null, 'the login ran');
+    const code = provider.landed.searchParams.get('code');
+    assert.ok(code !== null, provider.landed.href + '\n' + log.text());
+    await transport.finishAuth(code);
+    assert.ok(provider.saved?.access_token !== undefined);
+
+    transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
+    client = new Client({ name: 'sdk-oauth-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const result = await client.callTool({ name: 'echo', arguments: { text: 'hello through the embedded server' } });
+      assert.match(JSON.stringify(result.content), /hello through the embedded server/);
+    } finally {
+      await client.close();
+    }
+    assert.ok(!log.text().includes('discovered the token issuer from http'), 'no discovery over the network');
+  });
+
+  it('the MCP endpoint\'s resource metadata (RFC 9728) names the embedded server', async () => {
+    const doc = (await (await fetch(`${issuer}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
+    assert.equal(doc.resource, `${issuer}/mcp`);
+    assert.deepEqual(doc.authorization_servers, [issuer]);
+  });
+
+  it('an unsigned token (alg none) is refused (401 with the challenge)', async () => {
+    const res = await fetch(`${issuer}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    });
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get('www-authenticate') ?? '', /resource_metadata=/);
+  });
+});
