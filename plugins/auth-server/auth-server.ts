@@ -20,6 +20,7 @@ import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.
 import { Reply } from '../../core/reply.ts';
 import { ProviderBridge } from './bridge.ts';
 import { publicJwks, type ServerKeys } from './keys.ts';
+import { RegistrationLimit } from './registration-limit.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
 import { LoginChain } from './login-chain.ts';
 import { MemoryLoginStore } from './login-store.ts';
@@ -76,6 +77,8 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     let metadata = '';
 
     const forward = (ctx: Context): undefined => bridge.forward(ctx);
+    const registrations = new RegistrationLimit();
+    const register = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? registrations.check(ctx) : null) ?? bridge.forward(ctx);
     const document = (body: () => string) => (): Reply =>
       new Reply(200, body(), { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
     const route = (method: HttpMethod | HttpMethod[], path: string, handler: RouteDef['handler'], anyOrigin: boolean): RouteDef => ({ method, path: issuerPath + path, auth: false, anyOrigin, handler });
@@ -88,7 +91,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       route('GET', `${ROUTES.authorization}/:uid`, forward, false),
       // Called by browser-based clients from their own origin: the provider answers CORS itself.
       route(['POST', 'OPTIONS'], ROUTES.token, forward, true),
-      route(['POST', 'OPTIONS'], ROUTES.registration, forward, true),
+      route(['POST', 'OPTIONS'], ROUTES.registration, register, true),
       route('GET', `${INTERACTION_PATH}/:uid`, forward, false),
       route('GET', CALLBACK_PATH, forward, false),
     ];

@@ -104,6 +104,13 @@ export function createProvider(options: ProviderOptions): Provider {
   const provider = new Provider(config.issuer, configuration);
   // The gateway forwards to it with X-Forwarded-Proto/Host of the issuer (bridge.ts), never the client's.
   provider.proxy = true;
+  // RFC 8252 §7.3: a loopback redirect URI matches on any port, for every client (MCP clients
+  // register as web clients but listen on whatever port was free), never another host or path.
+  const client = provider.Client.prototype as unknown as { redirectUriAllowed(this: { redirectUris: string[] }, value: string): boolean };
+  const exactly = client.redirectUriAllowed;
+  client.redirectUriAllowed = function (value) {
+    return exactly.call(this, value) || this.redirectUris.some((registered) => sameLoopbackUri(registered, value));
+  };
   provider.use(async (ctx, next) => {
     // Its pages and redirects carry codes and states in URLs: no page they lead to learns them.
     ctx.set('referrer-policy', 'no-referrer');
@@ -128,4 +135,22 @@ const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/** Whether two http loopback URIs are the same but for the port. */
+function sameLoopbackUri(registered: string, given: string): boolean {
+  let a: URL;
+  let b: URL;
+  try {
+    a = new URL(registered);
+    b = new URL(given);
+  } catch {
+    return false;
+  }
+  return (
+    a.protocol === 'http:' && b.protocol === 'http:' && LOOPBACK_HOSTS.has(a.hostname) && a.hostname === b.hostname &&
+    a.pathname === b.pathname && a.search === b.search && a.username === '' && b.username === '' && a.password === '' && b.password === '' && b.hash === ''
+  );
 }

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { REGISTRATIONS } from '../../plugins/auth-server/registration-limit.ts';
 import { startAuthGateway, type AuthGateway } from './helpers/setup.ts';
 
 const REDIRECT = 'http://127.0.0.1:7777/callback';
@@ -26,10 +27,15 @@ describe('embedded authorization server: endpoints', () => {
     return fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   }
 
-  async function client(): Promise<string> {
-    const res = await register({ redirect_uris: [REDIRECT], client_name: 'test client' });
-    assert.equal(res.status, 201, await res.clone().text());
-    return ((await res.json()) as { client_id: string }).client_id;
+  /** One registered client for the tests that need one (registrations are rate-limited per address). */
+  let registered: Promise<string> | null = null;
+  function client(): Promise<string> {
+    registered ??= (async () => {
+      const res = await register({ redirect_uris: [REDIRECT], client_name: 'test client' });
+      assert.equal(res.status, 201, await res.clone().text());
+      return ((await res.json()) as { client_id: string }).client_id;
+    })();
+    return registered;
   }
 
   function authorize(params: Record<string, string>): Promise<Response> {
@@ -136,8 +142,48 @@ describe('embedded authorization server: endpoints', () => {
     assert.equal(((await res.json()) as { error: string }).error, 'invalid_grant');
   });
 
+  it('matches a loopback redirect URI on any port (RFC 8252 §7.3), and nothing else loosely', async () => {
+    const clientId = await client();
+    const base = { client_id: clientId, response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256', state: 's4' };
+    const otherPort = await authorize({ ...base, redirect_uri: 'http://127.0.0.1:61234/callback' });
+    assert.equal(otherPort.status, 303);
+    assert.match(otherPort.headers.get('location') ?? '', /^\/oauth\/interaction\//);
+    for (const redirect_uri of ['http://127.0.0.1:61234/other', 'http://localhost:7777/callback', 'https://127.0.0.1:7777/callback', 'http://127.0.0.1:7777/callback?x=1']) {
+      const res = await authorize({ ...base, redirect_uri });
+      assert.equal(res.status, 400, redirect_uri);
+    }
+  });
+
+  it('limits registrations per address: past the limit a 429 with Retry-After', async () => {
+    let refused: Response | null = null;
+    for (let i = 0; i <= REGISTRATIONS && refused === null; i++) {
+      const res = await register({ redirect_uris: [REDIRECT], client_name: `flood ${i}` });
+      if (res.status === 429) refused = res;
+      else assert.equal(res.status, 201);
+    }
+    assert.ok(refused !== null, 'refused within the limit + 1');
+    const seconds = Number(refused.headers.get('retry-after'));
+    assert.ok(seconds >= 1 && seconds <= 60, `Retry-After ${seconds}`);
+    assert.equal(((await refused.json()) as { error: string }).error, 'temporarily_unavailable');
+  });
+
   it('leaves the MCP endpoint as it was', async () => {
     const res = await fetch(`${issuer}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
     assert.notEqual(res.status, 404);
+  });
+});
+
+describe('embedded authorization server: authorizationEndpointBaseUrl', () => {
+  let setup: AuthGateway;
+  before(async () => {
+    setup = await startAuthGateway({ authorizationEndpointBaseUrl: 'https://login.example.com/tenant' });
+  });
+  after(() => setup.close());
+
+  it('moves only the authorization endpoint in the metadata', async () => {
+    const doc = (await (await fetch(`${setup.issuer}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    assert.equal(doc.authorization_endpoint, 'https://login.example.com/tenant/oauth/authorize');
+    assert.equal(doc.token_endpoint, `${setup.issuer}/oauth/token`);
+    assert.equal(doc.issuer, setup.issuer);
   });
 });

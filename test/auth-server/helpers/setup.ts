@@ -26,7 +26,7 @@ export interface AuthGateway {
   close(): Promise<void>;
 }
 
-export async function startAuthGateway(options: { chained?: boolean } = {}): Promise<AuthGateway> {
+export async function startAuthGateway(options: { chained?: boolean; authorizationEndpointBaseUrl?: string } = {}): Promise<AuthGateway> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const callback = `${issuer}/oauth/callback`;
@@ -51,7 +51,7 @@ export async function startAuthGateway(options: { chained?: boolean } = {}): Pro
   }
   const settings: AuthServerConfig = {
     issuer,
-    authorizationEndpointBaseUrl: null,
+    authorizationEndpointBaseUrl: options.authorizationEndpointBaseUrl ?? null,
     signingKeys: [],
     hmacSecrets: [],
     tokenLifespans: { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 },
