@@ -23,9 +23,14 @@ import { publicJwks, type ServerKeys } from './keys.ts';
 import { RegistrationLimit } from './registration-limit.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
 import { LoginChain } from './login-chain.ts';
-import { MemoryLoginStore } from './login-store.ts';
+import { MemoryLoginStore, RedisLoginStore, type LoginStore } from './login-store.ts';
+import { redisAdapterClass } from './redis-adapter.ts';
+import { createRedisClient, waitReady } from '../../core/store/redis.ts';
 import { CALLBACK_PATH, DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 import { UpstreamProvider } from './upstream-providers.ts';
+
+/** How long start waits for Redis before it gives up (the gateway does not start). */
+const REDIS_READY_MS = 10_000;
 
 export interface AuthServerPluginConfig {
   readonly authServer: AuthServerConfig;
@@ -57,8 +62,13 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const keys = config.keys;
     // Loaded here, not at import: only a gateway with an authorization server needs oidc-provider.
     const { createProvider } = await import('./provider.ts');
-    const store = new MemoryLoginStore(settings.tokenLifespans.refreshTokenMs);
-    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter: memoryAdapterClass(), identity: (sub) => store.identity(sub) });
+    const storage = settings.storage;
+    // Redis: everything the provider and the login keep is shared by the replicas and outlives a restart.
+    const redis = storage.type === 'redis' ? createRedisClient(storage, host.log, 'auth-server') : null;
+    const refreshMs = settings.tokenLifespans.refreshTokenMs;
+    const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs) : new RedisLoginStore(redis, storage.type === 'redis' ? storage.keyPrefix : '', refreshMs);
+    const adapter = redis === null ? memoryAdapterClass() : redisAdapterClass(redis, storage.type === 'redis' ? storage.keyPrefix : '');
+    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, identity: (sub) => store.identity(sub) });
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
     const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, scopes: config.scopes, log: host.log });
     const providerCallback = provider.callback();
@@ -100,6 +110,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       name: 'auth-server',
       routes,
       async start() {
+        if (redis !== null) await waitReady(redis, REDIS_READY_MS);
         for (const upstream of upstreams) await upstream.start();
         await bridge.start();
         metadata = JSON.stringify(await serverMetadata(bridge, settings));
@@ -114,6 +125,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       async stop() {
         await bridge.stop();
         await Promise.all(upstreams.map((upstream) => upstream.close()));
+        await redis?.quit().catch(() => undefined);
       },
     };
   },

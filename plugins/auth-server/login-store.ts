@@ -5,6 +5,7 @@
  * user is. This is the in-memory store (lost on restart); the interface is what a shared one
  * implements.
  */
+import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import type { UpstreamIdentity, UpstreamTokens } from './upstream-providers.ts';
 
@@ -36,7 +37,7 @@ export interface LoginStore {
   /** A provider's tokens for a grant. */
   tokens(tsid: string, provider: string): Promise<UpstreamTokens | null>;
   /** The user of a grant's tokens, by subject (for the claims of the JWTs). */
-  identity(sub: string): UpstreamIdentity | null;
+  identity(sub: string): Promise<UpstreamIdentity | null>;
 }
 
 /** How long a leg waits for its callback: as long as the provider's interaction lives. */
@@ -88,12 +89,76 @@ export class MemoryLoginStore implements LoginStore {
     return this.#grants.get(tsid)?.get(provider) ?? null;
   }
 
-  identity(sub: string): UpstreamIdentity | null {
+  async identity(sub: string): Promise<UpstreamIdentity | null> {
     return this.#identities.get(sub) ?? null;
   }
 
   /** Test and status helper: how many attempts are in progress. */
   get attemptsInProgress(): number {
     return this.#attempts.size;
+  }
+}
+
+/** Moves an attempt's tokens to its grant, with the grant's lifetime, in one step. */
+const KEEP = `
+local tokens = redis.call('HGETALL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+if #tokens > 0 then
+  redis.call('HSET', KEYS[2], unpack(tokens))
+  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+end
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[1])
+return #tokens / 2`;
+
+/**
+ * The login store in Redis (`authServerConfig.storage`): legs as keys taken with GETDEL (one
+ * callback each, on any replica), an attempt's and a grant's upstream tokens as hashes by
+ * provider, identities by subject; every key with its expiry.
+ */
+export class RedisLoginStore implements LoginStore {
+  readonly #client: Redis;
+  readonly #prefix: string;
+  readonly #grantTtlMs: number;
+
+  constructor(client: Redis, keyPrefix: string, grantTtlMs: number) {
+    this.#client = client;
+    this.#prefix = `${keyPrefix}auth:`;
+    this.#grantTtlMs = grantTtlMs;
+  }
+
+  async putLeg(state: string, leg: PendingLeg): Promise<void> {
+    await this.#client.set(`${this.#prefix}leg:${state}`, JSON.stringify(leg), 'PX', LEG_TTL_MS);
+  }
+
+  async takeLeg(state: string): Promise<PendingLeg | null> {
+    const raw = await this.#client.getdel(`${this.#prefix}leg:${state}`);
+    return raw === null ? null : (JSON.parse(raw) as PendingLeg);
+  }
+
+  async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {
+    const key = `${this.#prefix}attempt:${attempt}`;
+    await this.#client.multi().hset(key, provider, JSON.stringify(tokens)).pexpire(key, LEG_TTL_MS).exec();
+  }
+
+  async keepTokens(attempt: string, tsid: string, identity: UpstreamIdentity): Promise<void> {
+    await this.#client.eval(KEEP, 3, `${this.#prefix}attempt:${attempt}`, `${this.#prefix}tokens:${tsid}`, `${this.#prefix}identity:${identity.sub}`, String(this.#grantTtlMs), JSON.stringify(identity));
+  }
+
+  async dropAttempt(attempt: string): Promise<void> {
+    await this.#client.del(`${this.#prefix}attempt:${attempt}`);
+  }
+
+  async hasGrant(tsid: string): Promise<boolean> {
+    return (await this.#client.exists(`${this.#prefix}tokens:${tsid}`)) === 1;
+  }
+
+  async tokens(tsid: string, provider: string): Promise<UpstreamTokens | null> {
+    const raw = await this.#client.hget(`${this.#prefix}tokens:${tsid}`, provider);
+    return raw === null ? null : (JSON.parse(raw) as UpstreamTokens);
+  }
+
+  async identity(sub: string): Promise<UpstreamIdentity | null> {
+    const raw = await this.#client.get(`${this.#prefix}identity:${sub}`);
+    return raw === null ? null : (JSON.parse(raw) as UpstreamIdentity);
   }
 }

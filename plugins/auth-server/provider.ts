@@ -26,7 +26,7 @@ export interface ProviderOptions {
   readonly scopes: readonly string[];
   readonly adapter: NonNullable<Configuration['adapter']>;
   /** Who a subject is (name, email), as the login chain's first provider said. */
-  readonly identity: (sub: string) => { readonly name?: string; readonly email?: string } | null;
+  readonly identity: (sub: string) => Promise<{ readonly name?: string; readonly email?: string } | null>;
 }
 
 const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
@@ -62,13 +62,13 @@ export function createProvider(options: ProviderOptions): Provider {
     rotateRefreshToken: true,
     findAccount: (_ctx, sub) => ({
       accountId: sub,
-      claims: () => ({ sub, ...options.identity(sub) }),
+      claims: async () => ({ sub, ...(await options.identity(sub)) }),
     }),
     // tsid: the grant's id, the key of the upstream tokens its login stored (login-chain.ts).
-    extraTokenClaims: (_ctx, token) => {
+    extraTokenClaims: async (_ctx, token) => {
       const grantId = (token as { grantId?: string }).grantId;
       const accountId = (token as { accountId?: string }).accountId;
-      const who = accountId === undefined ? null : options.identity(accountId);
+      const who = accountId === undefined ? null : await options.identity(accountId);
       return { ...(grantId === undefined ? {} : { tsid: grantId }), ...(who?.name === undefined ? {} : { name: who.name }), ...(who?.email === undefined ? {} : { email: who.email }) };
     },
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),

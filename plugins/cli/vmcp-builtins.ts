@@ -28,9 +28,6 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
     specs.push({ definition: oidcAuth, config: oidc, source: `${where} spec.incomingAuth` });
   }
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
-    if (authServerConfig.storage.type === 'redis') {
-      missing.push(`${where} spec.authServerConfig.storage: Redis storage of the embedded authorization server is not available in this version yet (leave it out for in-memory storage)`);
-    }
     authServerConfig.upstreamProviders.forEach((provider, i) => {
       if (provider.type === 'oauth2' && provider.tokenResponseMapping !== null) {
         missing.push(`${where} spec.authServerConfig.upstreamProviders[${i}].oauth2Config.tokenResponseMapping: not available in this version yet`);

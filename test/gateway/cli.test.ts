@@ -83,12 +83,12 @@ describe('gatehouse vmcp serve', () => {
       backends: [{ name: 'echo', url: backend.url }],
       incomingAuth: '  incomingAuth:\n    type: oidc\n    resourceUrl: "http://127.0.0.1:4483/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "http://127.0.0.1:4483", clientId: vmcp, audience: "http://127.0.0.1:4483/mcp"}}',
       spec:
-        '  authServerConfig:\n    issuer: "http://127.0.0.1:4483"\n    upstreamProviders:\n      - {name: corp, type: oidc, oidcConfig: {issuerUrl: "https://idp.example.com", clientId: gatehouse}}\n' +
-        '    storage: {type: redis, redis: {addr: "127.0.0.1:6379"}}',
+        '  authServerConfig:\n    issuer: "http://127.0.0.1:4483"\n    upstreamProviders:\n' +
+        '      - {name: corp, type: oauth2, oauth2Config: {authorizationEndpoint: "https://idp.example.com/authorize", tokenEndpoint: "https://idp.example.com/token", clientId: gatehouse, tokenResponseMapping: {accessTokenPath: data.token}}}',
     });
     const result = await run(['vmcp', 'serve', '--config', await writeConfig(yaml), '--port', '0']);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /VirtualMCPServer\/vmcp spec.authServerConfig.storage: Redis storage of the embedded authorization server is not available in this version yet/);
+    assert.match(result.stderr, /VirtualMCPServer\/vmcp spec.authServerConfig.upstreamProviders\[0\].oauth2Config.tokenResponseMapping: not available in this version yet/);
   });
 
   it('says which address is in use', async () => {

@@ -1,0 +1,105 @@
+/**
+ * Where the authorization server keeps what it issues when `storage` is Redis (one address or a
+ * Sentinel-managed master): codes, tokens, grants, sessions, interactions and registered
+ * clients survive a restart and are shared by every replica. One key per record,
+ * `<prefix>oidc:<model>:<id>`, holding its JSON with the record's own expiry; a record's use
+ * (`consumed`, for replay detection) is a key of its own beside it with the same expiry, so a
+ * payload is never rewritten. The indexes the provider needs (by uid, by user code, the records
+ * of a grant) are keys too, written in the same transaction as the record.
+ */
+import type { Redis } from 'ioredis';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+
+/** Sets the "consumed" mark of a record with the record's remaining lifetime (nothing when it is gone). */
+const CONSUME = `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return 0 end
+if ttl == -1 then redis.call('SET', KEYS[2], ARGV[1]) else redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) end
+return 1`;
+
+/** Deletes every record of a grant, their marks, and the grant's index. */
+const REVOKE = `
+local keys = redis.call('SMEMBERS', KEYS[1])
+for _, key in ipairs(keys) do redis.call('DEL', key, key .. ':consumed') end
+redis.call('DEL', KEYS[1])
+return #keys`;
+
+export class RedisAdapter implements Adapter {
+  readonly #client: Redis;
+  readonly #prefix: string;
+  readonly #model: string;
+
+  constructor(client: Redis, keyPrefix: string, model: string) {
+    this.#client = client;
+    this.#prefix = `${keyPrefix}oidc:`;
+    this.#model = model;
+  }
+
+  #key(id: string): string {
+    return `${this.#prefix}${this.#model}:${id}`;
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    const key = this.#key(id);
+    const tx = this.#client.multi();
+    const ttl = expiresIn !== undefined && expiresIn > 0 ? expiresIn : null;
+    if (ttl === null) tx.set(key, JSON.stringify(payload));
+    else tx.set(key, JSON.stringify(payload), 'EX', ttl);
+    if (payload.uid !== undefined) {
+      if (ttl === null) tx.set(`${this.#prefix}uid:${payload.uid}`, id);
+      else tx.set(`${this.#prefix}uid:${payload.uid}`, id, 'EX', ttl);
+    }
+    if (payload.userCode !== undefined) {
+      if (ttl === null) tx.set(`${this.#prefix}usercode:${payload.userCode}`, id);
+      else tx.set(`${this.#prefix}usercode:${payload.userCode}`, id, 'EX', ttl);
+    }
+    if (payload.grantId !== undefined) {
+      const grantKey = `${this.#prefix}grant:${payload.grantId}`;
+      tx.sadd(grantKey, key);
+      // The index lives as long as its longest record (a grant outlives its tokens).
+      if (ttl !== null) tx.expire(grantKey, ttl, 'NX').expire(grantKey, ttl, 'GT');
+    }
+    await tx.exec();
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    const key = this.#key(id);
+    const [raw, consumed] = await this.#client.mget(key, `${key}:consumed`);
+    if (raw === null || raw === undefined) return undefined;
+    const payload = JSON.parse(raw) as AdapterPayload;
+    return consumed === null || consumed === undefined ? payload : { ...payload, consumed: Number(consumed) };
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    const id = await this.#client.get(`${this.#prefix}uid:${uid}`);
+    return id === null ? undefined : this.find(id);
+  }
+
+  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+    const id = await this.#client.get(`${this.#prefix}usercode:${userCode}`);
+    return id === null ? undefined : this.find(id);
+  }
+
+  async consume(id: string): Promise<void> {
+    const key = this.#key(id);
+    await this.#client.eval(CONSUME, 2, key, `${key}:consumed`, String(Math.floor(Date.now() / 1000)));
+  }
+
+  async destroy(id: string): Promise<void> {
+    const key = this.#key(id);
+    await this.#client.del(key, `${key}:consumed`);
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await this.#client.eval(REVOKE, 1, `${this.#prefix}grant:${grantId}`);
+  }
+}
+
+/** The adapter class the provider is given: one RedisAdapter per model, on one shared client. */
+export function redisAdapterClass(client: Redis, keyPrefix: string): new (model: string) => Adapter {
+  return class extends RedisAdapter {
+    constructor(model: string) {
+      super(client, keyPrefix, model);
+    }
+  };
+}
