@@ -66,8 +66,10 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     // Redis: everything the provider and the login keep is shared by the replicas and outlives a restart.
     const redis = storage.type === 'redis' ? createRedisClient(storage, host.log, 'auth-server') : null;
     const refreshMs = settings.tokenLifespans.refreshTokenMs;
-    const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs) : new RedisLoginStore(redis, storage.type === 'redis' ? storage.keyPrefix : '', refreshMs);
-    const adapter = redis === null ? memoryAdapterClass() : redisAdapterClass(redis, storage.type === 'redis' ? storage.keyPrefix : '');
+    const keyPrefix = storage.type === 'redis' ? storage.keyPrefix : '';
+    const durable = storage.type === 'redis' && storage.sentinel !== null;
+    const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs) : new RedisLoginStore(redis, keyPrefix, refreshMs, durable);
+    const adapter = redis === null ? memoryAdapterClass() : redisAdapterClass(redis, keyPrefix, durable);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, identity: (sub) => store.identity(sub) });
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
     const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, scopes: config.scopes, log: host.log });

@@ -7,6 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { replicated } from './redis-adapter.ts';
 import type { UpstreamIdentity, UpstreamTokens } from './upstream-providers.ts';
 
 /** One leg of a login in progress: what its callback must match. */
@@ -119,15 +120,19 @@ export class RedisLoginStore implements LoginStore {
   readonly #client: Redis;
   readonly #prefix: string;
   readonly #grantTtlMs: number;
+  /** Replicas exist (Sentinel): writes wait for one (redis-adapter.ts). */
+  readonly #durable: boolean;
 
-  constructor(client: Redis, keyPrefix: string, grantTtlMs: number) {
+  constructor(client: Redis, keyPrefix: string, grantTtlMs: number, durable: boolean) {
     this.#client = client;
     this.#prefix = `${keyPrefix}auth:`;
     this.#grantTtlMs = grantTtlMs;
+    this.#durable = durable;
   }
 
   async putLeg(state: string, leg: PendingLeg): Promise<void> {
     await this.#client.set(`${this.#prefix}leg:${state}`, JSON.stringify(leg), 'PX', LEG_TTL_MS);
+    await replicated(this.#client, this.#durable);
   }
 
   async takeLeg(state: string): Promise<PendingLeg | null> {
@@ -138,10 +143,12 @@ export class RedisLoginStore implements LoginStore {
   async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {
     const key = `${this.#prefix}attempt:${attempt}`;
     await this.#client.multi().hset(key, provider, JSON.stringify(tokens)).pexpire(key, LEG_TTL_MS).exec();
+    await replicated(this.#client, this.#durable);
   }
 
   async keepTokens(attempt: string, tsid: string, identity: UpstreamIdentity): Promise<void> {
     await this.#client.eval(KEEP, 3, `${this.#prefix}attempt:${attempt}`, `${this.#prefix}tokens:${tsid}`, `${this.#prefix}identity:${identity.sub}`, String(this.#grantTtlMs), JSON.stringify(identity));
+    await replicated(this.#client, this.#durable);
   }
 
   async dropAttempt(attempt: string): Promise<void> {

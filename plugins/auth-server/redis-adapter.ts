@@ -24,15 +24,28 @@ for _, key in ipairs(keys) do redis.call('DEL', key, key .. ':consumed') end
 redis.call('DEL', KEYS[1])
 return #keys`;
 
+/**
+ * With Sentinel there are replicas: a write is answered once one of them has it too (WAIT, up to
+ * REPLICATION_WAIT_MS), so a failover right after loses nothing the provider acknowledged.
+ * Best effort: past the wait the write stands on the master alone.
+ */
+export const REPLICATION_WAIT_MS = 1_000;
+
+export async function replicated(client: Redis, durable: boolean): Promise<void> {
+  if (durable) await client.wait(1, REPLICATION_WAIT_MS);
+}
+
 export class RedisAdapter implements Adapter {
   readonly #client: Redis;
   readonly #prefix: string;
   readonly #model: string;
+  readonly #durable: boolean;
 
-  constructor(client: Redis, keyPrefix: string, model: string) {
+  constructor(client: Redis, keyPrefix: string, model: string, durable: boolean) {
     this.#client = client;
     this.#prefix = `${keyPrefix}oidc:`;
     this.#model = model;
+    this.#durable = durable;
   }
 
   #key(id: string): string {
@@ -60,6 +73,7 @@ export class RedisAdapter implements Adapter {
       if (ttl !== null) tx.expire(grantKey, ttl, 'NX').expire(grantKey, ttl, 'GT');
     }
     await tx.exec();
+    await replicated(this.#client, this.#durable);
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
@@ -83,6 +97,7 @@ export class RedisAdapter implements Adapter {
   async consume(id: string): Promise<void> {
     const key = this.#key(id);
     await this.#client.eval(CONSUME, 2, key, `${key}:consumed`, String(Math.floor(Date.now() / 1000)));
+    await replicated(this.#client, this.#durable);
   }
 
   async destroy(id: string): Promise<void> {
@@ -92,14 +107,15 @@ export class RedisAdapter implements Adapter {
 
   async revokeByGrantId(grantId: string): Promise<void> {
     await this.#client.eval(REVOKE, 1, `${this.#prefix}grant:${grantId}`);
+    await replicated(this.#client, this.#durable);
   }
 }
 
 /** The adapter class the provider is given: one RedisAdapter per model, on one shared client. */
-export function redisAdapterClass(client: Redis, keyPrefix: string): new (model: string) => Adapter {
+export function redisAdapterClass(client: Redis, keyPrefix: string, durable: boolean): new (model: string) => Adapter {
   return class extends RedisAdapter {
     constructor(model: string) {
-      super(client, keyPrefix, model);
+      super(client, keyPrefix, model, durable);
     }
   };
 }
