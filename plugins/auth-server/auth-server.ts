@@ -28,6 +28,7 @@ import { redisAdapterClass } from './redis-adapter.ts';
 import { createRedisClient, waitReady } from '../../core/store/redis.ts';
 import { CALLBACK_PATH, DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 import { UpstreamProvider } from './upstream-providers.ts';
+import { MemoryRefreshLock, RedisRefreshLock, UpstreamTokenAccess, type UpstreamTokenHandle } from './upstream-token-access.ts';
 
 /** How long start waits for Redis before it gives up (the gateway does not start). */
 const REDIS_READY_MS = 10_000;
@@ -40,6 +41,8 @@ export interface AuthServerPluginConfig {
   readonly resource: string;
   /** Scopes clients may ask for the MCP endpoint. */
   readonly scopes: readonly string[];
+  /** Filled with the accessor of the logins' upstream tokens, for the plugins that present them. */
+  readonly upstreamTokens?: UpstreamTokenHandle;
 }
 
 /** The metadata documents' paths for an issuer whose path is `issuerPath` ('' at the root). */
@@ -72,6 +75,8 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const adapter = redis === null ? memoryAdapterClass() : redisAdapterClass(redis, keyPrefix, durable);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, identity: (sub) => store.identity(sub) });
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
+    const lock = redis === null ? new MemoryRefreshLock() : new RedisRefreshLock(redis, keyPrefix);
+    config.upstreamTokens?.set(new UpstreamTokenAccess(store, upstreams, lock, host.log));
     const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, scopes: config.scopes, log: host.log });
     const providerCallback = provider.callback();
     // The login's two routes are the chain's; everything else is the provider's own.

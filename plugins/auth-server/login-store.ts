@@ -37,6 +37,8 @@ export interface LoginStore {
   hasGrant(tsid: string): Promise<boolean>;
   /** A provider's tokens for a grant. */
   tokens(tsid: string, provider: string): Promise<UpstreamTokens | null>;
+  /** Replaces a provider's tokens of a grant (after a refresh); nothing when the grant is gone. */
+  updateTokens(tsid: string, provider: string, tokens: UpstreamTokens): Promise<void>;
   /** The user of a grant's tokens, by subject (for the claims of the JWTs). */
   identity(sub: string): Promise<UpstreamIdentity | null>;
 }
@@ -90,6 +92,10 @@ export class MemoryLoginStore implements LoginStore {
     return this.#grants.get(tsid)?.get(provider) ?? null;
   }
 
+  async updateTokens(tsid: string, provider: string, tokens: UpstreamTokens): Promise<void> {
+    this.#grants.get(tsid, { updateAgeOnGet: false })?.set(provider, tokens);
+  }
+
   async identity(sub: string): Promise<UpstreamIdentity | null> {
     return this.#identities.get(sub) ?? null;
   }
@@ -110,6 +116,9 @@ if #tokens > 0 then
 end
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[1])
 return #tokens / 2`;
+
+/** Replaces one provider's tokens of a grant that still exists (its expiry unchanged). */
+const UPDATE = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return 0`;
 
 /**
  * The login store in Redis (`authServerConfig.storage`): legs as keys taken with GETDEL (one
@@ -162,6 +171,11 @@ export class RedisLoginStore implements LoginStore {
   async tokens(tsid: string, provider: string): Promise<UpstreamTokens | null> {
     const raw = await this.#client.hget(`${this.#prefix}tokens:${tsid}`, provider);
     return raw === null ? null : (JSON.parse(raw) as UpstreamTokens);
+  }
+
+  async updateTokens(tsid: string, provider: string, tokens: UpstreamTokens): Promise<void> {
+    await this.#client.eval(UPDATE, 1, `${this.#prefix}tokens:${tsid}`, provider, JSON.stringify(tokens));
+    await replicated(this.#client, this.#durable);
   }
 
   async identity(sub: string): Promise<UpstreamIdentity | null> {

@@ -120,6 +120,17 @@ export class UpstreamProvider {
     return { tokens, identity: await this.#userInfo(tokens.accessToken) };
   }
 
+  /** New tokens for a refresh token (refreshToken is null when the provider sent none back). */
+  async refresh(refreshToken: string): Promise<UpstreamTokens> {
+    const grant = await client.refreshTokenGrant(this.#configuration(), refreshToken);
+    return {
+      accessToken: grant.access_token,
+      refreshToken: grant.refresh_token ?? null,
+      expiresAt: typeof grant.expires_in === 'number' ? Date.now() + grant.expires_in * 1000 : null,
+      scope: grant.scope ?? null,
+    };
+  }
+
   /** An `oauth2` provider's userInfo answer, mapped through `fieldMapping`; null without userInfo. */
   async #userInfo(accessToken: string): Promise<UpstreamIdentity | null> {
     if (this.#settings.type !== 'oauth2' || this.#settings.userInfo === null) return null;

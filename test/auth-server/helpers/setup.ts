@@ -7,6 +7,7 @@ import type { AuthServerConfig, UpstreamProviderConfig } from '../../../core/con
 import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
 import { authServer } from '../../../plugins/auth-server/auth-server.ts';
 import { loadServerKeys } from '../../../plugins/auth-server/keys.ts';
+import { UpstreamTokenHandle } from '../../../plugins/auth-server/upstream-token-access.ts';
 import { freePort } from '../../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../../fixtures/sdk-server.ts';
 import { startTestGateway } from '../../helpers/gateway.ts';
@@ -23,14 +24,16 @@ export interface AuthGateway {
   readonly github: UpstreamIdp | null;
   readonly backend: SdkServer;
   readonly log: CapturedLog;
+  /** The accessor of the logins' upstream tokens. */
+  readonly upstreamTokens: UpstreamTokenHandle;
   close(): Promise<void>;
 }
 
-export async function startAuthGateway(options: { chained?: boolean; authorizationEndpointBaseUrl?: string } = {}): Promise<AuthGateway> {
+export async function startAuthGateway(options: { chained?: boolean; authorizationEndpointBaseUrl?: string; corpAccessTokenTtlSeconds?: number } = {}): Promise<AuthGateway> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const callback = `${issuer}/oauth/callback`;
-  const corp = await startUpstreamIdp({ user: USER, redirectUri: callback, clientSecret: 'corp-secret' });
+  const corp = await startUpstreamIdp({ user: USER, redirectUri: callback, clientSecret: 'corp-secret', ...(options.corpAccessTokenTtlSeconds === undefined ? {} : { accessTokenTtlSeconds: options.corpAccessTokenTtlSeconds }) });
   const github = options.chained === true ? await startUpstreamIdp({ user: { sub: 'gh-42' }, redirectUri: callback }) : null;
   const backend = await startSdkServer({ name: 'echo' });
   const providers: UpstreamProviderConfig[] = [
@@ -60,11 +63,12 @@ export async function startAuthGateway(options: { chained?: boolean; authorizati
   };
   const log = captureLog('info');
   const resource = `${issuer}/mcp`;
+  const upstreamTokens = new UpstreamTokenHandle();
   const gateway = await startTestGateway({
     port,
     log: log.log,
     backends: [{ name: 'echo', url: backend.url }],
-    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'] }, source: 'test' }],
+    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens }, source: 'test' }],
   });
   return {
     issuer,
@@ -74,6 +78,7 @@ export async function startAuthGateway(options: { chained?: boolean; authorizati
     github,
     backend,
     log,
+    upstreamTokens,
     async close() {
       await gateway.stop();
       await backend.close();

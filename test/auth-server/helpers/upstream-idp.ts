@@ -15,6 +15,10 @@ export interface UpstreamIdp {
   readonly logins: number;
   /** Set to make the next logins fail with access_denied. */
   refuse: boolean;
+  /** Set to refuse refresh tokens (invalid_grant). */
+  refuseRefresh: boolean;
+  /** Refresh-token grants answered. */
+  readonly refreshes: number;
   close(): Promise<void>;
 }
 
@@ -23,6 +27,8 @@ export interface UpstreamIdpOptions {
   /** The gateway's callback URL. */
   readonly redirectUri: string;
   readonly clientSecret?: string;
+  /** Lifetime of its access tokens (default 600 s). */
+  readonly accessTokenTtlSeconds?: number;
 }
 
 export async function startUpstreamIdp(options: UpstreamIdpOptions): Promise<UpstreamIdp> {
@@ -42,11 +48,23 @@ export async function startUpstreamIdp(options: UpstreamIdpOptions): Promise<Ups
     claims: { openid: ['sub'], profile: ['name'], email: ['email'] },
     scopes: ['openid', 'profile', 'email', 'offline_access', 'repo'],
     features: { devInteractions: { enabled: false } },
-    ttl: { AccessToken: 600, AuthorizationCode: 60, IdToken: 600, Interaction: 600, Session: 3600, Grant: 3600, RefreshToken: 3600 },
+    ttl: { AccessToken: options.accessTokenTtlSeconds ?? 600, AuthorizationCode: 60, IdToken: 600, Interaction: 600, Session: 3600, Grant: 3600, RefreshToken: 3600 },
     findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ ...options.user, sub }) }),
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    issueRefreshToken: () => true,
   });
-  const state = { logins: 0, refuse: false };
+  const state = { logins: 0, refuse: false, refuseRefresh: false, refreshes: 0 };
+  provider.on('grant.success', (ctx) => {
+    if (ctx.oidc.params?.['grant_type'] === 'refresh_token') state.refreshes++;
+  });
+  provider.use(async (ctx, next) => {
+    if (state.refuseRefresh && ctx.method === 'POST' && ctx.path === '/token') {
+      ctx.status = 400;
+      ctx.body = { error: 'invalid_grant', error_description: 'refresh refused by the test' };
+      return;
+    }
+    await next();
+  });
   const callback = provider.callback();
   server.on('request', (req, res) => {
     if (!(req.url ?? '').startsWith('/interaction/')) return void callback(req, res);
@@ -76,6 +94,15 @@ export async function startUpstreamIdp(options: UpstreamIdpOptions): Promise<Ups
     },
     set refuse(value: boolean) {
       state.refuse = value;
+    },
+    get refuseRefresh() {
+      return state.refuseRefresh;
+    },
+    set refuseRefresh(value: boolean) {
+      state.refuseRefresh = value;
+    },
+    get refreshes() {
+      return state.refreshes;
     },
     close: () =>
       new Promise<void>((resolve) => {
