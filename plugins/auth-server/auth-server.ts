@@ -28,10 +28,13 @@ import { redisAdapterClass } from './redis-adapter.ts';
 import { createRedisClient, waitReady } from '../../core/store/redis.ts';
 import { CALLBACK_PATH, DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 import { UpstreamProvider } from './upstream-providers.ts';
+import { IssuerHttp } from '../incoming-auth/issuer-http.ts';
 import { MemoryRefreshLock, RedisRefreshLock, UpstreamTokenAccess, type UpstreamTokenHandle } from './upstream-token-access.ts';
 
 /** How long start waits for Redis before it gives up (the gateway does not start). */
 const REDIS_READY_MS = 10_000;
+/** Time allowed to fetch a Client ID Metadata Document. */
+const METADATA_TIMEOUT_MS = 5_000;
 
 export interface AuthServerPluginConfig {
   readonly authServer: AuthServerConfig;
@@ -43,6 +46,8 @@ export interface AuthServerPluginConfig {
   readonly scopes: readonly string[];
   /** Filled with the accessor of the logins' upstream tokens, for the plugins that present them. */
   readonly upstreamTokens?: UpstreamTokenHandle;
+  /** How Client ID Metadata Documents are fetched (default: the guarded fetch; tests give their own). */
+  readonly fetchClientMetadata?: (url: string, init: { method: string; headers: Record<string, string> }) => Promise<Response>;
 }
 
 /** The metadata documents' paths for an issuer whose path is `issuerPath` ('' at the root). */
@@ -73,7 +78,9 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const durable = storage.type === 'redis' && storage.sentinel !== null;
     const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs) : new RedisLoginStore(redis, keyPrefix, refreshMs, durable);
     const adapter = redis === null ? memoryAdapterClass() : redisAdapterClass(redis, keyPrefix, durable);
-    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, identity: (sub) => store.identity(sub) });
+    const metadataHttp = new IssuerHttp({ issuer: new URL('https://client-metadata.invalid'), allowPrivateIp: false, timeoutMs: METADATA_TIMEOUT_MS });
+    const fetchMetadata = config.fetchClientMetadata ?? metadataHttp.fetch;
+    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub) });
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
     const lock = redis === null ? new MemoryRefreshLock() : new RedisRefreshLock(redis, keyPrefix);
     config.upstreamTokens?.set(new UpstreamTokenAccess(store, upstreams, lock, host.log));
@@ -133,6 +140,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
         await bridge.stop();
         await Promise.all(upstreams.map((upstream) => upstream.close()));
         await redis?.quit().catch(() => undefined);
+        await metadataHttp.close();
       },
     };
   },

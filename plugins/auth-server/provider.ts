@@ -25,6 +25,11 @@ export interface ProviderOptions {
   /** Scopes a client may ask for the resource (besides openid and offline_access). */
   readonly scopes: readonly string[];
   readonly adapter: NonNullable<Configuration['adapter']>;
+  /**
+   * How Client ID Metadata Documents (a `client_id` that is an https URL) are fetched: the guarded
+   * fetch (no private or special-use addresses, https only, time-bound) unless code gives another.
+   */
+  readonly fetch: (url: string, init: { method: string; headers: Record<string, string>; signal?: AbortSignal; redirect?: 'manual' }) => Promise<Response>;
   /** Who a subject is (name, email), as the login chain's first provider said. */
   readonly identity: (sub: string) => Promise<{ readonly name?: string; readonly email?: string } | null>;
 }
@@ -78,7 +83,14 @@ export function createProvider(options: ProviderOptions): Provider {
       ctx.type = 'html';
       ctx.body = `<!doctype html><meta charset="utf-8"><title>Sign-in failed</title><h1>${escapeHtml(String(out['error']))}</h1><p>${escapeHtml(String(out['error_description'] ?? ''))}</p>`;
     },
+    // Every fetch the provider makes (Client ID Metadata Documents) goes through the guard.
+    fetch: (url, init) => options.fetch(String(url), init as Parameters<ProviderOptions['fetch']>[1]),
+    fetchResponseBodyLimits: { 'client_id metadata document': 5 * 1024, jwks_uri: 64 * 1024, sector_identifier_uri: 64 * 1024 },
     features: {
+      // MCP 2025-11-25: a client may name itself by the https URL of its metadata document. The
+      // provider fetches it (bounded, cached 30 s to 1 h), requires its client_id to be that URL,
+      // and refuses shared secrets in it.
+      clientIdMetadataDocument: { enabled: true, ack: 'draft-02', cacheDuration: { min: 30, max: 3600 } },
       devInteractions: { enabled: false },
       registration: { enabled: true, initialAccessToken: false },
       userinfo: { enabled: false },

@@ -5,7 +5,7 @@
  */
 import type { AuthServerConfig, UpstreamProviderConfig } from '../../../core/config/vmcp-types.ts';
 import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
-import { authServer } from '../../../plugins/auth-server/auth-server.ts';
+import { authServer, type AuthServerPluginConfig } from '../../../plugins/auth-server/auth-server.ts';
 import { loadServerKeys } from '../../../plugins/auth-server/keys.ts';
 import { UpstreamTokenHandle } from '../../../plugins/auth-server/upstream-token-access.ts';
 import { freePort } from '../../fixtures/processes.ts';
@@ -29,7 +29,15 @@ export interface AuthGateway {
   close(): Promise<void>;
 }
 
-export async function startAuthGateway(options: { chained?: boolean; authorizationEndpointBaseUrl?: string; corpAccessTokenTtlSeconds?: number } = {}): Promise<AuthGateway> {
+export interface AuthGatewayOptions {
+  readonly chained?: boolean;
+  readonly authorizationEndpointBaseUrl?: string;
+  readonly corpAccessTokenTtlSeconds?: number;
+  /** Serves Client ID Metadata Documents in place of the network. */
+  readonly fetchClientMetadata?: AuthServerPluginConfig['fetchClientMetadata'];
+}
+
+export async function startAuthGateway(options: AuthGatewayOptions = {}): Promise<AuthGateway> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const callback = `${issuer}/oauth/callback`;
@@ -68,7 +76,7 @@ export async function startAuthGateway(options: { chained?: boolean; authorizati
     port,
     log: log.log,
     backends: [{ name: 'echo', url: backend.url }],
-    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens }, source: 'test' }],
+    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }) } satisfies AuthServerPluginConfig, source: 'test' }],
   });
   return {
     issuer,
