@@ -28,11 +28,6 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
     specs.push({ definition: oidcAuth, config: oidc, source: `${where} spec.incomingAuth` });
   }
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
-    authServerConfig.upstreamProviders.forEach((provider, i) => {
-      if (provider.type === 'oauth2' && provider.tokenResponseMapping !== null) {
-        missing.push(`${where} spec.authServerConfig.upstreamProviders[${i}].oauth2Config.tokenResponseMapping: not available in this version yet`);
-      }
-    });
     specs.push({
       definition: authServer,
       config: { authServer: authServerConfig, keys, resource: incoming.resourceUrl, scopes: incoming.scopes ?? [] } satisfies AuthServerPluginConfig,

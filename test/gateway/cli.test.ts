@@ -79,16 +79,15 @@ describe('gatehouse vmcp serve', () => {
   });
 
   it('says plainly which configured part is not available yet, and does not start', async () => {
-    const yaml = vmcpYaml({
-      backends: [{ name: 'echo', url: backend.url }],
-      incomingAuth: '  incomingAuth:\n    type: oidc\n    resourceUrl: "http://127.0.0.1:4483/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "http://127.0.0.1:4483", clientId: vmcp, audience: "http://127.0.0.1:4483/mcp"}}',
-      spec:
-        '  authServerConfig:\n    issuer: "http://127.0.0.1:4483"\n    upstreamProviders:\n' +
-        '      - {name: corp, type: oauth2, oauth2Config: {authorizationEndpoint: "https://idp.example.com/authorize", tokenEndpoint: "https://idp.example.com/token", clientId: gatehouse, tokenResponseMapping: {accessTokenPath: data.token}}}',
-    });
+    const yaml = [
+      'apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: tools}',
+      `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: echo}\nspec: {url: "${backend.url}", groupRef: tools, externalAuthConfigRef: {name: exchange}}`,
+      'apiVersion: gatehouse.dev/v1alpha1\nkind: MCPExternalAuthConfig\nmetadata: {name: exchange}\nspec:\n  type: tokenExchange\n  tokenExchange: {tokenUrl: "https://sts.example.com/token", clientId: gatehouse, audience: docs-api}',
+      'apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer\nmetadata: {name: vmcp}\nspec:\n  config: {groupRef: tools}\n  incomingAuth: {type: anonymous}\n  outgoingAuth: {source: discovered}',
+    ].join('\n---\n');
     const result = await run(['vmcp', 'serve', '--config', await writeConfig(yaml), '--port', '0']);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /VirtualMCPServer\/vmcp spec.authServerConfig.upstreamProviders\[0\].oauth2Config.tokenResponseMapping: not available in this version yet/);
+    assert.match(result.stderr, /MCPServer\/echo: outgoing auth "tokenExchange" \(MCPExternalAuthConfig\/exchange\) is not available in this version yet/);
   });
 
   it('says which address is in use', async () => {
