@@ -52,15 +52,22 @@ export class ProviderBridge implements BodySink<Context> {
     this.#forwardedProto = url.protocol.slice(0, -1);
     this.#forwardedHost = url.host;
     this.#issuerPath = url.pathname.replace(/\/$/, '');
-    const expected = Buffer.from(this.#secret);
+    const expected = Buffer.from(this.#secret, 'latin1');
     this.#server = createServer((req, res) => {
-      const given = req.headers[SECRET_HEADER];
-      const ok = typeof given === 'string' && given.length === expected.length && timingSafeEqual(Buffer.from(given), expected);
-      if (!ok) {
-        res.writeHead(404, { connection: 'close' }).end();
-        return;
+      try {
+        // Compared as the bytes received (latin1): a header of other characters, whatever its
+        // length in UTF-16, is compared byte for byte, or refused on its byte length.
+        const given = req.headers[SECRET_HEADER];
+        const bytes = typeof given === 'string' ? Buffer.from(given, 'latin1') : null;
+        if (bytes === null || bytes.length !== expected.length || !timingSafeEqual(bytes, expected)) {
+          res.writeHead(404, { connection: 'close' }).end();
+          return;
+        }
+        handler(req, res);
+      } catch {
+        // Nothing on this loopback listener may end the process.
+        res.destroy();
       }
-      handler(req, res);
     });
   }
 
@@ -73,6 +80,12 @@ export class ProviderBridge implements BodySink<Context> {
     const url = new URL(`http://127.0.0.1:${port}/`);
     this.#pool = new Pool(url, { connections: 64, keepAliveMs: 4_000, connectTimeoutMs: 2_000 });
     this.#backend = { name: 'authorization server', url, origin: url.origin, path: '/', authority: url.host, timeoutMs: 30_000, auth: null };
+  }
+
+  /** The loopback port the provider listens on (null before start). */
+  get internalPort(): number | null {
+    const address = this.#server.address();
+    return address === null || typeof address === 'string' ? null : address.port;
   }
 
   async stop(): Promise<void> {

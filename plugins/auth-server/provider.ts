@@ -86,13 +86,20 @@ export function createProvider(options: ProviderOptions): Provider {
     // Every fetch the provider makes (Client ID Metadata Documents) goes through the guard.
     fetch: (url, init) => options.fetch(String(url), init as Parameters<ProviderOptions['fetch']>[1]),
     fetchResponseBodyLimits: { 'client_id metadata document': 5 * 1024, jwks_uri: 64 * 1024, sector_identifier_uri: 64 * 1024 },
+    // The authorization code flow only: no implicit or hybrid response types.
+    responseTypes: ['code'],
     features: {
+      // Off: incoming auth checks bearer tokens; a DPoP-bound token would pass without its proof.
+      dPoP: { enabled: false },
+      // Off: the gateway does not route it, so it is not advertised.
+      pushedAuthorizationRequests: { enabled: false },
       // MCP 2025-11-25: a client may name itself by the https URL of its metadata document. The
       // provider fetches it (bounded, cached 30 s to 1 h), requires its client_id to be that URL,
       // and refuses shared secrets in it.
       clientIdMetadataDocument: { enabled: true, ack: 'draft-02', cacheDuration: { min: 30, max: 3600 } },
       devInteractions: { enabled: false },
-      registration: { enabled: true, initialAccessToken: false },
+      // No registration access token: client management is not offered (nor routed).
+      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
       userinfo: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       resourceIndicators: {

@@ -27,6 +27,9 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
     const oidc: OidcAuthConfig = keys === null ? incoming : { ...incoming, validator: { localKeys: publicJwks(keys) } };
     specs.push({ definition: oidcAuth, config: oidc, source: `${where} spec.incomingAuth` });
   }
+  if (authServerConfig !== null && new URL(authServerConfig.issuer).pathname.replace(/\/$/, '') !== '') {
+    missing.push(`${where} spec.authServerConfig.issuer: an issuer with a path is not available in this version yet (use the gateway's origin, e.g. ${new URL(authServerConfig.issuer).origin})`);
+  }
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
     specs.push({
       definition: authServer,

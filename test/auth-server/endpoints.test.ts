@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { REGISTRATIONS } from '../../plugins/auth-server/registration-limit.ts';
+import { ProviderBridge } from '../../plugins/auth-server/bridge.ts';
+import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';
 import { startAuthGateway, type AuthGateway } from './helpers/setup.ts';
 
 const REDIRECT = 'http://127.0.0.1:7777/callback';
@@ -54,6 +56,9 @@ describe('embedded authorization server: endpoints', () => {
       assert.equal(doc.registration_endpoint, `${issuer}/oauth/register`);
       assert.equal(doc.jwks_uri, `${issuer}/.well-known/jwks.json`);
       assert.deepEqual(doc.code_challenge_methods_supported, ['S256']);
+      assert.deepEqual(doc.response_types_supported, ['code'], 'no implicit or hybrid flows');
+      assert.equal(doc.dpop_signing_alg_values_supported, undefined, 'no DPoP: incoming auth checks bearer tokens');
+      assert.equal(doc.pushed_authorization_request_endpoint, undefined);
       assert.ok((doc.token_endpoint_auth_methods_supported as string[]).includes('none'));
     }
   });
@@ -185,5 +190,28 @@ describe('embedded authorization server: authorizationEndpointBaseUrl', () => {
     assert.equal(doc.authorization_endpoint, 'https://login.example.com/tenant/oauth/authorize');
     assert.equal(doc.token_endpoint, `${setup.issuer}/oauth/token`);
     assert.equal(doc.issuer, setup.issuer);
+  });
+});
+
+describe('embedded authorization server: the loopback bridge', () => {
+  it('answers only its own secret, and a hostile header (any bytes, any length) neither passes nor ends the process', async () => {
+    let served = 0;
+    const bridge = new ProviderBridge('http://127.0.0.1:1', (_req, res) => {
+      served++;
+      res.end('ok');
+    });
+    await bridge.start();
+    try {
+      const port = bridge.internalPort!;
+      for (const secret of [undefined, 'x', '\u00e9'.repeat(43), '\u00ff'.repeat(86), 'a'.repeat(43)]) {
+        const headers = secret === undefined ? [] : [['x-gatehouse-bridge', secret] as [string, string]];
+        // Written as latin1: each character one byte on the wire, as a hostile client would send them.
+        const answer = await rawExchange(`http://127.0.0.1:${port}/`, Buffer.from(rawRequestBytes('GET', `http://127.0.0.1:${port}/`, headers), 'latin1'), 500);
+        assert.equal(answer.status, 404, JSON.stringify(secret));
+      }
+      assert.equal(served, 0);
+    } finally {
+      await bridge.stop();
+    }
   });
 });
