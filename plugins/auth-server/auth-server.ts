@@ -14,6 +14,7 @@
  *
  * None of them is on the MCP path, and none needs a bearer token.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { Context } from '../../core/context.ts';
 import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.ts';
@@ -88,8 +89,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const providerCallback = provider.callback();
     // The login's two routes are the chain's; everything else is the provider's own.
     const bridge = new ProviderBridge(settings.issuer, (req, res) => {
-      const path = (req.url ?? '/').split('?')[0]!;
-      const step = path === CALLBACK_PATH ? chain.callback(req, res) : path.startsWith(INTERACTION_PATH + '/') ? chain.interaction(req, res) : null;
+      const step = loginStep(chain, req, res);
       if (step === null) return void providerCallback(req, res);
       step.catch((err: unknown) => {
         host.log.error({ err }, 'the sign-in failed');
@@ -117,6 +117,8 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       route(['POST', 'OPTIONS'], ROUTES.token, forward, true),
       route(['POST', 'OPTIONS'], ROUTES.registration, register, true),
       route('GET', `${INTERACTION_PATH}/:uid`, forward, false),
+      route('POST', `${INTERACTION_PATH}/:uid/confirm`, forward, false),
+      route('GET', `${INTERACTION_PATH}/:uid/callback`, forward, false),
       route('GET', CALLBACK_PATH, forward, false),
     ];
 
@@ -157,4 +159,37 @@ async function serverMetadata(bridge: ProviderBridge, settings: AuthServerConfig
   }
   document.code_challenge_methods_supported = ['S256'];
   return document;
+}
+
+/** Largest consent form read (a token and a decision). */
+const MAX_CONSENT_FORM = 4 * 1024;
+const INTERACTION_STEP = new RegExp(`^${INTERACTION_PATH}/([\\w-]{1,128})(/confirm|/callback)?$`);
+
+/** The login's step for a request the bridge passed on (its path relative to the issuer), or null for the provider's own routes. */
+function loginStep(chain: LoginChain, req: IncomingMessage, res: ServerResponse): Promise<void> | null {
+  const path = (req.url ?? '/').split('?')[0]!;
+  if (path === CALLBACK_PATH && req.method === 'GET') return chain.callback(req, res);
+  const match = INTERACTION_STEP.exec(path);
+  if (match === null) return null;
+  const [, uid, step] = match;
+  if (step === undefined && req.method === 'GET') return chain.interaction(req, res);
+  if (step === '/callback' && req.method === 'GET') return chain.continue(req, res, uid!);
+  if (step === '/confirm' && req.method === 'POST') return readForm(req).then((form) => chain.confirm(req, res, form));
+  return null;
+}
+
+function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    req.setEncoding('latin1');
+    req.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.length > MAX_CONSENT_FORM) {
+        req.destroy();
+        reject(new Error('the consent form is too large'));
+      }
+    });
+    req.on('end', () => resolve(new URLSearchParams(text)));
+    req.on('error', reject);
+  });
 }

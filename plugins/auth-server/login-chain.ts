@@ -16,13 +16,13 @@
  * The grant's id is the token set id (`tsid`) of the JWTs the provider issues for it: the key
  * of the upstream tokens this login stored, for the plugins that present them to backends.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as client from 'openid-client';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { LoginStore, PendingLeg } from './login-store.ts';
-import { CALLBACK_PATH } from './routes.ts';
+import { CALLBACK_PATH, INTERACTION_PATH } from './routes.ts';
 import type { UpstreamIdentity, UpstreamProvider } from './upstream-providers.ts';
 
 export interface LoginChainOptions {
@@ -51,16 +51,44 @@ const random = (): string => randomBytes(32).toString('base64url');
 export class LoginChain {
   readonly #o: LoginChainOptions;
   readonly #callback: string;
+  readonly #issuerPath: string;
 
   constructor(options: LoginChainOptions) {
     this.#o = options;
     this.#callback = options.issuer.replace(/\/$/, '') + CALLBACK_PATH;
+    this.#issuerPath = new URL(options.issuer).pathname.replace(/\/$/, '');
   }
 
-  /** The provider's interaction for an authorization request: the first leg starts. */
+  /**
+   * The provider's interaction for an authorization request: the user is asked first. The page
+   * names the client and where it will receive the code, and its form carries a token bound to
+   * this interaction, so no other site can answer it for the user.
+   */
   async interaction(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const details = await this.#o.provider.interactionDetails(req, res);
+    const clientId = String(details.params['client_id']);
+    const client = await this.#o.provider.Client.find(clientId);
+    const redirect = safeUrl(String(details.params['redirect_uri'] ?? ''));
+    const token = random();
+    await this.#o.store.putConsent(details.uid, token);
+    const name = typeof client?.clientName === 'string' && client.clientName.length > 0 ? client.clientName : clientId;
+    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, redirect?.host ?? 'an unknown address');
+  }
+
+  /** The user's answer to the consent page: deny ends the authorization, allow starts the login. */
+  async confirm(req: IncomingMessage, res: ServerResponse, form: URLSearchParams): Promise<void> {
     const provider = this.#o.provider;
     const details = await provider.interactionDetails(req, res);
+    const expected = await this.#o.store.takeConsent(details.uid);
+    const given = form.get('token') ?? '';
+    if (expected === null || !sameSecret(given, expected)) {
+      page(res, 403, 'This confirmation is not valid (expired, already used, or not from this page). Start again from your application.');
+      return;
+    }
+    if (form.get('decision') !== 'allow') {
+      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the user declined' }, { mergeWithLastSubmission: false });
+      return;
+    }
     // Consent still missing on a grant this chain made (the client asked for more than the grant
     // holds): the grant grows, and keeps its id, so its upstream tokens stay its own. Anything
     // else is a login through every provider.
@@ -80,12 +108,27 @@ export class LoginChain {
     await this.#startLeg(res, details.uid, 0, null, random());
   }
 
-  /** A provider sent the browser back: its leg is checked and finished, then the next one starts. */
+  /**
+   * A provider sent the browser back to the one callback URL every provider knows. The browser's
+   * interaction cookie is sent only under the interaction's own path, so the answer goes on there
+   * (the state names the interaction); nothing is decided here.
+   */
   async callback(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', this.#callback);
+    const uid = /^([\w-]{1,128})\./.exec(url.searchParams.get('state') ?? '')?.[1];
+    if (uid === undefined) {
+      page(res, 400, 'This sign-in link is not valid (unknown, already used or expired). Start again from your application.');
+      return;
+    }
+    res.writeHead(303, { location: `${this.#issuerPath}${INTERACTION_PATH}/${uid}/callback${url.search}`, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).end();
+  }
+
+  /** The provider's answer, under the interaction's path: its leg is checked and finished, then the next one starts. */
+  async continue(req: IncomingMessage, res: ServerResponse, pathUid: string): Promise<void> {
     const url = new URL(req.url ?? '/', this.#callback);
     const state = url.searchParams.get('state');
     const leg = state === null ? null : await this.#o.store.takeLeg(state);
-    if (leg === null) {
+    if (leg === null || leg.uid !== pathUid) {
       // Nothing to send the client to: an unknown, used or expired state is a page of its own.
       page(res, 400, 'This sign-in link is not valid (unknown, already used or expired). Start again from your application.');
       return;
@@ -100,7 +143,10 @@ export class LoginChain {
     }
     try {
       if (uid !== leg.uid) throw new LoginFailure('access_denied', 'the sign-in does not belong to this browser session');
-      await this.#finishLeg(req, res, url, state!, leg);
+      // The provider answered at the callback URL: that is the redirect_uri the code is bound to.
+      const answered = new URL(this.#callback);
+      answered.search = url.search;
+      await this.#finishLeg(req, res, answered, state!, leg);
     } catch (err) {
       await this.#fail(req, res, leg, err);
     }
@@ -108,7 +154,8 @@ export class LoginChain {
 
   async #startLeg(res: ServerResponse, uid: string, index: number, identity: UpstreamIdentity | null, attempt: string): Promise<void> {
     const upstream = this.#o.upstreams[index]!;
-    const state = random();
+    // The interaction's uid first: the callback finds the interaction's path by it.
+    const state = `${uid}.${random()}`;
     const nonce = random();
     const codeVerifier = client.randomPKCECodeVerifier();
     await this.#o.store.putLeg(state, { uid, providerIndex: index, nonce, codeVerifier, identity, attempt });
@@ -169,4 +216,44 @@ export class LoginChain {
 function page(res: ServerResponse, status: number, text: string): void {
   res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
   res.end(`<!doctype html><meta charset="utf-8"><title>Sign-in</title><p>${text}</p>`);
+}
+
+function safeUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given, 'latin1');
+  const b = Buffer.from(expected, 'latin1');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+
+/**
+ * The consent page: who asks (the client's name and id, both client-chosen, so escaped and shown
+ * as data) and where the code will go (the redirect URI's host, which is what the user must
+ * recognize). It cannot be framed, loads nothing, and posts only to itself.
+ */
+function consentPage(res: ServerResponse, action: string, token: string, name: string, clientId: string, redirectHost: string): void {
+  res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  });
+  res.end(
+    '<!doctype html><meta charset="utf-8"><title>Allow access?</title>' +
+      `<h1>Allow <q>${escapeHtml(name.slice(0, 100))}</q> to use this MCP server as you?</h1>` +
+      `<p>Client: <code>${escapeHtml(clientId.slice(0, 300))}</code></p>` +
+      `<p>It will receive its authorization at <strong>${escapeHtml(redirectHost.slice(0, 255))}</strong>. Allow only if you started this from that application.</p>` +
+      `<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="token" value="${escapeHtml(token)}">` +
+      '<button name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>',
+  );
 }

@@ -24,6 +24,10 @@ export interface PendingLeg {
 }
 
 export interface LoginStore {
+  /** The consent page's token of an interaction (one answer each). */
+  putConsent(uid: string, token: string): Promise<void>;
+  /** The token, removed. */
+  takeConsent(uid: string): Promise<string | null>;
   putLeg(state: string, leg: PendingLeg): Promise<void>;
   /** The leg of `state`, removed: a state is good for one callback. */
   takeLeg(state: string): Promise<PendingLeg | null>;
@@ -56,6 +60,18 @@ export class MemoryLoginStore implements LoginStore {
   /** `grantTtlMs`: how long a grant's upstream tokens are kept (the refresh token lifespan). */
   constructor(grantTtlMs: number) {
     this.#grants = new LRUCache({ max: MAX_ENTRIES, ttl: grantTtlMs });
+  }
+
+  readonly #consents = new LRUCache<string, string>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
+
+  async putConsent(uid: string, token: string): Promise<void> {
+    this.#consents.set(uid, token);
+  }
+
+  async takeConsent(uid: string): Promise<string | null> {
+    const token = this.#consents.get(uid) ?? null;
+    this.#consents.delete(uid);
+    return token;
   }
 
   async putLeg(state: string, leg: PendingLeg): Promise<void> {
@@ -137,6 +153,15 @@ export class RedisLoginStore implements LoginStore {
     this.#prefix = `${keyPrefix}auth:`;
     this.#grantTtlMs = grantTtlMs;
     this.#durable = durable;
+  }
+
+  async putConsent(uid: string, token: string): Promise<void> {
+    await this.#client.set(`${this.#prefix}consent:${uid}`, token, 'PX', LEG_TTL_MS);
+    await replicated(this.#client, this.#durable);
+  }
+
+  async takeConsent(uid: string): Promise<string | null> {
+    return this.#client.getdel(`${this.#prefix}consent:${uid}`);
   }
 
   async putLeg(state: string, leg: PendingLeg): Promise<void> {

@@ -134,6 +134,50 @@ describe('embedded authorization server: the login through chained providers', (
     assert.equal(again.status, 400);
   });
 
+  it('asks the user first: the page names the client and where the code goes, and cannot be framed', async () => {
+    const evil = await fetch(`${setup.issuer}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:6666/steal'], client_name: '<b>Totally Legit</b>' }),
+    });
+    const evilId = ((await evil.json()) as { client_id: string }).client_id;
+    const query = new URLSearchParams({ client_id: evilId, response_type: 'code', redirect_uri: 'http://127.0.0.1:6666/steal', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+    const logins = setup.corp.logins;
+    const visit = await new Browser().visit(`${setup.issuer}/oauth/authorize?${query}`, () => false, { consent: 'none' });
+    assert.equal(visit.status, 200);
+    assert.match(visit.body, /&lt;b&gt;Totally Legit&lt;\/b&gt;/, 'the client-chosen name, escaped');
+    assert.match(visit.body, /127\.0\.0\.1:6666/, 'where the code would go');
+    assert.equal(setup.corp.logins, logins, 'no provider was asked before the user answered');
+    assert.equal(visit.headers.get('x-frame-options'), 'DENY');
+    assert.match(visit.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+  });
+
+  it('the user denies: the client hears access_denied, and no provider is asked', async () => {
+    const logins = setup.corp.logins;
+    const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 'st-d' });
+    const visit = await new Browser().visit(`${setup.issuer}/oauth/authorize?${query}`, (url) => url.href.startsWith(REDIRECT), { consent: 'deny' });
+    assert.equal(visit.url.searchParams.get('error'), 'access_denied');
+    assert.equal(setup.corp.logins, logins);
+  });
+
+  it('a consent answer without the page\'s token, or from another site, is refused', async () => {
+    const browser = new Browser();
+    const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+    const atPage = await browser.visit(`${setup.issuer}/oauth/authorize?${query}`, () => false, { consent: 'none' });
+    const action = /action="([^"]+)"/.exec(atPage.body)![1]!;
+    // In the user's browser (its cookies): a form another site posts, then one without the
+    // page's token, then one with a wrong token.
+    for (const [origin, form] of [
+      ['http://attacker.example', { decision: 'allow' }],
+      [setup.issuer, { decision: 'allow' }],
+      [setup.issuer, { decision: 'allow', token: 'guessed' }],
+    ] as const) {
+      const res = await browser.post(new URL(action, setup.issuer), form, origin);
+      assert.equal(res.status, 403, `${origin} ${JSON.stringify(form)}`);
+      assert.equal(res.headers.get('location'), null);
+    }
+  });
+
   it('a callback in another browser (no interaction cookie) does not complete the login', async () => {
     const { challenge } = pkce();
     const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource: setup.resource, state: 'st-3' });

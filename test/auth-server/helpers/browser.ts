@@ -1,7 +1,10 @@
 /**
- * Just enough of a browser to walk a login headlessly: it follows redirects one by one, keeps
- * each host's cookies (by name; paths and expiry beyond deletion are ignored), and stops at the
- * first URL that `stop` accepts (the client's redirect URI) or at any page that is not a redirect.
+ * Just enough of a browser to walk a login headlessly, with a browser's cookie rules that matter
+ * here: a cookie is kept per host, name and Path, and sent only to paths under its Path (RFC
+ * 6265 §5.1.4), so a flow that relies on a cookie where a browser would not send it fails here
+ * too. It follows redirects one by one, answers the gateway's consent page (allow, unless told
+ * otherwise) by posting its form as a browser would (with its Origin), and stops at the first
+ * URL that `stop` accepts (the client's redirect URI) or at any other page.
  */
 export interface Visit {
   /** Every URL visited, in order. */
@@ -11,40 +14,107 @@ export interface Visit {
   /** The status of the last response (0 when it stopped before requesting `url`). */
   readonly status: number;
   readonly body: string;
+  /** The headers of the last response (empty when it stopped before requesting `url`). */
+  readonly headers: Headers;
 }
 
-export class Browser {
-  readonly #jars = new Map<string, Map<string, string>>();
+interface Cookie {
+  readonly name: string;
+  readonly value: string;
+  readonly path: string;
+}
 
-  async visit(start: string, stop: (url: URL) => boolean, maxSteps = 20): Promise<Visit> {
+export interface VisitOptions {
+  /** The answer to a consent page: allow (default), deny, or none (stop at the page). */
+  readonly consent?: 'allow' | 'deny' | 'none';
+  readonly maxSteps?: number;
+}
+
+/** RFC 6265 §5.1.4: whether a cookie with path `cookiePath` goes with a request for `path`. */
+function pathMatches(cookiePath: string, path: string): boolean {
+  if (path === cookiePath) return true;
+  return path.startsWith(cookiePath) && (cookiePath.endsWith('/') || path[cookiePath.length] === '/');
+}
+
+/** RFC 6265 §5.1.4: the default Path of a cookie set by a response to `path`. */
+function defaultPath(path: string): string {
+  const slash = path.lastIndexOf('/');
+  return slash <= 0 ? '/' : path.slice(0, slash);
+}
+
+const CONSENT_FORM = /<form method="post" action="([^"]+)"><input type="hidden" name="token" value="([^"]+)">/;
+
+export class Browser {
+  readonly #jars = new Map<string, Map<string, Cookie>>();
+
+  async visit(start: string, stop: (url: URL) => boolean, options: VisitOptions = {}): Promise<Visit> {
     const trail: string[] = [];
     let url = new URL(start);
-    for (let step = 0; step < maxSteps; step++) {
+    let post: { body: string; origin: string } | null = null;
+    for (let step = 0; step < (options.maxSteps ?? 25); step++) {
       trail.push(url.href);
-      if (stop(url)) return { trail, url, status: 0, body: '' };
-      const jar = this.#jar(url.host);
-      const cookie = [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
-      const res = await fetch(url, { redirect: 'manual', headers: cookie.length > 0 ? { cookie } : {} });
-      for (const line of res.headers.getSetCookie()) {
-        const [pair, ...attributes] = line.split(';');
-        const eq = pair!.indexOf('=');
-        const name = pair!.slice(0, eq).trim();
-        const value = pair!.slice(eq + 1).trim();
-        const expired = attributes.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a)) || value === '';
-        if (expired) jar.delete(name);
-        else jar.set(name, value);
+      if (stop(url)) return { trail, url, status: 0, body: '', headers: new Headers() };
+      const headers: Record<string, string> = {};
+      const cookie = this.#cookiesFor(url);
+      if (cookie.length > 0) headers.cookie = cookie;
+      if (post !== null) {
+        headers['content-type'] = 'application/x-www-form-urlencoded';
+        headers.origin = post.origin;
       }
+      const res = await fetch(url, { method: post === null ? 'GET' : 'POST', redirect: 'manual', headers, ...(post === null ? {} : { body: post.body }) });
+      post = null;
+      this.#keep(url, res.headers.getSetCookie());
       const location = res.headers.get('location');
-      if (res.status < 300 || res.status >= 400 || location === null) return { trail, url, status: res.status, body: await res.text() };
-      await res.arrayBuffer();
-      url = new URL(location, url);
+      if (res.status >= 300 && res.status < 400 && location !== null) {
+        await res.arrayBuffer();
+        url = new URL(location, url);
+        continue;
+      }
+      const body = await res.text();
+      const form = res.status === 200 ? CONSENT_FORM.exec(body) : null;
+      const consent = options.consent ?? 'allow';
+      if (form === null || consent === 'none') return { trail, url, status: res.status, body, headers: res.headers };
+      post = { body: new URLSearchParams({ token: form[2]!.replaceAll('&amp;', '&'), decision: consent }).toString(), origin: url.origin };
+      url = new URL(form[1]!.replaceAll('&amp;', '&'), url);
     }
-    throw new Error(`no end after ${maxSteps} redirects: ${trail.join(' → ')}`);
+    throw new Error(`no end after ${options.maxSteps ?? 25} steps: ${trail.join(' → ')}`);
   }
 
-  #jar(host: string): Map<string, string> {
-    let jar = this.#jars.get(host);
-    if (jar === undefined) this.#jars.set(host, (jar = new Map()));
-    return jar;
+  /** A form POST with this browser's cookies for `url` (and the given Origin), not followed. */
+  async post(url: URL, form: Record<string, string>, origin: string): Promise<Response> {
+    const cookie = this.#cookiesFor(url);
+    return fetch(url, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin, ...(cookie.length > 0 ? { cookie } : {}) },
+      body: new URLSearchParams(form).toString(),
+    });
+  }
+
+  #cookiesFor(url: URL): string {
+    const jar = this.#jars.get(url.host);
+    if (jar === undefined) return '';
+    return [...jar.values()]
+      .filter((c) => pathMatches(c.path, url.pathname))
+      .sort((a, b) => b.path.length - a.path.length)
+      .map((c) => `${c.name}=${c.value}`)
+      .join('; ');
+  }
+
+  #keep(url: URL, lines: string[]): void {
+    let jar = this.#jars.get(url.host);
+    if (jar === undefined) this.#jars.set(url.host, (jar = new Map()));
+    for (const line of lines) {
+      const [pair, ...attributes] = line.split(';');
+      const eq = pair!.indexOf('=');
+      const name = pair!.slice(0, eq).trim();
+      const value = pair!.slice(eq + 1).trim();
+      const pathAttribute = attributes.map((a) => a.trim()).find((a) => /^path=/i.test(a));
+      const path = pathAttribute?.slice(5) || defaultPath(url.pathname);
+      const expired = attributes.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a) || /^\s*max-age=0\b/i.test(a)) || value === '';
+      const key = `${name};${path}`;
+      if (expired) jar.delete(key);
+      else jar.set(key, { name, value, path });
+    }
   }
 }
