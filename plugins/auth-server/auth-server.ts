@@ -15,13 +15,14 @@
  * None of them is on the MCP path, and none needs a bearer token.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { LRUCache } from 'lru-cache';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { Context } from '../../core/context.ts';
 import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.ts';
 import { Reply } from '../../core/reply.ts';
 import { ProviderBridge } from './bridge.ts';
 import { publicJwks, type ServerKeys } from './keys.ts';
-import { RegistrationLimit } from './registration-limit.ts';
+import { AddressLimit, AUTHORIZATIONS, REGISTRATIONS } from './address-limit.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
 import { LoginChain } from './login-chain.ts';
 import { MemoryLoginStore, RedisLoginStore, type LoginStore } from './login-store.ts';
@@ -35,7 +36,40 @@ import { MemoryRefreshLock, RedisRefreshLock, UpstreamTokenAccess, type Upstream
 /** How long start waits for Redis before it gives up (the gateway does not start). */
 const REDIS_READY_MS = 10_000;
 /** Time allowed to fetch a Client ID Metadata Document. */
-const METADATA_TIMEOUT_MS = 5_000;
+const METADATA_TIMEOUT_MS = 3_000;
+/** Client ID Metadata Document fetches at once; more fail at once (the client may try again). */
+const MAX_METADATA_FETCHES = 16;
+/** A host whose document could not be fetched is not asked again for this long. */
+const METADATA_FAILURE_MS = 30_000;
+
+type MetadataFetch = NonNullable<AuthServerPluginConfig['fetchClientMetadata']>;
+
+/**
+ * Client ID Metadata Documents are fetched while an authorization request waits (holding a
+ * connection of the bridge): at most MAX_METADATA_FETCHES at once, each time-bound, and a host
+ * that failed is refused for a while, so slow or failing documents an attacker hosts cannot tie
+ * up the server.
+ */
+function boundedMetadataFetch(fetch: MetadataFetch): MetadataFetch {
+  let inFlight = 0;
+  const failed = new LRUCache<string, true>({ max: 10_000, ttl: METADATA_FAILURE_MS });
+  return async (url, init) => {
+    const host = new URL(url).host;
+    if (failed.has(host)) throw new Error(`the client metadata host ${host} failed less than ${METADATA_FAILURE_MS / 1000} s ago`);
+    if (inFlight >= MAX_METADATA_FETCHES) throw new Error('too many client metadata documents are being fetched');
+    inFlight++;
+    try {
+      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
+      if (!res.ok) failed.set(host, true);
+      return res;
+    } catch (err) {
+      failed.set(host, true);
+      throw err;
+    } finally {
+      inFlight--;
+    }
+  };
+}
 
 export interface AuthServerPluginConfig {
   readonly authServer: AuthServerConfig;
@@ -48,7 +82,7 @@ export interface AuthServerPluginConfig {
   /** Filled with the accessor of the logins' upstream tokens, for the plugins that present them. */
   readonly upstreamTokens?: UpstreamTokenHandle;
   /** How Client ID Metadata Documents are fetched (default: the guarded fetch; tests give their own). */
-  readonly fetchClientMetadata?: (url: string, init: { method: string; headers: Record<string, string> }) => Promise<Response>;
+  readonly fetchClientMetadata?: (url: string, init: { method: string; headers: Record<string, string>; signal?: AbortSignal }) => Promise<Response>;
 }
 
 /** The metadata documents' paths for an issuer whose path is `issuerPath` ('' at the root). */
@@ -80,7 +114,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs) : new RedisLoginStore(redis, keyPrefix, refreshMs, durable);
     const adapter = redis === null ? memoryAdapterClass() : redisAdapterClass(redis, keyPrefix, durable);
     const metadataHttp = new IssuerHttp({ issuer: new URL('https://client-metadata.invalid'), allowPrivateIp: false, timeoutMs: METADATA_TIMEOUT_MS });
-    const fetchMetadata = config.fetchClientMetadata ?? metadataHttp.fetch;
+    const fetchMetadata = boundedMetadataFetch(config.fetchClientMetadata ?? metadataHttp.fetch);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub) });
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
     const lock = redis === null ? new MemoryRefreshLock() : new RedisRefreshLock(redis, keyPrefix);
@@ -101,8 +135,10 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     let metadata = '';
 
     const forward = (ctx: Context): undefined => bridge.forward(ctx);
-    const registrations = new RegistrationLimit();
+    const registrations = new AddressLimit(REGISTRATIONS, 'client registrations');
+    const authorizations = new AddressLimit(AUTHORIZATIONS, 'authorization requests');
     const register = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? registrations.check(ctx) : null) ?? bridge.forward(ctx);
+    const authorize = (ctx: Context): Reply | undefined => authorizations.check(ctx) ?? bridge.forward(ctx);
     const document = (body: () => string) => (): Reply =>
       new Reply(200, body(), { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
     const route = (method: HttpMethod | HttpMethod[], path: string, handler: RouteDef['handler'], anyOrigin: boolean): RouteDef => ({ method, path: issuerPath + path, auth: false, anyOrigin, handler });
@@ -110,7 +146,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const routes: RouteDef[] = [
       ...metadataPaths(issuerPath).map((path): RouteDef => ({ method: 'GET', path, auth: false, anyOrigin: true, handler: document(() => metadata) })),
       route('GET', ROUTES.jwks, document(() => jwks), true),
-      route('GET', ROUTES.authorization, forward, false),
+      route('GET', ROUTES.authorization, authorize, false),
       // Where the provider resumes an authorization once the login is done.
       route('GET', `${ROUTES.authorization}/:uid`, forward, false),
       // Called by browser-based clients from their own origin: the provider answers CORS itself.

@@ -8,8 +8,12 @@
 import { LRUCache } from 'lru-cache';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 
-/** Records kept per model at most: a flood of registrations or authorizations evicts the oldest. */
+/**
+ * Records kept per model at most, by number and by size (their JSON): a flood of registrations
+ * or authorizations evicts the oldest instead of growing memory.
+ */
 const MAX_RECORDS = 100_000;
+const MAX_BYTES = 32 * 1024 * 1024;
 
 export class MemoryAdapter implements Adapter {
   readonly #records: LRUCache<string, AdapterPayload>;
@@ -21,6 +25,8 @@ export class MemoryAdapter implements Adapter {
   constructor() {
     this.#records = new LRUCache({
       max: MAX_RECORDS,
+      maxSize: MAX_BYTES,
+      sizeCalculation: (payload) => Math.max(1, JSON.stringify(payload).length),
       ttlAutopurge: false,
       dispose: (payload, id) => {
         if (payload.uid !== undefined) this.#byUid.delete(payload.uid);

@@ -21,8 +21,12 @@ const documents = new Map<string, unknown>([
 ]);
 let fetched: string[] = [];
 
-async function serveDocument(url: string): Promise<Response> {
+async function serveDocument(url: string, init: { signal?: AbortSignal }): Promise<Response> {
   fetched.push(url);
+  if (url.startsWith('https://slow-')) {
+    // Never answers: only the server's own time bound ends it.
+    return new Promise((_resolve, reject) => init.signal?.addEventListener('abort', () => reject(new Error('aborted'))));
+  }
   const doc = documents.get(url);
   if (doc === undefined) throw new TypeError('fetch failed');
   return new Response(JSON.stringify(doc), { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'max-age=60' } });
@@ -72,6 +76,24 @@ describe('embedded authorization server: Client ID Metadata Documents', () => {
       assert.equal(res.headers.get('location'), null);
     });
   }
+
+  it('a host whose document failed is not asked again for a while', async () => {
+    fetched = [];
+    for (let i = 0; i < 3; i++) assert.equal((await authorize(setup, 'https://down.example.com/client.json')).status, 400);
+    assert.deepEqual(fetched, ['https://down.example.com/client.json']);
+  });
+
+  it('slow documents cannot tie the server up: a bounded number are fetched at once, each time-bound', { timeout: 20_000 }, async () => {
+    fetched = [];
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => authorize(setup, `https://slow-${i}.example.com/client.json`)));
+    for (const answer of answers) assert.equal(answer.status, 400);
+    assert.ok(fetched.length <= 16, `${fetched.length} fetches at once`);
+    assert.ok(performance.now() - started < 8_000, 'each fetch ended by the time bound');
+    // Meanwhile, and after, the server answers others.
+    const doc = (await (await fetch(`${setup.issuer}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    assert.equal(doc.issuer, setup.issuer);
+  });
 
   it('the real fetch refuses a document on a private or loopback address', async () => {
     for (const url of ['https://127.0.0.1:1/client.json', 'https://10.0.0.1/client.json', 'https://[::1]/client.json']) {
