@@ -43,7 +43,13 @@ export function parseSigningKey(text: string): SigningKey | string {
       ? 'the signing key is a public key: the authorization server signs tokens, so it needs the private key'
       : 'cannot read the signing key: it is not a private key in PEM or JWK form';
   }
-  const jwk = key.export({ format: 'jwk' }) as Record<string, unknown>;
+  let jwk: Record<string, unknown>;
+  try {
+    jwk = key.export({ format: 'jwk' }) as Record<string, unknown>;
+  } catch {
+    // Key types JWK has no form for (DSA, RSA-PSS, DH): none of them signs a JWT here.
+    return `the signing key is a ${key.asymmetricKeyType ?? 'unknown'} key, which cannot sign (an EC P-256/384/521, RSA or Ed25519 key can)`;
+  }
   if (key.asymmetricKeyType === 'rsa' && (key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) return 'an RSA signing key needs at least 2048 bits';
   const alg = algOf(jwk);
   if (alg !== 'ES256' && alg !== 'ES384' && alg !== 'ES512' && alg !== 'RS256' && alg !== 'EdDSA') return `the signing key is ${alg}`;

@@ -128,6 +128,8 @@ export function createProvider(options: ProviderOptions): Provider {
   const client = provider.Client.prototype as unknown as { redirectUriAllowed(this: { redirectUris: string[] }, value: string): boolean };
   const exactly = client.redirectUriAllowed;
   client.redirectUriAllowed = function (value) {
+    // Codes travel to https or to this machine only: a plain-http URI elsewhere is never a target.
+    if (!isSafeRedirect(value)) return false;
     return exactly.call(this, value) || this.redirectUris.some((registered) => sameLoopbackUri(registered, value));
   };
   provider.use(async (ctx, next) => {
@@ -172,4 +174,14 @@ function sameLoopbackUri(registered: string, given: string): boolean {
     a.protocol === 'http:' && b.protocol === 'http:' && LOOPBACK_HOSTS.has(a.hostname) && a.hostname === b.hostname &&
     a.pathname === b.pathname && a.search === b.search && a.username === '' && b.username === '' && a.password === '' && b.password === '' && b.hash === ''
   );
+}
+
+/** https anywhere, or http to a loopback host (RFC 8252 native clients, local tools). */
+function isSafeRedirect(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) || !['http:', 'https:'].includes(url.protocol);
+  } catch {
+    return false;
+  }
 }

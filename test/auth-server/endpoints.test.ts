@@ -159,6 +159,15 @@ describe('embedded authorization server: endpoints', () => {
     }
   });
 
+  it('never sends a code over plain http to another machine, even to a URI the client registered', async () => {
+    const res = await register({ redirect_uris: ['http://evil.example/cb'] });
+    const clientId = ((await res.json()) as { client_id?: string }).client_id;
+    if (clientId === undefined) return; // refused at registration: as good
+    const answer = await authorize({ client_id: clientId, response_type: 'code', redirect_uri: 'http://evil.example/cb', code_challenge: CHALLENGE, code_challenge_method: 'S256' });
+    assert.equal(answer.status, 400);
+    assert.equal(answer.headers.get('location'), null);
+  });
+
   it('limits registrations per address: past the limit a 429 with Retry-After', async () => {
     let refused: Response | null = null;
     for (let i = 0; i <= REGISTRATIONS && refused === null; i++) {
