@@ -17,6 +17,8 @@ const HMAC = randomBytes(32).toString('base64url');
 
 export interface YamlGatewayOptions {
   readonly port: number;
+  /** The port in the issuer and resource URLs (default `port`): a load balancer's, for replicas. */
+  readonly publicPort?: number;
   readonly backendUrl: string;
   readonly idpIssuer: string;
   /** The `storage:` block (flow style), e.g. `{type: redis, redis: {addr: "127.0.0.1:6379"}}`. */
@@ -29,7 +31,7 @@ export interface YamlGatewayOptions {
 }
 
 export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVmcp> {
-  const issuer = `http://127.0.0.1:${o.port}`;
+  const issuer = `http://127.0.0.1:${o.publicPort ?? o.port}`;
   const keys = o.persistentKeys ? '    signingKeySecretRefs: [{name: auth, key: signing}]\n    hmacSecretRefs: [{name: auth, key: hmac}]\n' : '';
   return startTestGateway({
     port: o.port,
