@@ -65,6 +65,13 @@ export function createProvider(options: ProviderOptions): Provider {
       Interaction: 600,
     },
     rotateRefreshToken: true,
+    // Every authorization asks the user and goes through the providers again: no grant of an
+    // earlier login is reused silently, so a code always stands for a consent just given and an
+    // identity just confirmed (and another user of the same browser is not handed the last one's).
+    loadExistingGrant: async (ctx) => {
+      const grantId = (ctx.oidc.result as { consent?: { grantId?: string } } | undefined)?.consent?.grantId;
+      return grantId === undefined ? undefined : ctx.oidc.provider.Grant.find(grantId);
+    },
     findAccount: (_ctx, sub) => ({
       accountId: sub,
       claims: async () => ({ sub, ...(await options.identity(sub)) }),

@@ -178,6 +178,15 @@ describe('embedded authorization server: the login through chained providers', (
     }
   });
 
+  it('asks again on every authorization: a second one in the same browser is not handed a code silently', async () => {
+    const browser = new Browser();
+    await login(browser);
+    const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+    const again = await browser.visit(`${setup.issuer}/oauth/authorize?${query}`, (url) => url.href.startsWith(REDIRECT), { consent: 'none' });
+    assert.equal(again.status, 200, again.trail.join('\n'));
+    assert.match(again.body, /Allow/);
+  });
+
   it('a callback in another browser (no interaction cookie) does not complete the login', async () => {
     const { challenge } = pkce();
     const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource: setup.resource, state: 'st-3' });
