@@ -116,6 +116,10 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const metadataHttp = new IssuerHttp({ issuer: new URL('https://client-metadata.invalid'), allowPrivateIp: false, timeoutMs: METADATA_TIMEOUT_MS });
     const fetchMetadata = boundedMetadataFetch(config.fetchClientMetadata ?? metadataHttp.fetch);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub) });
+    // A revoked grant (replayed code or refresh token) takes the upstream tokens of its login along.
+    provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
+      store.dropGrant(grantId).catch((err: unknown) => host.log.warn({ err }, 'the upstream tokens of a revoked grant could not be dropped'));
+    });
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
     const lock = redis === null ? new MemoryRefreshLock() : new RedisRefreshLock(redis, keyPrefix);
     config.upstreamTokens?.set(new UpstreamTokenAccess(store, upstreams, lock, host.log));

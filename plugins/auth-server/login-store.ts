@@ -41,6 +41,8 @@ export interface LoginStore {
   hasGrant(tsid: string): Promise<boolean>;
   /** A provider's tokens for a grant. */
   tokens(tsid: string, provider: string): Promise<UpstreamTokens | null>;
+  /** The grant was revoked (a replayed code or refresh token): its upstream tokens go too. */
+  dropGrant(tsid: string): Promise<void>;
   /** Replaces a provider's tokens of a grant (after a refresh); nothing when the grant is gone. */
   updateTokens(tsid: string, provider: string, tokens: UpstreamTokens): Promise<void>;
   /** The user of a grant's tokens, by subject (for the claims of the JWTs). */
@@ -110,6 +112,10 @@ export class MemoryLoginStore implements LoginStore {
 
   async updateTokens(tsid: string, provider: string, tokens: UpstreamTokens): Promise<void> {
     this.#grants.get(tsid, { updateAgeOnGet: false })?.set(provider, tokens);
+  }
+
+  async dropGrant(tsid: string): Promise<void> {
+    this.#grants.delete(tsid);
   }
 
   async identity(sub: string): Promise<UpstreamIdentity | null> {
@@ -196,6 +202,11 @@ export class RedisLoginStore implements LoginStore {
   async tokens(tsid: string, provider: string): Promise<UpstreamTokens | null> {
     const raw = await this.#client.hget(`${this.#prefix}tokens:${tsid}`, provider);
     return raw === null ? null : (JSON.parse(raw) as UpstreamTokens);
+  }
+
+  async dropGrant(tsid: string): Promise<void> {
+    await this.#client.del(`${this.#prefix}tokens:${tsid}`);
+    await replicated(this.#client, this.#durable);
   }
 
   async updateTokens(tsid: string, provider: string, tokens: UpstreamTokens): Promise<void> {

@@ -19,19 +19,28 @@ describe('embedded authorization server: the upstream tokens of a login', () => 
   let setup: AuthGateway;
   let tsid: string;
 
-  before(async () => {
-    setup = await startAuthGateway({ corpAccessTokenTtlSeconds: 10 });
-    const reg = await fetch(`${setup.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }) });
-    const clientId = ((await reg.json()) as { client_id: string }).client_id;
+  let clientId: string;
+
+  /** A login and its code exchanged: the tsid, and a replay of the same code. */
+  async function login(): Promise<{ tsid: string; replay: () => Promise<Response> }> {
     const verifier = randomBytes(32).toString('base64url');
     const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256' });
     const visit = await new Browser().visit(`${setup.issuer}/oauth/authorize?${query}`, (url) => url.href.startsWith(REDIRECT));
-    const res = await fetch(`${setup.issuer}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code: visit.url.searchParams.get('code')!, client_id: clientId, redirect_uri: REDIRECT, code_verifier: verifier }),
-    });
-    tsid = String(decodeJwt(((await res.json()) as { access_token: string }).access_token)['tsid']);
+    const exchange = () =>
+      fetch(`${setup.issuer}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'authorization_code', code: visit.url.searchParams.get('code')!, client_id: clientId, redirect_uri: REDIRECT, code_verifier: verifier }),
+      });
+    const res = await exchange();
+    return { tsid: String(decodeJwt(((await res.json()) as { access_token: string }).access_token)['tsid']), replay: exchange };
+  }
+
+  before(async () => {
+    setup = await startAuthGateway({ corpAccessTokenTtlSeconds: 10 });
+    const reg = await fetch(`${setup.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }) });
+    clientId = ((await reg.json()) as { client_id: string }).client_id;
+    tsid = (await login()).tsid;
   });
   after(() => setup.close());
 
@@ -59,6 +68,15 @@ describe('embedded authorization server: the upstream tokens of a login', () => 
     } finally {
       setup.corp.refuseRefresh = false;
     }
+  });
+
+  it('a grant revoked by a replayed code takes its upstream tokens along', async () => {
+    setup.corp.refuseRefresh = false;
+    const other = await login();
+    const access = setup.upstreamTokens.get();
+    assert.equal(typeof (await access.accessToken(other.tsid, 'corp')), 'string');
+    assert.equal((await other.replay()).status, 400, 'the replay is refused, and revokes the grant');
+    await assert.rejects(access.accessToken(other.tsid, 'corp'), (err: unknown) => err instanceof GatewayError && err.status === 401);
   });
 
   it('a login the server does not know, or a provider it was not through: 401 as well', async () => {
