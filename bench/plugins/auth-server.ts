@@ -28,7 +28,8 @@ const CHAINS = 8;
 const REDIRECT = 'http://127.0.0.1:7790/callback';
 
 async function refreshThroughput(): Promise<{ requests: number; rps: number; meanMs: number }> {
-  const setup = await startAuthGateway();
+  // One address sends every request here: the per-address limits would measure themselves.
+  const setup = await startAuthGateway({ limits: { tokenRequests: 1_000_000, authorizations: 1_000_000 } });
   try {
     const reg = await fetch(`${setup.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }) });
     const clientId = ((await reg.json()) as { client_id: string }).client_id;

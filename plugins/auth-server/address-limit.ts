@@ -14,6 +14,8 @@ import { Reply } from '../../core/reply.ts';
 export const REGISTRATIONS = 10;
 /** Authorization requests per address per window. */
 export const AUTHORIZATIONS = 60;
+/** Token requests (codes, refreshes) per address per window. */
+export const TOKEN_REQUESTS = 300;
 export const WINDOW_MS = 60_000;
 
 interface Window {

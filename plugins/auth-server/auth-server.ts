@@ -22,7 +22,7 @@ import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.
 import { Reply } from '../../core/reply.ts';
 import { ProviderBridge } from './bridge.ts';
 import { publicJwks, type ServerKeys } from './keys.ts';
-import { AddressLimit, AUTHORIZATIONS, REGISTRATIONS } from './address-limit.ts';
+import { AddressLimit, AUTHORIZATIONS, REGISTRATIONS, TOKEN_REQUESTS } from './address-limit.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
 import { LoginChain } from './login-chain.ts';
 import { MemoryLoginStore, RedisLoginStore, type LoginStore } from './login-store.ts';
@@ -39,31 +39,30 @@ const REDIS_READY_MS = 10_000;
 const METADATA_TIMEOUT_MS = 3_000;
 /** Client ID Metadata Document fetches at once; more fail at once (the client may try again). */
 const MAX_METADATA_FETCHES = 16;
-/** A host whose document could not be fetched is not asked again for this long. */
+/** A document that could not be reached is not asked for again for this long. */
 const METADATA_FAILURE_MS = 30_000;
 
 type MetadataFetch = NonNullable<AuthServerPluginConfig['fetchClientMetadata']>;
 
 /**
  * Client ID Metadata Documents are fetched while an authorization request waits (holding a
- * connection of the bridge): at most MAX_METADATA_FETCHES at once, each time-bound, and a host
- * that failed is refused for a while, so slow or failing documents an attacker hosts cannot tie
- * up the server.
+ * connection of the bridge): at most MAX_METADATA_FETCHES at once, each time-bound, and a
+ * document that could not be reached (timeout, connection) is not asked for again for a while,
+ * so slow documents an attacker hosts cannot tie up the server. Remembered per URL, and never
+ * for an HTTP answer: otherwise one request for a missing document on a real client's host
+ * would lock that client out.
  */
 function boundedMetadataFetch(fetch: MetadataFetch): MetadataFetch {
   let inFlight = 0;
-  const failed = new LRUCache<string, true>({ max: 10_000, ttl: METADATA_FAILURE_MS });
+  const unreachable = new LRUCache<string, true>({ max: 10_000, ttl: METADATA_FAILURE_MS });
   return async (url, init) => {
-    const host = new URL(url).host;
-    if (failed.has(host)) throw new Error(`the client metadata host ${host} failed less than ${METADATA_FAILURE_MS / 1000} s ago`);
+    if (unreachable.has(url)) throw new Error(`the client metadata document ${url} could not be reached less than ${METADATA_FAILURE_MS / 1000} s ago`);
     if (inFlight >= MAX_METADATA_FETCHES) throw new Error('too many client metadata documents are being fetched');
     inFlight++;
     try {
-      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
-      if (!res.ok) failed.set(host, true);
-      return res;
+      return await fetch(url, { ...init, signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
     } catch (err) {
-      failed.set(host, true);
+      unreachable.set(url, true);
       throw err;
     } finally {
       inFlight--;
@@ -81,6 +80,8 @@ export interface AuthServerPluginConfig {
   readonly scopes: readonly string[];
   /** Filled with the accessor of the logins' upstream tokens, for the plugins that present them. */
   readonly upstreamTokens?: UpstreamTokenHandle;
+  /** Requests a minute per client address (defaults in address-limit.ts; a benchmark lifts them). */
+  readonly limits?: { readonly registrations?: number; readonly authorizations?: number; readonly tokenRequests?: number };
   /** How Client ID Metadata Documents are fetched (default: the guarded fetch; tests give their own). */
   readonly fetchClientMetadata?: (url: string, init: { method: string; headers: Record<string, string>; signal?: AbortSignal }) => Promise<Response>;
 }
@@ -139,10 +140,12 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     let metadata = '';
 
     const forward = (ctx: Context): undefined => bridge.forward(ctx);
-    const registrations = new AddressLimit(REGISTRATIONS, 'client registrations');
-    const authorizations = new AddressLimit(AUTHORIZATIONS, 'authorization requests');
+    const registrations = new AddressLimit(config.limits?.registrations ?? REGISTRATIONS, 'client registrations');
+    const authorizations = new AddressLimit(config.limits?.authorizations ?? AUTHORIZATIONS, 'authorization requests');
     const register = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? registrations.check(ctx) : null) ?? bridge.forward(ctx);
     const authorize = (ctx: Context): Reply | undefined => authorizations.check(ctx) ?? bridge.forward(ctx);
+    const tokenRequests = new AddressLimit(config.limits?.tokenRequests ?? TOKEN_REQUESTS, 'token requests');
+    const token = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? tokenRequests.check(ctx) : null) ?? bridge.forward(ctx);
     const document = (body: () => string) => (): Reply =>
       new Reply(200, body(), { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
     const route = (method: HttpMethod | HttpMethod[], path: string, handler: RouteDef['handler'], anyOrigin: boolean): RouteDef => ({ method, path: issuerPath + path, auth: false, anyOrigin, handler });
@@ -154,7 +157,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       // Where the provider resumes an authorization once the login is done.
       route('GET', `${ROUTES.authorization}/:uid`, forward, false),
       // Called by browser-based clients from their own origin: the provider answers CORS itself.
-      route(['POST', 'OPTIONS'], ROUTES.token, forward, true),
+      route(['POST', 'OPTIONS'], ROUTES.token, token, true),
       route(['POST', 'OPTIONS'], ROUTES.registration, register, true),
       route('GET', `${INTERACTION_PATH}/:uid`, forward, false),
       route('POST', `${INTERACTION_PATH}/:uid/confirm`, forward, false),

@@ -72,7 +72,7 @@ export class LoginChain {
     const token = random();
     await this.#o.store.putConsent(details.uid, token);
     const name = typeof client?.clientName === 'string' && client.clientName.length > 0 ? client.clientName : clientId;
-    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, redirect?.host ?? 'an unknown address');
+    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, redirect === null ? 'an unknown address' : redirect.host !== '' ? redirect.host : `${redirect.protocol} (an application on your device)`);
   }
 
   /** The user's answer to the consent page: deny ends the authorization, allow starts the login. */
@@ -238,7 +238,7 @@ const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => HTM
 /**
  * The consent page: who asks (the client's name and id, both client-chosen, so escaped and shown
  * as data) and where the code will go (the redirect URI's host, which is what the user must
- * recognize). It cannot be framed, loads nothing, and posts only to itself.
+ * recognize). It cannot be framed and loads nothing.
  */
 function consentPage(res: ServerResponse, action: string, token: string, name: string, clientId: string, redirectHost: string): void {
   res.writeHead(200, {
@@ -246,7 +246,10 @@ function consentPage(res: ServerResponse, action: string, token: string, name: s
     'cache-control': 'no-store',
     'referrer-policy': 'no-referrer',
     'x-frame-options': 'DENY',
-    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    // No form-action: Chromium and WebKit apply it to the redirects after the POST too, and both
+    // answers redirect to another site (the provider, or the client). The single-use token and
+    // the origin guard protect the form.
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
   });
   res.end(
     '<!doctype html><meta charset="utf-8"><title>Allow access?</title>' +

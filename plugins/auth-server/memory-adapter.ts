@@ -15,14 +15,26 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 const MAX_RECORDS = 100_000;
 const MAX_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Records that stand for someone's standing access (a registered client, a grant, a login
+ * session, a refresh token) are never evicted to make room: past the budget a new one is
+ * refused (the request fails) instead, so a flood cannot push real users out. Short-lived
+ * records (interactions, codes) are evicted, oldest first.
+ */
+const KEPT_MODELS = new Set(['Client', 'Grant', 'Session', 'RefreshToken']);
+
 export class MemoryAdapter implements Adapter {
   readonly #records: LRUCache<string, AdapterPayload>;
+  readonly #kept: boolean;
+  readonly #model: string;
   /** grantId → ids of this model's records of that grant (the provider revokes model by model). */
   readonly #byGrant = new Map<string, Set<string>>();
   readonly #byUid = new Map<string, string>();
   readonly #byUserCode = new Map<string, string>();
 
-  constructor() {
+  constructor(model: string) {
+    this.#model = model;
+    this.#kept = KEPT_MODELS.has(model);
     this.#records = new LRUCache({
       max: MAX_RECORDS,
       maxSize: MAX_BYTES,
@@ -37,6 +49,12 @@ export class MemoryAdapter implements Adapter {
   }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    if (this.#kept && !this.#records.has(id)) {
+      const size = Math.max(1, JSON.stringify(payload).length);
+      if (this.#records.size >= MAX_RECORDS || this.#records.calculatedSize + size > MAX_BYTES) {
+        throw new Error(`the in-memory storage of ${this.#model} records is full (${MAX_RECORDS} records or ${MAX_BYTES} bytes): use Redis storage`);
+      }
+    }
     this.#records.set(id, payload, expiresIn === undefined ? {} : { ttl: expiresIn * 1000 });
     if (payload.uid !== undefined) this.#byUid.set(payload.uid, id);
     if (payload.userCode !== undefined) this.#byUserCode.set(payload.userCode, id);
@@ -87,7 +105,7 @@ export function memoryAdapterClass(): new (model: string) => Adapter {
   return class {
     constructor(model: string) {
       let store = stores.get(model);
-      if (store === undefined) stores.set(model, (store = new MemoryAdapter()));
+      if (store === undefined) stores.set(model, (store = new MemoryAdapter(model)));
       return store;
     }
   } as unknown as new (model: string) => Adapter;

@@ -17,6 +17,7 @@ const documents = new Map<string, unknown>([
   [APP, { client_id: APP, client_name: 'Example app', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }],
   ['https://app.example.com/mismatch.json', { client_id: 'https://elsewhere.example.com/client.json', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }],
   ['https://app.example.com/secret.json', { client_id: 'https://app.example.com/secret.json', redirect_uris: [REDIRECT], client_secret: 'shh', token_endpoint_auth_method: 'client_secret_basic' }],
+  ['https://app.example.com/second.json', { client_id: 'https://app.example.com/second.json', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }],
   ['https://app.example.com/big.json', { client_id: 'https://app.example.com/big.json', redirect_uris: [REDIRECT], client_name: 'x'.repeat(8 * 1024) }],
 ]);
 let fetched: string[] = [];
@@ -77,10 +78,12 @@ describe('embedded authorization server: Client ID Metadata Documents', () => {
     });
   }
 
-  it('a host whose document failed is not asked again for a while', async () => {
+  it('a document that could not be reached is not asked for again for a while; its host\'s others still are', async () => {
     fetched = [];
-    for (let i = 0; i < 3; i++) assert.equal((await authorize(setup, 'https://down.example.com/client.json')).status, 400);
-    assert.deepEqual(fetched, ['https://down.example.com/client.json']);
+    for (let i = 0; i < 3; i++) assert.equal((await authorize(setup, 'https://app.example.com/down.json')).status, 400);
+    assert.deepEqual(fetched, ['https://app.example.com/down.json']);
+    // A request for a missing document on a real client's host locks nobody out.
+    assert.equal((await authorize(setup, 'https://app.example.com/second.json')).status, 303);
   });
 
   it('slow documents cannot tie the server up: a bounded number are fetched at once, each time-bound', { timeout: 20_000 }, async () => {

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AUTHORIZATIONS, REGISTRATIONS } from '../../plugins/auth-server/address-limit.ts';
+import { AUTHORIZATIONS, REGISTRATIONS, TOKEN_REQUESTS } from '../../plugins/auth-server/address-limit.ts';
 import { ProviderBridge } from '../../plugins/auth-server/bridge.ts';
 import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';
 import { startAuthGateway, type AuthGateway } from './helpers/setup.ts';
@@ -187,6 +187,17 @@ describe('embedded authorization server: endpoints', () => {
     let refused: Response | null = null;
     for (let i = 0; i <= AUTHORIZATIONS && refused === null; i++) {
       const res = await fetch(`${issuer}/oauth/authorize?${query}`, { redirect: 'manual' });
+      if (res.status === 429) refused = res;
+      else await res.arrayBuffer();
+    }
+    assert.ok(refused !== null, 'refused within the limit + 1');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+  });
+
+  it('limits token requests per address: past the limit a 429 with Retry-After', async () => {
+    let refused: Response | null = null;
+    for (let i = 0; i <= TOKEN_REQUESTS && refused === null; i++) {
+      const res = await fetch(`${issuer}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&refresh_token=x&client_id=y' });
       if (res.status === 429) refused = res;
       else await res.arrayBuffer();
     }

@@ -33,6 +33,8 @@ export interface AuthGatewayOptions {
   readonly chained?: boolean;
   readonly authorizationEndpointBaseUrl?: string;
   readonly corpAccessTokenTtlSeconds?: number;
+  /** Per-address limits (a benchmark lifts them). */
+  readonly limits?: AuthServerPluginConfig['limits'];
   /** Serves Client ID Metadata Documents in place of the network. */
   readonly fetchClientMetadata?: AuthServerPluginConfig['fetchClientMetadata'];
 }
@@ -76,7 +78,7 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
     port,
     log: log.log,
     backends: [{ name: 'echo', url: backend.url }],
-    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }) } satisfies AuthServerPluginConfig, source: 'test' }],
+    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }), ...(options.limits === undefined ? {} : { limits: options.limits }) } satisfies AuthServerPluginConfig, source: 'test' }],
   });
   return {
     issuer,

@@ -1,0 +1,38 @@
+/**
+ * The in-memory store of the authorization server under a flood: records that stand for someone's
+ * standing access (clients, grants, sessions, refresh tokens) are never evicted to make room —
+ * past the budget a new one is refused — while short-lived ones (interactions) are evicted.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { memoryAdapterClass } from '../../plugins/auth-server/memory-adapter.ts';
+
+const MIB = 'x'.repeat(1024 * 1024);
+
+test('a flood of registrations is refused past the budget; the clients already there stay', async () => {
+  const Adapter = memoryAdapterClass();
+  const clients = new Adapter('Client');
+  await clients.upsert('real-client', { client_id: 'real-client', client_name: 'real' });
+  let refused = 0;
+  for (let i = 0; i < 40; i++) {
+    try {
+      await clients.upsert(`flood-${i}`, { client_id: `flood-${i}`, client_name: MIB });
+    } catch (err) {
+      refused++;
+      assert.match((err as Error).message, /storage of Client records is full/);
+    }
+  }
+  assert.ok(refused > 0, 'past 32 MiB new clients are refused');
+  assert.equal((await clients.find('real-client'))?.['client_name'], 'real', 'the real client was not evicted');
+});
+
+test('a flood of interactions evicts the oldest interactions, not anything else', async () => {
+  const Adapter = memoryAdapterClass();
+  const interactions = new Adapter('Interaction');
+  const grants = new Adapter('Grant');
+  await grants.upsert('g1', { accountId: 'alice' }, 3600);
+  for (let i = 0; i < 40; i++) await interactions.upsert(`i-${i}`, { uid: `u-${i}`, params: { state: MIB } }, 600);
+  assert.equal(await interactions.find('i-0'), undefined, 'the oldest interaction went');
+  assert.ok((await interactions.find('i-39')) !== undefined);
+  assert.equal((await grants.find('g1'))?.['accountId'], 'alice');
+});
