@@ -59,53 +59,38 @@ export class LoginChain {
     this.#issuerPath = new URL(options.issuer).pathname.replace(/\/$/, '');
   }
 
-  /**
-   * The provider's interaction for an authorization request: the user is asked first. The page
-   * names the client and where it will receive the code, and its form carries a token bound to
-   * this interaction, so no other site can answer it for the user.
-   */
+  /** The provider's interaction for an authorization request: the login starts at the first provider. */
   async interaction(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const details = await this.#o.provider.interactionDetails(req, res);
-    const clientId = String(details.params['client_id']);
-    const client = await this.#o.provider.Client.find(clientId);
-    const redirect = safeUrl(String(details.params['redirect_uri'] ?? ''));
-    const token = random();
-    await this.#o.store.putConsent(details.uid, token);
-    const name = typeof client?.clientName === 'string' && client.clientName.length > 0 ? client.clientName : clientId;
-    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, redirect === null ? 'an unknown address' : redirect.host !== '' ? redirect.host : `${redirect.protocol} (an application on your device)`);
+    await this.#startLeg(res, details.uid, 0, null, random());
   }
 
-  /** The user's answer to the consent page: deny ends the authorization, allow starts the login. */
+  /**
+   * The user's answer to the consent page shown after the login: deny drops what the login kept
+   * and tells the client; allow makes the grant and the client gets its code.
+   */
   async confirm(req: IncomingMessage, res: ServerResponse, form: URLSearchParams): Promise<void> {
     const provider = this.#o.provider;
     const details = await provider.interactionDetails(req, res);
-    const expected = await this.#o.store.takeConsent(details.uid);
-    const given = form.get('token') ?? '';
-    if (expected === null || !sameSecret(given, expected)) {
+    const pending = await this.#o.store.takeConsent(details.uid);
+    if (pending === null || !sameSecret(form.get('token') ?? '', pending.token)) {
       page(res, 403, 'This confirmation is not valid (expired, already used, or not from this page). Start again from your application.');
       return;
     }
     if (form.get('decision') !== 'allow') {
+      await this.#o.store.dropAttempt(pending.attempt);
       await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the user declined' }, { mergeWithLastSubmission: false });
       return;
     }
-    // Consent still missing on a grant this chain made (the client asked for more than the grant
-    // holds): the grant grows, and keeps its id, so its upstream tokens stay its own. Anything
-    // else is a login through every provider.
-    if (details.prompt.name === 'consent' && details.grantId !== undefined) {
-      const grant = await provider.Grant.find(details.grantId);
-      if (grant !== undefined && (await this.#o.store.hasGrant(details.grantId))) {
-        const missing = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
-        if (missing.missingOIDCScope !== undefined) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-        for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
-          if (indicator === this.#o.resource) grant.addResourceScope(indicator, scopes.filter((s) => this.#o.scopes.includes(s)).join(' '));
-        }
-        await grant.save();
-        await provider.interactionFinished(req, res, { consent: { grantId: details.grantId } }, { mergeWithLastSubmission: true });
-        return;
-      }
-    }
-    await this.#startLeg(res, details.uid, 0, null, random());
+    const clientId = String(details.params['client_id']);
+    const requested = String(details.params['scope'] ?? '').split(' ').filter((s) => s.length > 0);
+    const grant = new provider.Grant({ accountId: pending.identity.sub, clientId });
+    const oidcScopes = requested.filter((s) => s === 'openid' || s === 'offline_access');
+    if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(' '));
+    grant.addResourceScope(this.#o.resource, requested.filter((s) => this.#o.scopes.includes(s)).join(' '));
+    const grantId = await grant.save();
+    await this.#o.store.keepTokens(pending.attempt, grantId, pending.identity);
+    await provider.interactionFinished(req, res, { login: { accountId: pending.identity.sub }, consent: { grantId } }, { mergeWithLastSubmission: false });
   }
 
   /**
@@ -184,19 +169,22 @@ export class LoginChain {
     await this.#complete(req, res, leg, identity);
   }
 
-  /** Every provider answered: the user is logged in, the grant made, the tokens kept under its id. */
+  /**
+   * Every provider answered: the user is asked, at the end, in the browser that went through the
+   * login (so nobody can answer for a browser they do not hold). The page names the client and
+   * where it will receive the code; its form carries a single-use token bound to the interaction.
+   */
   async #complete(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, identity: UpstreamIdentity): Promise<void> {
     const provider = this.#o.provider;
     const details = await provider.interactionDetails(req, res);
     const clientId = String(details.params['client_id']);
-    const requested = String(details.params['scope'] ?? '').split(' ').filter((s) => s.length > 0);
-    const grant = new provider.Grant({ accountId: identity.sub, clientId });
-    const oidcScopes = requested.filter((s) => s === 'openid' || s === 'offline_access');
-    if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(' '));
-    grant.addResourceScope(this.#o.resource, requested.filter((s) => this.#o.scopes.includes(s)).join(' '));
-    const grantId = await grant.save();
-    await this.#o.store.keepTokens(leg.attempt, grantId, identity);
-    await provider.interactionFinished(req, res, { login: { accountId: identity.sub }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    const client = await provider.Client.find(clientId);
+    const redirect = safeUrl(String(details.params['redirect_uri'] ?? ''));
+    const token = random();
+    await this.#o.store.putConsent(details.uid, { token, attempt: leg.attempt, identity });
+    const name = typeof client?.clientName === 'string' && client.clientName.length > 0 ? client.clientName : clientId;
+    const where = redirect === null ? 'an unknown address' : redirect.host !== '' ? redirect.host : `${redirect.protocol} (an application on your device)`;
+    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, where, identity.name ?? identity.email ?? identity.sub);
   }
 
   async #fail(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, err: unknown): Promise<void> {
@@ -240,7 +228,7 @@ const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => HTM
  * as data) and where the code will go (the redirect URI's host, which is what the user must
  * recognize). It cannot be framed and loads nothing.
  */
-function consentPage(res: ServerResponse, action: string, token: string, name: string, clientId: string, redirectHost: string): void {
+function consentPage(res: ServerResponse, action: string, token: string, name: string, clientId: string, redirectHost: string, user: string): void {
   res.writeHead(200, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
@@ -253,7 +241,8 @@ function consentPage(res: ServerResponse, action: string, token: string, name: s
   });
   res.end(
     '<!doctype html><meta charset="utf-8"><title>Allow access?</title>' +
-      `<h1>Allow <q>${escapeHtml(name.slice(0, 100))}</q> to use this MCP server as you?</h1>` +
+      `<h1>Allow <q>${escapeHtml(name.slice(0, 100))}</q> to use this MCP server as ${escapeHtml(user.slice(0, 100))}?</h1>` +
+      '<p>The name is the one the client gave itself.</p>' +
       `<p>Client: <code>${escapeHtml(clientId.slice(0, 300))}</code></p>` +
       `<p>It will receive its authorization at <strong>${escapeHtml(redirectHost.slice(0, 255))}</strong>. Allow only if you started this from that application.</p>` +
       `<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="token" value="${escapeHtml(token)}">` +

@@ -23,11 +23,18 @@ export interface PendingLeg {
   readonly attempt: string;
 }
 
+/** A login through every provider, waiting for the user's answer on the consent page. */
+export interface PendingConsent {
+  readonly token: string;
+  readonly attempt: string;
+  readonly identity: UpstreamIdentity;
+}
+
 export interface LoginStore {
-  /** The consent page's token of an interaction (one answer each). */
-  putConsent(uid: string, token: string): Promise<void>;
-  /** The token, removed. */
-  takeConsent(uid: string): Promise<string | null>;
+  /** A login waiting for the user's consent: the page's token, the attempt and who signed in (one answer each). */
+  putConsent(uid: string, pending: PendingConsent): Promise<void>;
+  /** It, removed. */
+  takeConsent(uid: string): Promise<PendingConsent | null>;
   putLeg(state: string, leg: PendingLeg): Promise<void>;
   /** The leg of `state`, removed: a state is good for one callback. */
   takeLeg(state: string): Promise<PendingLeg | null>;
@@ -37,8 +44,6 @@ export interface LoginStore {
   keepTokens(attempt: string, tsid: string, identity: UpstreamIdentity): Promise<void>;
   /** The attempt failed: everything it stored goes. */
   dropAttempt(attempt: string): Promise<void>;
-  /** Whether a login of this chain made the grant (and its tokens are still kept). */
-  hasGrant(tsid: string): Promise<boolean>;
   /** A provider's tokens for a grant. */
   tokens(tsid: string, provider: string): Promise<UpstreamTokens | null>;
   /** The grant was revoked (a replayed code or refresh token): its upstream tokens go too. */
@@ -64,16 +69,16 @@ export class MemoryLoginStore implements LoginStore {
     this.#grants = new LRUCache({ max: MAX_ENTRIES, ttl: grantTtlMs });
   }
 
-  readonly #consents = new LRUCache<string, string>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
+  readonly #consents = new LRUCache<string, PendingConsent>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
 
-  async putConsent(uid: string, token: string): Promise<void> {
-    this.#consents.set(uid, token);
+  async putConsent(uid: string, pending: PendingConsent): Promise<void> {
+    this.#consents.set(uid, pending);
   }
 
-  async takeConsent(uid: string): Promise<string | null> {
-    const token = this.#consents.get(uid) ?? null;
+  async takeConsent(uid: string): Promise<PendingConsent | null> {
+    const pending = this.#consents.get(uid) ?? null;
     this.#consents.delete(uid);
-    return token;
+    return pending;
   }
 
   async putLeg(state: string, leg: PendingLeg): Promise<void> {
@@ -100,10 +105,6 @@ export class MemoryLoginStore implements LoginStore {
 
   async dropAttempt(attempt: string): Promise<void> {
     this.#attempts.delete(attempt);
-  }
-
-  async hasGrant(tsid: string): Promise<boolean> {
-    return this.#grants.has(tsid);
   }
 
   async tokens(tsid: string, provider: string): Promise<UpstreamTokens | null> {
@@ -161,13 +162,14 @@ export class RedisLoginStore implements LoginStore {
     this.#durable = durable;
   }
 
-  async putConsent(uid: string, token: string): Promise<void> {
-    await this.#client.set(`${this.#prefix}consent:${uid}`, token, 'PX', LEG_TTL_MS);
+  async putConsent(uid: string, pending: PendingConsent): Promise<void> {
+    await this.#client.set(`${this.#prefix}consent:${uid}`, JSON.stringify(pending), 'PX', LEG_TTL_MS);
     await replicated(this.#client, this.#durable);
   }
 
-  async takeConsent(uid: string): Promise<string | null> {
-    return this.#client.getdel(`${this.#prefix}consent:${uid}`);
+  async takeConsent(uid: string): Promise<PendingConsent | null> {
+    const raw = await this.#client.getdel(`${this.#prefix}consent:${uid}`);
+    return raw === null ? null : (JSON.parse(raw) as PendingConsent);
   }
 
   async putLeg(state: string, leg: PendingLeg): Promise<void> {
@@ -193,10 +195,6 @@ export class RedisLoginStore implements LoginStore {
 
   async dropAttempt(attempt: string): Promise<void> {
     await this.#client.del(`${this.#prefix}attempt:${attempt}`);
-  }
-
-  async hasGrant(tsid: string): Promise<boolean> {
-    return (await this.#client.exists(`${this.#prefix}tokens:${tsid}`)) === 1;
   }
 
   async tokens(tsid: string, provider: string): Promise<UpstreamTokens | null> {

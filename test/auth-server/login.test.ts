@@ -134,7 +134,7 @@ describe('embedded authorization server: the login through chained providers', (
     assert.equal(again.status, 400);
   });
 
-  it('asks the user first: the page names the client and where the code goes, and cannot be framed', async () => {
+  it('asks the user, after the login and in its browser: the page names the client, the user and where the code goes, and cannot be framed', async () => {
     const evil = await fetch(`${setup.issuer}/oauth/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -147,17 +147,18 @@ describe('embedded authorization server: the login through chained providers', (
     assert.equal(visit.status, 200);
     assert.match(visit.body, /&lt;b&gt;Totally Legit&lt;\/b&gt;/, 'the client-chosen name, escaped');
     assert.match(visit.body, /127\.0\.0\.1:6666/, 'where the code would go');
-    assert.equal(setup.corp.logins, logins, 'no provider was asked before the user answered');
+    assert.match(visit.body, /Alice Example/, 'as whom');
+    assert.equal(setup.corp.logins, logins + 1, 'the login came first');
+    assert.ok(!visit.trail.some((url) => url.startsWith('http://127.0.0.1:6666')), 'no code went anywhere');
     assert.equal(visit.headers.get('x-frame-options'), 'DENY');
     assert.match(visit.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
   });
 
-  it('the user denies: the client hears access_denied, and no provider is asked', async () => {
-    const logins = setup.corp.logins;
+  it('the user denies: the client hears access_denied and no code', async () => {
     const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 'st-d' });
     const visit = await new Browser().visit(`${setup.issuer}/oauth/authorize?${query}`, (url) => url.href.startsWith(REDIRECT), { consent: 'deny' });
     assert.equal(visit.url.searchParams.get('error'), 'access_denied');
-    assert.equal(setup.corp.logins, logins);
+    assert.equal(visit.url.searchParams.get('code'), null);
   });
 
   it('a consent answer without the page\'s token, or from another site, is refused', async () => {
