@@ -10,6 +10,8 @@ import { anonymousAuth } from '../incoming-auth/anonymous.ts';
 import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 import { authServer, type AuthServerPluginConfig } from '../auth-server/auth-server.ts';
 import { loadServerKeys, publicJwks } from '../auth-server/keys.ts';
+import { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
+import { upstreamInject, type UpstreamInjectConfig } from '../outgoing-auth/upstream-inject.ts';
 
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   const where = `VirtualMCPServer/${config.name}`;
@@ -21,6 +23,7 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   // With the embedded authorization server, incoming auth checks its tokens with its keys, in
   // this process (validate made incomingAuth oidc inline, with the server's issuer).
   const keys = authServerConfig === null ? null : loadServerKeys(authServerConfig.signingKeys, authServerConfig.hmacSecrets);
+  const upstreamTokens = new UpstreamTokenHandle();
   if (incoming.type === 'anonymous') {
     specs.push({ definition: anonymousAuth, config: undefined, source: `${where} spec.incomingAuth` });
   } else {
@@ -33,12 +36,16 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
     specs.push({
       definition: authServer,
-      config: { authServer: authServerConfig, keys, resource: incoming.resourceUrl, scopes: incoming.scopes ?? [] } satisfies AuthServerPluginConfig,
+      config: { authServer: authServerConfig, keys, resource: incoming.resourceUrl, scopes: incoming.scopes ?? [], upstreamTokens } satisfies AuthServerPluginConfig,
       source: `${where} spec.authServerConfig`,
     });
   }
+  // Outgoing auth that presents the logins' upstream tokens (validate refused it without an authorization server).
+  if (config.backends.some((backend) => backend.externalAuth?.type === 'upstreamInject')) {
+    specs.push({ definition: upstreamInject, config: { upstreamTokens } satisfies UpstreamInjectConfig, source: `${where} spec.outgoingAuth` });
+  }
   for (const backend of config.backends) {
-    if (backend.externalAuth !== null) {
+    if (backend.externalAuth !== null && backend.externalAuth.type !== 'upstreamInject') {
       missing.push(
         `MCPServer/${backend.name}: outgoing auth "${backend.externalAuth.type}" (MCPExternalAuthConfig/${backend.externalAuth.name}) is not available in this version yet`,
       );

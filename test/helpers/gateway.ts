@@ -18,6 +18,8 @@ export interface TestBackend {
   url: string;
   /** `spec.timeout` of the MCPServer, e.g. `300ms`. */
   timeout?: string;
+  /** `spec.externalAuthConfigRef.name`: the MCPExternalAuthConfig of its outgoing auth. */
+  externalAuthConfigRef?: string;
 }
 
 export interface VmcpYamlOptions {
@@ -50,7 +52,8 @@ export function vmcpYaml(options: VmcpYamlOptions): string {
     ...options.backends.map(
       (b) =>
         `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}}\nspec:\n  url: "${b.url}"\n  transport: streamable-http\n  groupRef: tools` +
-        (b.timeout ? `\n  timeout: ${b.timeout}` : ''),
+        (b.timeout ? `\n  timeout: ${b.timeout}` : '') +
+        (b.externalAuthConfigRef ? `\n  externalAuthConfigRef: {name: ${b.externalAuthConfigRef}}` : ''),
     ),
     'apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer\nmetadata: {name: vmcp}\nspec:\n  config: {groupRef: tools' +
       (options.config ? ', ' + options.config : '') +

@@ -27,6 +27,8 @@ export interface YamlGatewayOptions {
   readonly secrets?: string;
   /** Signing key and HMAC secret from a Secret (the same on every start), or the process's own. */
   readonly persistentKeys: boolean;
+  /** The backend gets corp's token of the caller's login (MCPExternalAuthConfig upstreamInject). */
+  readonly upstreamInject?: boolean;
   readonly log?: CapturedLog;
 }
 
@@ -36,7 +38,7 @@ export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVm
   return startTestGateway({
     port: o.port,
     log: (o.log ?? captureLog('info')).log,
-    backends: [{ name: 'echo', url: o.backendUrl }],
+    backends: [{ name: 'echo', url: o.backendUrl, ...(o.upstreamInject === true ? { externalAuthConfigRef: 'corp-inject' } : {}) }],
     incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${issuer}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${issuer}/mcp"}}`,
     spec:
       `  authServerConfig:\n    issuer: "${issuer}"\n${keys}` +
@@ -45,7 +47,8 @@ export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVm
     documents:
       'apiVersion: v1\nkind: Secret\nmetadata: {name: corp}\nstringData: {secret: corp-secret}\n---\n' +
       `apiVersion: v1\nkind: Secret\nmetadata: {name: auth}\nstringData:\n  hmac: "${HMAC}"\n  signing: |\n${SIGNING_KEY.trim().split('\n').map((l) => `    ${l}`).join('\n')}\n` +
-      (o.secrets === undefined ? '' : `---\n${o.secrets}`),
+      (o.secrets === undefined ? '' : `---\n${o.secrets}`) +
+      (o.upstreamInject === true ? '---\napiVersion: gatehouse.dev/v1alpha1\nkind: MCPExternalAuthConfig\nmetadata: {name: corp-inject}\nspec: {type: upstreamInject, upstreamInject: {providerName: corp}}\n' : ''),
   });
 }
 

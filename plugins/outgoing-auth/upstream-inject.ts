@@ -1,0 +1,46 @@
+/**
+ * `MCPExternalAuthConfig` of type `upstreamInject{providerName}`: a request to the backend
+ * carries `Authorization: Bearer <the access token that provider gave this user at login>`,
+ * read from the embedded authorization server's store by the caller's token set id (`tsid`, a
+ * claim of the JWTs it issues) and refreshed when about to expire (UpstreamTokenAccess). The
+ * client's own token never goes to the backend (the gateway drops it; this sets the backend's).
+ *
+ * A caller whose token carries no tsid, or whose login holds no token of that provider any more
+ * (and none can be refreshed), gets 401 invalid_token "re-authentication required", with the
+ * challenge, so the client logs in again.
+ */
+import type { BackendInfo } from '../../core/backend.ts';
+import type { Context } from '../../core/context.ts';
+import { GatewayError } from '../../core/errors.ts';
+import type { OutgoingHeaders } from '../../core/outgoing-headers.ts';
+import { definePlugin } from '../../core/plugin.ts';
+import type { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
+
+export interface UpstreamInjectConfig {
+  /** The running authorization server's accessor (filled when it is created). */
+  readonly upstreamTokens: UpstreamTokenHandle;
+}
+
+function reauthenticate(detail: string): GatewayError {
+  return new GatewayError('invalid_token', 'upstream token is no longer valid; re-authentication required', { detail });
+}
+
+export const upstreamInject = definePlugin<UpstreamInjectConfig>({
+  name: 'upstream-inject',
+  create(config) {
+    return {
+      name: 'upstream-inject',
+      prepareBackend(backend: BackendInfo) {
+        const auth = backend.auth;
+        if (auth?.type !== 'upstreamInject') return null;
+        const provider = auth.providerName;
+        return async (ctx: Context, headers: OutgoingHeaders) => {
+          const tsid = ctx.principal?.claims['tsid'];
+          if (typeof tsid !== 'string' || tsid.length === 0) return reauthenticate(`backend ${backend.name}: the caller's token names no login of the embedded authorization server`);
+          headers.set('authorization', `Bearer ${await config.upstreamTokens.get().accessToken(tsid, provider)}`);
+          return undefined;
+        };
+      },
+    };
+  },
+});
