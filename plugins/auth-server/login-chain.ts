@@ -22,6 +22,8 @@ import * as client from 'openid-client';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { LoginStore, PendingLeg } from './login-store.ts';
+import { parseUrl } from '../../core/config/formats.ts';
+import { escapeHtml } from './html.ts';
 import { CALLBACK_PATH, INTERACTION_PATH } from './routes.ts';
 import type { UpstreamIdentity, UpstreamProvider } from './upstream-providers.ts';
 
@@ -179,7 +181,7 @@ export class LoginChain {
     const details = await provider.interactionDetails(req, res);
     const clientId = String(details.params['client_id']);
     const client = await provider.Client.find(clientId);
-    const redirect = safeUrl(String(details.params['redirect_uri'] ?? ''));
+    const redirect = parseUrl(String(details.params['redirect_uri'] ?? ''));
     const token = random();
     await this.#o.store.putConsent(details.uid, { token, attempt: leg.attempt, identity });
     const name = typeof client?.clientName === 'string' && client.clientName.length > 0 ? client.clientName : clientId;
@@ -206,22 +208,11 @@ function page(res: ServerResponse, status: number, text: string): void {
   res.end(`<!doctype html><meta charset="utf-8"><title>Sign-in</title><p>${text}</p>`);
 }
 
-function safeUrl(text: string): URL | null {
-  try {
-    return new URL(text);
-  } catch {
-    return null;
-  }
-}
-
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given, 'latin1');
   const b = Buffer.from(expected, 'latin1');
   return a.length === b.length && timingSafeEqual(a, b);
 }
-
-const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 
 /**
  * The consent page: who asks (the client's name and id, both client-chosen, so escaped and shown

@@ -38,7 +38,6 @@ export class MemoryAdapter implements Adapter {
     this.#records = new LRUCache({
       max: MAX_RECORDS,
       maxSize: MAX_BYTES,
-      sizeCalculation: (payload) => Math.max(1, JSON.stringify(payload).length),
       ttlAutopurge: false,
       dispose: (payload, id) => {
         if (payload.uid !== undefined) this.#byUid.delete(payload.uid);
@@ -49,13 +48,12 @@ export class MemoryAdapter implements Adapter {
   }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
-    if (this.#kept && !this.#records.has(id)) {
-      const size = Math.max(1, JSON.stringify(payload).length);
-      if (this.#records.size >= MAX_RECORDS || this.#records.calculatedSize + size > MAX_BYTES) {
-        throw new Error(`the in-memory storage of ${this.#model} records is full (${MAX_RECORDS} records or ${MAX_BYTES} bytes): use Redis storage`);
-      }
+    // Measured once, for the budget check and for the cache's own size accounting.
+    const size = Math.max(1, JSON.stringify(payload).length);
+    if (this.#kept && !this.#records.has(id) && (this.#records.size >= MAX_RECORDS || this.#records.calculatedSize + size > MAX_BYTES)) {
+      throw new Error(`the in-memory storage of ${this.#model} records is full (${MAX_RECORDS} records or ${MAX_BYTES} bytes): use Redis storage`);
     }
-    this.#records.set(id, payload, expiresIn === undefined ? {} : { ttl: expiresIn * 1000 });
+    this.#records.set(id, payload, expiresIn === undefined ? { size } : { size, ttl: expiresIn * 1000 });
     if (payload.uid !== undefined) this.#byUid.set(payload.uid, id);
     if (payload.userCode !== undefined) this.#byUserCode.set(payload.userCode, id);
     if (payload.grantId !== undefined) {

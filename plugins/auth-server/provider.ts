@@ -15,6 +15,7 @@
 import Provider, { errors, type Configuration } from 'oidc-provider';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { ServerKeys } from './keys.ts';
+import { escapeHtml } from './html.ts';
 import { DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 
 export interface ProviderOptions {
@@ -157,12 +158,6 @@ export function createProvider(options: ProviderOptions): Provider {
     }
   });
   return provider;
-}
-
-const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
