@@ -183,6 +183,7 @@ function buildIndex(entries: readonly ResourceEntry[], configDir: string): Refer
     secrets,
     vmcpGroup: typeof groupRef === 'string' ? groupRef : undefined,
     providers: isMapping(authServer) ? new Set(providerNames.filter((name) => typeof name === 'string')) : null,
+    anonymousIncoming: valueAt(vmcp, 'spec', 'incomingAuth', 'type') === 'anonymous',
   };
 }
 
@@ -217,13 +218,17 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
   const vmcp = checked(parsed.VirtualMCPServer[0], 'the VirtualMCPServer');
   const { spec } = vmcp;
   const label = `VirtualMCPServer/${vmcp.metadata.name}`;
-  const externalAuths = new Map(parsed.MCPExternalAuthConfig.map((config) => [config.metadata.name, toExternalAuth(config)]));
+  // With the embedded authorization server, the caller's token is the gateway's own: an exchange's
+  // subject is then, unless named, the login's token of the first upstream provider.
+  const firstProvider = spec.authServerConfig?.upstreamProviders[0]?.name ?? null;
+  const externalAuths = new Map(parsed.MCPExternalAuthConfig.map((config) => [config.metadata.name, toExternalAuth(config, firstProvider)]));
   const backends = parsed.MCPServer.filter((server) => server.spec.groupRef === spec.config.groupRef).map((server): BackendConfig => {
     const outgoing = spec.outgoingAuth;
-    const refName =
+    const own =
       outgoing.source === 'discovered'
         ? server.spec.externalAuthConfigRef?.name
         : outgoing.backends?.[server.metadata.name]?.externalAuthConfigRef.name;
+    const refName = own ?? outgoing.default?.externalAuthConfigRef.name;
     return {
       name: server.metadata.name,
       url: server.spec.url,
@@ -240,6 +245,11 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
     backends,
     incomingAuth: toIncomingAuth(spec.incomingAuth),
     outgoingAuthSource: spec.outgoingAuth.source,
+    tokenExchangeCache: {
+      maxEntries: spec.outgoingAuth.tokenExchangeCache.maxEntries,
+      defaultLifetimeMs: spec.outgoingAuth.tokenExchangeCache.defaultLifetime,
+      expirySkewMs: spec.outgoingAuth.tokenExchangeCache.expirySkew,
+    },
     authServer: spec.authServerConfig === undefined ? null : toAuthServer(spec.authServerConfig),
     aggregation: toAggregation(spec.config.aggregation),
     session: {
@@ -287,22 +297,39 @@ function toIncomingAuth(auth: VmcpSpec['incomingAuth']): IncomingAuthConfig {
   };
 }
 
-function toExternalAuth(config: ParsedResource<'MCPExternalAuthConfig'>): ExternalAuthConfig {
+const TOKEN_TYPE_URN = 'urn:ietf:params:oauth:token-type:';
+
+function toExternalAuth(config: ParsedResource<'MCPExternalAuthConfig'>, defaultSubjectProvider: string | null): ExternalAuthConfig {
   const name = config.metadata.name;
-  if (config.spec.type === 'upstreamInject') {
-    return { name, type: 'upstreamInject', providerName: checked(config.spec.upstreamInject, 'upstreamInject').providerName };
+  const { spec } = config;
+  switch (spec.type) {
+    case 'upstreamInject':
+      return { name, type: 'upstreamInject', providerName: checked(spec.upstreamInject, 'upstreamInject').providerName };
+    case 'headerInjection': {
+      const block = checked(spec.headerInjection, 'headerInjection');
+      return { name, type: 'headerInjection', headerName: block.headerName.toLowerCase(), value: block.valueSecretRef };
+    }
+    case 'bearerToken':
+      return { name, type: 'bearerToken', token: checked(spec.bearerToken, 'bearerToken').tokenSecretRef };
+    case 'unauthenticated':
+      return { name, type: 'unauthenticated' };
+    case 'tokenExchange': {
+      const exchange = checked(spec.tokenExchange, 'tokenExchange');
+      return {
+        name,
+        type: 'tokenExchange',
+        tokenUrl: exchange.tokenUrl,
+        clientId: exchange.clientId,
+        clientSecret: exchange.clientSecretRef ?? null,
+        audience: exchange.audience,
+        scopes: exchange.scopes,
+        subjectProviderName: exchange.subjectProviderName ?? defaultSubjectProvider,
+        subjectTokenType: exchange.subjectTokenType.startsWith(TOKEN_TYPE_URN) ? exchange.subjectTokenType : TOKEN_TYPE_URN + exchange.subjectTokenType,
+        externalTokenHeaderName: exchange.externalTokenHeaderName?.toLowerCase() ?? null,
+        timeoutMs: exchange.timeout,
+      };
+    }
   }
-  const exchange = checked(config.spec.tokenExchange, 'tokenExchange');
-  return {
-    name,
-    type: 'tokenExchange',
-    tokenUrl: exchange.tokenUrl,
-    clientId: exchange.clientId,
-    clientSecret: exchange.clientSecretRef ?? null,
-    audience: exchange.audience,
-    scopes: exchange.scopes,
-    subjectProviderName: exchange.subjectProviderName ?? null,
-  };
 }
 
 function toAuthServer(config: AuthServerInput): AuthServerConfig {

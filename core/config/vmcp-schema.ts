@@ -38,6 +38,8 @@ export interface ReferenceIndex {
   readonly vmcpGroup: string | undefined;
   /** Provider names of the VirtualMCPServer's `authServerConfig`; null when it has none. */
   readonly providers: ReadonlySet<string> | null;
+  /** The VirtualMCPServer's incomingAuth is anonymous: callers present no token. */
+  readonly anonymousIncoming: boolean;
 }
 
 // ---- Formats ------------------------------------------------------------------------------
@@ -62,6 +64,43 @@ const resourceName = z.string().superRefine((value, ctx) => {
 });
 
 const httpUrl = httpUrlSchema('https://mcp.example.com/mcp');
+
+/** The outgoing-auth strategies of an MCPExternalAuthConfig. */
+export const EXTERNAL_AUTH_TYPES = ['upstreamInject', 'tokenExchange', 'headerInjection', 'bearerToken', 'unauthenticated'] as const;
+/** RFC 8693 subject token types, short or as the URN. */
+const SUBJECT_TOKEN_TYPES = [
+  'access_token',
+  'id_token',
+  'jwt',
+  'urn:ietf:params:oauth:token-type:access_token',
+  'urn:ietf:params:oauth:token-type:id_token',
+  'urn:ietf:params:oauth:token-type:jwt',
+] as const;
+
+/** RFC 9110 token characters: a header name. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/**
+ * Headers a credential may not be put in: the ones the gateway writes itself on every backend
+ * request (framing, routing, the MCP session), and hop-by-hop ones.
+ */
+const GATEWAY_HEADERS = new Set([
+  'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection',
+  'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'x-request-id', 'cookie',
+]);
+
+const credentialHeader = z.string().superRefine((name, ctx) => {
+  if (!HEADER_NAME.test(name)) ctx.addIssue(`must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~), got ${q(name)}`);
+  else if (GATEWAY_HEADERS.has(name.toLowerCase())) ctx.addIssue(`${q(name)} is a header the gateway sets itself on every backend request: choose another header for the credential`);
+});
+
+/** Why `value` cannot be sent as one header field value, or null when it can. */
+function headerValueProblem(value: string): string | null {
+  if (value.length === 0) return 'is empty';
+  if (/[\r\n\0]/.test(value)) return 'holds CR, LF or NUL, which cannot travel in a header (a trailing newline from `echo` is a common cause)';
+  if (/[^\t\x20-\x7e]/.test(value)) return 'holds characters outside printable ASCII, which a header value cannot carry safely';
+  if (value.trim() !== value) return 'begins or ends with whitespace, which HTTP drops from a header value';
+  return null;
+}
 
 const hostPort = z.string().superRefine((value, ctx) => {
   const port = Number(HOST_PORT.exec(value)?.[3] ?? 0);
@@ -162,9 +201,15 @@ export function resourceSchemas(index: ReferenceIndex) {
     timeout: duration().default(30_000),
   });
 
+  /** A header value from a Secret: what the backend receives as is, so it must be one field value. */
+  const headerValueRef = secretRef.superRefine((ref, ctx) => {
+    const problem = headerValueProblem(ref.value);
+    if (problem !== null) ctx.addIssue(`Secret ${q(ref.name)} key ${q(ref.key)}: ${problem}`);
+  });
+
   const externalAuthSpec = z
     .strictObject({
-      type: z.enum(['upstreamInject', 'tokenExchange']),
+      type: z.enum(EXTERNAL_AUTH_TYPES),
       upstreamInject: z.strictObject({ providerName }).optional(),
       tokenExchange: z
         .strictObject({
@@ -174,10 +219,28 @@ export function resourceSchemas(index: ReferenceIndex) {
           audience: text,
           scopes: textList,
           subjectProviderName: providerName.optional(),
+          subjectTokenType: z.enum(SUBJECT_TOKEN_TYPES).default('access_token'),
+          externalTokenHeaderName: credentialHeader.optional(),
+          // Gatehouse extension: how long an exchange may take before the request fails with 504.
+          timeout: duration().default(10_000),
         })
+        .superRefine((exchange, ctx) => {
+          if (exchange.subjectProviderName === undefined && index.providers === null && index.anonymousIncoming) {
+            addIssue(
+              ctx,
+              [],
+              'has no subject token: it exchanges the caller\'s token, but the VirtualMCPServer\'s incomingAuth is anonymous (use incomingAuth oidc, or subjectProviderName with the embedded authorization server)',
+            );
+          }
+        }, whenMapping)
         .optional(),
+      headerInjection: z.strictObject({ headerName: credentialHeader, valueSecretRef: headerValueRef }).optional(),
+      bearerToken: z.strictObject({ tokenSecretRef: headerValueRef }).optional(),
     })
-    .superRefine(blockOfType({ upstreamInject: 'upstreamInject', tokenExchange: 'tokenExchange' }), whenMapping);
+    .superRefine(
+      blockOfType({ upstreamInject: 'upstreamInject', tokenExchange: 'tokenExchange', headerInjection: 'headerInjection', bearerToken: 'bearerToken', unauthenticated: null }),
+      whenMapping,
+    );
 
   const incomingAuth = z
     .strictObject({
@@ -210,12 +273,28 @@ export function resourceSchemas(index: ReferenceIndex) {
       }
     }, whenMapping);
 
+  /** Which MCPExternalAuthConfig a backend uses; `type` in the spelling of either manifest generation. */
+  const backendAuth = z.strictObject({
+    type: z.enum(['external_auth_config_ref', 'externalAuthConfigRef']).default('external_auth_config_ref'),
+    externalAuthConfigRef,
+  });
+
   const outgoingAuth = z
     .strictObject({
       source: z.enum(['discovered', 'inline']).default('discovered'),
-      backends: z
-        .record(z.string(), z.strictObject({ type: z.literal('external_auth_config_ref').default('external_auth_config_ref'), externalAuthConfigRef }))
-        .optional(),
+      backends: z.record(z.string(), backendAuth).optional(),
+      // For every backend that gets no strategy from its source.
+      default: backendAuth.optional(),
+      // Gatehouse extension: the cache of exchanged tokens (tokenExchange).
+      tokenExchangeCache: z
+        .strictObject({
+          maxEntries: z.int().min(1).default(10_000),
+          // Kept this long when the STS gives neither expires_in nor a JWT exp.
+          defaultLifetime: duration().default(60_000),
+          // Dropped this long before the exchanged token expires.
+          expirySkew: duration().default(30_000),
+        })
+        .prefault({}),
     })
     .superRefine((auth, ctx) => {
       if (!isMapping(auth.backends)) return;

@@ -49,23 +49,61 @@ export type IncomingAuthConfig =
       readonly scopes?: readonly string[];
     };
 
+/**
+ * The outgoing-auth strategy of a backend (an MCPExternalAuthConfig). `name` is its
+ * `metadata.name`. A backend without one (null) is contacted with no credentials, as is one with
+ * `unauthenticated`, which says so explicitly.
+ */
 export type ExternalAuthConfig =
   | {
-      /** `metadata.name` of the MCPExternalAuthConfig. */
       readonly name: string;
       readonly type: 'upstreamInject';
       readonly providerName: string;
     }
+  | TokenExchangeConfig
   | {
       readonly name: string;
-      readonly type: 'tokenExchange';
-      readonly tokenUrl: string;
-      readonly clientId: string;
-      readonly clientSecret: ResolvedSecretRef | null;
-      readonly audience: string;
-      readonly scopes: readonly string[];
-      readonly subjectProviderName: string | null;
+      readonly type: 'headerInjection';
+      /** Lower case. */
+      readonly headerName: string;
+      readonly value: ResolvedSecretRef;
+    }
+  | {
+      readonly name: string;
+      readonly type: 'bearerToken';
+      readonly token: ResolvedSecretRef;
+    }
+  | {
+      readonly name: string;
+      readonly type: 'unauthenticated';
     };
+
+export interface TokenExchangeConfig {
+  readonly name: string;
+  readonly type: 'tokenExchange';
+  readonly tokenUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: ResolvedSecretRef | null;
+  readonly audience: string;
+  readonly scopes: readonly string[];
+  /** The embedded server's upstream provider whose token is the subject; null: the caller's own token. */
+  readonly subjectProviderName: string | null;
+  /** As an RFC 8693 URN, e.g. `urn:ietf:params:oauth:token-type:access_token`. */
+  readonly subjectTokenType: string;
+  /** Lower case; null: the exchanged token goes in `Authorization: Bearer`. */
+  readonly externalTokenHeaderName: string | null;
+  /** Time allowed for one exchange. */
+  readonly timeoutMs: number;
+}
+
+/** `outgoingAuth.tokenExchangeCache` (Gatehouse extension). */
+export interface TokenExchangeCacheConfig {
+  readonly maxEntries: number;
+  /** Lifetime of an exchanged token whose answer says nothing of it. */
+  readonly defaultLifetimeMs: number;
+  /** An exchanged token leaves the cache this long before it expires. */
+  readonly expirySkewMs: number;
+}
 
 export interface UserInfoConfig {
   readonly endpointUrl: string;
@@ -145,6 +183,7 @@ export interface VmcpConfig {
   readonly backends: readonly BackendConfig[];
   readonly incomingAuth: IncomingAuthConfig;
   readonly outgoingAuthSource: 'discovered' | 'inline';
+  readonly tokenExchangeCache: TokenExchangeCacheConfig;
   readonly authServer: AuthServerConfig | null;
   /** `spec.config.aggregation`: naming, filters, renames and paging of an aggregated group. */
   readonly aggregation: AggregationConfig;

@@ -28,6 +28,7 @@ test('the minimal file resolves, with every default', async () => {
     backends: [{ name: 'echo', url: 'http://127.0.0.1:9100/mcp', transport: 'streamable-http', timeoutMs: 30_000, externalAuth: null }],
     incomingAuth: { type: 'anonymous', resourceUrl: 'http://127.0.0.1:4483/mcp' },
     outgoingAuthSource: 'discovered',
+    tokenExchangeCache: { maxEntries: 10_000, defaultLifetimeMs: 60_000, expirySkewMs: 30_000 },
     authServer: null,
     aggregation: { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 },
     session: { ttlMs: 30 * 60_000, maxSessions: 10_000, maxSessionsPerPrincipal: 100, storage: { type: 'memory' } },
@@ -73,6 +74,9 @@ test('the rich file resolves every field', async () => {
     audience: 'docs-api',
     scopes: ['docs.read', 'docs.write'],
     subjectProviderName: 'google',
+    subjectTokenType: 'urn:ietf:params:oauth:token-type:access_token',
+    externalTokenHeaderName: null,
+    timeoutMs: 10_000,
   });
 
   const authServer = config.authServer;
