@@ -61,6 +61,7 @@ describe('resource template matching', () => {
       templates: matchers.map((matcher, i) => ({ matcher, uriTemplate: matcher.template, backend: `b${i % 2}` })),
       conflicts: [],
       complete: true,
+      failures: new Map(),
       pages: new Map(), pagesVersion: -1,
     };
     assert.equal(resourceOwner(undefined, cache, 'x://' + '#'.repeat(4000)), null);

@@ -21,7 +21,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { Chain, HookOutcome } from '../../chain.ts';
 import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
+import { GatewayError, rpcErrorResponse } from '../../errors.ts';
 import { startReading, type BodySink } from '../../http/body.ts';
 import { Reply } from '../../reply.ts';
 import { respond, respondWhenSettled } from '../../respond.ts';
@@ -31,7 +31,7 @@ import { methodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
-import type { BackendLink, MessageSink } from './backend-link.ts';
+import { callerMustReauthenticate, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { ClientStream, streamRefusal } from './client-stream.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
@@ -277,7 +277,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     const params = request.params ?? {};
     const name = params.name;
     const exposed = typeof name === 'string' ? list.names?.byName.get(name) : undefined;
-    if (exposed === undefined) return this.#unknown(session, kind === 'tools' ? 'tool' : 'prompt', String(name));
+    if (exposed === undefined) return this.#unknown(session, kind === 'tools' ? 'tool' : 'prompt', String(name), list);
     const sent = exposed.original === name ? request : { ...request, params: { ...params, name: exposed.original } };
     return { link: this.#links.get(exposed.backend)!, request: sent, target: { backend: exposed.backend, name: exposed.original } };
   }
@@ -309,15 +309,17 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   /**
-   * A name no joined backend lists: unavailable when it has the prefix of a backend that is not
-   * in the session now (so the client knows to try later), unknown otherwise.
+   * A name no backend lists: unavailable when it has the prefix of a backend that is not in the
+   * session now, or whose list just failed (so the client knows to try later), unknown otherwise.
    */
-  #unknown(session: AggregatedSession, what: 'tool' | 'prompt', name: string): Unrouted {
+  #unknown(session: AggregatedSession, what: 'tool' | 'prompt', name: string, list: ListCache | null = null): Unrouted {
     const { conflictResolution, prefixFormat } = this.#o.aggregation;
     if (conflictResolution === 'prefix') {
       for (const link of this.#o.links) {
-        if (session.has(link.name) || !name.startsWith(prefixFor(prefixFormat, link.name))) continue;
-        const reason = session.absence(link.name)?.reason ?? `backend "${link.name}" is unavailable`;
+        if (!name.startsWith(prefixFor(prefixFormat, link.name))) continue;
+        const failed = list?.failures.get(link.name);
+        if (session.has(link.name) && failed === undefined) continue;
+        const reason = failed ?? session.absence(link.name)?.reason ?? `backend "${link.name}" is unavailable`;
         return { code: INTERNAL_ERROR, message: `${what} ${name} cannot be called now: ${reason}` };
       }
     }
@@ -424,7 +426,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     if (backend !== undefined) return this.#send(ctx, session, link, backend, body, true);
     return this.#healer.join(ctx, session, link).then(
       (joined) => this.#send(ctx, session, link, joined, body, true),
-      (err: unknown) => this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } }),
+      (err: unknown) => (callerMustReauthenticate(err) ? err : this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } })),
     );
   }
 
@@ -434,14 +436,27 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     return this.#dispatchTo(ctx, session, link, backend, body, mayRetry, headers);
   }
 
-  #dispatchTo(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean, headers: string[] | GatewayError): HookOutcome {
-    if (headers instanceof GatewayError) return headers;
+  #dispatchTo(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean, headers: string[] | GatewayError): HookOutcome | Promise<HookOutcome> {
+    if (headers instanceof GatewayError) return this.#credentialFailure(ctx, link, headers);
     headers.push('content-type', 'application/json');
     if (ctx.res.destroyed) return undefined;
     if (ctx.rpcId !== null) session.inflight.set(ctx.rpcId, link.index);
     const createsTask = (ctx.message as JsonRpcRequest).params?.task !== undefined;
     new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, this.#o.chain.responseHooks(ctx.rpcMethod), createsTask, body, mayRetry).dispatch(link.pool, 'POST', headers, body);
     return undefined;
+  }
+
+  /**
+   * A prepareBackend hook could not give the request its credentials. A refusal of the caller
+   * (401, 403) answers the request as HTTP; any other failure (the token exchange service down
+   * or slow) is that backend's: the call gets a JSON-RPC error naming it, the session goes on.
+   */
+  #credentialFailure(ctx: Context, link: BackendLink, err: GatewayError): HookOutcome | Promise<HookOutcome> {
+    if (err.status === 401 || err.status === 403 || ctx.rpcId === null) return err;
+    ctx.log(err);
+    const response = rpcErrorResponse(err, ctx.rpcId);
+    response.error.data['backend'] = link.name;
+    return this.#answer(ctx, response);
   }
 
   // ---- RouteListener ----
@@ -453,7 +468,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       .rejoin(ctx, session, link, exchange.backendSession)
       .then(
         (backend) => this.#send(ctx, session, link, backend, exchange.body!, false),
-        (err: unknown) => this.#answer(ctx, { jsonrpc: '2.0', id: ctx.rpcId, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } }),
+        (err: unknown) => (callerMustReauthenticate(err) ? err : this.#answer(ctx, { jsonrpc: '2.0', id: ctx.rpcId, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } })),
       )
       .then(
         (outcome) => respond(ctx, outcome),

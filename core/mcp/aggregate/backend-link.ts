@@ -176,7 +176,15 @@ export class BackendLink {
     const headers = new OutgoingHeaders(list);
     const outcome = runHooks(this.#hooks, ctx, headers);
     // Sync while the hooks are: the routed hot path meets no promise here.
-    return isPromise(outcome) ? outcome.then((settled) => this.#hooked(settled, headers)) : this.#hooked(outcome, headers);
+    if (!isPromise(outcome)) return this.#hooked(outcome, headers);
+    return outcome.then(
+      (settled) => this.#hooked(settled, headers),
+      // A hook that rejects with a GatewayError answers with it, as one that returns it.
+      (err: unknown) => {
+        if (err instanceof GatewayError) return err;
+        throw err;
+      },
+    );
   }
 
   #hooked(outcome: HookOutcome, headers: OutgoingHeaders): string[] | GatewayError {
@@ -221,4 +229,14 @@ export class BackendLink {
     }
     return null;
   }
+}
+
+/**
+ * Whether `err` says the caller's own credentials cannot reach a backend (a prepareBackend hook's
+ * 401: the token exchange service refused the caller's token, the login holds no upstream token
+ * any more). Only the client can fix that, by logging in again: the whole request answers with
+ * it (with the challenge), whatever the other backends did, and the backend is not held absent.
+ */
+export function callerMustReauthenticate(err: unknown): err is GatewayError {
+  return err instanceof GatewayError && err.status === 401;
 }

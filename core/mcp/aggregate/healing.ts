@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
-import type { BackendLink, CallResult, MessageSink } from './backend-link.ts';
+import { callerMustReauthenticate, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import type { HealthMonitor } from './health.ts';
 import { initializeBackend, reasonOf } from './init.ts';
 import type { AggregatedSession } from './session.ts';
@@ -103,13 +103,16 @@ export class SessionHealer {
 
   /**
    * Tries every backend the session never had whose retry time has come, in parallel; resolves
-   * once those tries ended (a failure is recorded, not thrown). Nothing to do costs one check.
+   * once those tries ended (a failure is recorded, not thrown, except the caller's own credentials refused). Nothing to do costs one check.
    */
   async joinMissing(ctx: Context | null, session: AggregatedSession): Promise<void> {
     const missing = session.record.missing;
     if (missing.length === 0) return;
     const due = this.#o.links.filter((link) => missing.includes(link.name) && this.#due(session, link));
-    if (due.length > 0) await Promise.allSettled(due.map((link) => this.join(ctx, session, link)));
+    if (due.length === 0) return;
+    const tries = await Promise.allSettled(due.map((link) => this.join(ctx, session, link)));
+    const refusal = tries.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected' && callerMustReauthenticate(outcome.reason));
+    if (refusal !== undefined) throw refusal.reason;
   }
 
   /** Whether `link` is absent from `session` and may be tried now. */
@@ -189,6 +192,8 @@ export class SessionHealer {
       backend = (await initializeBackend(ctx, link, params, this.#o.sink(session, link))).record;
       await link.call(ctx, backend, { jsonrpc: '2.0', method: 'notifications/initialized' });
     } catch (err) {
+      // The caller's credentials, not the backend: no backoff, the client is told to log in again.
+      if (callerMustReauthenticate(err)) throw err;
       const reason = reasonOf(err);
       session.absent(link.name, reason, performance.now());
       if (isBackendFailure(err)) this.#o.health.observe(link.name, reason);

@@ -5,7 +5,7 @@
  * pages of its own (an opaque cursor tied to the list's version).
  */
 import { GatewayError } from '../../errors.ts';
-import type { BackendLink, CallResult, MessageSink } from './backend-link.ts';
+import { callerMustReauthenticate, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import type { AggregationConfig } from './config.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
@@ -65,6 +65,8 @@ export interface ListCache {
   readonly conflicts: readonly NameConflict[];
   /** False when a backend failed: served, but not kept. */
   readonly complete: boolean;
+  /** The backends whose list failed, with what the client is told of it. */
+  readonly failures: ReadonlyMap<string, string>;
   /**
    * Pages already written out, by offset, for the session's list version `pagesVersion`: a warm
    * list is not serialized again. Only offsets the gateway issues get here (pageOffset), so it
@@ -117,22 +119,25 @@ export async function loadList(
   const spec = LISTS[kind];
   const asked = links.filter((link) => session.backends.get(link.name)?.capabilities[spec.capability] !== undefined);
   const settled = await Promise.allSettled(asked.map((link) => fetchAll(link, call, spec, sink(link))));
+  const refusal = settled.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected' && callerMustReauthenticate(outcome.reason));
+  if (refusal !== undefined) throw refusal.reason;
   const perBackend = new Map<string, unknown[]>();
-  let complete = true;
+  const failures = new Map<string, string>();
   settled.forEach((outcome, i) => {
     if (outcome.status === 'fulfilled') perBackend.set(asked[i]!.name, outcome.value);
     else {
-      complete = false;
+      const reason = outcome.reason as { description?: string; message?: string } | undefined;
+      failures.set(asked[i]!.name, reason?.description ?? reason?.message ?? String(outcome.reason));
       onBackendFailure(asked[i]!, outcome.reason);
     }
   });
   const cache = build(kind, perBackend, config);
-  const result: ListCache = { ...cache, complete, pages: new Map(), pagesVersion: -1 };
-  if (complete) session.lists.set(kind, result);
+  const result: ListCache = { ...cache, complete: failures.size === 0, failures, pages: new Map(), pagesVersion: -1 };
+  if (result.complete) session.lists.set(kind, result);
   return result;
 }
 
-function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete' | 'pages' | 'pagesVersion'> {
+function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete' | 'failures' | 'pages' | 'pagesVersion'> {
   if (kind === 'tools' || kind === 'prompts') {
     const lists = new Map<string, Named[]>();
     for (const [backend, items] of perBackend) lists.set(backend, items.filter(isNamed));
