@@ -27,7 +27,15 @@ export interface UpstreamTokens {
   readonly refreshToken: string | null;
   /** Epoch ms, or null when the provider did not say. */
   readonly expiresAt: number | null;
+  /** Epoch ms when they were obtained: with expiresAt, their lifetime (absent in records of older versions). */
+  readonly obtainedAt?: number;
   readonly scope: string | null;
+}
+
+/** `expiresAt` and `obtainedAt` of tokens a provider says live `expiresIn` seconds from now. */
+function expiry(expiresIn: number | null): { expiresAt: number | null; obtainedAt: number } {
+  const now = Date.now();
+  return { expiresAt: expiresIn === null ? null : now + expiresIn * 1000, obtainedAt: now };
 }
 
 export class UpstreamProvider {
@@ -112,7 +120,7 @@ export class UpstreamProvider {
     const tokens: UpstreamTokens = {
       accessToken: grant.access_token,
       refreshToken: grant.refresh_token ?? null,
-      expiresAt: typeof grant.expires_in === 'number' ? Date.now() + grant.expires_in * 1000 : null,
+      ...expiry(typeof grant.expires_in === 'number' ? grant.expires_in : null),
       scope: grant.scope ?? null,
     };
     if (oidc) {
@@ -140,7 +148,7 @@ export class UpstreamProvider {
     return {
       accessToken: grant.access_token,
       refreshToken: grant.refresh_token ?? null,
-      expiresAt: typeof grant.expires_in === 'number' ? Date.now() + grant.expires_in * 1000 : null,
+      ...expiry(typeof grant.expires_in === 'number' ? grant.expires_in : null),
       scope: grant.scope ?? null,
     };
   }
@@ -167,7 +175,7 @@ export class UpstreamProvider {
     return {
       accessToken,
       refreshToken: typeof refreshToken === 'string' && refreshToken.length > 0 ? refreshToken : null,
-      expiresAt: Number.isFinite(expiresIn) && expiresIn > 0 ? Date.now() + expiresIn * 1000 : null,
+      ...expiry(Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn : null),
       scope: typeof scope === 'string' ? scope : Array.isArray(scope) ? scope.filter((x) => typeof x === 'string').join(' ') : null,
     };
   }

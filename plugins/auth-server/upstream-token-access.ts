@@ -81,7 +81,7 @@ export class UpstreamTokenAccess {
     this.#now = now;
   }
 
-  /** The access token of `provider` for the login `tsid`, fresh for at least REFRESH_SKEW_MS. */
+  /** The access token of `provider` for the login `tsid`, fresh for at least the skew (see #expiring). */
   async accessToken(tsid: string, provider: string): Promise<string> {
     const tokens = await this.#read(tsid, provider);
     if (!this.#expiring(tokens)) return tokens.accessToken;
@@ -94,8 +94,14 @@ export class UpstreamTokenAccess {
     return (await refresh).accessToken;
   }
 
+  /**
+   * Whether `tokens` expire within the skew: REFRESH_SKEW_MS, or half their lifetime when that is
+   * shorter (a provider whose tokens live 10 s would otherwise be asked for a refresh on every call).
+   */
   #expiring(tokens: UpstreamTokens): boolean {
-    return tokens.expiresAt !== null && tokens.expiresAt - this.#now() < REFRESH_SKEW_MS;
+    if (tokens.expiresAt === null) return false;
+    const skew = tokens.obtainedAt === undefined ? REFRESH_SKEW_MS : Math.min(REFRESH_SKEW_MS, (tokens.expiresAt - tokens.obtainedAt) / 2);
+    return tokens.expiresAt - this.#now() < skew;
   }
 
   async #read(tsid: string, provider: string): Promise<UpstreamTokens> {

@@ -1,9 +1,9 @@
 /**
  * The upstream tokens a login kept, as a plugin presenting them to a backend reads them: the
  * stored one while fresh; refreshed (once, however many ask at the same time) when it expires
- * within 30 s; a refresh the provider refuses is 401 invalid_token "re-authentication
- * required"; an unknown login likewise. Against a real upstream identity provider whose access
- * tokens live 10 s (so always "about to expire").
+ * within 30 s, or within half its lifetime when that is shorter; a refresh the provider refuses
+ * is 401 invalid_token "re-authentication required"; an unknown login likewise. Against a real
+ * upstream identity provider whose access tokens live 2 s (so "about to expire" after 1 s).
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
@@ -14,6 +14,7 @@ import { Browser } from './helpers/browser.ts';
 import { startAuthGateway, type AuthGateway } from './helpers/setup.ts';
 
 const REDIRECT = 'http://127.0.0.1:7780/callback';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('embedded authorization server: the upstream tokens of a login', () => {
   let setup: AuthGateway;
@@ -37,16 +38,20 @@ describe('embedded authorization server: the upstream tokens of a login', () => 
   }
 
   before(async () => {
-    setup = await startAuthGateway({ corpAccessTokenTtlSeconds: 10 });
+    setup = await startAuthGateway({ corpAccessTokenTtlSeconds: 2 });
     const reg = await fetch(`${setup.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }) });
     clientId = ((await reg.json()) as { client_id: string }).client_id;
     tsid = (await login()).tsid;
   });
   after(() => setup.close());
 
-  it('refreshes a token about to expire once, however many ask for it at the same time', async () => {
+  it('keeps a fresh token, and refreshes one about to expire once, however many ask for it at the same time', async () => {
     const access = setup.upstreamTokens.get();
-    const before = setup.corp.refreshes;
+    let before = setup.corp.refreshes;
+    await Promise.all(Array.from({ length: 5 }, () => access.accessToken(tsid, 'corp')));
+    assert.equal(setup.corp.refreshes, before, 'fresh for more than half its lifetime: no refresh');
+    await sleep(1_100);
+    before = setup.corp.refreshes;
     const tokens = await Promise.all(Array.from({ length: 10 }, () => access.accessToken(tsid, 'corp')));
     assert.equal(setup.corp.refreshes, before + 1, 'one refresh at the provider');
     assert.equal(new Set(tokens).size, 1, 'every caller got the same fresh token');
@@ -56,6 +61,7 @@ describe('embedded authorization server: the upstream tokens of a login', () => 
   });
 
   it('a refresh the provider refuses: 401 invalid_token, re-authentication required', async () => {
+    await sleep(1_100);
     setup.corp.refuseRefresh = true;
     try {
       await assert.rejects(setup.upstreamTokens.get().accessToken(tsid, 'corp'), (err: unknown) => {
