@@ -11,6 +11,8 @@ import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 import { authServer, type AuthServerPluginConfig } from '../auth-server/auth-server.ts';
 import { loadServerKeys, publicJwks } from '../auth-server/keys.ts';
 import { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
+import { staticCredentials } from '../outgoing-auth/static-credentials.ts';
+import { tokenExchange, type TokenExchangePluginConfig } from '../outgoing-auth/token-exchange.ts';
 import { upstreamInject, type UpstreamInjectConfig } from '../outgoing-auth/upstream-inject.ts';
 
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
@@ -40,16 +42,21 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
       source: `${where} spec.authServerConfig`,
     });
   }
-  // Outgoing auth that presents the logins' upstream tokens (validate refused it without an authorization server).
-  if (config.backends.some((backend) => backend.externalAuth?.type === 'upstreamInject')) {
+  // Outgoing auth, one plugin per family of strategies, each compiling a hook only for its backends.
+  const strategies = new Set(config.backends.map((backend) => backend.externalAuth?.type));
+  if (strategies.has('upstreamInject')) {
+    // validate refused upstreamInject without an authorization server.
     specs.push({ definition: upstreamInject, config: { upstreamTokens } satisfies UpstreamInjectConfig, source: `${where} spec.outgoingAuth` });
   }
-  for (const backend of config.backends) {
-    if (backend.externalAuth !== null && backend.externalAuth.type !== 'upstreamInject') {
-      missing.push(
-        `MCPServer/${backend.name}: outgoing auth "${backend.externalAuth.type}" (MCPExternalAuthConfig/${backend.externalAuth.name}) is not available in this version yet`,
-      );
-    }
+  if (strategies.has('tokenExchange')) {
+    specs.push({
+      definition: tokenExchange,
+      config: { cache: config.tokenExchangeCache, upstreamTokens: authServerConfig === null ? null : upstreamTokens } satisfies TokenExchangePluginConfig,
+      source: `${where} spec.outgoingAuth`,
+    });
+  }
+  if (strategies.has('headerInjection') || strategies.has('bearerToken')) {
+    specs.push({ definition: staticCredentials, config: undefined, source: `${where} spec.outgoingAuth` });
   }
   if (missing.length > 0) throw new NotAvailableError(missing);
   return specs;

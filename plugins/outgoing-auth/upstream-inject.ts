@@ -11,9 +11,10 @@
  */
 import type { BackendInfo } from '../../core/backend.ts';
 import type { Context } from '../../core/context.ts';
-import { GatewayError } from '../../core/errors.ts';
 import type { OutgoingHeaders } from '../../core/outgoing-headers.ts';
 import { definePlugin } from '../../core/plugin.ts';
+import { reauthenticate, unusableToken } from './errors.ts';
+import { isHeaderSafeToken } from './header-safe.ts';
 import type { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
 
 export interface UpstreamInjectConfig {
@@ -21,9 +22,6 @@ export interface UpstreamInjectConfig {
   readonly upstreamTokens: UpstreamTokenHandle;
 }
 
-function reauthenticate(detail: string): GatewayError {
-  return new GatewayError('invalid_token', 'upstream token is no longer valid; re-authentication required', { detail });
-}
 
 export const upstreamInject = definePlugin<UpstreamInjectConfig>({
   name: 'upstream-inject',
@@ -36,8 +34,10 @@ export const upstreamInject = definePlugin<UpstreamInjectConfig>({
         const provider = auth.providerName;
         return async (ctx: Context, headers: OutgoingHeaders) => {
           const tsid = ctx.principal?.claims['tsid'];
-          if (typeof tsid !== 'string' || tsid.length === 0) return reauthenticate(`backend ${backend.name}: the caller's token names no login of the embedded authorization server`);
-          headers.set('authorization', `Bearer ${await config.upstreamTokens.get().accessToken(tsid, provider)}`);
+          if (typeof tsid !== 'string' || tsid.length === 0) return reauthenticate(backend.name, 'upstream token is no longer valid; re-authentication required', `backend ${backend.name}: the caller's token names no login of the embedded authorization server`);
+          const token = await config.upstreamTokens.get().accessToken(tsid, provider);
+          if (!isHeaderSafeToken(token)) return unusableToken(backend.name, `the access token of upstream provider "${provider}"`);
+          headers.set('authorization', `Bearer ${token}`);
           return undefined;
         };
       },

@@ -28,6 +28,8 @@ export interface VmcpYamlOptions {
   incomingAuth?: string;
   /** Extra lines under the VirtualMCPServer `spec:` (indented by two spaces). */
   spec?: string;
+  /** `spec.outgoingAuth` (YAML flow style); default `{source: discovered}`. */
+  outgoingAuth?: string;
   /** Extra keys of `spec.config` (YAML flow style), e.g. `aggregation: {pageSize: 8}`. */
   config?: string;
   /** Extra documents appended to the file. */
@@ -59,7 +61,7 @@ export function vmcpYaml(options: VmcpYamlOptions): string {
       (options.config ? ', ' + options.config : '') +
       '}\n' +
       (options.incomingAuth ?? '  incomingAuth: {type: anonymous}') +
-      '\n  outgoingAuth: {source: discovered}' +
+      `\n  outgoingAuth: ${options.outgoingAuth ?? '{source: discovered}'}` +
       (options.spec ? '\n' + options.spec : ''),
   ];
   if (options.documents) docs.push(options.documents);

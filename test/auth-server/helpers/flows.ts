@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
-import { startTestGateway } from '../../helpers/gateway.ts';
+import { startTestGateway, type TestBackend } from '../../helpers/gateway.ts';
 import { captureLog, type CapturedLog } from '../../store/helpers/log.ts';
 import { Browser } from './browser.ts';
 
@@ -29,6 +29,9 @@ export interface YamlGatewayOptions {
   readonly persistentKeys: boolean;
   /** The backend gets corp's token of the caller's login (MCPExternalAuthConfig upstreamInject). */
   readonly upstreamInject?: boolean;
+  /** More backends of the group, and the documents (MCPExternalAuthConfigs, Secrets) they refer to. */
+  readonly moreBackends?: readonly TestBackend[];
+  readonly documents?: string;
   readonly log?: CapturedLog;
 }
 
@@ -38,7 +41,7 @@ export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVm
   return startTestGateway({
     port: o.port,
     log: (o.log ?? captureLog('info')).log,
-    backends: [{ name: 'echo', url: o.backendUrl, ...(o.upstreamInject === true ? { externalAuthConfigRef: 'corp-inject' } : {}) }],
+    backends: [{ name: 'echo', url: o.backendUrl, ...(o.upstreamInject === true ? { externalAuthConfigRef: 'corp-inject' } : {}) }, ...(o.moreBackends ?? [])],
     incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${issuer}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${issuer}/mcp"}}`,
     spec:
       `  authServerConfig:\n    issuer: "${issuer}"\n${keys}` +
@@ -48,7 +51,8 @@ export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVm
       'apiVersion: v1\nkind: Secret\nmetadata: {name: corp}\nstringData: {secret: corp-secret}\n---\n' +
       `apiVersion: v1\nkind: Secret\nmetadata: {name: auth}\nstringData:\n  hmac: "${HMAC}"\n  signing: |\n${SIGNING_KEY.trim().split('\n').map((l) => `    ${l}`).join('\n')}\n` +
       (o.secrets === undefined ? '' : `---\n${o.secrets}`) +
-      (o.upstreamInject === true ? '---\napiVersion: gatehouse.dev/v1alpha1\nkind: MCPExternalAuthConfig\nmetadata: {name: corp-inject}\nspec: {type: upstreamInject, upstreamInject: {providerName: corp}}\n' : ''),
+      (o.upstreamInject === true ? '---\napiVersion: gatehouse.dev/v1alpha1\nkind: MCPExternalAuthConfig\nmetadata: {name: corp-inject}\nspec: {type: upstreamInject, upstreamInject: {providerName: corp}}\n' : '') +
+      (o.documents === undefined ? '' : `---\n${o.documents}\n`),
   });
 }
 

@@ -3,7 +3,8 @@
  *
  *   mcp-client / mcp-secret        client_credentials; access tokens for a resource are JWTs (ES256)
  *   opaque-client / opaque-secret  client_credentials; access tokens are opaque (introspection)
- *   gatehouse / gatehouse-secret   the gateway's own client, for RFC 7662 introspection
+ *   gatehouse / gatehouse-secret   the gateway's own client, for RFC 7662 introspection (JWTs too:
+ *                                  a second subject for tests that need two callers)
  *
  * Every resource indicator is accepted, with scope `mcp:tools` and the resource as audience.
  */
@@ -18,7 +19,7 @@ export interface TestProvider {
   /** How many introspection requests the provider answered. */
   readonly introspections: number;
   /** A client-credentials access token for `resource` (JWT for mcp-client, opaque for opaque-client). */
-  token(resource: string, client?: 'mcp-client' | 'opaque-client', scope?: string): Promise<string>;
+  token(resource: string, client?: 'mcp-client' | 'opaque-client' | 'gatehouse', scope?: string): Promise<string>;
   /** Revokes a token (RFC 7009) so that introspection answers `active: false`. */
   revoke(token: string, client?: 'mcp-client' | 'opaque-client'): Promise<void>;
   close(): Promise<void>;
