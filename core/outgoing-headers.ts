@@ -21,29 +21,23 @@ export class OutgoingHeaders {
   }
 
   /**
-   * Sets `name` (lower case) to `value`, replacing any value it had. Throws on a name that is
+   * Sets `name` (lower case) to `value`, replacing every value it had: in transparent mode the
+   * list holds the client's headers, and a client that sent the credential's header twice must
+   * not see its second copy reach the backend next to the gateway's. Throws on a name that is
    * not a lower-case token, or a value with CR, LF or NUL (which would inject headers).
    */
   set(name: string, value: string): void {
     if (!NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)} (lower-case token expected)`);
     if (UNSAFE_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}: CR, LF and NUL are not allowed`);
-    const list = this.list;
-    for (let i = 0; i < list.length; i += 2) {
-      if (list[i] === name) {
-        list[i + 1] = value;
-        return;
-      }
-    }
-    list.push(name, value);
+    this.delete(name);
+    this.list.push(name, value);
   }
 
+  /** Removes every value of `name`. */
   delete(name: string): void {
     const list = this.list;
-    for (let i = 0; i < list.length; i += 2) {
-      if (list[i] === name) {
-        list.splice(i, 2);
-        return;
-      }
+    for (let i = list.length - 2; i >= 0; i -= 2) {
+      if (list[i] === name) list.splice(i, 2);
     }
   }
 }

@@ -13,6 +13,15 @@ describe('OutgoingHeaders', () => {
     assert.deepEqual(headers.list, ['authorization', 'Bearer b']);
   });
 
+  it('replaces every copy of a header a client sent more than once (none of its copies stays next to the credential)', () => {
+    const headers = new OutgoingHeaders(['x-api-key', 'attacker-1', 'accept', 'application/json', 'x-api-key', 'attacker-2']);
+    headers.set('x-api-key', 'gateway-key');
+    assert.deepEqual(headers.list, ['accept', 'application/json', 'x-api-key', 'gateway-key']);
+    headers.list.push('x-b', '1', 'x-b', '2');
+    headers.delete('x-b');
+    assert.deepEqual(headers.list, ['accept', 'application/json', 'x-api-key', 'gateway-key']);
+  });
+
   it('refuses a value that would inject headers, and a name that is not a lower-case token', () => {
     const headers = new OutgoingHeaders([]);
     assert.throws(() => headers.set('authorization', 'Bearer x\r\nx-admin: true'), /CR, LF and NUL are not allowed/);
