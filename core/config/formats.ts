@@ -43,13 +43,16 @@ function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
-/** Issuers are https, except on loopback hosts (local development and tests). */
+/** Issuers and token endpoints are https, except on loopback hosts (local development and tests), without credentials, query or fragment. */
 export const issuerUrl = z.string().superRefine((value, ctx) => {
   const url = parseUrl(value);
   if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
     ctx.addIssue(`must be an absolute https URL (got ${q(value)})`);
   } else if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
     ctx.addIssue(`must use https: plain http is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1) (got ${q(value)})`);
+  } else if (url.username !== '' || url.password !== '') {
+    // Not echoed: the value holds a credential.
+    ctx.addIssue('must not carry a user name or password: client credentials belong in a Secret (clientSecretRef)');
   } else if (url.search !== '' || url.hash !== '') {
     ctx.addIssue(`must not have a query or a fragment (got ${q(value)})`);
   }

@@ -81,16 +81,18 @@ const SUBJECT_TOKEN_TYPES = [
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /**
  * Headers a credential may not be put in: the ones the gateway writes itself on every backend
- * request (framing, routing, the MCP session), and hop-by-hop ones.
+ * request (framing, content negotiation, the MCP session and every other `Mcp-*` header, the
+ * request id), hop-by-hop and proxy ones, and ones with a meaning of their own to the backend.
  */
 const GATEWAY_HEADERS = new Set([
   'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection',
-  'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'x-request-id', 'cookie',
+  'proxy-authorization', 'proxy-authenticate', 'expect', 'origin', 'forwarded',
+  'content-type', 'content-encoding', 'accept', 'accept-encoding', 'last-event-id', 'x-request-id', 'cookie',
 ]);
 
 const credentialHeader = z.string().superRefine((name, ctx) => {
   if (!HEADER_NAME.test(name)) ctx.addIssue(`must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~), got ${q(name)}`);
-  else if (GATEWAY_HEADERS.has(name.toLowerCase())) ctx.addIssue(`${q(name)} is a header the gateway sets itself on every backend request: choose another header for the credential`);
+  else if (GATEWAY_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('mcp-')) ctx.addIssue(`${q(name)} is a header the gateway reserves (framing, proxying, the MCP session): choose another header for the credential`);
 });
 
 /** Why `value` cannot be sent as one header field value, or null when it can. */
@@ -213,7 +215,7 @@ export function resourceSchemas(index: ReferenceIndex) {
       upstreamInject: z.strictObject({ providerName }).optional(),
       tokenExchange: z
         .strictObject({
-          tokenUrl: httpUrl,
+          tokenUrl: issuerUrl,
           clientId: text,
           clientSecretRef: secretRef.optional(),
           audience: text,
@@ -235,7 +237,13 @@ export function resourceSchemas(index: ReferenceIndex) {
         }, whenMapping)
         .optional(),
       headerInjection: z.strictObject({ headerName: credentialHeader, valueSecretRef: headerValueRef }).optional(),
-      bearerToken: z.strictObject({ tokenSecretRef: headerValueRef }).optional(),
+      bearerToken: z
+        .strictObject({
+          tokenSecretRef: headerValueRef.superRefine((ref, ctx) => {
+            if (/^bearer\s/i.test(ref.value)) ctx.addIssue(`Secret ${q(ref.name)} key ${q(ref.key)} starts with "Bearer ": store the token alone (the gateway adds the scheme)`);
+          }),
+        })
+        .optional(),
     })
     .superRefine(
       blockOfType({ upstreamInject: 'upstreamInject', tokenExchange: 'tokenExchange', headerInjection: 'headerInjection', bearerToken: 'bearerToken', unauthenticated: null }),

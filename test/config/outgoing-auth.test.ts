@@ -136,7 +136,7 @@ test('a credential header the gateway sets itself, a header name that is no toke
     .replace('externalTokenHeaderName: X-Upstream-Token', 'externalTokenHeaderName: "X Token"')
     .replace('kind: MCPExternalAuthConfig\nmetadata: {name: none}\nspec: {type: unauthenticated}', 'kind: MCPExternalAuthConfig\nmetadata: {name: none}\nspec: {type: headerInjection, headerInjection: {headerName: X-Key, valueSecretRef: {name: creds, key: spaced}}}');
   assert.deepEqual(problemsOf(text), [
-    'MCPExternalAuthConfig/alpha-key spec.headerInjection.headerName: "Mcp-Session-Id" is a header the gateway sets itself on every backend request: choose another header for the credential',
+    'MCPExternalAuthConfig/alpha-key spec.headerInjection.headerName: "Mcp-Session-Id" is a header the gateway reserves (framing, proxying, the MCP session): choose another header for the credential',
     'MCPExternalAuthConfig/shared-bearer spec.bearerToken.tokenSecretRef: Secret "creds" key "newline": holds CR, LF or NUL, which cannot travel in a header (a trailing newline from `echo` is a common cause)',
     'MCPExternalAuthConfig/none spec.headerInjection.valueSecretRef: Secret "creds" key "spaced": begins or ends with whitespace, which HTTP drops from a header value',
     'MCPExternalAuthConfig/exchange spec.tokenExchange.externalTokenHeaderName: must be an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~), got "X Token"',
@@ -161,4 +161,19 @@ test('a token exchange of the caller\'s token behind anonymous incoming auth has
   assert.deepEqual(problemsOf(vmcp('{source: discovered}', '{type: anonymous}')), [
     "MCPExternalAuthConfig/exchange spec.tokenExchange: has no subject token: it exchanges the caller's token, but the VirtualMCPServer's incomingAuth is anonymous (use incomingAuth oidc, or subjectProviderName with the embedded authorization server)",
   ]);
+});
+
+test('a token URL over plain http to another host, or carrying a password (never echoed); proxy and Mcp-* headers for a credential', () => {
+  for (const [url, expected] of [
+    ['http://sts.example.com/token', 'must use https: plain http is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1) (got "http://sts.example.com/token")'],
+    ['https://gatehouse:s3cret@sts.example.com/token', 'must not carry a user name or password: client credentials belong in a Secret (clientSecretRef)'],
+  ] as const) {
+    const problems = problemsOf(vmcp('{source: discovered}').replace('tokenUrl: https://sts.example.com/token', `tokenUrl: "${url}"`));
+    assert.deepEqual(problems, [`MCPExternalAuthConfig/exchange spec.tokenExchange.tokenUrl: ${expected}`]);
+    assert.ok(!problems.join('').includes('s3cret'));
+  }
+  for (const name of ['Proxy-Authorization', 'Mcp-Method', 'Expect']) {
+    const problems = problemsOf(vmcp('{source: discovered}').replace('headerName: X-API-Key', `headerName: ${name}`));
+    assert.match(problems[0] ?? '', new RegExp(`spec\\.headerInjection\\.headerName: "${name}" is a header the gateway reserves`));
+  }
 });
