@@ -46,6 +46,11 @@ export interface LoginStore {
   dropAttempt(attempt: string): Promise<void>;
   /** A provider's tokens for a grant. */
   tokens(tsid: string, provider: string): Promise<UpstreamTokens | null>;
+  /**
+   * The same, read synchronously, by a store that holds them in this process (memory); absent
+   * on a store that must ask elsewhere (Redis). The request path then meets no promise.
+   */
+  tokensInProcess?(tsid: string, provider: string): UpstreamTokens | null;
   /** The grant was revoked (a replayed code or refresh token): its upstream tokens go too. */
   dropGrant(tsid: string): Promise<void>;
   /** Replaces a provider's tokens of a grant (after a refresh); nothing when the grant is gone. */
@@ -108,6 +113,10 @@ export class MemoryLoginStore implements LoginStore {
   }
 
   async tokens(tsid: string, provider: string): Promise<UpstreamTokens | null> {
+    return this.tokensInProcess(tsid, provider);
+  }
+
+  tokensInProcess(tsid: string, provider: string): UpstreamTokens | null {
     return this.#grants.get(tsid)?.get(provider) ?? null;
   }
 

@@ -98,6 +98,16 @@ export class UpstreamTokenAccess {
    * Whether `tokens` expire within the skew: REFRESH_SKEW_MS, or half their lifetime when that is
    * shorter (a provider whose tokens live 10 s would otherwise be asked for a refresh on every call).
    */
+  /**
+   * The access token of `provider` for `tsid` when it can be had at once: the store holds it in
+   * this process and it is fresh. Otherwise undefined: ask `accessToken`, which reads, refreshes
+   * and says why there is none.
+   */
+  freshAccessToken(tsid: string, provider: string): string | undefined {
+    const tokens = this.#store.tokensInProcess?.(tsid, provider);
+    return tokens == null || this.#expiring(tokens) ? undefined : tokens.accessToken;
+  }
+
   #expiring(tokens: UpstreamTokens): boolean {
     if (tokens.expiresAt === null) return false;
     const skew = tokens.obtainedAt === undefined ? REFRESH_SKEW_MS : Math.min(REFRESH_SKEW_MS, (tokens.expiresAt - tokens.obtainedAt) / 2);

@@ -6,8 +6,9 @@
  *    entry, and no token is kept as a key.
  *  - Lifetime: the exchanged token's own (`expires_in`, else its JWT `exp`), minus the skew, so
  *    that no backend receives a token about to expire; half its lifetime when that is shorter
- *    than twice the skew. An answer that says nothing gets the configured default lifetime.
- *  - Bounded (LRU, `maxEntries`). Failures are never kept: the next request asks again.
+ *    than twice the skew; at most an hour. An answer that says nothing gets the configured
+ *    default lifetime.
+ *  - Bounded (LRU, `maxEntries`, and 64 MiB). Failures are never kept: the next request asks again.
  *  - Concurrent requests for one key share one exchange (single flight).
  *
  * A hit costs one hash and one map lookup, synchronously: the request path meets no promise.
@@ -20,6 +21,14 @@ import { GatewayError } from '../../core/errors.ts';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from '../../core/observe/fast-metrics.ts';
 import { causeOf, type ExchangeFailure } from './errors.ts';
 import type { ExchangedToken } from './sts-client.ts';
+
+/**
+ * The longest an exchanged token is kept, whatever its lifetime: a revocation at the STS is seen
+ * within the hour, and an answer with a lifetime of years does not pin an entry.
+ */
+const MAX_CACHE_MS = 3_600_000;
+/** Memory bound besides the entry count: tokens may be up to 16 KiB each. */
+const MAX_CACHE_BYTES = 64 * 1024 * 1024;
 
 const EXCHANGE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -56,7 +65,13 @@ export class ExchangeCache {
     this.#config = config;
     this.metrics = metrics;
     // No timer: an expired entry is dropped when it is read, or pushed out by the bound.
-    this.#tokens = new LRUCache({ max: config.maxEntries, ttlAutopurge: false, allowStale: false });
+    this.#tokens = new LRUCache({
+      max: config.maxEntries,
+      maxSize: MAX_CACHE_BYTES,
+      sizeCalculation: (token, key) => token.length + key.length,
+      ttlAutopurge: false,
+      allowStale: false,
+    });
   }
 
   /** The cache key of `subject` exchanged in the way `shape` describes (see `exchangeShape`). */
@@ -108,7 +123,7 @@ export class ExchangeCache {
     const lifetime = lifetimeMs ?? this.#config.defaultLifetimeMs;
     if (lifetime <= 0) return 0;
     const skew = this.#config.expirySkewMs;
-    return lifetime > 2 * skew ? lifetime - skew : lifetime / 2;
+    return Math.min(MAX_CACHE_MS, lifetime > 2 * skew ? lifetime - skew : lifetime / 2);
   }
 
   get size(): number {

@@ -22,6 +22,7 @@ import { exchangeFailed, reauthenticate, type ExchangeFailure } from './errors.t
 
 const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
 /** OAuth error codes that mean "this subject token will not do": the client must log in again. */
 const SUBJECT_REFUSED = new Set(['invalid_grant', 'invalid_token']);
 /** What of an STS's error code may be shown: an OAuth error code is a short word. */
@@ -53,8 +54,10 @@ export class StsClient {
       secret,
       secret === undefined ? client.None() : client.ClientSecretBasic(secret),
     );
-    this.#config[client.customFetch] = this.#http.fetch;
-    this.#config.timeout = Math.max(1, Math.ceil(exchange.timeoutMs / 1000));
+    // One deadline for the whole exchange, response body included (openid-client's own timeout
+    // is in whole seconds, and a body trickling in would outlast it).
+    this.#config[client.customFetch] = (url, init) => this.#http.fetch(url, { ...init, signal: AbortSignal.timeout(exchange.timeoutMs) });
+    this.#config.timeout = Math.ceil(exchange.timeoutMs / 1000) + 1;
     if (tokenUrl.protocol === 'http:') client.allowInsecureRequests(this.#config);
   }
 
@@ -72,19 +75,20 @@ export class StsClient {
     try {
       answer = await client.genericGrantRequest(this.#config, TOKEN_EXCHANGE_GRANT, parameters);
     } catch (err) {
-      throw this.#failure(err);
+      throw this.#failure(err, subject);
     }
-    if (!isHeaderSafeToken(answer.access_token)) {
-      throw exchangeFailed('invalid_response', this.backend, 'the token exchange service returned an access token that cannot be sent in a header');
-    }
+    const problem = answerProblem(answer);
+    if (problem !== null) throw exchangeFailed('invalid_response', this.backend, `the token exchange service returned ${problem}`);
     return { accessToken: answer.access_token, lifetimeMs: lifetimeOf(answer) };
   }
 
-  #failure(err: unknown): GatewayError {
+  #failure(err: unknown, subject: string): GatewayError {
     const at = `${this.#exchange.tokenUrl} (MCPExternalAuthConfig/${this.#exchange.name})`;
     if (err instanceof client.ResponseBodyError) {
       const code = ERROR_CODE.test(err.error) ? err.error : 'an unknown error';
-      const detail = `${at} answered ${err.status} ${code}: ${String(err.error_description ?? '').slice(0, 200)}`;
+      // The STS's own words, for the operator; an STS quoting the subject token must not put it in the log.
+      const said = String(err.error_description ?? '').split(subject).join('[the subject token]').slice(0, 200);
+      const detail = `${at} answered ${err.status} ${code}: ${said}`;
       if (err.status >= 500 || err.error === 'server_error' || err.error === 'temporarily_unavailable') {
         return exchangeFailed('unavailable', this.backend, 'the token exchange service is unavailable', detail);
       }
@@ -127,9 +131,20 @@ function statusOf(err: unknown): number | null {
 
 function isTimeout(err: unknown): boolean {
   for (let current = err, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
-    if (current.name === 'TimeoutError' || (current as { code?: unknown }).code === 'UND_ERR_HEADERS_TIMEOUT') return true;
+    const code = (current as { code?: unknown }).code;
+    if (current.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return true;
   }
   return false;
+}
+
+/** What is wrong with a token exchange answer the gateway would send on, or null. */
+function answerProblem(answer: client.TokenEndpointResponse): string | null {
+  if (!isHeaderSafeToken(answer.access_token)) return 'an access token that cannot be sent in a header';
+  // Sent as a bearer token: a DPoP-bound or N_A (not an access token) answer would not work there.
+  if (typeof answer.token_type === 'string' && answer.token_type.toLowerCase() !== 'bearer') return `a token of type ${JSON.stringify(answer.token_type.slice(0, 32))}, not Bearer`;
+  const issued = (answer as { issued_token_type?: unknown }).issued_token_type;
+  if (issued !== undefined && issued !== ACCESS_TOKEN_TYPE && issued !== JWT_TOKEN_TYPE) return 'a token that is not an access token (issued_token_type)';
+  return null;
 }
 
 /** The exchanged token's lifetime from now, in ms: `expires_in`, else its JWT `exp`, else null. */

@@ -61,8 +61,20 @@ export const tokenExchange = definePlugin<TokenExchangePluginConfig>({
         const subjectOfCaller = subjectOf(auth, backend.name);
         const header = auth.externalTokenHeaderName ?? 'authorization';
 
-        const withSubject = (subject: string, headers: OutgoingHeaders): GatewayError | undefined | Promise<GatewayError | undefined> => {
+        // The caller's verified claims are one object per token while incoming auth keeps it cached:
+        // its cache key is remembered with it, so a hit costs no hash (the subject is still compared).
+        const keys = new WeakMap<object, { readonly subject: string; readonly key: string }>();
+        const keyOf = (ctx: Context, subject: string): string => {
+          const claims = ctx.principal?.claims;
+          const known = claims === undefined ? undefined : keys.get(claims);
+          if (known !== undefined && known.subject === subject) return known.key;
           const key = ExchangeCache.key(subject, shape);
+          if (claims !== undefined) keys.set(claims, { subject, key });
+          return key;
+        };
+
+        const withSubject = (ctx: Context, subject: string, headers: OutgoingHeaders): GatewayError | undefined | Promise<GatewayError | undefined> => {
+          const key = keyOf(ctx, subject);
           const cached = cache.get(key);
           if (cached !== undefined) {
             headers.set(header, `Bearer ${cached}`);
@@ -77,7 +89,7 @@ export const tokenExchange = definePlugin<TokenExchangePluginConfig>({
         return (ctx: Context, headers: OutgoingHeaders) => {
           const subject = subjectOfCaller(ctx);
           if (subject instanceof GatewayError) return subject;
-          return typeof subject === 'string' ? withSubject(subject, headers) : subject.then((value) => withSubject(value, headers));
+          return typeof subject === 'string' ? withSubject(ctx, subject, headers) : subject.then((value) => withSubject(ctx, value, headers));
         };
       },
       async stop() {

@@ -11,6 +11,7 @@
  */
 import type { BackendInfo } from '../../core/backend.ts';
 import type { Context } from '../../core/context.ts';
+import type { GatewayError } from '../../core/errors.ts';
 import type { OutgoingHeaders } from '../../core/outgoing-headers.ts';
 import { definePlugin } from '../../core/plugin.ts';
 import { reauthenticate, unusableToken } from './errors.ts';
@@ -32,13 +33,19 @@ export const upstreamInject = definePlugin<UpstreamInjectConfig>({
         const auth = backend.auth;
         if (auth?.type !== 'upstreamInject') return null;
         const provider = auth.providerName;
-        return async (ctx: Context, headers: OutgoingHeaders) => {
-          const tsid = ctx.principal?.claims['tsid'];
-          if (typeof tsid !== 'string' || tsid.length === 0) return reauthenticate(backend.name, 'upstream token is no longer valid; re-authentication required', `backend ${backend.name}: the caller's token names no login of the embedded authorization server`);
-          const token = await config.upstreamTokens.get().accessToken(tsid, provider);
+        const inject = (token: string, headers: OutgoingHeaders): GatewayError | undefined => {
           if (!isHeaderSafeToken(token)) return unusableToken(backend.name, `the access token of upstream provider "${provider}"`);
           headers.set('authorization', `Bearer ${token}`);
           return undefined;
+        };
+        return (ctx: Context, headers: OutgoingHeaders) => {
+          const tsid = ctx.principal?.claims['tsid'];
+          if (typeof tsid !== 'string' || tsid.length === 0) return reauthenticate(backend.name, 'upstream token is no longer valid; re-authentication required', `backend ${backend.name}: the caller's token names no login of the embedded authorization server`);
+          const access = config.upstreamTokens.get();
+          // In-process storage and a fresh token: synchronous, as the rest of the request path.
+          const fresh = access.freshAccessToken(tsid, provider);
+          if (fresh !== undefined) return inject(fresh, headers);
+          return access.accessToken(tsid, provider).then((token) => inject(token, headers));
         };
       },
     };
