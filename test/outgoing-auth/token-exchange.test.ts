@@ -236,6 +236,20 @@ describe('outgoing auth: strategies mixed in one aggregated group', () => {
     }
   });
 
+  it('/metrics counts cache hits and misses, exchange latency and failures by cause', async () => {
+    const res = await fetch(gateway.url.replace(/\/mcp$/, '/metrics'), { headers: { authorization: `Bearer ${await tokenOf()}` } });
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+    assert.ok(value('gatehouse_token_exchange_cache_total{result="hit"}') > 10, text);
+    assert.ok(value('gatehouse_token_exchange_cache_total{result="miss"}') >= 5);
+    assert.ok(value('gatehouse_token_exchange_failures_total{cause="refused_subject"}') >= 1);
+    assert.ok(value('gatehouse_token_exchange_failures_total{cause="unavailable"}') >= 1);
+    assert.ok(value('gatehouse_token_exchange_failures_total{cause="timeout"}') >= 1);
+    assert.ok(value('gatehouse_token_exchange_seconds_count') >= 5);
+    assert.doesNotMatch(text, /eyJ/, 'no token in the metrics');
+  });
+
   it('health checks carry no credential of any kind', async () => {
     for (const backend of Object.values(backends)) {
       const checks = backend.received.filter((r) => JSON.stringify(r.body ?? '').includes('gatehouse-health-check'));
