@@ -28,9 +28,11 @@ export interface GatehouseConfigContext {
 
 /**
  * A vMCP config: one group with the one backend, behind `incomingAuth` (YAML lines indented by
- * four spaces, each ending in a newline).
+ * four spaces, each ending in a newline); with `outgoing`, the backend refers to the
+ * MCPExternalAuthConfig `ref`, one of the `documents` added to the file.
  */
-export function vmcpConfig({ backendUrl, port }: GatehouseConfigContext, incomingAuth: string): string {
+export function vmcpConfig({ backendUrl, port }: GatehouseConfigContext, incomingAuth: string, outgoing: { ref: string; documents: string } | null = null): string {
+  const authRef = outgoing === null ? '' : `, externalAuthConfigRef: {name: ${outgoing.ref}}`;
   return `apiVersion: gatehouse.dev/v1alpha1
 kind: MCPGroup
 metadata: {name: bench}
@@ -38,8 +40,9 @@ metadata: {name: bench}
 apiVersion: gatehouse.dev/v1alpha1
 kind: MCPServer
 metadata: {name: backend}
-spec: {url: "${backendUrl}", transport: streamable-http, groupRef: bench}
+spec: {url: "${backendUrl}", transport: streamable-http, groupRef: bench${authRef}}
 ---
+${outgoing === null ? '' : `${outgoing.documents}\n---\n`}
 apiVersion: gatehouse.dev/v1alpha1
 kind: VirtualMCPServer
 metadata: {name: bench}
@@ -67,12 +70,14 @@ export interface GatehouseStartOptions {
   env?: Record<string, string>;
   /** Path of the MCP endpoint (default `/mcp`). */
   path?: string;
+  /** The port to listen on, when the row had to know it first (default: a free one). */
+  port?: number;
 }
 
 /** Starts the gateway; throws `NotAvailable` when it is missing or does not get ready. */
 export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOptions): Promise<Target> {
   if (!existsSync(GATEHOUSE_BIN)) throw new NotAvailable(`${GATEHOUSE_BIN} does not exist yet`);
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const dir = join(ctx.tmpDir, 'gatehouse');
   mkdirSync(dir, { recursive: true });
   const configFile = join(dir, `${opts.label}.yaml`);

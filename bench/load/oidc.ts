@@ -7,6 +7,11 @@
  *
  * The issuer is a minimal discovery + JWKS server in the harness process (not counted: only the
  * gateway's process tree is), on loopback, with an ES256 key minted here.
+ *
+ * The "gatehouse (oidc + tokenExchange, cached)" row adds outgoing auth: the backend's
+ * credential is an RFC 8693 exchange of the caller's token at the same loopback server (its
+ * `/token` answers every exchange with a one-hour token). The first request exchanges; every
+ * measured one is an exchange-cache hit. Compare with the oidc row: target ≤ 1.05×.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +21,23 @@ import type { Row } from './target.ts';
 
 const AUDIENCE = 'gatehouse-bench';
 
-function oidcConfig(issuer: string) {
+function oidcConfig(issuer: string, exchange: boolean) {
+  const outgoing = exchange
+    ? {
+        ref: 'exchange',
+        documents: `apiVersion: v1
+kind: Secret
+metadata: {name: sts}
+stringData: {secret: bench-secret}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPExternalAuthConfig
+metadata: {name: exchange}
+spec:
+  type: tokenExchange
+  tokenExchange: {tokenUrl: "${issuer}/token", clientId: bench, clientSecretRef: {name: sts, key: secret}, audience: backend-api}`,
+      }
+    : null;
   return (ctx: GatehouseConfigContext): string =>
     vmcpConfig(
       ctx,
@@ -25,6 +46,7 @@ function oidcConfig(issuer: string) {
       type: inline
       inline: {issuer: "${issuer}", clientId: bench, audience: ${AUDIENCE}}
 `,
+      outgoing,
     );
 }
 
@@ -33,9 +55,13 @@ async function startIssuer(): Promise<{ issuer: string; server: Server; token: s
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' };
   let issuer = '';
+  let exchanges = 0;
   const server = createServer((req, res) => {
-    const doc = req.url === '/jwks' ? { keys: [jwk] } : { issuer, jwks_uri: `${issuer}/jwks` };
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
+    // An RFC 8693 token endpoint that exchanges anything (the row measures the gateway's cache).
+    const exchanged = { access_token: `exchanged-${++exchanges}`, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 3600 };
+    const doc = req.url === '/jwks' ? { keys: [jwk] } : req.url === '/token' ? exchanged : { issuer, jwks_uri: `${issuer}/jwks` };
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(doc));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -50,15 +76,15 @@ async function startIssuer(): Promise<{ issuer: string; server: Server; token: s
   return { issuer, server, token };
 }
 
-export function oidcRow(): Row {
+export function oidcRow(exchange = false): Row {
   return {
-    name: 'gatehouse (oidc, cached token)',
+    name: exchange ? 'gatehouse (oidc + tokenExchange, cached)' : 'gatehouse (oidc, cached token)',
     role: 'subject',
     async start(ctx) {
       const { issuer, server, token } = await startIssuer();
       const closeIssuer = (): Promise<void> => new Promise((resolve) => server.close(() => resolve()));
       try {
-        const target = await startGatehouse(ctx, { label: 'oidc', config: oidcConfig(issuer) });
+        const target = await startGatehouse(ctx, { label: exchange ? 'oidc-exchange' : 'oidc', config: oidcConfig(issuer, exchange) });
         return {
           ...target,
           headers: { authorization: `Bearer ${token}` },

@@ -19,6 +19,7 @@ import { startBackendProcess } from './backend.ts';
 import { anonymousConfig, gatehouseRow, nodeEngineConfig } from './gatehouse.ts';
 import { startHttpProxy } from './http-proxy.ts';
 import { startNginx } from './nginx.ts';
+import { embeddedAuthServerRows } from './embedded-auth.ts';
 import { oidcRow } from './oidc.ts';
 import type { Row } from './target.ts';
 
@@ -48,6 +49,8 @@ export const rows: Row[] = [
     config: anonymousConfig,
   }),
   oidcRow(), // incoming auth, every request a verified-token cache hit (bench/load/oidc.ts)
+  oidcRow(true), // and outgoing auth: every request an exchange-cache hit
+  ...embeddedAuthServerRows(), // the embedded authorization server, without and with upstreamInject (bench/load/embedded-auth.ts)
   gatehouseRow({
     name: 'gatehouse (anonymous, node:http engine)',
     label: 'node-engine',
