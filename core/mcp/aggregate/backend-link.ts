@@ -240,3 +240,9 @@ export class BackendLink {
 export function callerMustReauthenticate(err: unknown): err is GatewayError {
   return err instanceof GatewayError && err.status === 401;
 }
+
+/** The first caller-must-reauthenticate failure among settled calls to several backends, if any. */
+export function reauthenticationAmong(settled: readonly PromiseSettledResult<unknown>[]): GatewayError | undefined {
+  for (const outcome of settled) if (outcome.status === 'rejected' && callerMustReauthenticate(outcome.reason)) return outcome.reason;
+  return undefined;
+}

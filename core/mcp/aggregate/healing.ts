@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
-import { callerMustReauthenticate, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
+import { callerMustReauthenticate, reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import type { HealthMonitor } from './health.ts';
 import { initializeBackend, reasonOf } from './init.ts';
 import type { AggregatedSession } from './session.ts';
@@ -103,7 +103,8 @@ export class SessionHealer {
 
   /**
    * Tries every backend the session never had whose retry time has come, in parallel; resolves
-   * once those tries ended (a failure is recorded, not thrown, except the caller's own credentials refused). Nothing to do costs one check.
+   * once those tries ended (a failure is recorded, not thrown, unless the caller's own credentials
+   * were refused). Nothing to do costs one check.
    */
   async joinMissing(ctx: Context | null, session: AggregatedSession): Promise<void> {
     const missing = session.record.missing;
@@ -111,8 +112,8 @@ export class SessionHealer {
     const due = this.#o.links.filter((link) => missing.includes(link.name) && this.#due(session, link));
     if (due.length === 0) return;
     const tries = await Promise.allSettled(due.map((link) => this.join(ctx, session, link)));
-    const refusal = tries.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected' && callerMustReauthenticate(outcome.reason));
-    if (refusal !== undefined) throw refusal.reason;
+    const refusal = reauthenticationAmong(tries);
+    if (refusal !== undefined) throw refusal;
   }
 
   /** Whether `link` is absent from `session` and may be tried now. */

@@ -11,7 +11,7 @@ import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import { Reply } from '../../reply.ts';
 import type { JsonRpcRequest } from '../jsonrpc.ts';
-import { callerMustReauthenticate, type BackendLink, type MessageSink } from './backend-link.ts';
+import { reauthenticationAmong, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { FailureHandlingConfig } from './config.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
@@ -80,10 +80,10 @@ export async function initializeSession(
   });
   const clientCapabilities = typeof params.capabilities === 'object' && params.capabilities !== null ? (params.capabilities as Record<string, unknown>) : {};
 
-  const refusal = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected' && callerMustReauthenticate(outcome.reason));
+  const refusal = reauthenticationAmong(outcomes);
   if (refusal !== undefined) {
     await Promise.allSettled(joined.map((j) => j.link.remove(ctx, j.record)));
-    throw refusal.reason;
+    throw refusal;
   }
   if (missing.length > 0) {
     options.log.warn({ missing, requestId: ctx.requestId }, `initialize: ${missing.length} backend(s) unavailable`);

@@ -5,7 +5,7 @@
  * pages of its own (an opaque cursor tied to the list's version).
  */
 import { GatewayError } from '../../errors.ts';
-import { callerMustReauthenticate, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
+import { reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import type { AggregationConfig } from './config.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
@@ -119,8 +119,8 @@ export async function loadList(
   const spec = LISTS[kind];
   const asked = links.filter((link) => session.backends.get(link.name)?.capabilities[spec.capability] !== undefined);
   const settled = await Promise.allSettled(asked.map((link) => fetchAll(link, call, spec, sink(link))));
-  const refusal = settled.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected' && callerMustReauthenticate(outcome.reason));
-  if (refusal !== undefined) throw refusal.reason;
+  const refusal = reauthenticationAmong(settled);
+  if (refusal !== undefined) throw refusal;
   const perBackend = new Map<string, unknown[]>();
   const failures = new Map<string, string>();
   settled.forEach((outcome, i) => {
