@@ -23,7 +23,7 @@ import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { LoginStore, PendingLeg } from './login-store.ts';
 import { parseUrl } from '../../core/config/formats.ts';
-import { escapeHtml } from './html.ts';
+import { displayText, escapeHtml } from './html.ts';
 import { CALLBACK_PATH, INTERACTION_PATH } from './routes.ts';
 import type { UpstreamIdentity, UpstreamProvider } from './upstream-providers.ts';
 
@@ -184,9 +184,10 @@ export class LoginChain {
     const redirect = parseUrl(String(details.params['redirect_uri'] ?? ''));
     const token = random();
     await this.#o.store.putConsent(details.uid, { token, attempt: leg.attempt, identity });
-    const name = typeof client?.clientName === 'string' && client.clientName.length > 0 ? client.clientName : clientId;
+    const chosen = typeof client?.clientName === 'string' ? displayText(client.clientName) : '';
+    const name = chosen.length > 0 ? chosen : clientId;
     const where = redirect === null ? 'an unknown address' : redirect.host !== '' ? redirect.host : `${redirect.protocol} (an application on your device)`;
-    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, where, identity.name ?? identity.email ?? identity.sub);
+    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, where, displayText(identity.name ?? identity.email ?? identity.sub));
   }
 
   async #fail(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, err: unknown): Promise<void> {

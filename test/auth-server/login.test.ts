@@ -138,14 +138,16 @@ describe('embedded authorization server: the login through chained providers', (
     const evil = await fetch(`${setup.issuer}/oauth/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:6666/steal'], client_name: '<b>Totally Legit</b>' }),
+      // A right-to-left override and a zero-width space, to make the name read as something else.
+      body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:6666/steal'], client_name: '<b>Totally\u200b Legit</b> \u202Egpj.exe' }),
     });
     const evilId = ((await evil.json()) as { client_id: string }).client_id;
     const query = new URLSearchParams({ client_id: evilId, response_type: 'code', redirect_uri: 'http://127.0.0.1:6666/steal', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
     const logins = setup.corp.logins;
     const visit = await new Browser().visit(`${setup.issuer}/oauth/authorize?${query}`, () => false, { consent: 'none' });
     assert.equal(visit.status, 200);
-    assert.match(visit.body, /&lt;b&gt;Totally Legit&lt;\/b&gt;/, 'the client-chosen name, escaped');
+    assert.match(visit.body, /&lt;b&gt;Totally Legit&lt;\/b&gt; gpj\.exe/, 'the client-chosen name, escaped, without its invisible characters');
+    assert.doesNotMatch(visit.body, /[\u202a-\u202e\u2066-\u2069\u200b]/);
     assert.match(visit.body, /127\.0\.0\.1:6666/, 'where the code would go');
     assert.match(visit.body, /Alice Example/, 'as whom');
     assert.equal(setup.corp.logins, logins + 1, 'the login came first');
