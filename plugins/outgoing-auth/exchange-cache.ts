@@ -126,10 +126,6 @@ export class ExchangeCache {
     return Math.min(MAX_CACHE_MS, lifetime > 2 * skew ? lifetime - skew : lifetime / 2);
   }
 
-  get size(): number {
-    return this.#tokens.size;
-  }
-
   clear(): void {
     this.#tokens.clear();
   }
