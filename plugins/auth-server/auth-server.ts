@@ -19,6 +19,7 @@ import { LRUCache } from 'lru-cache';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { Context } from '../../core/context.ts';
 import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.ts';
+import { PUBLIC_DOCUMENT_HEADERS } from '../../core/http/cors.ts';
 import { Reply } from '../../core/reply.ts';
 import { ProviderBridge } from './bridge.ts';
 import { publicJwks, type ServerKeys } from './keys.ts';
@@ -147,16 +148,22 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const tokenRequests = new AddressLimit(config.limits?.tokenRequests ?? TOKEN_REQUESTS, 'token requests');
     const token = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? tokenRequests.check(ctx) : null) ?? bridge.forward(ctx);
     const document = (body: () => string) => (): Reply =>
-      new Reply(200, body(), { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
+      new Reply(200, body(), { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', ...PUBLIC_DOCUMENT_HEADERS });
+    const preflight = Reply.empty(204, { allow: 'GET, HEAD, OPTIONS', ...PUBLIC_DOCUMENT_HEADERS });
+    // A public document: GET for anyone, and the preflight a browser sends when it adds a header.
+    const publicDocument = (path: string, body: () => string): RouteDef[] => [
+      { method: 'GET', path, auth: false, anyOrigin: true, handler: document(body) },
+      { method: 'OPTIONS', path, auth: false, anyOrigin: true, handler: () => preflight },
+    ];
     const route = (method: HttpMethod | HttpMethod[], path: string, handler: RouteDef['handler'], anyOrigin: boolean): RouteDef => ({ method, path: issuerPath + path, auth: false, anyOrigin, handler });
 
     const routes: RouteDef[] = [
-      ...metadataPaths(issuerPath).map((path): RouteDef => ({ method: 'GET', path, auth: false, anyOrigin: true, handler: document(() => metadata) })),
-      route('GET', ROUTES.jwks, document(() => jwks), true),
+      ...metadataPaths(issuerPath).flatMap((path) => publicDocument(path, () => metadata)),
+      ...publicDocument(issuerPath + ROUTES.jwks, () => jwks),
       route('GET', ROUTES.authorization, authorize, false),
       // Where the provider resumes an authorization once the login is done.
       route('GET', `${ROUTES.authorization}/:uid`, forward, false),
-      // Called by browser-based clients from their own origin: the provider answers CORS itself.
+      // Called by browser-based clients from their own origin: the provider answers CORS (provider.ts).
       route(['POST', 'OPTIONS'], ROUTES.token, token, true),
       route(['POST', 'OPTIONS'], ROUTES.registration, register, true),
       route('GET', `${INTERACTION_PATH}/:uid`, forward, false),

@@ -143,6 +143,18 @@ export function createProvider(options: ProviderOptions): Provider {
   provider.use(async (ctx, next) => {
     // Its pages and redirects carry codes and states in URLs: no page they lead to learns them.
     ctx.set('referrer-policy', 'no-referrer');
+    // Browser-based MCP clients register from their own origin. The provider answers CORS for its
+    // token endpoint but not for registration, which needs no cookie and no secret: any origin.
+    if (ctx.path === ROUTES.registration) {
+      ctx.set('access-control-allow-origin', '*');
+      if (ctx.method === 'OPTIONS') {
+        ctx.set('access-control-allow-methods', 'POST');
+        ctx.set('access-control-allow-headers', 'content-type, mcp-protocol-version');
+        ctx.set('access-control-max-age', '600');
+        ctx.status = 204;
+        return;
+      }
+    }
     // A client that asks for no scope gets the resource's (RFC 6749 §3.3: the server's default),
     // as MCP clients do when the resource metadata lists none.
     if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (ctx.query['scope'] === undefined || ctx.query['scope'] === '')) {

@@ -71,6 +71,31 @@ describe('embedded authorization server: endpoints', () => {
     assert.equal(jwks.keys[0]!.d, undefined, 'no private part');
   });
 
+  it('answers a browser-based client on another origin (MCP Inspector): preflights and CORS headers on metadata, JWKS, registration and token', async () => {
+    const origin = 'http://localhost:6274';
+    const preflight = (path: string, method: string, headers: string) =>
+      fetch(`${issuer}${path}`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } });
+    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/jwks.json']) {
+      const res = await preflight(path, 'GET', 'mcp-protocol-version');
+      assert.equal(res.status, 204, path);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*', path);
+      assert.match(res.headers.get('access-control-allow-headers') ?? '', /mcp-protocol-version/, path);
+      const doc = await fetch(`${issuer}${path}`, { headers: { origin, 'mcp-protocol-version': '2025-11-25' } });
+      assert.equal(doc.headers.get('access-control-allow-origin'), '*', path);
+    }
+    const registration = await preflight('/oauth/register', 'POST', 'content-type');
+    assert.equal(registration.status, 204);
+    assert.equal(registration.headers.get('access-control-allow-origin'), '*');
+    assert.match(registration.headers.get('access-control-allow-methods') ?? '', /POST/);
+    assert.match(registration.headers.get('access-control-allow-headers') ?? '', /content-type/);
+    const registered = await fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [`${origin}/oauth/callback`], client_name: 'MCP Inspector' }) });
+    assert.equal(registered.status, 201, await registered.clone().text());
+    assert.equal(registered.headers.get('access-control-allow-origin'), '*', 'the browser may read its client id');
+    const token = await preflight('/oauth/token', 'POST', 'content-type');
+    assert.equal(token.status, 204);
+    assert.equal(token.headers.get('access-control-allow-origin'), origin);
+  });
+
   it('warns at start that its keys and secrets are this process\'s own', () => {
     assert.ok(setup.log.lines().some((line) => /a restart invalidates every token/.test(String(line.msg))));
   });
