@@ -35,7 +35,12 @@ function demoMcpServer(name: string): McpServer {
 }
 
 /** Starts the demo server on 127.0.0.1:`port`; resolves with its MCP URL. */
-export async function startDemoServer(name: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
+export function startDemoServer(name: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
+  return serveMcp(() => demoMcpServer(name), port);
+}
+
+/** Serves the MCP servers `create` makes, one per session, on 127.0.0.1:`port` at /mcp. */
+export async function serveMcp(create: () => McpServer, port: number): Promise<{ url: string; close(): Promise<void> }> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const http: Server = createServer(async (req, res) => {
     const sessionId = req.headers['mcp-session-id'];
@@ -53,7 +58,7 @@ export async function startDemoServer(name: string, port: number): Promise<{ url
       created.onclose = () => {
         if (created.sessionId !== undefined) transports.delete(created.sessionId);
       };
-      await demoMcpServer(name).connect(created);
+      await create().connect(created);
       transport = created;
     }
     await transport.handleRequest(req, res);

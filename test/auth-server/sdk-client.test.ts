@@ -8,58 +8,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { captureLog, type CapturedLog } from '../store/helpers/log.ts';
-import { Browser } from './helpers/browser.ts';
+import { HeadlessOAuthProvider } from './helpers/sdk-oauth.ts';
 import { USER } from './helpers/setup.ts';
 import { startUpstreamIdp, type UpstreamIdp } from './helpers/upstream-idp.ts';
 
 const REDIRECT = 'http://127.0.0.1:7778/oauth/callback';
-
-/** An MCP client's OAuth state, with a headless browser for the login. */
-class HeadlessProvider implements OAuthClientProvider {
-  readonly browser = new Browser();
-  client: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = '';
-  /** Where the login sent the browser back (the code is in it). */
-  landed: URL | null = null;
-
-  get redirectUrl(): string {
-    return REDIRECT;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'sdk test', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
-  }
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.client;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed): void {
-    this.client = info;
-  }
-  tokens(): OAuthTokens | undefined {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens): void {
-    this.saved = tokens;
-  }
-  async redirectToAuthorization(url: URL): Promise<void> {
-    const visit = await this.browser.visit(url.href, (at) => at.href.startsWith(REDIRECT));
-    this.landed = visit.url;
-  }
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier;
-  }
-  codeVerifier(): string {
-    return this.verifier;
-  }
-}
 
 describe('embedded authorization server: the MCP SDK client logs in and calls a tool', () => {
   let idp: UpstreamIdp;
@@ -92,7 +52,7 @@ describe('embedded authorization server: the MCP SDK client logs in and calls a 
   });
 
   it('401 → discovery → registration → login → token → tools/call', async () => {
-    const provider = new HeadlessProvider();
+    const provider = new HeadlessOAuthProvider(REDIRECT);
     const url = new URL(`${issuer}/mcp`);
     let transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
     let client = new Client({ name: 'sdk-oauth-test', version: '1.0.0' });

@@ -24,9 +24,17 @@ interface Cookie {
   readonly path: string;
 }
 
+/** A form a page asks the user to fill (an identity provider's login): where it posts, and what. */
+export interface FilledForm {
+  readonly action: URL;
+  readonly fields: Record<string, string>;
+}
+
 export interface VisitOptions {
   /** The answer to a consent page: allow (default), deny, or none (stop at the page). */
   readonly consent?: 'allow' | 'deny' | 'none';
+  /** Fills any other page's form (a login page); null: stop at that page. */
+  readonly fill?: (url: URL, body: string) => FilledForm | null;
   readonly maxSteps?: number;
 }
 
@@ -73,6 +81,12 @@ export class Browser {
       const body = await res.text();
       const form = res.status === 200 ? CONSENT_FORM.exec(body) : null;
       const consent = options.consent ?? 'allow';
+      const filled = form === null && res.status === 200 ? (options.fill?.(url, body) ?? null) : null;
+      if (filled !== null) {
+        post = { body: new URLSearchParams(filled.fields).toString(), origin: url.origin };
+        url = filled.action;
+        continue;
+      }
       if (form === null || consent === 'none') return { trail, url, status: res.status, body, headers: res.headers };
       post = { body: new URLSearchParams({ token: form[2]!.replaceAll('&amp;', '&'), decision: consent }).toString(), origin: url.origin };
       url = new URL(form[1]!.replaceAll('&amp;', '&'), url);
