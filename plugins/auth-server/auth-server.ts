@@ -177,7 +177,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       routes,
       async start() {
         if (redis !== null) await waitReady(redis, REDIS_READY_MS);
-        for (const upstream of upstreams) await upstream.start();
+        await Promise.all(upstreams.map((upstream) => upstream.start(host.log)));
         await bridge.start();
         metadata = JSON.stringify(await serverMetadata(bridge, settings));
         if (keys.ephemeral.signing || keys.ephemeral.hmac) {

@@ -64,7 +64,12 @@ export class LoginChain {
   /** The provider's interaction for an authorization request: the login starts at the first provider. */
   async interaction(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const details = await this.#o.provider.interactionDetails(req, res);
-    await this.#startLeg(res, details.uid, 0, null, random());
+    const attempt = random();
+    try {
+      await this.#startLeg(res, details.uid, 0, null, attempt);
+    } catch (err) {
+      await this.#fail(req, res, attempt, err);
+    }
   }
 
   /**
@@ -135,7 +140,7 @@ export class LoginChain {
       answered.search = url.search;
       await this.#finishLeg(req, res, answered, state!, leg);
     } catch (err) {
-      await this.#fail(req, res, leg, err);
+      await this.#fail(req, res, leg.attempt, err);
     }
   }
 
@@ -145,8 +150,11 @@ export class LoginChain {
     const state = `${uid}.${random()}`;
     const nonce = random();
     const codeVerifier = client.randomPKCECodeVerifier();
+    const location = await upstream.authorizationUrl(this.#callback, state, nonce, await client.calculatePKCECodeChallenge(codeVerifier)).catch((err: unknown) => {
+      this.#o.log.warn({ provider: upstream.name, err: err instanceof Error ? err.message : String(err) }, 'a sign-in cannot go on: its provider cannot be reached');
+      throw new LoginFailure('temporarily_unavailable', `the identity provider ${upstream.name} cannot be reached now; try again later`);
+    });
     await this.#o.store.putLeg(state, { uid, providerIndex: index, nonce, codeVerifier, identity, attempt });
-    const location = upstream.authorizationUrl(this.#callback, state, nonce, await client.calculatePKCECodeChallenge(codeVerifier));
     res.writeHead(303, { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).end();
   }
 
@@ -190,8 +198,8 @@ export class LoginChain {
     consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, where, displayText(identity.name ?? identity.email ?? identity.sub));
   }
 
-  async #fail(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, err: unknown): Promise<void> {
-    await this.#o.store.dropAttempt(leg.attempt);
+  async #fail(req: IncomingMessage, res: ServerResponse, attempt: string, err: unknown): Promise<void> {
+    await this.#o.store.dropAttempt(attempt);
     const failure = err instanceof LoginFailure ? err : new LoginFailure('server_error', 'the sign-in failed');
     if (err instanceof LoginFailure) this.#o.log.info({ error: failure.error, reason: failure.message }, 'a sign-in failed');
     else this.#o.log.error({ err }, 'the sign-in chain failed');

@@ -9,10 +9,12 @@
  */
 import * as client from 'openid-client';
 import type { TokenResponseMapping, UpstreamProviderConfig } from '../../core/config/vmcp-types.ts';
-import { StartupError } from '../../core/errors.ts';
+import type { Logger } from 'pino';
 import { IssuerHttp } from '../incoming-auth/issuer-http.ts';
 
 const TIMEOUT_MS = 10_000;
+/** A provider that could not be discovered is not asked again sooner than this. */
+const RETRY_DISCOVERY_MS = 5_000;
 
 /** Who logged in, as the first provider says. */
 export interface UpstreamIdentity {
@@ -53,8 +55,34 @@ export class UpstreamProvider {
     this.#http = new IssuerHttp({ issuer: new URL(origin), allowPrivateIp: false, timeoutMs: TIMEOUT_MS });
   }
 
-  /** Discovers an `oidc` provider (or builds an `oauth2` one's metadata): done once, at start. */
-  async start(): Promise<void> {
+  /**
+   * Discovers an `oidc` provider (an `oauth2` one's metadata is built from its settings). A
+   * provider that cannot be reached at start does not stop the gateway (tokens already issued
+   * stay good, and the provider may come back): the failure is logged and discovery is tried
+   * again by the next login that needs it, at most every RETRY_DISCOVERY_MS.
+   */
+  async start(log: Logger): Promise<void> {
+    try {
+      await this.#configuration();
+    } catch (err) {
+      log.warn({ provider: this.name, err: err instanceof Error ? err.message : String(err) }, `upstream provider ${this.name} could not be discovered; logins try again when they need it`);
+    }
+  }
+
+  #discovery: { readonly at: number; readonly result: Promise<client.Configuration> } | null = null;
+
+  /** The provider's client configuration: discovered once, or again after a failure. */
+  #configuration(): Promise<client.Configuration> {
+    if (this.#config !== null) return Promise.resolve(this.#config);
+    const last = this.#discovery;
+    if (last !== null && Date.now() - last.at < RETRY_DISCOVERY_MS) return last.result;
+    const result = this.#discover().then((config) => (this.#config = config));
+    result.catch(() => undefined);
+    this.#discovery = { at: Date.now(), result };
+    return result;
+  }
+
+  async #discover(): Promise<client.Configuration> {
     const s = this.#settings;
     const secret = s.clientSecret?.value;
     const auth = secret === undefined ? client.None() : client.ClientSecretPost(secret);
@@ -63,26 +91,25 @@ export class UpstreamProvider {
     try {
       if (s.type === 'oidc') {
         if (insecure(s.issuerUrl)) options.execute.push(client.allowInsecureRequests);
-        this.#config = await client.discovery(new URL(s.issuerUrl), s.clientId, undefined, auth, options);
-      } else {
-        const config = new client.Configuration(
-          { issuer: new URL(s.authorizationEndpoint).origin, authorization_endpoint: s.authorizationEndpoint, token_endpoint: s.tokenEndpoint },
-          s.clientId,
-          undefined,
-          auth,
-        );
-        config[client.customFetch] = this.#http.fetch;
-        config.timeout = TIMEOUT_MS / 1000;
-        if (insecure(s.authorizationEndpoint) || insecure(s.tokenEndpoint)) client.allowInsecureRequests(config);
-        this.#config = config;
+        return await client.discovery(new URL(s.issuerUrl), s.clientId, undefined, auth, options);
       }
+      const config = new client.Configuration(
+        { issuer: new URL(s.authorizationEndpoint).origin, authorization_endpoint: s.authorizationEndpoint, token_endpoint: s.tokenEndpoint },
+        s.clientId,
+        undefined,
+        auth,
+      );
+      config[client.customFetch] = this.#http.fetch;
+      config.timeout = TIMEOUT_MS / 1000;
+      if (insecure(s.authorizationEndpoint) || insecure(s.tokenEndpoint)) client.allowInsecureRequests(config);
+      return config;
     } catch (err) {
-      throw new StartupError(`spec.authServerConfig.upstreamProviders "${this.name}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new Error(`upstream provider ${this.name} (${s.type === 'oidc' ? s.issuerUrl : s.authorizationEndpoint}) could not be discovered: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
   }
 
   /** Where the browser goes to log in with this provider. */
-  authorizationUrl(redirectUri: string, state: string, nonce: string, codeChallenge: string): string {
+  async authorizationUrl(redirectUri: string, state: string, nonce: string, codeChallenge: string): Promise<string> {
     const params: Record<string, string> = { redirect_uri: redirectUri, state, code_challenge: codeChallenge, code_challenge_method: 'S256' };
     const scopes = [...this.#settings.scopes];
     if (this.#settings.type === 'oidc') {
@@ -90,7 +117,7 @@ export class UpstreamProvider {
       if (!scopes.includes('openid')) scopes.unshift('openid');
     }
     if (scopes.length > 0) params.scope = scopes.join(' ');
-    return client.buildAuthorizationUrl(this.#configuration(), params).href;
+    return client.buildAuthorizationUrl(await this.#configuration(), params).href;
   }
 
   /**
@@ -112,7 +139,8 @@ export class UpstreamProvider {
       return { tokens, identity: await this.#userInfo(tokens.accessToken) };
     }
     const oidc = s.type === 'oidc';
-    const grant = await client.authorizationCodeGrant(this.#configuration(), callbackUrl, {
+    const configuration = await this.#configuration();
+    const grant = await client.authorizationCodeGrant(configuration, callbackUrl, {
       pkceCodeVerifier: codeVerifier,
       expectedState: state,
       ...(oidc ? { expectedNonce: nonce, idTokenExpected: true } : {}),
@@ -128,9 +156,9 @@ export class UpstreamProvider {
       if (claims === undefined) throw new Error('the provider sent no ID token');
       let profile: Record<string, unknown> = claims;
       // A code flow's ID token often carries the subject alone: name and email come from userinfo.
-      if ((claims['name'] === undefined || claims['email'] === undefined) && this.#configuration().serverMetadata().userinfo_endpoint !== undefined) {
+      if ((claims['name'] === undefined || claims['email'] === undefined) && configuration.serverMetadata().userinfo_endpoint !== undefined) {
         try {
-          profile = { ...(await client.fetchUserInfo(this.#configuration(), tokens.accessToken, claims.sub)), ...claims };
+          profile = { ...(await client.fetchUserInfo(configuration, tokens.accessToken, claims.sub)), ...claims };
         } catch {
           // The profile is a courtesy: the ID token already said who signed in.
         }
@@ -144,7 +172,7 @@ export class UpstreamProvider {
   async refresh(refreshToken: string): Promise<UpstreamTokens> {
     const s = this.#settings;
     if (s.type === 'oauth2' && s.tokenResponseMapping !== null) return this.#mappedGrant(s, s.tokenResponseMapping, { grant_type: 'refresh_token', refresh_token: refreshToken });
-    const grant = await client.refreshTokenGrant(this.#configuration(), refreshToken);
+    const grant = await client.refreshTokenGrant(await this.#configuration(), refreshToken);
     return {
       accessToken: grant.access_token,
       refreshToken: grant.refresh_token ?? null,
@@ -202,11 +230,6 @@ export class UpstreamProvider {
     const name = pick(mapping?.nameFields, 'name');
     const email = pick(mapping?.emailFields, 'email');
     return { sub, ...(name === undefined ? {} : { name }), ...(email === undefined ? {} : { email }) };
-  }
-
-  #configuration(): client.Configuration {
-    if (this.#config === null) throw new Error(`upstream provider ${this.name} is not started`);
-    return this.#config;
   }
 
   close(): Promise<void> {

@@ -29,11 +29,13 @@ export interface UpstreamIdpOptions {
   readonly clientSecret?: string;
   /** Lifetime of its access tokens (default 600 s). */
   readonly accessTokenTtlSeconds?: number;
+  /** Its port (default: any free one). */
+  readonly port?: number;
 }
 
 export async function startUpstreamIdp(options: UpstreamIdpOptions): Promise<UpstreamIdp> {
   const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const provider = new Provider(issuer, {
     clients: [
