@@ -141,6 +141,9 @@ export function createProvider(options: ProviderOptions): Provider {
     return exactly.call(this, value) || this.redirectUris.some((registered) => sameLoopbackUri(registered, value));
   };
   provider.use(async (ctx, next) => {
+    // The bridge strips the issuer's path: the provider builds its URLs (discovery, redirects,
+    // cookie paths) under it as under the path koa-mount would have mounted it at.
+    if (issuerPath !== '') (ctx as { mountPath?: string }).mountPath = issuerPath;
     // Its pages and redirects carry codes and states in URLs: no page they lead to learns them.
     ctx.set('referrer-policy', 'no-referrer');
     // Browser-based MCP clients register from their own origin. The provider answers CORS for its

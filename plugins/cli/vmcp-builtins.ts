@@ -1,11 +1,6 @@
-/**
- * The built-in plugins a vMCP config asks for, in chain order (incoming auth first). Parts of the
- * config that validate but that this build cannot serve yet are reported all at once, each with
- * its YAML path, so that `serve` refuses to start rather than run without them.
- */
+/** The built-in plugins a vMCP config asks for, in chain order (incoming auth first). */
 import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
-import { NotAvailableError } from '../../core/errors.ts';
 import { anonymousAuth } from '../incoming-auth/anonymous.ts';
 import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 import { authServer, type AuthServerPluginConfig } from '../auth-server/auth-server.ts';
@@ -17,7 +12,6 @@ import { upstreamInject, type UpstreamInjectConfig } from '../outgoing-auth/upst
 
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   const where = `VirtualMCPServer/${config.name}`;
-  const missing: string[] = [];
   const specs: PluginSpec[] = [];
 
   const incoming = config.incomingAuth;
@@ -31,9 +25,6 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   } else {
     const oidc: OidcAuthConfig = keys === null ? incoming : { ...incoming, validator: { localKeys: publicJwks(keys) } };
     specs.push({ definition: oidcAuth, config: oidc, source: `${where} spec.incomingAuth` });
-  }
-  if (authServerConfig !== null && new URL(authServerConfig.issuer).pathname.replace(/\/$/, '') !== '') {
-    missing.push(`${where} spec.authServerConfig.issuer: an issuer with a path is not available in this version yet (use the gateway's origin, e.g. ${new URL(authServerConfig.issuer).origin})`);
   }
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
     specs.push({
@@ -58,6 +49,5 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   if (strategies.has('headerInjection') || strategies.has('bearerToken')) {
     specs.push({ definition: staticCredentials, config: undefined, source: `${where} spec.outgoingAuth` });
   }
-  if (missing.length > 0) throw new NotAvailableError(missing);
   return specs;
 }

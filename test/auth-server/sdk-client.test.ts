@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { decodeJwt } from 'jose';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -21,16 +22,18 @@ import { startUpstreamIdp, type UpstreamIdp } from './helpers/upstream-idp.ts';
 
 const REDIRECT = 'http://127.0.0.1:7778/oauth/callback';
 
-describe('embedded authorization server: the MCP SDK client logs in and calls a tool', () => {
+for (const issuerPath of ['', '/auth']) describe(`embedded authorization server${issuerPath === '' ? '' : ' with an issuer path (' + issuerPath + ')'}: the MCP SDK client logs in and calls a tool`, () => {
   let idp: UpstreamIdp;
   let backend: SdkServer;
   let gateway: RunningVmcp;
+  let origin: string;
   let issuer: string;
   let log: CapturedLog;
 
   before(async () => {
     const port = await freePort();
-    issuer = `http://127.0.0.1:${port}`;
+    origin = `http://127.0.0.1:${port}`;
+    issuer = origin + issuerPath;
     idp = await startUpstreamIdp({ user: USER, redirectUri: `${issuer}/oauth/callback`, clientSecret: 'corp-secret' });
     backend = await startSdkServer({ name: 'echo' });
     log = captureLog('info');
@@ -38,7 +41,7 @@ describe('embedded authorization server: the MCP SDK client logs in and calls a 
       port,
       log: log.log,
       backends: [{ name: 'echo', url: backend.url }],
-      incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${issuer}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${issuer}/mcp"}}`,
+      incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${origin}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${origin}/mcp"}}`,
       spec:
         `  authServerConfig:\n    issuer: "${issuer}"\n    upstreamProviders:\n` +
         `      - {name: corp, type: oidc, oidcConfig: {issuerUrl: "${idp.issuer}", clientId: gatehouse, clientSecretRef: {name: corp, key: secret}, scopes: [openid, profile, email]}}`,
@@ -53,7 +56,7 @@ describe('embedded authorization server: the MCP SDK client logs in and calls a 
 
   it('401 → discovery → registration → login → token → tools/call', async () => {
     const provider = new HeadlessOAuthProvider(REDIRECT);
-    const url = new URL(`${issuer}/mcp`);
+    const url = new URL(`${origin}/mcp`);
     let transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
     let client = new Client({ name: 'sdk-oauth-test', version: '1.0.0' });
     await assert.rejects(client.connect(transport), (err: unknown) => err instanceof UnauthorizedError);
@@ -62,6 +65,8 @@ describe('embedded authorization server: the MCP SDK client logs in and calls a 
     assert.ok(code !== null, provider.landed.href + '\n' + log.text());
     await transport.finishAuth(code);
     assert.ok(provider.saved?.access_token !== undefined);
+    assert.equal(decodeJwt(provider.saved.access_token).iss, issuer);
+    assert.ok(provider.landed.href.startsWith(REDIRECT));
 
     transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
     client = new Client({ name: 'sdk-oauth-test', version: '1.0.0' });
@@ -75,14 +80,27 @@ describe('embedded authorization server: the MCP SDK client logs in and calls a 
     assert.ok(!log.text().includes('discovered the token issuer from http'), 'no discovery over the network');
   });
 
+  it('its metadata is where RFC 8414 and OpenID discovery put it for this issuer, every endpoint under the issuer', async () => {
+    const inserted = (await (await fetch(`${origin}/.well-known/oauth-authorization-server${issuerPath}`)).json()) as Record<string, string>;
+    const appended = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<string, string>;
+    for (const doc of [inserted, appended]) {
+      assert.equal(doc['issuer'], issuer);
+      for (const [endpoint, path] of [['authorization_endpoint', '/oauth/authorize'], ['token_endpoint', '/oauth/token'], ['registration_endpoint', '/oauth/register'], ['jwks_uri', '/.well-known/jwks.json']] as const) {
+        assert.equal(doc[endpoint], issuer + path, endpoint);
+      }
+    }
+    const jwks = await fetch(`${issuer}/.well-known/jwks.json`);
+    assert.equal(jwks.status, 200);
+  });
+
   it('the MCP endpoint\'s resource metadata (RFC 9728) names the embedded server', async () => {
-    const doc = (await (await fetch(`${issuer}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
-    assert.equal(doc.resource, `${issuer}/mcp`);
+    const doc = (await (await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
+    assert.equal(doc.resource, `${origin}/mcp`);
     assert.deepEqual(doc.authorization_servers, [issuer]);
   });
 
   it('an unsigned token (alg none) is refused (401 with the challenge)', async () => {
-    const res = await fetch(`${issuer}/mcp`, {
+    const res = await fetch(`${origin}/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.' },
       body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
