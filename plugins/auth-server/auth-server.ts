@@ -114,7 +114,10 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const keyPrefix = storage.type === 'redis' ? storage.keyPrefix : '';
     const durable = storage.type === 'redis' && storage.sentinel !== null;
     const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs) : new RedisLoginStore(redis, keyPrefix, refreshMs, durable);
-    const adapter = redis === null ? memoryAdapterClass() : redisAdapterClass(redis, keyPrefix, durable);
+    // A registered client nobody used for as long as a refresh token lives is dropped: it holds
+    // no live token, and self-registered clients cannot pile up for ever.
+    const clientIdleSeconds = Math.ceil(refreshMs / 1000);
+    const adapter = redis === null ? memoryAdapterClass(clientIdleSeconds) : redisAdapterClass(redis, keyPrefix, durable, clientIdleSeconds);
     const metadataHttp = new IssuerHttp({ issuer: new URL('https://client-metadata.invalid'), allowPrivateIp: false, timeoutMs: METADATA_TIMEOUT_MS });
     const fetchMetadata = boundedMetadataFetch(config.fetchClientMetadata ?? metadataHttp.fetch);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub) });

@@ -27,14 +27,17 @@ export class MemoryAdapter implements Adapter {
   readonly #records: LRUCache<string, AdapterPayload>;
   readonly #kept: boolean;
   readonly #model: string;
+  /** Registered clients: ms they are kept unused (each use starts it again); null for other models. */
+  readonly #idleMs: number | null;
   /** grantId → ids of this model's records of that grant (the provider revokes model by model). */
   readonly #byGrant = new Map<string, Set<string>>();
   readonly #byUid = new Map<string, string>();
   readonly #byUserCode = new Map<string, string>();
 
-  constructor(model: string) {
+  constructor(model: string, clientIdleSeconds: number) {
     this.#model = model;
     this.#kept = KEPT_MODELS.has(model);
+    this.#idleMs = model === 'Client' ? clientIdleSeconds * 1000 : null;
     this.#records = new LRUCache({
       max: MAX_RECORDS,
       maxSize: MAX_BYTES,
@@ -53,7 +56,8 @@ export class MemoryAdapter implements Adapter {
     if (this.#kept && !this.#records.has(id) && (this.#records.size >= MAX_RECORDS || this.#records.calculatedSize + size > MAX_BYTES)) {
       throw new Error(`the in-memory storage of ${this.#model} records is full (${MAX_RECORDS} records or ${MAX_BYTES} bytes): use Redis storage`);
     }
-    this.#records.set(id, payload, expiresIn === undefined ? { size } : { size, ttl: expiresIn * 1000 });
+    const ttl = expiresIn !== undefined ? expiresIn * 1000 : this.#idleMs;
+    this.#records.set(id, payload, ttl === null ? { size } : { size, ttl });
     if (payload.uid !== undefined) this.#byUid.set(payload.uid, id);
     if (payload.userCode !== undefined) this.#byUserCode.set(payload.userCode, id);
     if (payload.grantId !== undefined) {
@@ -64,7 +68,8 @@ export class MemoryAdapter implements Adapter {
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    return this.#records.get(id);
+    // A registered client's use keeps it (its idle time starts again).
+    return this.#records.get(id, this.#idleMs === null ? undefined : { updateAgeOnGet: true });
   }
 
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
@@ -98,12 +103,12 @@ export class MemoryAdapter implements Adapter {
  * The adapter class the provider is given: one store per model name for this server (the
  * provider may construct an adapter more than once for a model; it gets the same store).
  */
-export function memoryAdapterClass(): new (model: string) => Adapter {
+export function memoryAdapterClass(clientIdleSeconds: number): new (model: string) => Adapter {
   const stores = new Map<string, MemoryAdapter>();
   return class {
     constructor(model: string) {
       let store = stores.get(model);
-      if (store === undefined) stores.set(model, (store = new MemoryAdapter(model)));
+      if (store === undefined) stores.set(model, (store = new MemoryAdapter(model, clientIdleSeconds)));
       return store;
     }
   } as unknown as new (model: string) => Adapter;

@@ -40,12 +40,15 @@ export class RedisAdapter implements Adapter {
   readonly #prefix: string;
   readonly #model: string;
   readonly #durable: boolean;
+  /** Registered clients: seconds they are kept unused (each use starts it again); null for other models. */
+  readonly #idleSeconds: number | null;
 
-  constructor(client: Redis, keyPrefix: string, model: string, durable: boolean) {
+  constructor(client: Redis, keyPrefix: string, model: string, durable: boolean, clientIdleSeconds: number) {
     this.#client = client;
     this.#prefix = `${keyPrefix}oidc:`;
     this.#model = model;
     this.#durable = durable;
+    this.#idleSeconds = model === 'Client' ? clientIdleSeconds : null;
   }
 
   #key(id: string): string {
@@ -55,7 +58,7 @@ export class RedisAdapter implements Adapter {
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     const key = this.#key(id);
     const tx = this.#client.multi();
-    const ttl = expiresIn !== undefined && expiresIn > 0 ? expiresIn : null;
+    const ttl = expiresIn !== undefined && expiresIn > 0 ? expiresIn : this.#idleSeconds;
     if (ttl === null) tx.set(key, JSON.stringify(payload));
     else tx.set(key, JSON.stringify(payload), 'EX', ttl);
     if (payload.uid !== undefined) {
@@ -78,6 +81,11 @@ export class RedisAdapter implements Adapter {
 
   async find(id: string): Promise<AdapterPayload | undefined> {
     const key = this.#key(id);
+    if (this.#idleSeconds !== null) {
+      // A registered client's use keeps it (its idle time starts again); clients are never consumed.
+      const raw = await this.#client.getex(key, 'EX', this.#idleSeconds);
+      return raw === null ? undefined : (JSON.parse(raw) as AdapterPayload);
+    }
     const [raw, consumed] = await this.#client.mget(key, `${key}:consumed`);
     if (raw === null || raw === undefined) return undefined;
     const payload = JSON.parse(raw) as AdapterPayload;
@@ -112,10 +120,10 @@ export class RedisAdapter implements Adapter {
 }
 
 /** The adapter class the provider is given: one RedisAdapter per model, on one shared client. */
-export function redisAdapterClass(client: Redis, keyPrefix: string, durable: boolean): new (model: string) => Adapter {
+export function redisAdapterClass(client: Redis, keyPrefix: string, durable: boolean, clientIdleSeconds: number): new (model: string) => Adapter {
   return class extends RedisAdapter {
     constructor(model: string) {
-      super(client, keyPrefix, model, durable);
+      super(client, keyPrefix, model, durable, clientIdleSeconds);
     }
   };
 }

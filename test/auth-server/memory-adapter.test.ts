@@ -10,7 +10,7 @@ import { memoryAdapterClass } from '../../plugins/auth-server/memory-adapter.ts'
 const MIB = 'x'.repeat(1024 * 1024);
 
 test('a flood of registrations is refused past the budget; the clients already there stay', async () => {
-  const Adapter = memoryAdapterClass();
+  const Adapter = memoryAdapterClass(3600);
   const clients = new Adapter('Client');
   await clients.upsert('real-client', { client_id: 'real-client', client_name: 'real' });
   let refused = 0;
@@ -27,7 +27,7 @@ test('a flood of registrations is refused past the budget; the clients already t
 });
 
 test('a flood of interactions evicts the oldest interactions, not anything else', async () => {
-  const Adapter = memoryAdapterClass();
+  const Adapter = memoryAdapterClass(3600);
   const interactions = new Adapter('Interaction');
   const grants = new Adapter('Grant');
   await grants.upsert('g1', { accountId: 'alice' }, 3600);
@@ -35,4 +35,21 @@ test('a flood of interactions evicts the oldest interactions, not anything else'
   assert.equal(await interactions.find('i-0'), undefined, 'the oldest interaction went');
   assert.ok((await interactions.find('i-39')) !== undefined);
   assert.equal((await grants.find('g1'))?.['accountId'], 'alice');
+});
+
+test('a registered client unused for its idle time (the refresh token lifespan) is gone; each use keeps it', async () => {
+  const Adapter = memoryAdapterClass(1);
+  const clients = new Adapter('Client');
+  await clients.upsert('used', { client_id: 'used' });
+  await clients.upsert('idle', { client_id: 'idle' });
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    assert.ok((await clients.find('used')) !== undefined);
+  }
+  assert.equal(await clients.find('idle'), undefined, 'unused for more than a second');
+  assert.ok((await clients.find('used')) !== undefined, 'used every 450 ms');
+  const grants = new Adapter('Grant');
+  await grants.upsert('g', { accountId: 'a' });
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  assert.ok((await grants.find('g')) !== undefined, 'other records keep their own lifetimes');
 });

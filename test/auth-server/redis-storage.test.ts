@@ -67,7 +67,14 @@ describe('embedded authorization server on Redis: restarts', () => {
       const again = await flows.login(clientId);
       assert.ok(again.access.length > 0, 'the client registered before the restart logs in again');
       const keys = await (redis as LocalRedis).admin.keys(`${(redis as LocalRedis).keyPrefix}*`);
-      assert.ok(keys.some((key) => key.includes('oidc:Client:')), 'the registered client is in Redis');
+      const clientKey = keys.find((key) => key.endsWith(`oidc:Client:${clientId}`));
+      assert.ok(clientKey !== undefined, 'the registered client is in Redis');
+      // Kept while used, for as long as a refresh token lives (168 h by default), not for ever.
+      const admin = (redis as LocalRedis).admin;
+      await admin.expire(clientKey, 60);
+      assert.equal((await flows.refresh(clientId, String(renewed.body['refresh_token']))).status, 200);
+      const ttl = await admin.ttl(clientKey);
+      assert.ok(ttl > 167 * 3600 && ttl <= 168 * 3600, `a use renews its idle time (TTL ${ttl} s)`);
       assert.ok(keys.some((key) => key.includes('auth:tokens:')), 'the upstream tokens of the logins are in Redis');
     } finally {
       await gateway.stop();
