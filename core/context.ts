@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { GatewayError, sendError, type AuthChallenge, type ErrorTarget } from './errors.ts';
 import type { JsonRpcId, JsonRpcMessage } from './mcp/jsonrpc.ts';
 import type { RouteMetrics } from './observe/metrics.ts';
+import type { ClientAddresses } from './http/client-address.ts';
 import { RequestHead } from './http/request-head.ts';
 
 /** Who is calling, as established by the authenticate phase. */
@@ -66,10 +67,12 @@ function requestIdOf(given: string | undefined): string {
   return BOOT + '-' + (++sequence).toString(36);
 }
 
-/** What every request of one server shares: its logger and its auth challenge. */
+/** What every request of one server shares: its logger, its auth challenge, who its trusted proxies are. */
 export interface RequestScope {
   readonly log: Logger;
   challenge: AuthChallenge | null;
+  /** Absent: the socket's address is the client's. */
+  readonly clientAddresses?: ClientAddresses;
 }
 
 /** The backend a message goes to, and that backend's own name for what the message is about. */
@@ -152,6 +155,13 @@ export class Context implements ErrorTarget {
 
   get challenge(): AuthChallenge | null {
     return this.scope.challenge;
+  }
+
+  /** The client's address: the socket's, or behind a trusted proxy the one its X-Forwarded-For names (computed per call). */
+  get clientAddress(): string {
+    const socket = this.req.socket.remoteAddress;
+    const resolver = this.scope.clientAddresses;
+    return resolver === undefined ? (socket ?? 'unknown') : resolver.of(socket, this.header('x-forwarded-for'));
   }
 
   get bodyUnread(): boolean {

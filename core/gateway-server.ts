@@ -30,6 +30,7 @@ import { runHooks, type Chain, type HookOutcome } from './chain.ts';
 import type { AdminListenerConfig, ServerEngine, ServerSettings } from './config/server-settings.ts';
 import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
+import { ClientAddresses } from './http/client-address.ts';
 import { preflightHeaders } from './http/cors.ts';
 import { OriginGuard } from './http/origin-guard.ts';
 import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
@@ -60,12 +61,14 @@ export interface ServerOptions {
   engine?: ServerEngine;
   /** A separate listener for /status and /metrics (and the probes); null: they need auth on the public port. */
   admin?: AdminListenerConfig | null;
+  /** Proxies whose X-Forwarded-For names the client (`server.trustedProxies`). */
+  trustedProxies?: readonly string[];
 }
 
 /** The server options that come from a `server` section of either configuration. */
-export function listenerOptions(settings: ServerSettings): Pick<ServerOptions, 'allowedHosts' | 'allowedOrigins' | 'shutdownGraceMs' | 'requestTimeoutMs' | 'accessLog' | 'engine' | 'admin'> {
-  const { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin } = settings;
-  return { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin };
+export function listenerOptions(settings: ServerSettings): Pick<ServerOptions, 'allowedHosts' | 'allowedOrigins' | 'shutdownGraceMs' | 'requestTimeoutMs' | 'accessLog' | 'engine' | 'admin' | 'trustedProxies'> {
+  const { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin, trustedProxies } = settings;
+  return { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin, trustedProxies };
 }
 
 /**
@@ -138,7 +141,7 @@ export class GatewayServer {
   constructor(options: ServerOptions) {
     this.#options = options;
     this.log = options.log;
-    this.#scope = { log: options.log, challenge: null, metrics: options.metrics, accessLog: options.accessLog };
+    this.#scope = { log: options.log, challenge: null, metrics: options.metrics, accessLog: options.accessLog, clientAddresses: new ClientAddresses(options.trustedProxies ?? []) };
     const metrics = options.metrics;
     this.#mcpMetrics = metrics.route('mcp');
     this.#builtinMetrics = metrics.route('builtin');

@@ -49,7 +49,7 @@ function config(database: DatabaseConfig, issuer: string): RegistryConfig {
     sources: [{ name: 'internal', kind: 'managed', format: null, file: null, git: null, syncIntervalMs: null, claims: {} }],
     registries: [{ name: 'bench', sources: ['internal'], claims: { org: 'acme' } }],
     database,
-    server: { maxBodyBytes: 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null },
+    server: { maxBodyBytes: 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [] },
   };
 }
 

@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { PathSegment } from './problems.ts';
 import { isMapping } from './yaml.ts';
+import { parseRange } from '../http/client-address.ts';
 
 export type Ctx = z.core.$RefinementCtx;
 
@@ -89,6 +90,11 @@ export const allowedOrigin = z.string().superRefine((value, ctx) => {
   if (value !== '*' && !isOrigin) {
     ctx.addIssue(`must be an origin: scheme, host and optional port without a path, for example https://app.example.com, or "*" (got ${q(value)})`);
   }
+});
+
+/** An IP address or a CIDR range (`10.0.0.0/8`, `fd00::/8`): a proxy whose X-Forwarded-For is believed. */
+export const trustedProxy = z.string().superRefine((value, ctx) => {
+  if (parseRange(value) === null) ctx.addIssue(`must be an IP address or a CIDR range, for example 10.0.0.0/8 or fd00::/8 (got ${q(value)})`);
 });
 
 /** Each item's `name` is unique (checked even when some items are invalid). */

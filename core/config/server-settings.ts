@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { durationSchema } from './duration.ts';
-import { adminListener, allowedHost, allowedOrigin } from './formats.ts';
+import { adminListener, allowedHost, allowedOrigin, trustedProxy } from './formats.ts';
 import { sizeSchema } from './size.ts';
 
 /** `server.admin`: where /status and /metrics answer without authentication. */
@@ -33,6 +33,8 @@ export interface ServerSettings {
   readonly engine: ServerEngine;
   /** The separate listener of /status and /metrics, or null (they need auth on the public port). */
   readonly admin: AdminListenerConfig | null;
+  /** Proxies (addresses, CIDR ranges) whose X-Forwarded-For names the client (default none). */
+  readonly trustedProxies: readonly string[];
 }
 
 /** The section's schema, with the body cap defaulting to `defaultMaxBodyBytes`; resolves to ServerSettings. */
@@ -47,6 +49,7 @@ export function serverSettingsSchema(defaultMaxBodyBytes: number) {
       accessLog: z.boolean().default(false),
       admin: adminListener.optional(),
       engine: z.enum(['gatehouse', 'node']).default('gatehouse'),
+      trustedProxies: z.array(trustedProxy).default([]),
     })
     .transform(
       (server): ServerSettings => ({
@@ -58,6 +61,7 @@ export function serverSettingsSchema(defaultMaxBodyBytes: number) {
         accessLog: server.accessLog,
         engine: server.engine,
         admin: server.admin === undefined ? null : { host: server.admin.address, port: server.admin.port },
+        trustedProxies: server.trustedProxies,
       }),
     )
     .prefault({});

@@ -3,11 +3,14 @@
  * (registration: RFC 7591 is open to anyone; authorization: each request stores an interaction):
  * a fixed window of `limit` requests per WINDOW_MS per address; past it a 429 with Retry-After.
  * The addresses kept are bounded (the least recently seen go first), so a flood from many
- * addresses costs memory once. Behind a proxy every client shares the proxy's address: the
- * limits are per gateway then, which still bounds what one flood can store.
+ * addresses costs memory once. An IPv6 client counts by its /64 (what one subscriber holds).
+ * Behind a proxy listed in `server.trustedProxies` the client is the address its X-Forwarded-For
+ * names; behind any other, every client shares the proxy's address and the limits are per
+ * gateway, which still bounds what one flood can store.
  */
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../../core/context.ts';
+import { limitKey } from '../../core/http/client-address.ts';
 import { Reply } from '../../core/reply.ts';
 
 /** Client registrations per address per window. */
@@ -38,7 +41,7 @@ export class AddressLimit {
 
   /** The 429 for this request, or null when it may go on. */
   check(ctx: Context): Reply | null {
-    const key = ctx.req.socket.remoteAddress ?? 'unknown';
+    const key = limitKey(ctx.clientAddress);
     const now = this.#now();
     let window = this.#windows.get(key);
     if (window === undefined || now - window.startedAt >= WINDOW_MS) this.#windows.set(key, (window = { startedAt: now, count: 0 }));

@@ -137,8 +137,7 @@ export class ProviderBridge implements BodySink<Context> {
       if (!NOT_FORWARDED.has(name)) headers.push(name, raw[i + 1]!);
     }
     headers.push('x-forwarded-proto', this.#forwardedProto, 'x-forwarded-host', this.#forwardedHost, SECRET_HEADER, this.#secret);
-    const remote = ctx.req.socket.remoteAddress;
-    if (remote !== undefined) headers.push('x-forwarded-for', remote);
+    headers.push('x-forwarded-for', ctx.clientAddress);
     new BridgeExchange(ctx, { ...this.#backend, path }).dispatch(this.#pool, ctx.req.method ?? 'GET', headers, body);
   }
 }

@@ -177,12 +177,13 @@ test('a file with several problems reports all of them at once, in file order', 
       /maxBodySize: 4MB/,
     ],
     ['39:5 VirtualMCPServer/vmcp spec.server: unknown field "acessLog" (did you mean "accessLog"?)', /acessLog: true/],
+    ['40:34 VirtualMCPServer/vmcp spec.server.trustedProxies[1]: must be an IP address or a CIDR range, for example 10.0.0.0/8 or fd00::/8 (got "10.0.0.0/33")', /trustedProxies:/],
     [
-      `42:15 VirtualMCPServer/vmcp spec.plugins[0].module: file not found: ${join(fixtures, 'plugins/audit.ts')} (relative module paths resolve against the directory of the config file)`,
+      `43:15 VirtualMCPServer/vmcp spec.plugins[0].module: file not found: ${join(fixtures, 'plugins/audit.ts')} (relative module paths resolve against the directory of the config file)`,
       /module: \.\/plugins\/audit\.ts/,
     ],
   ]);
-  assert.equal(problems.length, 7);
+  assert.equal(problems.length, 8);
 });
 
 test('outgoing auth: strategies need the embedded authorization server; backends must be MCPServers of the group', async () => {
@@ -246,9 +247,9 @@ test('loadVmcpConfig throws a ConfigError that carries every problem and prints 
   const file = fixture('error-many.yaml');
   await assert.rejects(loadVmcpConfig(file), (err: unknown) => {
     assert.ok(err instanceof ConfigError);
-    assert.equal(err.problems.length, 7);
-    assert.equal(err.message, `invalid configuration (7 problems):\n${formatProblems(err.problems)}`);
-    assert.equal(formatProblems(err.problems).split('\n').length, 7);
+    assert.equal(err.problems.length, 8);
+    assert.equal(err.message, `invalid configuration (8 problems):\n${formatProblems(err.problems)}`);
+    assert.equal(formatProblems(err.problems).split('\n').length, 8);
     return true;
   });
 });

@@ -37,6 +37,8 @@ export interface AuthGatewayOptions {
   readonly limits?: AuthServerPluginConfig['limits'];
   /** Serves Client ID Metadata Documents in place of the network. */
   readonly fetchClientMetadata?: AuthServerPluginConfig['fetchClientMetadata'];
+  /** Extra lines under the VirtualMCPServer `spec:`, e.g. a `server:` block. */
+  readonly spec?: string;
 }
 
 export async function startAuthGateway(options: AuthGatewayOptions = {}): Promise<AuthGateway> {
@@ -78,6 +80,7 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
     port,
     log: log.log,
     backends: [{ name: 'echo', url: backend.url }],
+    ...(options.spec === undefined ? {} : { spec: options.spec }),
     plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }), ...(options.limits === undefined ? {} : { limits: options.limits }) } satisfies AuthServerPluginConfig, source: 'test' }],
   });
   return {
