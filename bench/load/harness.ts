@@ -5,7 +5,7 @@
  * Per row: start → one checked request (must be 200 with a JSON-RPC result) → wrk warm-up →
  * CPU snapshot → measured wrk run → CPU snapshot + peak RSS → stop.
  *
- * Environment: BENCH_ROUNDS (passes over all rows, each row reporting its quietest round;
+ * Environment: BENCH_ROUNDS (passes over all rows, each row reporting its median round;
  * default 1), BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS
  * (default 32), BENCH_THREADS (wrk threads, default 1), BENCH_ROWS (name filter, see rows.ts),
  * BENCH_START_TIMEOUT (s, gateway readiness, default 20), BENCH_NGINX / BENCH_WRK (binaries),
@@ -23,7 +23,7 @@ import { httpRequest, installCleanupHandlers, onCleanup, stopAll } from './proce
 import {
   computeRatios,
   markdownReport,
-  pickQuietest,
+  pickMedian,
   markdownTable,
   ratioSummary,
   type LoadReport,
@@ -204,7 +204,7 @@ export async function runLoad(opts: RunLoadOptions = {}): Promise<LoadReport> {
         await sleep(500);
       }
     }
-    results.push(...perRow.map(pickQuietest));
+    results.push(...perRow.map(pickMedian));
     await backend.child.stop();
   } finally {
     await stopAll(); // also removes tmpDir

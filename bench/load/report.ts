@@ -84,7 +84,7 @@ export interface MachineInfo {
 }
 
 export interface LoadSettings {
-  /** Passes over all rows; each row reports its quietest round. */
+  /** Passes over all rows; each row reports its median round (by CPU per request). */
   rounds: number;
   durationSeconds: number;
   warmupSeconds: number;
@@ -220,7 +220,7 @@ export function machineLine(report: LoadReport): string {
   return (
     `${m.date} · ${m.cpuModel}, ${m.cores} cores · Node ${m.node} · ${m.nginx ?? 'no nginx'} · ${m.wrk ?? 'no wrk'} · ` +
     `wrk -t${s.threads} -c${s.connections}, ${s.durationSeconds} s measured after ${s.warmupSeconds} s warm-up` +
-    (s.rounds > 1 ? `, quietest of ${s.rounds} rounds` : '')
+    (s.rounds > 1 ? `, median of ${s.rounds} rounds` : '')
   );
 }
 
@@ -239,17 +239,23 @@ ${ratioSummary(report)}
 `;
 }
 
-/** Combines the rounds of one row: reports the measured round with the least foreign CPU. */
-export function pickQuietest(rounds: RowResult[]): RowResult {
+/**
+ * Combines the rounds of one row: reports its median round by CPU per request among the clean
+ * ones (all measured ones when none is clean). A round another process disturbed, or one the
+ * machine ran slower for a while (the foreign-CPU figure does not see that), is an outlier
+ * either way; the median leaves both out where "the quietest" kept the second.
+ */
+export function pickMedian(rounds: RowResult[]): RowResult {
   const summaries = rounds.map((r): RoundSummary => ({
     status: r.status,
     rps: r.measured?.rps ?? null,
     cpuMicrosPerRequest: r.measured?.cpuMicrosPerRequest ?? null,
     foreignCpuPercent: r.measured?.foreignCpuPercent ?? null,
   }));
-  const rank = (r: RowResult): number =>
-    r.measured === null ? Number.POSITIVE_INFINITY : (r.status === 'ok' ? 0 : 1000) + r.measured.foreignCpuPercent;
-  const best = rounds.reduce<RowResult | undefined>((a, r) => (a === undefined || rank(r) < rank(a) ? r : a), undefined);
-  if (best === undefined) throw new Error('pickQuietest: no rounds');
-  return { ...best, rounds: summaries };
+  const measured = rounds.filter((r) => r.measured !== null);
+  const clean = measured.filter((r) => r.status === 'ok');
+  const pool = (clean.length > 0 ? clean : measured).sort((a, b) => a.measured!.cpuMicrosPerRequest - b.measured!.cpuMicrosPerRequest);
+  const median = pool[(pool.length - 1) >> 1] ?? rounds[0];
+  if (median === undefined) throw new Error('pickMedian: no rounds');
+  return { ...median, rounds: summaries };
 }
