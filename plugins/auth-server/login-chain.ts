@@ -92,7 +92,9 @@ export class LoginChain {
     const clientId = String(details.params['client_id']);
     const requested = String(details.params['scope'] ?? '').split(' ').filter((s) => s.length > 0);
     const grant = new provider.Grant({ accountId: pending.identity.sub, clientId });
-    const oidcScopes = requested.filter((s) => s === 'openid' || s === 'offline_access');
+    // The provider knows the resource's scopes too (clients may register with them), so a
+    // requested one is granted as the provider's and as the resource's, or consent is asked again.
+    const oidcScopes = requested.filter((s) => s === 'openid' || s === 'offline_access' || this.#o.scopes.includes(s));
     if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(' '));
     grant.addResourceScope(this.#o.resource, requested.filter((s) => this.#o.scopes.includes(s)).join(' '));
     const grantId = await grant.save();
@@ -232,7 +234,10 @@ function consentPage(res: ServerResponse, action: string, token: string, name: s
   res.writeHead(200, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
-    'referrer-policy': 'no-referrer',
+    // Not no-referrer: under it a browser sends `Origin: null` with the form's POST (Fetch,
+    // "append a request Origin header"), which the origin guard refuses. same-origin still sends
+    // nothing to any other site.
+    'referrer-policy': 'same-origin',
     'x-frame-options': 'DENY',
     // No form-action: Chromium and WebKit apply it to the redirects after the POST too, and both
     // answers redirect to another site (the provider, or the client). The single-use token and

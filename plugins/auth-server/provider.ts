@@ -47,8 +47,9 @@ export function createProvider(options: ProviderOptions): Provider {
     jwks: { keys: keys.signing.map((jwk) => ({ ...jwk })) as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: [...keys.hmac] },
     routes: { ...ROUTES },
-    // The provider's own scopes; the MCP endpoint's are the resource's (getResourceServerInfo).
-    scopes: ['openid', 'offline_access'],
+    // The provider's own scopes, and the MCP endpoint's (the resource's, getResourceServerInfo),
+    // which clients name in their registration's `scope` (MCP's scope selection strategy).
+    scopes: [...new Set(['openid', 'offline_access', ...resourceScope.split(' ')])],
     clientDefaults: {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],

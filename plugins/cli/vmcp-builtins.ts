@@ -5,6 +5,7 @@ import { anonymousAuth } from '../incoming-auth/anonymous.ts';
 import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 import { authServer, type AuthServerPluginConfig } from '../auth-server/auth-server.ts';
 import { loadServerKeys, publicJwks } from '../auth-server/keys.ts';
+import { DEFAULT_SCOPES } from '../auth-server/routes.ts';
 import { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
 import { staticCredentials } from '../outgoing-auth/static-credentials.ts';
 import { tokenExchange, type TokenExchangePluginConfig } from '../outgoing-auth/token-exchange.ts';
@@ -23,7 +24,9 @@ export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
   if (incoming.type === 'anonymous') {
     specs.push({ definition: anonymousAuth, config: undefined, source: `${where} spec.incomingAuth` });
   } else {
-    const oidc: OidcAuthConfig = keys === null ? incoming : { ...incoming, validator: { localKeys: publicJwks(keys) } };
+    // With the embedded server, the endpoint's scopes are the ones it issues (its default when
+    // none are configured): the metadata and the challenge name them, so that clients ask for them.
+    const oidc: OidcAuthConfig = keys === null ? incoming : { ...incoming, scopes: incoming.scopes ?? DEFAULT_SCOPES, validator: { localKeys: publicJwks(keys) } };
     specs.push({ definition: oidcAuth, config: oidc, source: `${where} spec.incomingAuth` });
   }
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {

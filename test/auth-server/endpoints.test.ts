@@ -96,6 +96,14 @@ describe('embedded authorization server: endpoints', () => {
     assert.equal(token.headers.get('access-control-allow-origin'), origin);
   });
 
+  it('registers a client that names the endpoint\'s scope (MCP\'s scope selection), and refuses a scope it does not issue', async () => {
+    const ok = await register({ redirect_uris: [REDIRECT], scope: 'mcp offline_access' });
+    assert.equal(ok.status, 201, await ok.clone().text());
+    const bogus = await register({ redirect_uris: [REDIRECT], scope: 'admin' });
+    assert.equal(bogus.status, 400);
+    assert.equal(((await bogus.json()) as { error: string }).error, 'invalid_client_metadata');
+  });
+
   it('warns at start that its keys and secrets are this process\'s own', () => {
     assert.ok(setup.log.lines().some((line) => /a restart invalidates every token/.test(String(line.msg))));
   });

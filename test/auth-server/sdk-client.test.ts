@@ -94,8 +94,12 @@ for (const issuerPath of ['', '/auth']) describe(`embedded authorization server$
   });
 
   it('the MCP endpoint\'s resource metadata (RFC 9728) names the embedded server', async () => {
-    const doc = (await (await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
+    const doc = (await (await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[]; scopes_supported: string[] };
     assert.equal(doc.resource, `${origin}/mcp`);
+    // The scope the server issues, so that clients register and ask for it (an empty scope is refused at registration).
+    assert.deepEqual(doc.scopes_supported, ['mcp']);
+    const challenge = await fetch(`${origin}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    assert.match(challenge.headers.get('www-authenticate') ?? '', /scope="mcp"/);
     assert.deepEqual(doc.authorization_servers, [issuer]);
   });
 

@@ -50,6 +50,16 @@ function defaultPath(path: string): string {
   return slash <= 0 ? '/' : path.slice(0, slash);
 }
 
+/**
+ * The Origin header of a same-origin form POST from a page served with `policy` (Fetch, "append
+ * a request Origin header"): `null` under no-referrer, the page's origin under the others (an
+ * https page's downgrade rules do not arise for a same-origin post).
+ */
+function postOrigin(policy: string | null, page: URL): string {
+  const last = policy?.split(',').map((p) => p.trim().toLowerCase()).filter((p) => p !== '').pop();
+  return last === 'no-referrer' ? 'null' : page.origin;
+}
+
 const CONSENT_FORM = /<form method="post" action="([^"]+)"><input type="hidden" name="token" value="([^"]+)">/;
 
 export class Browser {
@@ -80,15 +90,17 @@ export class Browser {
       }
       const body = await res.text();
       const form = res.status === 200 ? CONSENT_FORM.exec(body) : null;
+      // A form's POST carries the Origin a browser would give it under the page's Referrer-Policy.
+      const origin = postOrigin(res.headers.get('referrer-policy'), url);
       const consent = options.consent ?? 'allow';
       const filled = form === null && res.status === 200 ? (options.fill?.(url, body) ?? null) : null;
       if (filled !== null) {
-        post = { body: new URLSearchParams(filled.fields).toString(), origin: url.origin };
+        post = { body: new URLSearchParams(filled.fields).toString(), origin };
         url = filled.action;
         continue;
       }
       if (form === null || consent === 'none') return { trail, url, status: res.status, body, headers: res.headers };
-      post = { body: new URLSearchParams({ token: form[2]!.replaceAll('&amp;', '&'), decision: consent }).toString(), origin: url.origin };
+      post = { body: new URLSearchParams({ token: form[2]!.replaceAll('&amp;', '&'), decision: consent }).toString(), origin };
       url = new URL(form[1]!.replaceAll('&amp;', '&'), url);
     }
     throw new Error(`no end after ${options.maxSteps ?? 25} steps: ${trail.join(' → ')}`);
