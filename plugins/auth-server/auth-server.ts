@@ -146,7 +146,8 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const forward = (ctx: Context): undefined => bridge.forward(ctx);
     const registrations = new AddressLimit(config.limits?.registrations ?? REGISTRATIONS, 'client registrations');
     const authorizations = new AddressLimit(config.limits?.authorizations ?? AUTHORIZATIONS, 'authorization requests');
-    const register = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? registrations.check(ctx) : null) ?? bridge.forward(ctx);
+    const register = (ctx: Context): Reply | undefined =>
+      ctx.req.method === 'POST' ? (registrations.check(ctx) ?? bridge.forwardRewritten(ctx, registrationScope)) : bridge.forward(ctx);
     const authorize = (ctx: Context): Reply | undefined => authorizations.check(ctx) ?? bridge.forward(ctx);
     const tokenRequests = new AddressLimit(config.limits?.tokenRequests ?? TOKEN_REQUESTS, 'token requests');
     const token = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? tokenRequests.check(ctx) : null) ?? bridge.forward(ctx);
@@ -212,6 +213,31 @@ async function serverMetadata(bridge: ProviderBridge, settings: AuthServerConfig
   }
   document.code_challenge_methods_supported = ['S256'];
   return document;
+}
+
+/**
+ * A registration's `scope` as the server takes it (RFC 7591 §2 lets it replace what a client
+ * asks): an empty one is dropped, and a given one also allows `openid` and `offline_access`.
+ * Clients read `scope` from the resource metadata when they register but from the server's own
+ * metadata when they authorize (MCP Inspector 0.15 does), and the provider refuses any requested
+ * scope outside the registered ones. Anything that is not a JSON object passes as it came (the
+ * provider answers it).
+ */
+export function registrationScope(body: Buffer): Buffer {
+  let document: unknown;
+  try {
+    document = JSON.parse(body.toString('utf8'));
+  } catch {
+    return body;
+  }
+  if (typeof document !== 'object' || document === null || Array.isArray(document)) return body;
+  const fields = document as Record<string, unknown>;
+  const scope = fields['scope'];
+  if (typeof scope !== 'string') return body;
+  const asked = scope.split(' ').filter((s) => s.length > 0);
+  if (asked.length === 0) delete fields['scope'];
+  else fields['scope'] = [...new Set([...asked, 'openid', 'offline_access'])].join(' ');
+  return Buffer.from(JSON.stringify(fields));
 }
 
 /** Largest consent form read (a token and a decision). */

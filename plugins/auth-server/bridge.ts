@@ -114,6 +114,12 @@ export class ProviderBridge implements BodySink<Context> {
     return undefined;
   }
 
+  /** As forward, with the request's body changed by `rewrite` (read whole first) before the provider sees it. */
+  forwardRewritten(ctx: Context, rewrite: (body: Buffer) => Buffer): undefined {
+    startReading(ctx.req, MAX_BRIDGE_BODY, { body: (c: Context, body: Buffer) => this.#send(c, rewrite(body)), bodyFailed: (c: Context, error: GatewayError) => this.bodyFailed(c, error) }, ctx);
+    return undefined;
+  }
+
   body(ctx: Context, body: Buffer): void {
     this.#send(ctx, body);
   }

@@ -97,8 +97,17 @@ describe('embedded authorization server: endpoints', () => {
   });
 
   it('registers a client that names the endpoint\'s scope (MCP\'s scope selection), and refuses a scope it does not issue', async () => {
-    const ok = await register({ redirect_uris: [REDIRECT], scope: 'mcp offline_access' });
+    const ok = await register({ redirect_uris: [REDIRECT], scope: 'mcp' });
     assert.equal(ok.status, 201, await ok.clone().text());
+    const registered = (await ok.json()) as { client_id: string; scope: string };
+    // It may ask for openid and offline_access too: clients take the scope to register with from the
+    // resource metadata but the one to authorize with from this server's (MCP Inspector 0.15 does).
+    assert.deepEqual(registered.scope.split(' ').sort(), ['mcp', 'offline_access', 'openid']);
+    const asked = await authorize({ client_id: registered.client_id, response_type: 'code', redirect_uri: REDIRECT, code_challenge: CHALLENGE, code_challenge_method: 'S256', scope: 'openid offline_access mcp' });
+    assert.equal(asked.status, 303);
+    assert.doesNotMatch(asked.headers.get('location') ?? '', /error=/, 'no invalid_scope');
+    const empty = await register({ redirect_uris: [REDIRECT], scope: '' });
+    assert.equal(empty.status, 201, 'an empty scope (MCP Inspector 2.x when nothing names one) is dropped, not refused');
     const bogus = await register({ redirect_uris: [REDIRECT], scope: 'admin' });
     assert.equal(bogus.status, 400);
     assert.equal(((await bogus.json()) as { error: string }).error, 'invalid_client_metadata');
