@@ -116,7 +116,7 @@ const NAME_FIELD: Record<string, 'name' | 'uri'> = {
 };
 
 /** The body field mirrored by `Mcp-Name` for this message, or undefined. */
-function nameOf(msg: JsonRpcRequest | JsonRpcNotification): string | undefined {
+export function nameOf(msg: JsonRpcRequest | JsonRpcNotification): string | undefined {
   const field = NAME_FIELD[msg.method];
   if (field === undefined || msg.params === undefined) return undefined;
   const value = msg.params[field];
@@ -125,6 +125,19 @@ function nameOf(msg: JsonRpcRequest | JsonRpcNotification): string | undefined {
 
 const SENTINEL_PREFIX = '=?base64?';
 const SENTINEL_SUFFIX = '?=';
+
+/** A header-safe value: visible ASCII, inner spaces allowed, no surrounding whitespace. */
+const PLAIN_HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * `text` as an `Mcp-Name` (or `Mcp-Param-*`) value: as it is when it is header-safe ASCII, else
+ * the UTF-8 bytes as `=?base64?...?=` (also when it looks like that sentinel itself), so that no
+ * value can carry CR, LF or anything else onto the wire.
+ */
+export function encodeHeaderValue(text: string): string {
+  if (PLAIN_HEADER_VALUE.test(text) && !(text.startsWith(SENTINEL_PREFIX) && text.endsWith(SENTINEL_SUFFIX))) return text;
+  return `${SENTINEL_PREFIX}${Buffer.from(text, 'utf8').toString('base64')}${SENTINEL_SUFFIX}`;
+}
 
 /** Decodes an `Mcp-Name` value, which may carry non-ASCII text as `=?base64?...?=`. Null when malformed. */
 export function decodeHeaderValue(value: string): string | null {

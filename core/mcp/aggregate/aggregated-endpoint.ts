@@ -29,9 +29,10 @@ import { runResponseHooks } from '../../chain.ts';
 import type { MessageTarget } from '../../context.ts';
 import { methodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
+import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
-import { callerMustReauthenticate, type BackendLink, type MessageSink } from './backend-link.ts';
+import { callerMustReauthenticate, forBackend, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { ClientStream, streamRefusal } from './client-stream.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
@@ -243,6 +244,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     const created = await initializeSession(ctx, request, {
       name: this.#o.name,
       links: this.#o.links,
+      profiles: this.#o.health.profiles,
       failure: this.#o.failure,
       sink: (link) => this.#sink(null, link),
       log: this.#o.log,
@@ -364,8 +366,15 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     switch (request.method) {
       case 'ping':
         return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: {} });
-      case 'logging/setLevel':
+      case 'logging/setLevel': {
+        // Modern backends have no session to set it on: they are told with each request (_meta).
+        const level = request.params?.level;
+        if (typeof level === 'string' && /^[a-z]{1,16}$/.test(level)) {
+          session.setLogLevel(level);
+          await this.#o.store.update(session.record);
+        }
         return this.#broadcastRequest(ctx, session, request, 'logging');
+      }
       default:
         return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${request.method}` } });
     }
@@ -404,7 +413,10 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   /** Sends a request to every backend declaring `capability`; answers {} once they did. */
   async #broadcastRequest(ctx: Context, session: AggregatedSession, request: JsonRpcRequest, capability: string): Promise<HookOutcome> {
-    const targets = this.#o.links.filter((link) => session.backends.get(link.name)?.capabilities[capability] !== undefined);
+    const targets = this.#o.links.filter((link) => {
+      const backend = session.backends.get(link.name);
+      return backend !== undefined && backend.capabilities[capability] !== undefined && !isModernVersion(backend.protocolVersion);
+    });
     const results = await Promise.allSettled(targets.map((link) => this.#healer.call(ctx, session, link, request, this.#sink(session, link))));
     const failed = results.flatMap((r, i) => (r.status === 'rejected' || r.value.response?.error !== undefined ? [targets[i]!.name] : []));
     if (failed.length > 0 && failed.length === targets.length) {
@@ -418,20 +430,21 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * first when it is not in it, and joins again (once) when it says it lost the session.
    */
   #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
-    // Written anew from the parsed message, never the client's bytes: the backend must run what
-    // was routed and checked (a body with a key twice, `"name":"hidden","name":"allowed"`, is read
-    // last-wins here but first-wins by some backends' parsers).
-    const body = Buffer.from(JSON.stringify(request));
     const backend = session.usable(link.name);
-    if (backend !== undefined) return this.#send(ctx, session, link, backend, body, true);
+    if (backend !== undefined) return this.#send(ctx, session, link, backend, request, true);
     return this.#healer.join(ctx, session, link).then(
-      (joined) => this.#send(ctx, session, link, joined, body, true),
+      (joined) => this.#send(ctx, session, link, joined, request, true),
       (err: unknown) => (callerMustReauthenticate(err) ? err : this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } })),
     );
   }
 
-  #send(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean): HookOutcome | Promise<HookOutcome> {
-    const headers = link.headers(ctx, backend, 'application/json, text/event-stream');
+  #send(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, request: JsonRpcRequest, mayRetry: boolean): HookOutcome | Promise<HookOutcome> {
+    // Written anew from the parsed message, never the client's bytes: the backend must run what
+    // was routed and checked (a body with a key twice, `"name":"hidden","name":"allowed"`, is read
+    // last-wins here but first-wins by some backends' parsers). In the backend's era.
+    const sent = forBackend(request, backend, session.envelope);
+    const body = Buffer.from(JSON.stringify(sent));
+    const headers = link.headers(ctx, backend, 'application/json, text/event-stream', undefined, sent);
     if (isPromise(headers)) return headers.then((settled) => this.#dispatchTo(ctx, session, link, backend, body, mayRetry, settled));
     return this.#dispatchTo(ctx, session, link, backend, body, mayRetry, headers);
   }
@@ -467,7 +480,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     this.#healer
       .rejoin(ctx, session, link, exchange.backendSession)
       .then(
-        (backend) => this.#send(ctx, session, link, backend, exchange.body!, false),
+        (backend) => this.#send(ctx, session, link, backend, JSON.parse(exchange.body!.toString('utf8')) as JsonRpcRequest, false),
         (err: unknown) => (callerMustReauthenticate(err) ? err : this.#answer(ctx, { jsonrpc: '2.0', id: ctx.rpcId, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } })),
       )
       .then(
@@ -486,7 +499,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   // ---- notifications and answers from the client ----
 
   async #notify(ctx: Context, session: AggregatedSession, notification: JsonRpcNotification): Promise<HookOutcome> {
-    let targets = this.#o.links.filter((link) => session.has(link.name));
+    // Modern backends take no notifications over HTTP (a cancellation is the closed stream).
+    let targets = this.#o.links.filter((link) => session.has(link.name) && !isModernVersion(session.backends.get(link.name)!.protocolVersion));
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       const index = typeof requestId === 'string' || typeof requestId === 'number' ? session.inflight.get(requestId) : undefined;

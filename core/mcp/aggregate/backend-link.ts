@@ -14,6 +14,7 @@ import type { BackendHook } from '../../plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { Pool } from '../../upstream/pool.ts';
 import type { Upstreams } from '../../upstream/upstreams.ts';
+import { isModernVersion, standardHeaders, towardLegacy, towardModern, type ClientEnvelope } from '../era.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
 import { SseParser } from '../sse.ts';
 import type { BackendSessionRecord } from './session-store.ts';
@@ -163,11 +164,13 @@ export class BackendLink {
    * The headers of a request on `session`, after the backend's prepareBackend hooks (outgoing
    * credentials). `ctx` is null for the gateway's own requests (health checks): no hooks run then.
    */
-  headers(ctx: Context | null, session: BackendSessionRecord | null, accept: string, lastEventId?: string): string[] | GatewayError | Promise<string[] | GatewayError> {
+  headers(ctx: Context | null, session: BackendSessionRecord | null, accept: string, lastEventId?: string, message?: JsonRpcMessage): string[] | GatewayError | Promise<string[] | GatewayError> {
     const list = ['accept', accept];
     if (session !== null) {
       list.push('mcp-protocol-version', session.protocolVersion);
       if (session.sessionId !== null) list.push('mcp-session-id', session.sessionId);
+      // A modern backend routes on the standard headers, which must describe the body.
+      else if (message !== undefined && isModernVersion(session.protocolVersion)) list.push(...standardHeaders(message));
     }
     if (lastEventId !== undefined) list.push('last-event-id', lastEventId);
     if (ctx === null) return list;
@@ -193,13 +196,17 @@ export class BackendLink {
     return headers.list;
   }
 
-  /** Sends one JSON-RPC message and collects the answer. */
-  async call(ctx: Context | null, session: BackendSessionRecord | null, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
-    const headers = await this.headers(ctx, session, 'application/json, text/event-stream');
+  /**
+   * Sends one JSON-RPC message and collects the answer. On a modern backend's record the message
+   * carries `envelope` in its `_meta` (towardModern), on a legacy one no modern envelope.
+   */
+  async call(ctx: Context | null, session: BackendSessionRecord | null, message: JsonRpcMessage, sink: MessageSink | null = null, envelope: ClientEnvelope = GATEWAY_ENVELOPE): Promise<CallResult> {
+    const sent = session === null ? message : forBackend(message, session, envelope);
+    const headers = await this.headers(ctx, session, 'application/json, text/event-stream', undefined, sent);
     if (headers instanceof GatewayError) throw headers;
     headers.push('content-type', 'application/json');
     const call = new BackendCall(this.backend, this.metrics, 'id' in message && 'method' in message ? message.id : undefined, sink);
-    call.dispatch(this.pool, 'POST', headers, Buffer.from(JSON.stringify(message)));
+    call.dispatch(this.pool, 'POST', headers, Buffer.from(JSON.stringify(sent)));
     return call.result;
   }
 
@@ -229,6 +236,14 @@ export class BackendLink {
     }
     return null;
   }
+}
+
+/** The gateway speaking for itself (health checks, probes): no capabilities, its own name. */
+export const GATEWAY_ENVELOPE: ClientEnvelope = { capabilities: {}, clientInfo: { name: 'gatehouse', version: '0.1.0' }, logLevel: null };
+
+/** `message` as the backend of `record` gets it: with the modern envelope, or without it. */
+export function forBackend(message: JsonRpcMessage, record: BackendSessionRecord, envelope: ClientEnvelope): JsonRpcMessage {
+  return isModernVersion(record.protocolVersion) ? towardModern(message, envelope, record.protocolVersion) : towardLegacy(message);
 }
 
 /**

@@ -21,6 +21,7 @@
 import type { Logger } from 'pino';
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
+import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import { callerMustReauthenticate, reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import type { HealthMonitor } from './health.ts';
@@ -162,7 +163,7 @@ export class SessionHealer {
   async send(ctx: Context | null, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
     let result: CallResult;
     try {
-      result = await link.call(ctx, backend, message, sink);
+      result = await link.call(ctx, backend, message, sink, session.envelope);
     } catch (err) {
       this.failed(session, link, backend, err);
       throw err;
@@ -190,8 +191,9 @@ export class SessionHealer {
     const params = { protocolVersion: record.protocolVersion, capabilities: record.clientCapabilities, clientInfo: record.clientInfo };
     let backend: BackendSessionRecord;
     try {
-      backend = (await initializeBackend(ctx, link, params, this.#o.sink(session, link))).record;
-      await link.call(ctx, backend, { jsonrpc: '2.0', method: 'notifications/initialized' });
+      backend = (await initializeBackend(ctx, link, params, this.#o.sink(session, link), this.#o.health.profiles)).record;
+      // A modern backend has no session to confirm.
+      if (backend.sessionId !== null || !isModernVersion(backend.protocolVersion)) await link.call(ctx, backend, { jsonrpc: '2.0', method: 'notifications/initialized' });
     } catch (err) {
       // The caller's credentials, not the backend: no backoff, the client is told to log in again.
       if (callerMustReauthenticate(err)) throw err;

@@ -8,8 +8,9 @@
  * up. Sessions that gave up on a backend try it again at once when it turns healthy.
  */
 import type { Logger } from 'pino';
+import { LEGACY_VERSIONS } from '../era.ts';
 import type { BackendLink } from './backend-link.ts';
-import { SUPPORTED_VERSIONS } from './session.ts';
+import { BackendProfiles, modernRecord } from './profiles.ts';
 
 export type Health = 'unknown' | 'healthy' | 'unhealthy';
 
@@ -22,11 +23,15 @@ export interface BackendStatus {
   lastError: string | null;
   latencyMs: number | null;
   toolCount: number | null;
+  /** The generation of MCP it speaks, once a check or a request found out. */
+  era: 'modern' | 'legacy' | 'unknown';
 }
 
 const CLIENT_INFO = { name: 'gatehouse-health-check', version: '1' };
 
 export class HealthMonitor {
+  /** Each backend's era, learnt by the checks (and by the first request that needs it). */
+  readonly profiles = new BackendProfiles();
   readonly #links: readonly BackendLink[];
   readonly #status = new Map<string, BackendStatus>();
   readonly #intervalMs: number;
@@ -53,6 +58,7 @@ export class HealthMonitor {
         lastError: null,
         latencyMs: null,
         toolCount: null,
+        era: 'unknown',
       });
     }
   }
@@ -83,28 +89,18 @@ export class HealthMonitor {
     let problem: string | null = null;
     let toolCount: number | null = null;
     try {
-      const init = await link.call(null, null, {
-        jsonrpc: '2.0',
-        id: 'health',
-        method: 'initialize',
-        params: { protocolVersion: SUPPORTED_VERSIONS[0], capabilities: {}, clientInfo: CLIENT_INFO },
-      });
-      if (init.status === 401 || init.status === 403) {
-        toolCount = null; // up, but our check has no credentials for it
-      } else if (init.response?.result === undefined) {
-        problem = link.problem(init, 'initialize')?.description ?? `initialize failed: ${init.response?.error?.message ?? `HTTP ${init.status}`}`;
-      } else {
-        const result = init.response.result as { protocolVersion?: string; capabilities?: Record<string, unknown> };
-        const session = { sessionId: init.sessionId, protocolVersion: result.protocolVersion ?? SUPPORTED_VERSIONS[0], capabilities: result.capabilities ?? {} };
-        await link.call(null, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
-        if (session.capabilities.tools !== undefined) {
-          const tools = await link.call(null, session, { jsonrpc: '2.0', id: 'health-tools', method: 'tools/list', params: {} });
+      const profile = await this.profiles.probe(null, link);
+      if (profile?.era === 'modern') {
+        // Stateless: one tools/list is the whole check.
+        toolCount = 0;
+        if (profile.capabilities['tools'] !== undefined) {
+          const tools = await link.call(null, modernRecord(profile), { jsonrpc: '2.0', id: 'health-tools', method: 'tools/list', params: {} });
           const list = (tools.response?.result as { tools?: unknown[] } | undefined)?.tools;
+          if (tools.status >= 500) problem = `tools/list failed: HTTP ${tools.status}`;
           toolCount = Array.isArray(list) ? list.length : null;
-        } else {
-          toolCount = 0;
         }
-        await link.remove(null, session).catch(() => undefined);
+      } else {
+        ({ problem, toolCount } = await this.#legacyCheck(link));
       }
     } catch (err) {
       problem = (err as { description?: string }).description ?? (err as Error).message;
@@ -113,6 +109,32 @@ export class HealthMonitor {
     status.latencyMs = Math.round(performance.now() - started);
     if (problem === null && toolCount !== null) status.toolCount = toolCount;
     this.#record(status, problem, 'health check');
+  }
+
+  /** A legacy backend's check: a session of its own, its tool count, the session ended. */
+  async #legacyCheck(link: BackendLink): Promise<{ problem: string | null; toolCount: number | null }> {
+    const init = await link.call(null, null, {
+      jsonrpc: '2.0',
+      id: 'health',
+      method: 'initialize',
+      params: { protocolVersion: LEGACY_VERSIONS[0], capabilities: {}, clientInfo: CLIENT_INFO },
+    });
+    // Up, but the check has no credentials for it.
+    if (init.status === 401 || init.status === 403) return { problem: null, toolCount: null };
+    if (init.response?.result === undefined) {
+      return { problem: link.problem(init, 'initialize')?.description ?? `initialize failed: ${init.response?.error?.message ?? `HTTP ${init.status}`}`, toolCount: null };
+    }
+    const result = init.response.result as { protocolVersion?: string; capabilities?: Record<string, unknown> };
+    const session = { sessionId: init.sessionId, protocolVersion: result.protocolVersion ?? LEGACY_VERSIONS[0]!, capabilities: result.capabilities ?? {} };
+    await link.call(null, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    let toolCount: number | null = 0;
+    if (session.capabilities.tools !== undefined) {
+      const tools = await link.call(null, session, { jsonrpc: '2.0', id: 'health-tools', method: 'tools/list', params: {} });
+      const list = (tools.response?.result as { tools?: unknown[] } | undefined)?.tools;
+      toolCount = Array.isArray(list) ? list.length : null;
+    }
+    await link.remove(null, session).catch(() => undefined);
+    return { problem: null, toolCount };
   }
 
   /**
@@ -159,10 +181,16 @@ export class HealthMonitor {
   }
 
   status(name: string): BackendStatus | undefined {
-    return this.#status.get(name);
+    const status = this.#status.get(name);
+    return status === undefined ? undefined : this.#withEra(status);
   }
 
   all(): BackendStatus[] {
-    return [...this.#status.values()].map((s) => ({ ...s }));
+    return [...this.#status.values()].map((s) => this.#withEra(s));
+  }
+
+  #withEra(status: BackendStatus): BackendStatus {
+    const link = this.#links.find((l) => l.name === status.name);
+    return { ...status, era: (link === undefined ? undefined : this.profiles.known(link)?.era) ?? 'unknown' };
   }
 }

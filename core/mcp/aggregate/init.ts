@@ -13,10 +13,12 @@ import { Reply } from '../../reply.ts';
 import type { JsonRpcRequest } from '../jsonrpc.ts';
 import { reauthenticationAmong, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { FailureHandlingConfig } from './config.ts';
+import { modernRecord, type BackendProfiles } from './profiles.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
 const INTERNAL_ERROR = -32603;
+const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 /** What MCP allows in a session id (0x21-0x7E), bounded; protocol versions are held to it too. */
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,256}$/;
 const GATEHOUSE_VERSION = '0.1.0';
@@ -24,6 +26,7 @@ const GATEHOUSE_VERSION = '0.1.0';
 export interface InitOptions {
   name: string;
   links: readonly BackendLink[];
+  profiles: BackendProfiles;
   failure: FailureHandlingConfig;
   sink: (link: BackendLink) => MessageSink;
   log: Logger;
@@ -35,12 +38,22 @@ interface Joined {
   instructions: unknown;
 }
 
-/** Initializes one backend session with the client's parameters. */
-export async function initializeBackend(ctx: Context | null, link: BackendLink, params: Record<string, unknown>, sink: MessageSink | null): Promise<Joined> {
+/**
+ * Joins one backend to a session with the client's parameters: a legacy backend gets an
+ * `initialize` (its own session); a modern one needs none, its discovery says what it serves.
+ */
+export async function initializeBackend(ctx: Context | null, link: BackendLink, params: Record<string, unknown>, sink: MessageSink | null, profiles: BackendProfiles, probed = false): Promise<Joined> {
+  const profile = await profiles.of(ctx, link);
+  if (profile.era === 'modern') return { link, record: modernRecord(profile), instructions: profile.instructions };
   const result = await link.call(ctx, null, { jsonrpc: '2.0', id: 'initialize', method: 'initialize', params }, sink);
-  const problem = link.problem(result, 'initialize');
-  if (problem !== null) throw problem;
   const response = result.response;
+  if (response?.error?.code === UNSUPPORTED_PROTOCOL_VERSION && !probed) {
+    // It refuses the legacy era: it became modern since the verdict (an upgrade). Once more, anew.
+    profiles.forget(link.name);
+    return initializeBackend(ctx, link, params, sink, profiles, true);
+  }
+  const problem = link.problem(result, 'initialize');
+  if (problem !== null && response?.error === undefined) throw problem;
   if (response?.error !== undefined) {
     throw new GatewayError('backend_error', `backend "${link.name}" refused initialize: ${response.error.message}`, { extra: { backend: link.name } });
   }
@@ -71,7 +84,7 @@ export async function initializeSession(
 ): Promise<Reply | { session: AggregatedSession; result: Record<string, unknown> }> {
   const params = request.params ?? {};
   const version = negotiateVersion(params.protocolVersion);
-  const outcomes = await Promise.allSettled(options.links.map((link) => initializeBackend(ctx, link, params, options.sink(link))));
+  const outcomes = await Promise.allSettled(options.links.map((link) => initializeBackend(ctx, link, params, options.sink(link), options.profiles)));
   const joined: Joined[] = [];
   const missing: { name: string; reason: string }[] = [];
   outcomes.forEach((outcome, i) => {

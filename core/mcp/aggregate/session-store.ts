@@ -39,6 +39,8 @@ export interface SessionRecord {
   readonly backends: Readonly<Record<string, BackendSessionRecord>>;
   /** Backends that were down at initialize (bestEffort mode). */
   readonly missing: readonly string[];
+  /** The level the client asked for with `logging/setLevel`, for modern backends (absent: none). */
+  readonly logLevel?: string;
 }
 
 export interface SessionStore {

@@ -4,6 +4,7 @@
  * requests and tasks, and the client's open GET stream.
  */
 import type { Context } from '../../context.ts';
+import { LEGACY_VERSIONS, type ClientEnvelope } from '../era.ts';
 import type { JsonRpcId, JsonRpcMessage } from '../jsonrpc.ts';
 import type { ListCache, ListKind } from './lists.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
@@ -66,6 +67,20 @@ export class AggregatedSession {
   /** What the store holds for this session. */
   get record(): SessionRecord {
     return this.#record;
+  }
+
+  #envelope: ClientEnvelope | null = null;
+
+  /** What the client declared at initialize (and its log level): what a modern backend gets with each request. */
+  get envelope(): ClientEnvelope {
+    const record = this.#record;
+    return (this.#envelope ??= { capabilities: record.clientCapabilities, clientInfo: record.clientInfo, logLevel: record.logLevel ?? null });
+  }
+
+  /** The client set its log level (`logging/setLevel`): modern backends are told on each request. */
+  setLogLevel(level: string): void {
+    this.#record = { ...this.#record, logLevel: level };
+    this.#envelope = null;
   }
 
   /** Every backend that joined, usable or lost. */
@@ -170,11 +185,9 @@ export class AggregatedSession {
   }
 }
 
-/** The protocol versions the gateway speaks in aggregated mode, newest first. */
-export const SUPPORTED_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
-
+/** The legacy version of a session: the client's, when the gateway speaks it, else the newest. */
 export function negotiateVersion(requested: unknown): string {
-  return typeof requested === 'string' && (SUPPORTED_VERSIONS as readonly string[]).includes(requested) ? requested : SUPPORTED_VERSIONS[0];
+  return typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[0]!;
 }
 
 type Capabilities = Record<string, unknown>;

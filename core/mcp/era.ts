@@ -1,0 +1,105 @@
+/**
+ * The two generations of MCP the gateway speaks, on both of its sides:
+ *
+ *  - legacy (2025-03-26 … 2025-11-25): `initialize` opens a session (`Mcp-Session-Id`), the
+ *    client's capabilities and identity are the session's, servers push requests to the client;
+ *  - modern (2026-07-28): stateless; every request carries the protocol version, the client's
+ *    capabilities and identity in `params._meta`, and `Mcp-Method` / `Mcp-Name` headers that
+ *    mirror the body; servers ask the client for input by answering `input_required`.
+ *
+ * A client's era is decided per request; a backend's once per probe (profiles.ts). A message
+ * crossing from one era to the other is rewritten here: the modern envelope added for a modern
+ * backend (from the client's own `_meta`, or from its legacy session), or taken away for a
+ * legacy one.
+ */
+import { encodeHeaderValue, nameOf, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
+
+export type Era = 'modern' | 'legacy';
+
+/** Modern revisions the gateway speaks, newest first. */
+export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
+/** Legacy revisions the gateway speaks (with an `initialize` handshake), newest first. */
+export const LEGACY_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26'];
+/** Every revision, newest first: what `server/discover` and -32022 errors list. */
+export const SUPPORTED_VERSIONS: readonly string[] = [...MODERN_VERSIONS, ...LEGACY_VERSIONS];
+
+/** The `_meta` keys MCP reserves for the per-request protocol fields. */
+export const META = {
+  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
+  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
+  clientInfo: 'io.modelcontextprotocol/clientInfo',
+  logLevel: 'io.modelcontextprotocol/logLevel',
+  serverInfo: 'io.modelcontextprotocol/serverInfo',
+  subscriptionId: 'io.modelcontextprotocol/subscriptionId',
+} as const;
+
+/** The per-request fields a modern request carries and a legacy one does not. */
+const ENVELOPE_KEYS: readonly string[] = [META.protocolVersion, META.clientCapabilities, META.clientInfo, META.logLevel];
+
+export function isModernVersion(version: string | undefined): boolean {
+  return version !== undefined && MODERN_VERSIONS.includes(version);
+}
+
+/**
+ * What a client declares about itself, which a modern backend wants on every request: from the
+ * request's own `_meta` (a modern client), or from its session's `initialize` (a legacy one).
+ */
+export interface ClientEnvelope {
+  readonly capabilities: Readonly<Record<string, unknown>>;
+  readonly clientInfo: unknown;
+  /** The minimum log level asked for (`logging/setLevel` of a legacy session), or null: no logs. */
+  readonly logLevel: string | null;
+}
+
+function metaOf(message: JsonRpcRequest | JsonRpcNotification): Record<string, unknown> | undefined {
+  const meta = message.params?.['_meta'];
+  return typeof meta === 'object' && meta !== null && !Array.isArray(meta) ? (meta as Record<string, unknown>) : undefined;
+}
+
+/**
+ * `message` as a modern backend at `version` gets it: `_meta` carries the envelope (the
+ * request's own keys kept, such as `progressToken`, and its own envelope when it has one, a
+ * modern client's), with the protocol version the backend speaks. Responses pass unchanged.
+ */
+export function towardModern(message: JsonRpcMessage, envelope: ClientEnvelope, version: string): JsonRpcMessage {
+  if (!('method' in message)) return message;
+  const given = metaOf(message);
+  const meta: Record<string, unknown> = {
+    ...given,
+    [META.protocolVersion]: version,
+    [META.clientCapabilities]: given?.[META.clientCapabilities] ?? envelope.capabilities,
+  };
+  const clientInfo = given?.[META.clientInfo] ?? envelope.clientInfo;
+  if (clientInfo !== null && clientInfo !== undefined) meta[META.clientInfo] = clientInfo;
+  const logLevel = given?.[META.logLevel] ?? envelope.logLevel;
+  if (typeof logLevel === 'string') meta[META.logLevel] = logLevel;
+  return { ...message, params: { ...message.params, _meta: meta } };
+}
+
+/**
+ * `message` as a legacy backend gets it: the modern envelope, which means nothing there, taken
+ * out of `_meta` (the request's other keys stay). A message without one passes unchanged.
+ */
+export function towardLegacy(message: JsonRpcMessage): JsonRpcMessage {
+  if (!('method' in message)) return message;
+  const given = metaOf(message);
+  if (given === undefined || !ENVELOPE_KEYS.some((key) => key in given)) return message;
+  const meta = { ...given };
+  for (const key of ENVELOPE_KEYS) delete meta[key];
+  const params: Record<string, unknown> = { ...message.params };
+  if (Object.keys(meta).length > 0) params['_meta'] = meta;
+  else delete params['_meta'];
+  return { ...message, params };
+}
+
+const HEADER_TOKEN = /^[\x21-\x7e]{1,256}$/;
+
+/**
+ * The standard headers of a modern request: `Mcp-Method` (when the method is a header-safe
+ * token: no other method is one a backend serves), and `Mcp-Name` where the body names something.
+ */
+export function standardHeaders(message: JsonRpcMessage): string[] {
+  if (!('method' in message) || !HEADER_TOKEN.test(message.method)) return [];
+  const name = nameOf(message);
+  return name === undefined ? ['mcp-method', message.method] : ['mcp-method', message.method, 'mcp-name', encodeHeaderValue(name)];
+}

@@ -1,0 +1,61 @@
+/**
+ * A legacy client (SDK v1, 2025-11-25, sessions) in front of backends of both generations in one
+ * aggregated group: an SDK v2 server that refuses the legacy era, and an SDK v1 server. The
+ * gateway speaks 2026-07-28 to the first (no session; the client's capabilities from its
+ * initialize in `_meta` of every request; the standard headers with the backend's own names)
+ * and 2025-11-25 to the second.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { connectClient } from '../fixtures/client.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { startSdk2Server, type Sdk2Server } from '../fixtures/sdk2-server.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+
+describe('eras: a legacy client, a modern-only backend and a legacy one in one group', () => {
+  let modern: Sdk2Server;
+  let legacy: SdkServer;
+  let gateway: RunningVmcp;
+
+  before(async () => {
+    modern = await startSdk2Server({ name: 'm', posture: 'modern' });
+    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add'] });
+    gateway = await startTestGateway({ backends: [{ name: 'm', url: modern.url }, { name: 'l', url: legacy.url }] });
+  });
+  after(async () => {
+    await gateway.stop();
+    await modern.close();
+    await legacy.close();
+  });
+
+  it('lists and calls the tools of both; the modern backend gets the 2026-07-28 envelope and headers, no session', async () => {
+    const c = await connectClient(gateway.url, { clientName: 'legacy-client', capabilities: { elicitation: true } });
+    try {
+      const tools = (await c.client.listTools()).tools.map((t) => t.name).sort();
+      assert.ok(tools.includes('m_echo') && tools.includes('l_echo'), tools.join(', '));
+      assert.deepEqual((await c.client.callTool({ name: 'm_echo', arguments: { text: 'hi' } })).content, [{ type: 'text', text: 'm: hi' }]);
+      assert.deepEqual((await c.client.callTool({ name: 'l_echo', arguments: { text: 'hi' } })).content, [{ type: 'text', text: 'l: hi' }]);
+      const call = modern.requests.find((r) => (r.body as { method?: string } | undefined)?.method === 'tools/call');
+      assert.ok(call !== undefined);
+      assert.equal(call.headers['mcp-protocol-version'], '2026-07-28');
+      assert.equal(call.headers['mcp-method'], 'tools/call');
+      assert.equal(call.headers['mcp-name'], 'echo', 'the backend\'s own name');
+      assert.equal(call.headers['mcp-session-id'], undefined);
+      const meta = (call.body as { params: { _meta: Record<string, unknown> } }).params._meta;
+      assert.equal(meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28');
+      assert.deepEqual(meta['io.modelcontextprotocol/clientCapabilities'], { elicitation: { form: {} } }, 'the capabilities the client declared at initialize');
+      assert.equal((meta['io.modelcontextprotocol/clientInfo'] as { name: string }).name, 'legacy-client');
+      assert.ok(!modern.requests.some((r) => (r.body as { method?: string } | undefined)?.method === 'initialize'), 'never initialized');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('/status knows each backend\'s era, and the modern backend is healthy', async () => {
+    const status = (await (await fetch(new URL('/status', gateway.url))).json()) as { backends: { name: string; era: string; health: string }[] };
+    const m = status.backends.find((b) => b.name === 'm')!;
+    assert.equal(m.era, 'modern');
+    assert.equal(status.backends.find((b) => b.name === 'l')!.era, 'legacy');
+  });
+});
