@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
 import type { Logger } from 'pino';
 import { GatewayError, sendError, type AuthChallenge, type ErrorTarget } from './errors.ts';
+import type { ClientEnvelope } from './mcp/era.ts';
 import type { JsonRpcId, JsonRpcMessage } from './mcp/jsonrpc.ts';
 import type { RouteMetrics } from './observe/metrics.ts';
 import type { ClientAddresses } from './http/client-address.ts';
@@ -123,6 +124,11 @@ export class Context implements ErrorTarget {
   target: MessageTarget | null;
   /** The browser origin to echo in CORS headers (checked by the origin guard), or null. */
   corsOrigin: string | null;
+  /**
+   * A modern (2026-07-28) request's envelope from its `_meta`: the client's capabilities, identity
+   * and log level; null for a legacy request (its session holds them).
+   */
+  envelope: ClientEnvelope | null;
   /** The backend exchange in flight, cancelled if the client goes away first. */
   inflight: Cancellable | null;
   readonly #slots: unknown[];
@@ -149,6 +155,7 @@ export class Context implements ErrorTarget {
     this.rpcMethod = null;
     this.target = null;
     this.corsOrigin = null;
+    this.envelope = null;
     this.inflight = null;
     this.#slots = slotCount === 0 ? EMPTY_SLOTS : new Array(slotCount);
   }

@@ -30,6 +30,9 @@ export type CoreErrorCode =
   | 'parse_error'
   | 'invalid_jsonrpc'
   | 'header_mismatch'
+  | 'unsupported_protocol_version'
+  | 'invalid_params'
+  | 'method_not_found'
   | 'session_required'
   | 'session_not_found'
   | 'backend_unavailable'
@@ -49,7 +52,7 @@ interface Kind {
 /**
  * Status and JSON-RPC code of every core error code. JSON-RPC codes: -32700/-32600/-32602/-32603
  * from JSON-RPC 2.0; -32001 "session not found" as the MCP SDKs answer it; -32020 HeaderMismatch
- * from the 2026-07-28 streamable HTTP transport; -32000 for transport-level refusals.
+ * and -32022 UnsupportedProtocolVersion from 2026-07-28; -32000 for transport-level refusals.
  */
 const KINDS: Record<CoreErrorCode, Kind> = {
   invalid_request: { status: 400, rpc: null },
@@ -68,6 +71,11 @@ const KINDS: Record<CoreErrorCode, Kind> = {
   parse_error: { status: 400, rpc: -32700 },
   invalid_jsonrpc: { status: 400, rpc: -32600 },
   header_mismatch: { status: 400, rpc: -32020 },
+  // 2026-07-28: an unknown or unserved version (data lists the supported ones), a request without
+  // its required _meta fields, a method the server does not implement (404 over HTTP).
+  unsupported_protocol_version: { status: 400, rpc: -32022 },
+  invalid_params: { status: 400, rpc: -32602 },
+  method_not_found: { status: 404, rpc: -32601 },
   session_required: { status: 400, rpc: -32000 },
   session_not_found: { status: 404, rpc: -32001 },
   backend_unavailable: { status: 502, rpc: -32603 },

@@ -44,6 +44,8 @@ export class RequestHead {
   requestId: string | undefined = undefined;
   mcpMethod: string | undefined = undefined;
   mcpName: string | undefined = undefined;
+  /** `MCP-Protocol-Version`. */
+  protocolVersion: string | undefined = undefined;
   /** `Mcp-Session-Id`; repeated ones are joined with ", " as node:http does (no session has such an id). */
   sessionId: string | undefined = undefined;
   authorization: string | undefined = undefined;
@@ -91,6 +93,9 @@ export class RequestHead {
           break;
         case 'mcp-name':
           this.mcpName ??= value;
+          break;
+        case 'mcp-protocol-version':
+          this.protocolVersion ??= value;
           break;
         case 'mcp-session-id':
           this.sessionId = this.sessionId === undefined ? value : `${this.sessionId}, ${value}`;

@@ -16,6 +16,9 @@ import { encodeHeaderValue, nameOf, type JsonRpcMessage, type JsonRpcNotificatio
 
 export type Era = 'modern' | 'legacy';
 
+/** The version Gatehouse names itself with (serverInfo, clientInfo). */
+export const GATEHOUSE_VERSION = '0.1.0';
+
 /** Modern revisions the gateway speaks, newest first. */
 export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
 /** Legacy revisions the gateway speaks (with an `initialize` handshake), newest first. */

@@ -3,7 +3,8 @@
  *   1. the media type and the declared length (before reading anything),
  *   2. the body (capped),
  *   3. JSON-RPC framing,
- *   4. the 2026-07-28 standard headers agreeing with the body,
+ *   4. the 2026-07-28 standard headers agreeing with the body, and the request's era
+ *      (request-era.ts: a modern request's envelope, checked),
  *   5. the onMessage hooks.
  * Each step answers with its own clear error. Steps 1–4 are synchronous and throw.
  * `directTarget` is ctx.target of a message sent to one backend as it is (transparent mode).
@@ -14,6 +15,7 @@ import type { Context, MessageTarget } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import { declaredLengthProblem } from '../http/body.ts';
 import { parseMessages, standardHeadersProblem, type JsonRpcMessage } from './jsonrpc.ts';
+import { modernEnvelope } from './request-era.ts';
 
 function isJsonMediaType(value: string | undefined): boolean {
   if (value === undefined) return false;
@@ -42,6 +44,7 @@ export function acceptMessages(ctx: Context, body: Buffer): void {
   }
   const mismatch = standardHeadersProblem(message, ctx.head.mcpMethod, ctx.head.mcpName);
   if (mismatch !== null) throw mismatch;
+  ctx.envelope = modernEnvelope(ctx.head, message);
 }
 
 /** Step 5: the onMessage hooks of each message, stopping at the first answer. */

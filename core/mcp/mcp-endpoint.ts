@@ -6,6 +6,7 @@
 import type { HookOutcome } from '../chain.ts';
 import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
+import { isModernVersion } from './era.ts';
 
 export interface McpEndpoint {
   readonly path: string;
@@ -14,6 +15,17 @@ export interface McpEndpoint {
   close(): Promise<void>;
   /** The `/status` document: backends, health, tool counts. */
   status(): unknown;
+}
+
+/**
+ * GET and DELETE from a modern (2026-07-28) client: the revision has no GET stream and no
+ * session to end (`subscriptions/listen` replaces the one), so the endpoint answers 405.
+ */
+export function modernMethodNotAllowed(ctx: Context): GatewayError | null {
+  if (!isModernVersion(ctx.head.protocolVersion)) return null;
+  return new GatewayError('method_not_allowed', `method ${ctx.req.method} is not part of the ${ctx.head.protocolVersion} protocol: send POST requests (subscriptions/listen for notifications)`, {
+    headers: { allow: 'POST' },
+  });
 }
 
 /** The answer to any other method on the MCP endpoint. */

@@ -27,7 +27,7 @@ import { Reply } from '../../reply.ts';
 import { respond, respondWhenSettled } from '../../respond.ts';
 import { runResponseHooks } from '../../chain.ts';
 import type { MessageTarget } from '../../context.ts';
-import { methodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
+import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
 import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
@@ -39,8 +39,11 @@ import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapRequestId } from './ids.ts';
 import { SessionHealer } from './healing.ts';
-import { initializeSession, reasonOf } from './init.ts';
-import { LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
+import { implicitSessionId } from './implicit-session.ts';
+import { initializeSession, reasonOf, type InitOptions } from './init.ts';
+import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
+import { completed, discoverResult, LEGACY_ONLY_METHODS, serverInfo, withCacheHints } from './modern-answers.ts';
+import { META } from '../era.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
 import { AggregatedSession } from './session.ts';
 import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
@@ -68,6 +71,8 @@ const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
 const RESOURCE_NOT_FOUND = -32002;
+/** How long a legacy backend's list stays fresh for a modern client, which hears no list_changed. */
+const IMPLICIT_LIST_TTL_MS = 60_000;
 /** At most this long (ms) to spread the sessions that join a recovered backend over. */
 const RECOVERY_SPREAD_MAX_MS = 5_000;
 
@@ -102,11 +107,14 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   readonly #healer: SessionHealer;
   /** This process's live sessions: what the store does not hold (list caches, streams, routing). */
   readonly #local: LRUCache<string, AggregatedSession>;
+  /** The `_meta` of the gateway's own results to modern clients, as JSON. */
+  readonly #serverMeta: string;
 
   constructor(options: AggregatedOptions) {
     this.path = options.path;
     this.#o = options;
     this.#links = new Map(options.links.map((link) => [link.name, link]));
+    this.#serverMeta = JSON.stringify({ [META.serverInfo]: serverInfo(options.name) });
     this.#healer = new SessionHealer({ links: options.links, store: options.store, health: options.health, log: options.log, sink: (session, link) => this.#sink(session, link) });
     this.#local = new LRUCache<string, AggregatedSession>({
       max: options.session.maxSessions,
@@ -124,9 +132,9 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
         startReading(ctx.req, this.#o.maxBodyBytes, this, ctx);
         return undefined;
       case 'GET':
-        return this.#stream(ctx);
+        return modernMethodNotAllowed(ctx) ?? this.#stream(ctx);
       case 'DELETE':
-        return this.#delete(ctx);
+        return modernMethodNotAllowed(ctx) ?? this.#delete(ctx);
       default:
         throw methodNotAllowed(ctx);
     }
@@ -168,8 +176,9 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       this.#local.delete(id);
       throw sessionNotFound();
     }
-    // Another principal holding this id is told what a stranger is: no such session.
-    if (!ownedBy(record, ctx.principal)) throw sessionNotFound();
+    // Another principal holding this id is told what a stranger is: no such session. So is a
+    // legacy request naming the implicit session of a modern client (or the other way round).
+    if (!ownedBy(record, ctx.principal) || (record.modern === true) !== (ctx.envelope !== null)) throw sessionNotFound();
     let session = this.#local.get(id);
     if (session === undefined || session.record.backends !== record.backends && JSON.stringify(session.record.backends) !== JSON.stringify(record.backends)) {
       // First request here, or another process re-created a backend session since.
@@ -197,9 +206,54 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * meets no promise until its answer comes back.
    */
   #dispatch(ctx: Context, message: JsonRpcMessage): HookOutcome | Promise<HookOutcome> {
+    if (ctx.envelope !== null) return this.#modern(ctx, message);
     if ('method' in message && 'id' in message && message.method === 'initialize') return this.#initializeHooked(ctx, message);
     const session = this.#session(ctx);
     return isPromise(session) ? session.then((found) => this.#target(ctx, found, message)) : this.#target(ctx, session, message);
+  }
+
+  /**
+   * A modern client's request: it has no session, so the gateway's implicit one for this
+   * principal and these capabilities serves it (implicit-session.ts), created on first use.
+   */
+  #modern(ctx: Context, message: JsonRpcMessage): HookOutcome | Promise<HookOutcome> {
+    // 2026-07-28 defines no client notification over HTTP (a cancellation is the closed stream).
+    if (!('method' in message) || !('id' in message)) return Reply.empty(202);
+    if (LEGACY_ONLY_METHODS.has(message.method)) {
+      return this.#answer(ctx, { jsonrpc: '2.0', id: message.id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${message.method} is not part of the ${String(ctx.head.protocolVersion)} protocol` } });
+    }
+    const session = this.#implicitSession(ctx);
+    if (session instanceof Reply) return session;
+    return isPromise(session) ? session.then((found) => (found instanceof Reply ? found : this.#target(ctx, found, message))) : this.#target(ctx, session, message);
+  }
+
+  #implicitSession(ctx: Context): AggregatedSession | Reply | Promise<AggregatedSession | Reply> {
+    const id = implicitSessionId(ctx.principal, ctx.envelope!.capabilities);
+    const record = this.#o.store.touch(id, ctx.principal);
+    if (isPromise(record)) return record.then((stored) => (stored === null ? this.#createImplicit(ctx, id) : this.#adopt(ctx, id, stored)));
+    return record === null ? this.#createImplicit(ctx, id) : this.#adopt(ctx, id, record);
+  }
+
+  /** Implicit sessions being created here: concurrent first requests wait for the same one. */
+  readonly #creating = new Map<string, Promise<AggregatedSession | Reply>>();
+
+  #createImplicit(ctx: Context, id: string): Promise<AggregatedSession | Reply> {
+    this.#local.delete(id);
+    const pending = this.#creating.get(id);
+    if (pending !== undefined) return pending;
+    const creating = (async (): Promise<AggregatedSession | Reply> => {
+      const created = await initializeSession(ctx, ctx.message as JsonRpcRequest, this.#initOptions(), id);
+      if (created instanceof Reply) return created;
+      for (const ended of await this.#o.store.save(created.session.record)) void this.endBackends(null, ended);
+      this.#local.set(id, created.session);
+      return created.session;
+    })().finally(() => this.#creating.delete(id));
+    this.#creating.set(id, creating);
+    return creating;
+  }
+
+  #initOptions(): InitOptions {
+    return { name: this.#o.name, links: this.#o.links, profiles: this.#o.health.profiles, failure: this.#o.failure, sink: (link) => this.#sink(null, link), log: this.#o.log };
   }
 
   async #initializeHooked(ctx: Context, request: JsonRpcRequest): Promise<HookOutcome> {
@@ -241,14 +295,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   async #initialize(ctx: Context, request: JsonRpcRequest): Promise<HookOutcome> {
-    const created = await initializeSession(ctx, request, {
-      name: this.#o.name,
-      links: this.#o.links,
-      profiles: this.#o.health.profiles,
-      failure: this.#o.failure,
-      sink: (link) => this.#sink(null, link),
-      log: this.#o.log,
-    });
+    const created = await initializeSession(ctx, request, this.#initOptions());
     if (created instanceof Reply) return created;
     // One principal's many sessions end its own oldest ones, never anyone else's.
     for (const ended of await this.#o.store.save(created.session.record)) {
@@ -270,8 +317,12 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     const kind = method === 'tools/call' ? 'tools' : 'prompts';
     // The usual case, a cached list and every backend joined: no promise.
     const cached = session.record.missing.length === 0 ? session.lists.get(kind) : undefined;
-    if (cached !== undefined) return this.#resolveName(session, request, kind, cached);
-    return this.#list(ctx, session, kind).then((list) => this.#resolveName(session, request, kind, list));
+    if (cached !== undefined) {
+      const routed = this.#resolveName(session, request, kind, cached);
+      // A name a list past its freshness lacks: the backends may serve it by now.
+      if (!('code' in routed) || isFresh(cached, performance.now())) return routed;
+    }
+    return this.#list(ctx, session, kind, cached !== undefined).then((list) => this.#resolveName(session, request, kind, list));
   }
 
   /** The backend of a tool or prompt the client names, and the request with the backend's own name. */
@@ -350,20 +401,27 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   async #request(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
     const list = LIST_METHODS[request.method];
     if (list !== undefined) {
-      const cache = await this.#list(ctx, session, list);
       const cursor = request.params?.cursor;
+      // A first page is served fresh (each part's ttlMs); the next pages come from the same list.
+      const cache = await this.#list(ctx, session, list, cursor === undefined);
       const pageSize = this.#o.aggregation.pageSize;
+      const hints = ctx.envelope === null ? null : hintsOf(cache, performance.now(), IMPLICIT_LIST_TTL_MS);
       if (this.#o.chain.responseHooks(request.method) === null) {
         // No hook wants the object: the page's text, serialized once per list version.
         const text = pageText(list, cache, session, cursor, pageSize);
-        if (text !== null) return new Reply(200, `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":${text}}`, { 'content-type': 'application/json' });
+        if (text !== null) {
+          const result = hints === null ? text : withCacheHints(text, hints, this.#serverMeta);
+          return new Reply(200, `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":${result}}`, { 'content-type': 'application/json' });
+        }
       }
       const result = page(list, cache, session, cursor, pageSize);
-      return result === null
-        ? this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid cursor: list again from the start' } })
-        : this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result });
+      if (result === null) return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid cursor: list again from the start' } });
+      return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: hints === null ? result : { ...result, resultType: 'complete', ...hints, _meta: JSON.parse(this.#serverMeta) as unknown } });
     }
     switch (request.method) {
+      case 'server/discover':
+        // Asked inside a legacy session too: a dual-era client may probe before it falls back.
+        return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: discoverResult(session, this.#o.name, this.#o.links, { ttlMs: IMPLICIT_LIST_TTL_MS, cacheScope: 'private' }) });
       case 'ping':
         return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: {} });
       case 'logging/setLevel': {
@@ -382,17 +440,27 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   /** A response built here, through the method's onResponse hooks, as the client gets it. */
   #answer(ctx: Context, response: JsonRpcResponse, headers?: Record<string, string>): HookOutcome | Promise<HookOutcome> {
+    let status = 200;
+    if (ctx.envelope !== null) {
+      // A modern client: every result says it is complete; an unknown method is a 404 (2026-07-28).
+      response = completed(response);
+      if (response.error?.code === METHOD_NOT_FOUND) status = 404;
+    }
     const hooks = this.#o.chain.responseHooks(ctx.rpcMethod);
-    if (hooks === null) return Reply.json(200, response, headers);
+    if (hooks === null) return Reply.json(status, response, headers);
     const hooked = runResponseHooks(hooks, ctx, response);
-    return isPromise(hooked) ? hooked.then((settled) => Reply.json(200, settled, headers)) : Reply.json(200, hooked, headers);
+    return isPromise(hooked) ? hooked.then((settled) => Reply.json(status, settled, headers)) : Reply.json(status, hooked, headers);
   }
 
-  /** A merged list: cached per session; the backends the session lacks are tried first when due. */
-  async #list(ctx: Context, session: AggregatedSession, kind: ListKind): Promise<ListCache> {
+  /**
+   * A merged list: cached per session; the backends the session lacks are tried first when due.
+   * To be served (`fresh`) it must be within its freshness; to route a call any cached one does.
+   */
+  async #list(ctx: Context, session: AggregatedSession, kind: ListKind, fresh = false): Promise<ListCache> {
     if (session.record.missing.length > 0) await this.#healer.joinMissing(ctx, session);
+    const cached = session.lists.get(kind);
+    if (cached !== undefined && (!fresh || isFresh(cached, performance.now()))) return cached;
     return (
-      session.lists.get(kind) ??
       loadList(
         kind,
         session,
@@ -401,6 +469,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
         (link, message, sink) => this.#healer.call(ctx, session, link, message, sink),
         (link) => this.#sink(session, link),
         (link, error) => this.#o.log.warn({ backend: link.name, err: error, session: sessionTag(session.id) }, `${kind} of backend ${link.name} left out: it failed`),
+        // A modern client's legacy backends send it no list_changed: their lists age out instead.
+        session.record.modern === true ? IMPLICIT_LIST_TTL_MS : null,
       )
     );
   }

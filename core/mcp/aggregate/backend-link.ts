@@ -14,7 +14,7 @@ import type { BackendHook } from '../../plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { Pool } from '../../upstream/pool.ts';
 import type { Upstreams } from '../../upstream/upstreams.ts';
-import { isModernVersion, standardHeaders, towardLegacy, towardModern, type ClientEnvelope } from '../era.ts';
+import { GATEHOUSE_VERSION, isModernVersion, standardHeaders, towardLegacy, towardModern, type ClientEnvelope } from '../era.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
 import { SseParser } from '../sse.ts';
 import type { BackendSessionRecord } from './session-store.ts';
@@ -239,7 +239,7 @@ export class BackendLink {
 }
 
 /** The gateway speaking for itself (health checks, probes): no capabilities, its own name. */
-export const GATEWAY_ENVELOPE: ClientEnvelope = { capabilities: {}, clientInfo: { name: 'gatehouse', version: '0.1.0' }, logLevel: null };
+export const GATEWAY_ENVELOPE: ClientEnvelope = { capabilities: {}, clientInfo: { name: 'gatehouse', version: GATEHOUSE_VERSION }, logLevel: null };
 
 /** `message` as the backend of `record` gets it: with the modern envelope, or without it. */
 export function forBackend(message: JsonRpcMessage, record: BackendSessionRecord, envelope: ClientEnvelope): JsonRpcMessage {

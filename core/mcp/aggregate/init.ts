@@ -13,7 +13,9 @@ import { Reply } from '../../reply.ts';
 import type { JsonRpcRequest } from '../jsonrpc.ts';
 import { reauthenticationAmong, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { FailureHandlingConfig } from './config.ts';
+import { serverInfo } from './modern-answers.ts';
 import { modernRecord, type BackendProfiles } from './profiles.ts';
+import { LEGACY_VERSIONS } from '../era.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
@@ -21,7 +23,6 @@ const INTERNAL_ERROR = -32603;
 const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 /** What MCP allows in a session id (0x21-0x7E), bounded; protocol versions are held to it too. */
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,256}$/;
-const GATEHOUSE_VERSION = '0.1.0';
 
 export interface InitOptions {
   name: string;
@@ -77,12 +78,20 @@ export function reasonOf(err: unknown): string {
   return (err as GatewayError).description ?? (err as Error).message ?? String(err);
 }
 
+/**
+ * A new session: the client's `initialize` (legacy), or, with `implicitId`, the session the
+ * gateway holds for a modern client's requests (the backend sessions of its legacy backends),
+ * keyed by who the client is and what it declared.
+ */
 export async function initializeSession(
   ctx: Context,
   request: JsonRpcRequest,
   options: InitOptions,
+  implicitId: string | null = null,
 ): Promise<Reply | { session: AggregatedSession; result: Record<string, unknown> }> {
-  const params = request.params ?? {};
+  const envelope = ctx.envelope;
+  // A modern client's legacy backends are initialized with what its requests declare.
+  const params = implicitId !== null && envelope !== null ? { protocolVersion: LEGACY_VERSIONS[0], capabilities: envelope.capabilities, clientInfo: envelope.clientInfo } : (request.params ?? {});
   const version = negotiateVersion(params.protocolVersion);
   const outcomes = await Promise.allSettled(options.links.map((link) => initializeBackend(ctx, link, params, options.sink(link), options.profiles)));
   const joined: Joined[] = [];
@@ -110,7 +119,8 @@ export async function initializeSession(
   const principal = ctx.principal;
   const record: SessionRecord = {
     v: 2,
-    id: randomBytes(24).toString('base64url'),
+    id: implicitId ?? randomBytes(24).toString('base64url'),
+    ...(implicitId === null ? {} : { modern: true as const }),
     owner: principal === null ? null : { issuer: principal.issuer, subject: principal.subject },
     createdAt: Date.now(),
     protocolVersion: version,
@@ -122,19 +132,20 @@ export async function initializeSession(
   const session = new AggregatedSession(record);
   const now = performance.now();
   for (const { name, reason } of missing) session.absent(name, reason, now);
-  const result = {
+  const result: Record<string, unknown> = {
     protocolVersion: version,
     capabilities: mergeCapabilities(
       joined.map((j) => j.record.capabilities),
       missing.length > 0,
     ),
-    serverInfo: { name: options.name, version: GATEHOUSE_VERSION, title: `${options.name} (Gatehouse virtual MCP server)` },
+    serverInfo: serverInfo(options.name),
     instructions: mergeInstructions(
       options.name,
       joined.map((j) => ({ name: j.link.name, instructions: j.instructions })),
       missing,
     ),
   };
+  session.initializeResult = result;
   return { session, result };
 }
 

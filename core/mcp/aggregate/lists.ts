@@ -6,6 +6,7 @@
  */
 import { GatewayError } from '../../errors.ts';
 import { reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
+import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import type { AggregationConfig } from './config.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
@@ -65,6 +66,16 @@ export interface ListCache {
   readonly conflicts: readonly NameConflict[];
   /** False when a backend failed: served, but not kept. */
   readonly complete: boolean;
+  /**
+   * How long it may be served (ms after `fetchedAt`): the shortest `ttlMs` of its parts, or null
+   * when no part limits it (legacy backends, whose list_changed notifications invalidate it).
+   * Stale, it is still good for routing a call, and for the next pages of a list being paged.
+   */
+  readonly ttlMs: number | null;
+  /** `private` when any part is (or comes from a backend session of this principal), else `public`. */
+  readonly cacheScope: 'public' | 'private';
+  /** performance.now() when it was fetched. */
+  readonly fetchedAt: number;
   /** The backends whose list failed, with what the client is told of it. */
   readonly failures: ReadonlyMap<string, string>;
   /**
@@ -79,9 +90,23 @@ export interface ListCache {
 /** Sends one JSON-RPC message to a backend of the session and collects its answer. */
 export type ListCall = (link: BackendLink, message: JsonRpcMessage, sink: MessageSink) => Promise<CallResult>;
 
-/** One backend's full list (all pages). */
-async function fetchAll(link: BackendLink, call: ListCall, spec: ListSpec, sink: MessageSink): Promise<unknown[]> {
+/** One backend's full list, and what its pages said of caching it. */
+interface Fetched {
+  readonly items: unknown[];
+  readonly ttlMs: number | null;
+  readonly cacheScope: 'public' | 'private';
+}
+
+/**
+ * One backend's full list (all pages). A modern backend's pages say how long they stay fresh
+ * (absent: 0, as MCP tells clients to assume) and who may share them; a legacy backend's say
+ * nothing: `legacyTtlMs` stands for them, and they are private to the session's principal.
+ */
+async function fetchAll(link: BackendLink, call: ListCall, spec: ListSpec, sink: MessageSink, modern: boolean, legacyTtlMs: number | null): Promise<Fetched> {
   const items: unknown[] = [];
+  let ttlMs: number | null = modern ? Number.POSITIVE_INFINITY : legacyTtlMs;
+  let cacheScope: 'public' | 'private' = modern ? 'public' : 'private';
+  const done = (): Fetched => ({ items, ttlMs: ttlMs === Number.POSITIVE_INFINITY ? 0 : ttlMs, cacheScope });
   let cursor: string | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const params = cursor === undefined ? {} : { cursor };
@@ -94,10 +119,26 @@ async function fetchAll(link: BackendLink, call: ListCall, spec: ListSpec, sink:
     const body = response.result as Record<string, unknown> | undefined;
     const list = body?.[spec.key];
     if (Array.isArray(list)) items.push(...list);
+    if (modern) {
+      const given = body?.['ttlMs'];
+      ttlMs = Math.min(ttlMs!, typeof given === 'number' && given > 0 ? given : 0);
+      if (body?.['cacheScope'] !== 'public') cacheScope = 'private';
+    }
     cursor = typeof body?.nextCursor === 'string' && body.nextCursor.length > 0 ? body.nextCursor : undefined;
-    if (cursor === undefined) return items;
+    if (cursor === undefined) return done();
   }
-  return items;
+  return done();
+}
+
+/** Whether a list may still be served as it is. */
+export function isFresh(cache: ListCache, now: number): boolean {
+  return cache.ttlMs === null || now - cache.fetchedAt < cache.ttlMs;
+}
+
+/** The cache hints a modern client gets with `cache`: the freshness it has left. */
+export function hintsOf(cache: ListCache, now: number, fallbackTtlMs: number): { ttlMs: number; cacheScope: 'public' | 'private' } {
+  const left = cache.ttlMs === null ? fallbackTtlMs : cache.ttlMs - (now - cache.fetchedAt);
+  return { ttlMs: Math.max(0, Math.floor(left)), cacheScope: cache.cacheScope };
 }
 
 function isNamed(item: unknown): item is Named {
@@ -113,31 +154,39 @@ export async function loadList(
   call: ListCall,
   sink: (link: BackendLink) => MessageSink,
   onBackendFailure: (link: BackendLink, error: unknown) => void,
+  legacyTtlMs: number | null = null,
 ): Promise<ListCache> {
-  const cached = session.lists.get(kind);
-  if (cached !== undefined) return cached;
   const spec = LISTS[kind];
   const asked = links.filter((link) => session.backends.get(link.name)?.capabilities[spec.capability] !== undefined);
-  const settled = await Promise.allSettled(asked.map((link) => fetchAll(link, call, spec, sink(link))));
+  const fetchedAt = performance.now();
+  const settled = await Promise.allSettled(
+    asked.map((link) => fetchAll(link, call, spec, sink(link), isModernVersion(session.backends.get(link.name)!.protocolVersion), legacyTtlMs)),
+  );
   const refusal = reauthenticationAmong(settled);
   if (refusal !== undefined) throw refusal;
   const perBackend = new Map<string, unknown[]>();
   const failures = new Map<string, string>();
+  let ttlMs: number | null = null;
+  let cacheScope: 'public' | 'private' = 'public';
   settled.forEach((outcome, i) => {
-    if (outcome.status === 'fulfilled') perBackend.set(asked[i]!.name, outcome.value);
-    else {
+    if (outcome.status === 'fulfilled') {
+      perBackend.set(asked[i]!.name, outcome.value.items);
+      const part = outcome.value.ttlMs;
+      if (part !== null) ttlMs = ttlMs === null ? part : Math.min(ttlMs, part);
+      if (outcome.value.cacheScope === 'private') cacheScope = 'private';
+    } else {
       const reason = outcome.reason as { description?: string; message?: string } | undefined;
       failures.set(asked[i]!.name, reason?.description ?? reason?.message ?? String(outcome.reason));
       onBackendFailure(asked[i]!, outcome.reason);
     }
   });
   const cache = build(kind, perBackend, config);
-  const result: ListCache = { ...cache, complete: failures.size === 0, failures, pages: new Map(), pagesVersion: -1 };
+  const result: ListCache = { ...cache, complete: failures.size === 0, failures, pages: new Map(), pagesVersion: -1, ttlMs, cacheScope, fetchedAt };
   if (result.complete) session.lists.set(kind, result);
   return result;
 }
 
-function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete' | 'failures' | 'pages' | 'pagesVersion'> {
+function build(kind: ListKind, perBackend: Map<string, unknown[]>, config: AggregationConfig): Omit<ListCache, 'complete' | 'failures' | 'pages' | 'pagesVersion' | 'ttlMs' | 'cacheScope' | 'fetchedAt'> {
   if (kind === 'tools' || kind === 'prompts') {
     const lists = new Map<string, Named[]>();
     for (const [backend, items] of perBackend) lists.set(backend, items.filter(isNamed));

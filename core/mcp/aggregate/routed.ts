@@ -34,6 +34,7 @@ import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
+import { completed } from './modern-answers.ts';
 import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';
 
 /** What is kept of an error answer to word the client's error. */
@@ -135,7 +136,9 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       this.#mode = 'sse';
       this.#parser = new SseParser();
       if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, (event, response) => this.#render(event, response));
-      const list = ['content-type', 'text/event-stream', 'cache-control', 'no-cache, no-transform', 'x-accel-buffering', 'no', 'mcp-session-id', this.session.id, 'x-request-id', this.ctx.requestId];
+      const list = ['content-type', 'text/event-stream', 'cache-control', 'no-cache, no-transform', 'x-accel-buffering', 'no', 'x-request-id', this.ctx.requestId];
+      // A modern client has no session (the implicit one is the gateway's own business).
+      if (this.ctx.envelope === null) list.push('mcp-session-id', this.session.id);
       pushCorsHeaders(list, this.ctx.corsOrigin);
       this.ctx.res.writeHead(200, list);
       this.ctx.res.flushHeaders();
@@ -281,8 +284,9 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     const res = this.ctx.res;
     if (res.headersSent || res.destroyed) return;
     // Written from what the hooks passed (or what was read), never the backend's bytes.
-    const body = Buffer.from(JSON.stringify(response));
-    const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'mcp-session-id', this.session.id, 'x-request-id', this.ctx.requestId];
+    const body = Buffer.from(JSON.stringify(this.ctx.envelope === null ? response : completed(response)));
+    const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'x-request-id', this.ctx.requestId];
+    if (this.ctx.envelope === null) headers.push('mcp-session-id', this.session.id);
     pushCorsHeaders(headers, this.ctx.corsOrigin);
     res.writeHead(200, headers);
     res.end(body);
@@ -314,13 +318,16 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     const index = this.link.index;
     const id = isResumableEventId(event.id) ? routedEventId(index, event.id) : null;
     if (response === null) {
-      const message = eventMessage(event);
-      if (message !== null && !('method' in message) && message.id === this.ctx.rpcId) this.#answered = true;
+      let message = eventMessage(event);
+      if (message !== null && !('method' in message) && message.id === this.ctx.rpcId) {
+        this.#answered = true;
+        if (this.ctx.envelope !== null) message = completed(message);
+      }
       return eventTowardClient(event, id, index, this.#answering, message);
     }
     this.#answered = true;
     this.#noteTask(response);
-    const rewritten = towardClient(index, response, this.ctx.rpcId);
+    const rewritten = towardClient(index, this.ctx.envelope === null ? response : completed(response), this.ctx.rpcId);
     return rewritten === null ? '' : formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(rewritten) });
   }
 

@@ -41,6 +41,11 @@ export interface SessionRecord {
   readonly missing: readonly string[];
   /** The level the client asked for with `logging/setLevel`, for modern backends (absent: none). */
   readonly logLevel?: string;
+  /**
+   * The session the gateway holds for a modern (stateless) client's requests, never one a client
+   * opened: its id is derived from who the client is and what it declared (implicit-session.ts).
+   */
+  readonly modern?: true;
 }
 
 export interface SessionStore {

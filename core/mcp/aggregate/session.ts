@@ -54,6 +54,8 @@ export class AggregatedSession {
   stream: SessionStream | null = null;
   /** Bumped on every list invalidation: pagination cursors carry it. */
   listVersion = 0;
+  /** What its initialize answered, in the process that created it (server/discover reuses it). */
+  initializeResult: Record<string, unknown> | null = null;
 
   constructor(record: SessionRecord) {
     this.#record = record;

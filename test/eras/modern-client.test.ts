@@ -1,0 +1,133 @@
+/**
+ * A modern client (SDK v2 pinned to 2026-07-28: no initialize, no session) in front of an
+ * aggregated group of both generations: an SDK v2 server (modern) and an SDK v1 server (legacy).
+ * The gateway answers server/discover itself, serves the merged lists with cache hints, and
+ * routes calls to each backend in its own era: the legacy one through backend sessions the
+ * gateway holds for this principal and these capabilities.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { startSdk2Server, type Sdk2Server } from '../fixtures/sdk2-server.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
+
+const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+/** A raw modern POST (what the SDK would never send wrong). */
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+describe('eras: a modern client in front of an aggregated group of both generations', () => {
+  let modern: Sdk2Server;
+  let legacy: SdkServer;
+  let gateway: RunningVmcp;
+
+  before(async () => {
+    modern = await startSdk2Server({ name: 'm', posture: 'modern' });
+    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add'] });
+    gateway = await startTestGateway({ backends: [{ name: 'm', url: modern.url }, { name: 'l', url: legacy.url }] });
+  });
+  after(async () => {
+    await gateway.stop();
+    await modern.close();
+    await legacy.close();
+  });
+
+  async function connect(mode: 'auto' | { pin: string } = { pin: '2026-07-28' }): Promise<Client> {
+    const client = new Client({ name: 'modern-client', version: '1.0.0' }, { versionNegotiation: { mode: mode as never } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    return client;
+  }
+
+  it('connects pinned to 2026-07-28: the gateway\'s discovery names every version and the merged capabilities', async () => {
+    const client = await connect();
+    try {
+      assert.equal(client.getProtocolEra(), 'modern');
+      const discovered = client.getDiscoverResult()!;
+      assert.deepEqual(discovered.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
+      assert.ok(discovered.capabilities.tools !== undefined);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('lists and calls the tools of both backends, each in its own era; no session id anywhere', async () => {
+    const client = await connect();
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name).sort();
+      assert.ok(tools.includes('m_echo') && tools.includes('l_echo'), tools.join(', '));
+      assert.deepEqual((await client.callTool({ name: 'm_echo', arguments: { text: 'hi' } })).content, [{ type: 'text', text: 'm: hi' }]);
+      assert.deepEqual((await client.callTool({ name: 'l_echo', arguments: { text: 'hi' } })).content, [{ type: 'text', text: 'l: hi' }]);
+    } finally {
+      await client.close();
+    }
+    const toLegacy = legacy.received.filter((r) => r.rpcMethods.includes('tools/call'));
+    assert.ok(toLegacy.length > 0);
+    assert.ok(toLegacy.every((r) => typeof r.headers['mcp-session-id'] === 'string'), 'the legacy backend is called on a session the gateway holds');
+    assert.ok(toLegacy.every((r) => !r.text.includes('io.modelcontextprotocol/protocolVersion')), 'without the modern envelope');
+  });
+
+  it('answers with resultType and cache hints, and without Mcp-Session-Id', async () => {
+    const listed = await fetch(gateway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } }),
+    });
+    assert.equal(listed.status, 200);
+    assert.equal(listed.headers.get('mcp-session-id'), null);
+    const result = ((await listed.json()) as { result: Record<string, unknown> }).result;
+    assert.equal(result['resultType'], 'complete');
+    assert.equal(typeof result['ttlMs'], 'number');
+    assert.equal(result['cacheScope'], 'private', 'a legacy backend\'s list comes from a session of this principal');
+  });
+
+  it('refuses malformed modern requests as 2026-07-28 says, each with its error', async () => {
+    const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'm_echo', arguments: { text: 'x' }, _meta: META } };
+    const base = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'm_echo' };
+    const cases: [string, unknown, Record<string, string>, number, number][] = [
+      ['header missing', call, { 'mcp-method': 'tools/call', 'mcp-name': 'm_echo' }, 400, -32020],
+      ['header disagrees with _meta', call, { ...base, 'mcp-protocol-version': '2025-11-25' }, 400, -32020],
+      ['Mcp-Method missing', call, { 'mcp-protocol-version': '2026-07-28', 'mcp-name': 'm_echo' }, 400, -32020],
+      ['Mcp-Name missing', call, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call' }, 400, -32020],
+      ['Mcp-Name disagrees', call, { ...base, 'mcp-name': 'l_echo' }, 400, -32020],
+      ['unknown version', { ...call, params: { ...call.params, _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } }, { ...base, 'mcp-protocol-version': '2099-01-01' }, 400, -32022],
+      ['no clientCapabilities', { ...call, params: { ...call.params, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }, base, 400, -32602],
+      ['modern header, no _meta', { jsonrpc: '2.0', id: 7, method: 'tools/list' }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' }, 400, -32602],
+      ['unknown method', { jsonrpc: '2.0', id: 7, method: 'nothing/here', params: { _meta: META } }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'nothing/here' }, 404, -32601],
+      ['ping is gone in 2026', { jsonrpc: '2.0', id: 7, method: 'ping', params: { _meta: META } }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'ping' }, 404, -32601],
+    ];
+    for (const [what, body, headers, status, code] of cases) {
+      const res = await post(gateway.url, body, headers);
+      assert.equal(res.status, status, what);
+      assert.equal((res.body['error'] as { code: number }).code, code, `${what}: ${JSON.stringify(res.body)}`);
+    }
+    const unknown = await post(gateway.url, { ...call, params: { ...call.params, _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } }, { ...base, 'mcp-protocol-version': '2099-01-01' });
+    assert.deepEqual((unknown.body['error'] as { data: { supported: string[] } }).data.supported, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
+  });
+
+  it('GET and DELETE from a modern client are 405', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(gateway.url, { method, headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2026-07-28' } });
+      assert.equal(res.status, 405, method);
+    }
+  });
+
+  it('a dual-era client (auto) connects as modern; an SDK v2 client in legacy mode still gets a 2025 session', async () => {
+    const auto = await connect('auto');
+    assert.equal(auto.getProtocolEra(), 'modern');
+    await auto.close();
+    const old = new Client({ name: 'legacy-mode', version: '1.0.0' });
+    await old.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    try {
+      assert.equal(old.getProtocolEra(), 'legacy');
+      assert.deepEqual((await old.callTool({ name: 'm_echo', arguments: { text: 'old' } })).content, [{ type: 'text', text: 'm: old' }]);
+    } finally {
+      await old.close();
+    }
+  });
+});
