@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { connectClient } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startSdk2Server, type Sdk2Server } from '../fixtures/sdk2-server.ts';
@@ -47,6 +48,44 @@ describe('eras: a legacy client, a modern-only backend and a legacy one in one g
       assert.deepEqual(meta['io.modelcontextprotocol/clientCapabilities'], { elicitation: { form: {} } }, 'the capabilities the client declared at initialize');
       assert.equal((meta['io.modelcontextprotocol/clientInfo'] as { name: string }).name, 'legacy-client');
       assert.ok(!modern.requests.some((r) => (r.body as { method?: string } | undefined)?.method === 'initialize'), 'never initialized');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a modern backend\'s input_required becomes requests the gateway pushes to the client; its answers go back in a retry', async () => {
+    const asked: string[] = [];
+    const c = await connectClient(gateway.url, {
+      onElicitation: (request) => {
+        asked.push(`elicit: ${String(request.params.message)}`);
+        return { action: 'accept', content: { name: 'Ann' } };
+      },
+      onSampling: (request) => {
+        asked.push(`sample: ${JSON.stringify(request.params.messages[0]?.content)}`);
+        return { role: 'assistant', content: { type: 'text', text: 'Paris' }, model: 'fixture-model' };
+      },
+    });
+    try {
+      const elicited = await c.client.callTool({ name: 'm_elicit', arguments: { message: 'who are you?' } });
+      assert.deepEqual(elicited.structuredContent, { action: 'accept', content: { name: 'Ann' } });
+      const sampled = await c.client.callTool({ name: 'm_sample', arguments: { prompt: 'capital of France?' } });
+      assert.deepEqual(sampled.content, [{ type: 'text', text: JSON.stringify({ type: 'text', text: 'Paris' }) }]);
+      assert.deepEqual(asked, ['elicit: who are you?', 'sample: {"type":"text","text":"capital of France?"}']);
+      const retries = modern.requests.filter((r) => (r.body as { params?: { inputResponses?: unknown } } | undefined)?.params?.inputResponses !== undefined);
+      assert.equal(retries.length, 2, 'each call retried once, with the answers');
+      const retry = retries[0]!.body as { params: { requestState?: string; inputResponses: Record<string, unknown> } };
+      assert.equal(retry.params.requestState, 'asked:who are you?', 'the backend\'s requestState came back to it');
+      assert.deepEqual(retry.params.inputResponses, { who: { action: 'accept', content: { name: 'Ann' } } });
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a client that declared no elicitation: the backend, told the real capabilities, refuses (-32021) and the client hears it, nothing pushed', async () => {
+    const c = await connectClient(gateway.url, {});
+    try {
+      await assert.rejects(c.client.callTool({ name: 'm_elicit', arguments: { message: 'who?' } }), (err: unknown) => err instanceof McpError && err.code === -32021 && /backend "m"/.test(err.message));
+      assert.equal(c.serverRequests.length, 0);
     } finally {
       await c.close();
     }

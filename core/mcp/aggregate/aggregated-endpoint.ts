@@ -37,7 +37,8 @@ import type { BackendSessionRecord } from './session-store.ts';
 import { ClientStream, streamRefusal } from './client-stream.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
 import type { HealthMonitor } from './health.ts';
-import { parseEventId, unwrapRequestId } from './ids.ts';
+import { parseEventId, unwrapInputRequestId, unwrapRequestId } from './ids.ts';
+import { InputWaits, relayInput } from './input-relay.ts';
 import { SessionHealer } from './healing.ts';
 import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
@@ -109,6 +110,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   readonly #local: LRUCache<string, AggregatedSession>;
   /** The `_meta` of the gateway's own results to modern clients, as JSON. */
   readonly #serverMeta: string;
+  /** Requests for input asked of legacy clients on modern backends' behalf. */
+  readonly #waits = new InputWaits();
 
   constructor(options: AggregatedOptions) {
     this.path = options.path;
@@ -559,6 +562,23 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       );
   }
 
+  inputRequired(exchange: RoutedExchange, response: JsonRpcResponse): void {
+    const { ctx, session, link, backendSession } = exchange;
+    const request = JSON.parse(exchange.body!.toString('utf8')) as JsonRpcRequest;
+    void relayInput(
+      {
+        ctx,
+        session,
+        link,
+        request,
+        waits: this.#waits,
+        call: (message, sink) => this.#healer.send(ctx, session, link, backendSession, message, sink),
+        hooks: this.#o.chain.responseHooks(ctx.rpcMethod),
+      },
+      response,
+    );
+  }
+
   outcome(exchange: RoutedExchange, problem: GatewayError | null): void {
     // The gateway's own stream limit refused it: the backend was never asked, its health is not in question.
     if (problem?.code === 'stream_limit') return;
@@ -586,6 +606,14 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   /** The client's answer to a backend's request (sampling, elicitation, roots): back to that backend. */
   async #answerFromClient(ctx: Context, session: AggregatedSession, response: JsonRpcResponse): Promise<HookOutcome> {
+    // An answer to what the gateway asked on a modern backend's behalf (input-relay.ts).
+    const input = unwrapInputRequestId(response.id);
+    if (input !== null) {
+      if (!this.#waits.deliver(session, input.waitId, input.position, response)) {
+        throw new GatewayError('invalid_jsonrpc', `Invalid Request: no request of this session waits for id ${JSON.stringify(response.id)}`);
+      }
+      return Reply.empty(202);
+    }
     const origin = unwrapRequestId(response.id);
     const link = origin === null ? undefined : this.#o.links[origin.backendIndex];
     if (origin === null || link === undefined || !session.backends.has(link.name)) {

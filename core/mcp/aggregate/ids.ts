@@ -5,6 +5,8 @@
  *  - Server→client request ids (sampling, elicitation, roots): `g<backend index>~<n|s><id>`.
  *    The client answers with the same id; the answer goes to the backend that asked, with its
  *    own id. Ids from different backends can never collide: the backend is part of the id.
+ *  - Requests for input the gateway asks a legacy client on a modern backend's behalf (its
+ *    `input_required` answer, input-relay.ts): `g<backend index>~i<wait id>:<position>`.
  *  - SSE event ids of a request's stream: `<backend index>.<backend's event id>`; a client that
  *    resumes with it as Last-Event-ID is sent to that backend with the backend's own id.
  *  - SSE event ids of the multiplexed GET stream: `m.<base64url of [[index, id], ...]>`, the last
@@ -37,6 +39,19 @@ export function unwrapRequestId(id: JsonRpcId): { backendIndex: number; id: stri
   const original = match[2] === 'n' ? Number(match[3]) : match[3]!;
   if (typeof original === 'number' && !Number.isFinite(original)) return null;
   return { backendIndex: Number(match[1]), id: original };
+}
+
+const INPUT_REQUEST = /^g(\d+)~i([A-Za-z0-9_-]{1,64}):(\d{1,4})$/;
+
+export function wrapInputRequestId(backendIndex: number, waitId: string, position: number): string {
+  return `g${backendIndex}~i${waitId}:${position}`;
+}
+
+/** A request for input the gateway asked: which wait, which of its requests; null for any other id. */
+export function unwrapInputRequestId(id: JsonRpcId): { backendIndex: number; waitId: string; position: number } | null {
+  if (typeof id !== 'string') return null;
+  const match = INPUT_REQUEST.exec(id);
+  return match === null ? null : { backendIndex: Number(match[1]), waitId: match[2]!, position: Number(match[3]) };
 }
 
 export function routedEventId(backendIndex: number, eventId: string): string {

@@ -34,6 +34,8 @@ import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
+import { isModernVersion } from '../era.ts';
+import { isInputRequired } from './input-relay.ts';
 import { completed } from './modern-answers.ts';
 import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';
 
@@ -64,6 +66,11 @@ export interface RouteListener {
   lost(exchange: RoutedExchange): void;
   /** The exchange ended: `problem` is null when the backend answered, else why it failed. */
   outcome(exchange: RoutedExchange, problem: GatewayError | null): void;
+  /**
+   * A modern backend asked a legacy client for input (`input_required`): the listener takes the
+   * call over from here (input-relay.ts); the exchange writes nothing more to the client.
+   */
+  inputRequired(exchange: RoutedExchange, response: JsonRpcResponse): void;
 }
 
 type Mode = 'json' | 'sse' | 'refused';
@@ -93,6 +100,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   #events: HookedEvents | null = null;
   /** The client's answer is written (or being written): nothing more goes to it. */
   #answered = false;
+  /** The backend asked for input the client must give: the listener took the call over. */
+  #handedOver = false;
   /** Which responses this exchange carries: its request's, or, resumed, those that broke off. */
   readonly #answering: Answering;
 
@@ -219,9 +228,20 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" answered a request other than this one`, { detail: `id ${JSON.stringify(response.id)}`.slice(0, 200), extra: { backend: this.link.name } }), null);
       return;
     }
+    if (this.#handsOver(response)) return;
     this.#noteTask(response);
     this.#done(null);
     this.#respond(response);
+  }
+
+  /** Whether `response` asks a legacy client for input on a modern backend's behalf; then the listener goes on with it. */
+  #handsOver(response: JsonRpcResponse): boolean {
+    if (this.ctx.envelope !== null || !isModernVersion(this.backendSession.protocolVersion) || !isInputRequired(response)) return false;
+    this.#answered = true;
+    this.#handedOver = true;
+    this.#done(null);
+    this.#listener.inputRequired(this, response);
+    return true;
   }
 
   /** A task-creating call's answer names the task: tasks/get, tasks/result and tasks/cancel go to this backend. */
@@ -320,11 +340,13 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     if (response === null) {
       let message = eventMessage(event);
       if (message !== null && !('method' in message) && message.id === this.ctx.rpcId) {
+        if (this.#handsOver(message)) return '';
         this.#answered = true;
         if (this.ctx.envelope !== null) message = completed(message);
       }
       return eventTowardClient(event, id, index, this.#answering, message);
     }
+    if (this.#handsOver(response)) return '';
     this.#answered = true;
     this.#noteTask(response);
     const rewritten = towardClient(index, this.ctx.envelope === null ? response : completed(response), this.ctx.rpcId);
@@ -338,6 +360,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   }
 
   finish(): void {
+    if (this.#handedOver) return; // the stream is the relay's now
     this.#brokeOff();
     if (!this.ctx.res.writableEnded) {
       const rest = this.#parser?.rest() ?? '';
