@@ -45,7 +45,9 @@ export interface HookedEventsHost {
 export type EventRenderer = (event: SseEvent, response: JsonRpcResponse | null) => string;
 
 export class HookedEvents {
-  readonly #ctx: Context;
+  #ctx: Context;
+  /** The request whose response the hooks see (the client's; the first one of a resumed parked call). */
+  readonly #answers: JsonRpcId | null;
   readonly #hooks: readonly ResponseHook[];
   readonly #host: HookedEventsHost;
   readonly #render: EventRenderer;
@@ -53,8 +55,9 @@ export class HookedEvents {
   #busy = false;
   #ended = false;
 
-  constructor(ctx: Context, hooks: readonly ResponseHook[], host: HookedEventsHost, render: EventRenderer) {
+  constructor(ctx: Context, hooks: readonly ResponseHook[], host: HookedEventsHost, render: EventRenderer, answers: JsonRpcId | null = ctx.rpcId) {
     this.#ctx = ctx;
+    this.#answers = answers;
     this.#hooks = hooks;
     this.#host = host;
     this.#render = render;
@@ -64,6 +67,11 @@ export class HookedEvents {
   push(events: Iterable<SseEvent>): boolean {
     for (const event of events) this.#pending.push(event);
     return this.#busy ? false : this.#drain();
+  }
+
+  /** The hooks run for another request from now on (a parked call resumed by a retry). */
+  retarget(ctx: Context): void {
+    this.#ctx = ctx;
   }
 
   /** The backend's stream ended: finishes once the queue is written. */
@@ -76,7 +84,7 @@ export class HookedEvents {
     let open = true;
     while (this.#pending.length > 0) {
       const event = this.#pending[0]!;
-      const response = event.data.length > 0 ? responseTo(event.data, this.#ctx.rpcId) : null;
+      const response = event.data.length > 0 ? responseTo(event.data, this.#answers) : null;
       if (response === null) {
         this.#pending.shift();
         open = this.#host.write(this.#render(event, null)) && open;

@@ -29,7 +29,7 @@ describe('eras: a modern client in front of an aggregated group of both generati
 
   before(async () => {
     modern = await startSdk2Server({ name: 'm', posture: 'modern' });
-    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add'] });
+    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add', 'elicit', 'sample'] });
     gateway = await startTestGateway({ backends: [{ name: 'm', url: modern.url }, { name: 'l', url: legacy.url }] });
   });
   after(async () => {
@@ -70,6 +70,38 @@ describe('eras: a modern client in front of an aggregated group of both generati
     assert.ok(toLegacy.length > 0);
     assert.ok(toLegacy.every((r) => typeof r.headers['mcp-session-id'] === 'string'), 'the legacy backend is called on a session the gateway holds');
     assert.ok(toLegacy.every((r) => !r.text.includes('io.modelcontextprotocol/protocolVersion')), 'without the modern envelope');
+  });
+
+  it('a legacy backend\'s requests for input reach the modern client as input_required; its retry resumes the parked call', async () => {
+    const client = new Client({ name: 'modern-client', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } as never }, capabilities: { elicitation: { form: {} }, sampling: {} } });
+    const asked: string[] = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push(`elicit: ${request.params.message}`);
+      return { action: 'accept', content: { name: 'Ann' } };
+    });
+    client.setRequestHandler('sampling/createMessage', async (request) => {
+      asked.push(`sample: ${JSON.stringify(request.params.messages.at(-1)?.content)}`);
+      return { model: 'fixture-model', role: 'assistant', content: { type: 'text', text: 'Paris' } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    try {
+      const elicited = await client.callTool({ name: 'l_elicit', arguments: { message: 'who are you?' } });
+      assert.deepEqual(elicited.structuredContent, { action: 'accept', content: { name: 'Ann' } });
+      const sampled = await client.callTool({ name: 'l_sample', arguments: { prompt: 'capital of France?' } });
+      assert.match(JSON.stringify(sampled.content), /Paris/);
+      assert.deepEqual(asked, ['elicit: who are you?', 'sample: {"type":"text","text":"capital of France?"}']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a requestState the gateway did not issue, issued to another call, or replayed: -32602, nothing reaches the backend', async () => {
+    const call = (requestState: string) => ({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'l_elicit', arguments: { message: 'x' }, inputResponses: {}, requestState, _meta: META } });
+    const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'l_elicit' };
+    for (const state of ['gh1.forged.c2ln', 'gh1.' + Buffer.from('{"p":"x","o":"","m":"tools/call","n":"elicit","e":9999999999999}').toString('base64url') + '.AAAA']) {
+      const res = await post(gateway.url, call(state), headers);
+      assert.equal((res.body['error'] as { code: number } | undefined)?.code, -32602, JSON.stringify(res.body));
+    }
   });
 
   it('answers with resultType and cache hints, and without Mcp-Session-Id', async () => {

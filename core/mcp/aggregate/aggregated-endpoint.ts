@@ -38,7 +38,8 @@ import { ClientStream, streamRefusal } from './client-stream.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapInputRequestId, unwrapRequestId } from './ids.ts';
-import { InputWaits, relayInput } from './input-relay.ts';
+import { CAPABILITY_OF, InputWaits, relayInput } from './input-relay.ts';
+import { isGatewayState, ParkedCalls } from './parked-calls.ts';
 import { SessionHealer } from './healing.ts';
 import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
@@ -112,6 +113,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   readonly #serverMeta: string;
   /** Requests for input asked of legacy clients on modern backends' behalf. */
   readonly #waits = new InputWaits();
+  /** Modern clients' calls a legacy backend interrupted with a request, waiting for their retries. */
+  readonly #parked = new ParkedCalls<RoutedExchange>();
 
   constructor(options: AggregatedOptions) {
     this.path = options.path;
@@ -503,6 +506,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * first when it is not in it, and joins again (once) when it says it lost the session.
    */
   #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
+    if (ctx.envelope !== null && isGatewayState(request.params?.['requestState'])) return this.#resumeParked(ctx, link, request);
     const backend = session.usable(link.name);
     if (backend !== undefined) return this.#send(ctx, session, link, backend, request, true);
     return this.#healer.join(ctx, session, link).then(
@@ -577,6 +581,48 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       },
       response,
     );
+  }
+
+  park(exchange: RoutedExchange, requests: ReadonlyMap<string, JsonRpcRequest>): string | null {
+    const { ctx, session, link, backendSession } = exchange;
+    const refuse = (request: JsonRpcRequest, why: string): null => {
+      // The backend hears it at once instead of waiting for an answer that cannot come.
+      void this.#healer.send(ctx, session, link, backendSession, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: why } }).catch(() => undefined);
+      return null;
+    };
+    const capabilities = ctx.envelope?.capabilities ?? {};
+    for (const request of requests.values()) {
+      const needed = CAPABILITY_OF[request.method];
+      if (needed === undefined || capabilities[needed] === undefined) return refuse(request, `the client did not declare the ${needed ?? request.method} capability`);
+    }
+    const asked = new Map([...requests].map(([key, request]) => [key, { id: request.id, method: request.method, params: request.params }]));
+    const state = this.#parked.park(exchange, asked, ctx.principal, ctx.rpcMethod ?? '', ctx.target?.name ?? '');
+    return state ?? refuse(requests.values().next().value!, 'the gateway holds too many calls waiting for their clients');
+  }
+
+  /**
+   * A modern client's retry of a call the gateway parked (its requestState is the gateway's):
+   * each answer goes to the backend as the response to its request, and the parked call's stream
+   * goes on into this request's answer.
+   */
+  async #resumeParked(ctx: Context, link: BackendLink, request: JsonRpcRequest): Promise<HookOutcome> {
+    const parked = this.#parked.take(request.params!['requestState'] as string, ctx.principal, request.method, ctx.target?.name ?? '');
+    if (parked === null || parked.call.link !== link) {
+      return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid params: this requestState was not issued by this gateway for this call and principal, was used already, or expired' } });
+    }
+    const exchange = parked.call;
+    const given = request.params?.['inputResponses'];
+    const responses = typeof given === 'object' && given !== null ? (given as Record<string, unknown>) : {};
+    await Promise.allSettled(
+      [...parked.requests].map(([key, asked]) =>
+        this.#healer.send(ctx, exchange.session, link, exchange.backendSession, responses[key] === undefined
+          ? { jsonrpc: '2.0', id: asked.id, error: { code: INTERNAL_ERROR, message: 'the client gave no answer' } }
+          : { jsonrpc: '2.0', id: asked.id, result: responses[key] }),
+      ),
+    );
+    if (ctx.res.destroyed) exchange.expire();
+    else exchange.resumeWith(ctx);
+    return undefined;
   }
 
   outcome(exchange: RoutedExchange, problem: GatewayError | null): void {
@@ -709,6 +755,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   async close(): Promise<void> {
     this.#o.health.stop();
+    this.#parked.clear();
     for (const session of this.#local.values()) session.close();
   }
 

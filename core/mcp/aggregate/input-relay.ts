@@ -28,8 +28,8 @@ const ANSWER_TIMEOUT_MS = 10 * 60_000;
 /** Requests for input at once, in this process: past it a call that asks for input fails. */
 const MAX_WAITS = 10_000;
 
-/** The client capability an embedded request needs. */
-const CAPABILITY_OF: Readonly<Record<string, string>> = {
+/** The client capability a request for input needs. */
+export const CAPABILITY_OF: Readonly<Record<string, string>> = {
   'elicitation/create': 'elicitation',
   'sampling/createMessage': 'sampling',
   'roots/list': 'roots',

@@ -26,7 +26,7 @@ import { runResponseHooks } from '../../chain.ts';
 import { isPromise } from '../../thenable.ts';
 import { Exchange, writeToClient } from '../../upstream/exchange.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
-import { messageProblem, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
+import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
 import { MAX_JSON_RESPONSE } from '../rewrite.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
@@ -43,6 +43,8 @@ import { eventMessage, eventTowardClient, towardClient, type Answering } from '.
 const ERROR_BODY_LIMIT = 16 * 1024;
 const EVENT_STREAM = /^text\/event-stream\s*(;|$)/i;
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
+/** Events held for a parked call before it is cut off. */
+const MAX_HELD_EVENTS = 1024;
 
 /** What the gateway takes from a backend's response head: its media type, and whether the body is encoded. */
 function readHead(headers: readonly string[]): { type: string; encoding: string | null } {
@@ -71,12 +73,19 @@ export interface RouteListener {
    * call over from here (input-relay.ts); the exchange writes nothing more to the client.
    */
   inputRequired(exchange: RoutedExchange, response: JsonRpcResponse): void;
+  /**
+   * A legacy backend asked a modern client for input (a request on the call's stream): the
+   * listener parks the call and returns the `requestState` the client's retry must carry, or
+   * null when it cannot (the listener then answered the backend's request itself).
+   */
+  park(exchange: RoutedExchange, requests: ReadonlyMap<string, JsonRpcRequest>): string | null;
 }
 
 type Mode = 'json' | 'sse' | 'refused';
 
 export class RoutedExchange extends Exchange implements HookedEventsHost, OpenStream {
-  readonly ctx: Context;
+  /** The client's request this answers: the retry's, once a parked call resumes. */
+  ctx: Context;
   readonly link: BackendLink;
   readonly session: AggregatedSession;
   /** The backend session the request was sent on. */
@@ -102,6 +111,17 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   #answered = false;
   /** The backend asked for input the client must give: the listener took the call over. */
   #handedOver = false;
+  /** The id the backend answers (the first request's, whoever's retry it is answered to). */
+  readonly #backendId: JsonRpcId;
+  /**
+   * Parked (a modern client must answer the backend's request, then retry): the events the
+   * backend sends meanwhile, replayed into the retry's answer; null while not parked.
+   */
+  #held: SseEvent[] | null = null;
+  /** The backend's stream ended while the call was parked. */
+  #endedParked = false;
+  /** Keys of the backend's requests already asked of the client (input_required keys stay unique). */
+  #asked = 0;
   /** Which responses this exchange carries: its request's, or, resumed, those that broke off. */
   readonly #answering: Answering;
 
@@ -129,6 +149,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     this.#streams = streams;
     this.#hooks = hooks;
     this.#createsTask = createsTask;
+    this.#backendId = ctx.rpcId;
     this.#answering = body !== null ? ctx.rpcId : { answers: (id) => session.takeResumed(id, link.index) };
     ctx.inflight = this;
   }
@@ -144,7 +165,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     if (EVENT_STREAM.test(type)) {
       this.#mode = 'sse';
       this.#parser = new SseParser();
-      if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, (event, response) => this.#render(event, response));
+      if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, (event, response) => this.#render(event, response), this.#backendId);
       const list = ['content-type', 'text/event-stream', 'cache-control', 'no-cache, no-transform', 'x-accel-buffering', 'no', 'x-request-id', this.ctx.requestId];
       // A modern client has no session (the implicit one is the gateway's own business).
       if (this.ctx.envelope === null) list.push('mcp-session-id', this.session.id);
@@ -169,6 +190,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     switch (this.#mode) {
       case 'sse': {
         const events = this.#parser!.push(chunk);
+        if (this.#held !== null) return this.#holdEvents(events);
         if (this.#events !== null) return this.#events.push(events);
         let out = '';
         for (const event of events) out += this.#render(event, null);
@@ -198,6 +220,10 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   protected end(): void {
     switch (this.#mode) {
       case 'sse':
+        if (this.#held !== null) {
+          this.#endedParked = true;
+          return;
+        }
         if (this.#events !== null) this.#events.end();
         else this.finish();
         return;
@@ -339,18 +365,75 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     const id = isResumableEventId(event.id) ? routedEventId(index, event.id) : null;
     if (response === null) {
       let message = eventMessage(event);
-      if (message !== null && !('method' in message) && message.id === this.ctx.rpcId) {
+      if (message !== null && !('method' in message) && message.id === this.#backendId) {
         if (this.#handsOver(message)) return '';
         this.#answered = true;
-        if (this.ctx.envelope !== null) message = completed(message);
+        if (this.ctx.envelope !== null) return this.#modernResponse(message, id, event);
       }
+      // A modern client takes no request of a backend: the call is parked until it answers.
+      if (message !== null && this.ctx.envelope !== null && 'method' in message && 'id' in message) return this.#park(message as JsonRpcRequest);
       return eventTowardClient(event, id, index, this.#answering, message);
     }
     if (this.#handsOver(response)) return '';
     this.#answered = true;
     this.#noteTask(response);
-    const rewritten = towardClient(index, this.ctx.envelope === null ? response : completed(response), this.ctx.rpcId);
+    if (this.ctx.envelope !== null) return this.#modernResponse(response, id, event);
+    const rewritten = towardClient(index, response, this.ctx.rpcId);
     return rewritten === null ? '' : formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(rewritten) });
+  }
+
+  /** The response as a modern client gets it: complete, and under its request's id (a retry's, after a park). */
+  #modernResponse(response: JsonRpcResponse, id: string | null, event: SseEvent): string {
+    return formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(completed({ ...response, id: this.ctx.rpcId })) });
+  }
+
+  // ---- parking (a legacy backend asks a modern client for input) ----
+
+  /** The backend's request becomes an input_required answer to the client; the call waits for its retry. */
+  #park(request: JsonRpcRequest): string {
+    const key = `input-${++this.#asked}`;
+    const state = this.#listener.park(this, new Map([[key, request]]));
+    if (state === null) return '';
+    const { id: _id, jsonrpc: _jsonrpc, ...embedded } = request;
+    const answer = { jsonrpc: '2.0', id: this.ctx.rpcId, result: { resultType: 'input_required', inputRequests: { [key]: embedded }, requestState: state } };
+    // The client's answer ends here; the backend's stream does not: what it sends is held.
+    this.#held = [];
+    if (this.ctx.inflight === this) this.ctx.inflight = null;
+    if (!this.ctx.res.writableEnded) this.ctx.res.end(formatSseEvent({ event: 'message', data: JSON.stringify(answer) }));
+    return '';
+  }
+
+  #holdEvents(events: Iterable<SseEvent>): boolean {
+    for (const event of events) this.#held!.push(event);
+    // Bounded: a backend that keeps talking to a parked call is cut off.
+    if (this.#held!.length > MAX_HELD_EVENTS) {
+      this.expire();
+      return false;
+    }
+    return true;
+  }
+
+  /** The client's retry (`ctx`) resumes the parked call: what was held first, then the rest of the stream. */
+  resumeWith(ctx: Context): void {
+    const held = this.#held ?? [];
+    this.#held = null;
+    this.ctx = ctx;
+    ctx.inflight = this;
+    this.#events?.retarget(ctx);
+    const list = ['content-type', 'text/event-stream', 'cache-control', 'no-cache, no-transform', 'x-accel-buffering', 'no', 'x-request-id', ctx.requestId];
+    pushCorsHeaders(list, ctx.corsOrigin);
+    ctx.res.writeHead(200, list);
+    ctx.res.flushHeaders();
+    if (this.#events !== null) this.#events.push(held);
+    else this.write(held.map((event) => this.#render(event, null)).join(''));
+    if (this.#endedParked) this.end();
+    else this.resume();
+  }
+
+  /** A parked call nobody resumed: the backend's stream is closed. */
+  expire(): void {
+    this.#held = null;
+    this.cancel();
   }
 
   write(text: string): boolean {

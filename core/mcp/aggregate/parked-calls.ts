@@ -1,0 +1,115 @@
+/**
+ * A modern (2026-07-28) client's call that a legacy backend interrupts with a request of its own
+ * (an elicitation, a sampling, a roots/list on the call's stream): a modern client takes no such
+ * request, so the gateway answers the call `input_required`, with the backend's request embedded
+ * and a `requestState` of its own, and parks the call: the backend's stream stays open here, what
+ * it sends meanwhile is kept. The client's retry (the same call, `inputResponses` and that
+ * `requestState`) resumes it: each answer goes to the backend as the response to its request, and
+ * the backend's stream continues into the retry's answer.
+ *
+ * `requestState` is a bearer of the parked call, and comes back from the client: it is sealed
+ * (HMAC-SHA256), names the principal it was issued to, the method and the tool (or prompt, or
+ * resource) of the call, and expires with the parked call. Anything else is refused as not
+ * issued by this gateway.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Principal } from '../../context.ts';
+import { ownerKey } from './session-store.ts';
+
+/** How long a parked call waits for the client's retry. */
+export const PARK_MS = 5 * 60_000;
+/** Calls parked at once in this process: past it a backend's request fails the call instead. */
+const MAX_PARKED = 10_000;
+const PREFIX = 'gh1.';
+
+/** What the sealed state says. */
+interface StateClaims {
+  /** The parked call. */
+  readonly p: string;
+  /** Digest of the principal it was issued to. */
+  readonly o: string;
+  /** The call's method and the name it was about. */
+  readonly m: string;
+  readonly n: string;
+  /** Expiry, ms since the epoch. */
+  readonly e: number;
+}
+
+function ownerDigest(principal: Principal | null): string {
+  const who = principal === null ? '' : ownerKey({ issuer: principal.issuer, subject: principal.subject });
+  return createHash('sha256').update(who).digest('base64url').slice(0, 22);
+}
+
+/** Whether a `requestState` has the form the gateway issues (whether it is genuine is `open`'s question). */
+export function isGatewayState(state: unknown): state is string {
+  return typeof state === 'string' && state.startsWith(PREFIX);
+}
+
+/** A parked call as the registry keeps it. */
+export interface Parked<T> {
+  readonly call: T;
+  /** What the client is asked: key → the backend's request (its id, method and params). */
+  readonly requests: ReadonlyMap<string, { readonly id: string | number; readonly method: string; readonly params: unknown }>;
+}
+
+export class ParkedCalls<T extends { expire(): void }> {
+  readonly #key = randomBytes(32);
+  readonly #parked = new Map<string, Parked<T> & { readonly timer: NodeJS.Timeout }>();
+
+  get size(): number {
+    return this.#parked.size;
+  }
+
+  /** Parks `call`; returns the sealed requestState the client must send back, or null when full. */
+  park(call: T, requests: Parked<T>['requests'], principal: Principal | null, method: string, name: string): string | null {
+    if (this.#parked.size >= MAX_PARKED) return null;
+    const id = randomBytes(16).toString('base64url');
+    const timer = setTimeout(() => {
+      this.#parked.delete(id);
+      call.expire();
+    }, PARK_MS);
+    timer.unref();
+    this.#parked.set(id, { call, requests, timer });
+    const claims: StateClaims = { p: id, o: ownerDigest(principal), m: method, n: name, e: Date.now() + PARK_MS };
+    const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
+    return `${PREFIX}${payload}.${this.#mac(payload)}`;
+  }
+
+  /**
+   * The parked call a retry's `state` names, taken out of the registry; null when the state is
+   * not genuine, was issued to someone else or for another call, has expired, or was used.
+   */
+  take(state: string, principal: Principal | null, method: string, name: string): Parked<T> | null {
+    const dot = state.lastIndexOf('.');
+    if (!state.startsWith(PREFIX) || dot <= PREFIX.length) return null;
+    const payload = state.slice(PREFIX.length, dot);
+    const given = Buffer.from(state.slice(dot + 1), 'base64url');
+    const expected = Buffer.from(this.#mac(payload), 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+    let claims: StateClaims;
+    try {
+      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as StateClaims;
+    } catch {
+      return null;
+    }
+    if (claims.o !== ownerDigest(principal) || claims.m !== method || claims.n !== name || claims.e < Date.now()) return null;
+    const parked = this.#parked.get(claims.p);
+    if (parked === undefined) return null;
+    clearTimeout(parked.timer);
+    this.#parked.delete(claims.p);
+    return parked;
+  }
+
+  #mac(payload: string): string {
+    return createHmac('sha256', this.#key).update(payload).digest('base64url');
+  }
+
+  /** Ends every parked call (shutdown). */
+  clear(): void {
+    for (const parked of this.#parked.values()) {
+      clearTimeout(parked.timer);
+      parked.call.expire();
+    }
+    this.#parked.clear();
+  }
+}
