@@ -66,20 +66,36 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
 
     const upstreams = app.own(new Upstreams(options.upstreams), (u) => u.close(), 'backend connections');
     const streams = new OpenStreams(metrics);
-    const aggregated = needsAggregation(backends.length, config.aggregation)
-      ? app.own(await createAggregated({ config, path: mcpPath, backends, upstreams, chain, metrics, streams, log }), (a) => a.close(), 'aggregated sessions')
-      : null;
+    const transparent = !needsAggregation(backends.length, config.aggregation);
+    // A transparent endpoint has one too, of its one backend under its own names: it serves the
+    // requests whose generation of MCP is not the backend's, and checks the backend's health.
+    const aggregated = app.own(
+      await createAggregated({
+        config: transparent ? { ...config, aggregation: { ...config.aggregation, conflictResolution: 'priority' } } : config,
+        path: mcpPath,
+        backends,
+        upstreams,
+        chain,
+        metrics,
+        streams,
+        log,
+      }),
+      (a) => a.close(),
+      transparent ? 'era bridge' : 'aggregated sessions',
+    );
     const endpoint: McpEndpoint = app.own(
-      aggregated?.endpoint ??
-        new TransparentEndpoint({
-          path: mcpPath,
-          backend: backends[0]!,
-          upstreams,
-          chain,
-          metrics: metrics.backend(backends[0]!.name),
-          streams,
-          maxBodyBytes: config.server.maxBodyBytes,
-        }),
+      transparent
+        ? new TransparentEndpoint({
+            path: mcpPath,
+            bridge: app.own(aggregated.endpoint, (e) => e.close(), 'era bridge endpoint'),
+            backend: backends[0]!,
+            upstreams,
+            chain,
+            metrics: metrics.backend(backends[0]!.name),
+            streams,
+            maxBodyBytes: config.server.maxBodyBytes,
+          })
+        : aggregated.endpoint,
       (e) => e.close(),
       'MCP endpoint',
     );
@@ -91,7 +107,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
       publicUrls: [config.incomingAuth.resourceUrl, config.authServer?.issuer].filter((u): u is string => typeof u === 'string'),
       ...listenerOptions(config.server),
     });
-    if (aggregated !== null) app.onStart(() => aggregated.health.start());
+    app.onStart(() => aggregated.health.start());
 
     const address = await app.start();
     const url = app.url(mcpPath);
@@ -99,7 +115,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
     log.info(
       {
         url,
-        mode: aggregated === null ? 'transparent' : 'aggregated',
+        mode: transparent ? 'transparent' : 'aggregated',
         backends: backends.map((b) => `${b.name}=${b.url.href}`),
         ...(admin === null ? {} : { admin: httpUrlOf(admin) }),
       },

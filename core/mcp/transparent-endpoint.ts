@@ -3,6 +3,11 @@
  * stream) and DELETE to the backend and pipes the answer back; the backend's own session id,
  * protocol version and event ids pass through untouched. This is the fastest path: a POST is
  * read, checked and dispatched without a promise unless a plugin hook is asynchronous.
+ *
+ * That holds while the client speaks the backend's generation of MCP. A request of the other
+ * one (a 2026-07-28 client in front of a 2025 backend, or a 2025 client in front of a backend
+ * that speaks 2026-07-28) goes to the bridge instead: an aggregated endpoint of this one
+ * backend, which speaks to each side in its own era (sessions, envelopes, requests for input).
  */
 import type { BackendInfo } from '../backend.ts';
 import { runHooks, type Chain, type HookOutcome } from '../chain.ts';
@@ -16,15 +21,26 @@ import type { BackendHook, ResponseHook } from '../plugin.ts';
 import { respondWhenSettled } from '../respond.ts';
 import type { Pool } from '../upstream/pool.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
-import { methodNotAllowed, type McpEndpoint } from './mcp-endpoint.ts';
+import type { Era } from './era.ts';
+import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from './mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
 import { RewriteExchange } from './rewrite.ts';
 import type { OpenStreams } from './streams.ts';
 import { isPromise, then } from '../thenable.ts';
 
+/** What a transparent endpoint needs of the aggregated endpoint that bridges eras for it. */
+export interface EraBridge extends McpEndpoint {
+  /** The backend's era: at once when known, else after a probe (null: unknown, the backend unreachable). */
+  backendEra(ctx: Context): Era | null | Promise<Era | null>;
+  /** Serves a POST whose body is read and framed already. */
+  handleParsed(ctx: Context): void;
+}
+
 export interface TransparentOptions {
   path: string;
+  /** Serves the requests whose era is not the backend's (null: everything passes through). */
+  bridge: EraBridge | null;
   backend: BackendInfo;
   upstreams: Upstreams;
   chain: Chain;
@@ -44,9 +60,11 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly #streams: OpenStreams;
   readonly #maxBodyBytes: number;
   readonly #backendHooks: BackendHook[] | null;
+  readonly #bridge: EraBridge | null;
 
   constructor(options: TransparentOptions) {
     this.path = options.path;
+    this.#bridge = options.bridge;
     this.#backend = options.backend;
     this.#pool = options.upstreams.pool(options.backend);
     this.#streamPool = options.upstreams.streamPool(options.backend);
@@ -64,18 +82,46 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
         startReading(ctx.req, this.#maxBodyBytes, this, ctx);
         return undefined;
       case 'GET':
-        return this.#forward(ctx, 'GET', null);
-      case 'DELETE':
-        return this.#forward(ctx, 'DELETE', null);
+      case 'DELETE': {
+        const refused = modernMethodNotAllowed(ctx);
+        if (refused !== null) throw refused;
+        // A legacy stream or session end: the backend's own, unless the bridge holds legacy sessions for a modern backend.
+        const era = this.#bridge?.backendEra(ctx) ?? null;
+        if (isPromise(era)) return era.then((settled) => (settled === 'modern' ? this.#bridge!.handle(ctx) : this.#forward(ctx, ctx.req.method!, null)));
+        return era === 'modern' ? this.#bridge!.handle(ctx) : this.#forward(ctx, ctx.req.method!, null);
+      }
       default:
         throw methodNotAllowed(ctx);
     }
   }
 
-  /** The POST body arrived: frame it, run the message hooks, forward it. */
+  /** The POST body arrived: frame it, then pass it through, or across eras through the bridge. */
   body(ctx: Context, body: Buffer): void {
     try {
       acceptMessages(ctx, body);
+      const era = this.#bridge?.backendEra(ctx) ?? null;
+      if (isPromise(era)) {
+        era.then((settled) => this.#eraKnown(ctx, body, settled)).catch((err: unknown) => ctx.fail(err));
+        return;
+      }
+      this.#eraKnown(ctx, body, era);
+    } catch (err) {
+      ctx.fail(err);
+    }
+  }
+
+  /** The backend's era is known (null: unknown, the request is tried as it is). */
+  #eraKnown(ctx: Context, body: Buffer, era: Era | null): void {
+    if (era !== null && (era === 'modern') !== (ctx.envelope !== null)) {
+      this.#bridge!.handleParsed(ctx);
+      return;
+    }
+    this.#passThrough(ctx, body);
+  }
+
+  /** Same era on both sides: the message hooks, then the backend. */
+  #passThrough(ctx: Context, body: Buffer): void {
+    try {
       if (this.#chain.seesMessages) ctx.target = directTarget(this.#backend.name, ctx.message);
       const outcome = runMessageHooks(ctx, this.#chain);
       // With message hooks, the backend gets the message they passed written anew, not the
@@ -130,11 +176,12 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   }
 
   async close(): Promise<void> {
-    // Streams are closed by the server; the pool by the upstreams owner.
+    // Streams are closed by the server; the pool by the upstreams owner; the bridge by its owner.
   }
 
   status(): unknown {
-    return { mode: 'transparent', backends: [{ name: this.#backend.name, url: this.#backend.url.href }] };
+    const bridged = this.#bridge?.status() as { backends?: unknown } | undefined;
+    return { mode: 'transparent', backends: bridged?.backends ?? [{ name: this.#backend.name, url: this.#backend.url.href }] };
   }
 }
 

@@ -120,12 +120,13 @@ describe('a hostile token header on the registry', () => {
 class TrailingBackend {
   readonly server: NetServer;
   url = '';
+  /** Connections that carried the test's own request (id 7): the gateway's health checks aside. */
   connections = 0;
   readonly #sockets = new Set<Socket>();
 
   constructor(trailer: string) {
     this.server = createNetServer((socket) => {
-      this.connections++;
+      let counted = false;
       this.#sockets.add(socket);
       socket.on('close', () => this.#sockets.delete(socket));
       let buffered = '';
@@ -137,6 +138,10 @@ class TrailingBackend {
         if (buffered.length < end + 4 + length) return;
         const request = JSON.parse(buffered.slice(end + 4, end + 4 + length) || '{}') as { id?: unknown };
         buffered = buffered.slice(end + 4 + length);
+        if (request.id === 7 && !counted) {
+          counted = true;
+          this.connections++;
+        }
         const body = JSON.stringify({ jsonrpc: '2.0', id: request.id ?? null, result: { tools: [] } });
         socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}${trailer}`);
       });

@@ -45,7 +45,7 @@ import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
 import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
 import { completed, discoverResult, LEGACY_ONLY_METHODS, serverInfo, withCacheHints } from './modern-answers.ts';
-import { META } from '../era.ts';
+import { META, type Era } from '../era.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
 import { AggregatedSession } from './session.ts';
 import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
@@ -149,6 +149,18 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   body(ctx: Context, body: Buffer): void {
     try {
       acceptMessages(ctx, body);
+      this.handleParsed(ctx);
+    } catch (err) {
+      ctx.fail(err);
+    }
+  }
+
+  /**
+   * A POST whose body was read and framed already (by a transparent endpoint that bridges
+   * eras through this one, see transparent-endpoint.ts): served from here on as any other.
+   */
+  handleParsed(ctx: Context): void {
+    try {
       if (Array.isArray(ctx.message)) {
         throw new GatewayError('invalid_jsonrpc', 'Invalid Request: JSON-RPC batches are not supported by an aggregated server (MCP 2025-06-18 removed them)');
       }
@@ -160,6 +172,20 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   bodyFailed(ctx: Context, error: GatewayError): void {
     ctx.fail(error);
+  }
+
+  /**
+   * The era of the group's first backend, for a transparent endpoint bridging through this one:
+   * at once when it is known, else after a probe (an unreachable backend: unknown, null).
+   */
+  backendEra(ctx: Context): Era | null | Promise<Era | null> {
+    const link = this.#o.links[0]!;
+    const known = this.#o.health.profiles.get(link);
+    if (known !== undefined) return known.era;
+    return this.#o.health.profiles.probe(ctx, link).then(
+      (profile) => profile?.era ?? null,
+      () => null,
+    );
   }
 
   // ---- sessions ----

@@ -173,7 +173,11 @@ export class BackendLink {
       else if (message !== undefined && isModernVersion(session.protocolVersion)) list.push(...standardHeaders(message));
     }
     if (lastEventId !== undefined) list.push('last-event-id', lastEventId);
-    if (ctx === null) return list;
+    // The gateway's own requests (health checks, era probes) say so, and carry no credential.
+    if (ctx === null) {
+      list.push('user-agent', GATEWAY_USER_AGENT);
+      return list;
+    }
     list.push('x-request-id', ctx.requestId);
     if (this.#hooks === null) return list;
     const headers = new OutgoingHeaders(list);
@@ -237,6 +241,9 @@ export class BackendLink {
     return null;
   }
 }
+
+/** The User-Agent of the gateway's own requests to backends (no client's request behind them). */
+export const GATEWAY_USER_AGENT = `gatehouse/${GATEHOUSE_VERSION} (health check)`;
 
 /** The gateway speaking for itself (health checks, probes): no capabilities, its own name. */
 export const GATEWAY_ENVELOPE: ClientEnvelope = { capabilities: {}, clientInfo: { name: 'gatehouse', version: GATEHOUSE_VERSION }, logLevel: null };
