@@ -5,6 +5,7 @@
  *   npm run bench -- --micro-only      only the micro benchmarks
  *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
  *   npm run bench -- --aggregate-only  only the aggregation benchmark (bench/aggregate/run.ts)
+ *   npm run bench -- --eras-only       only the protocol generations benchmark (bench/aggregate/eras.ts)
  *   npm run bench -- --filter jsonrpc  only micro files whose path contains "jsonrpc"
  *   npm run bench -- --instructions-only
  *                                      full token verification vs raw jose in instructions
@@ -36,6 +37,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Bench, type BenchOptions } from 'tinybench';
 import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
+import { runEras } from './aggregate/eras.ts';
 import { runAggregate } from './aggregate/run.ts';
 import { runVerifyInstructions, valgrindAvailable } from './plugins/verify-instructions.ts';
 import { runVerifyCpu } from './plugins/verify-cpu.ts';
@@ -138,11 +140,12 @@ async function main(): Promise<number> {
       'load-only': { type: 'boolean', default: false },
       'micro-only': { type: 'boolean', default: false },
       'aggregate-only': { type: 'boolean', default: false },
+      'eras-only': { type: 'boolean', default: false },
       'instructions-only': { type: 'boolean', default: false },
       filter: { type: 'string' },
     },
   });
-  const only = (['micro-only', 'load-only', 'aggregate-only', 'instructions-only'] as const).filter((flag) => values[flag]);
+  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'instructions-only'] as const).filter((flag) => values[flag]);
   if (only.length > 1) {
     console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
@@ -157,7 +160,7 @@ async function main(): Promise<number> {
     writeFileSync(join(RESULTS_DIR, 'verify-instructions.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`);
     return 0;
   }
-  const run = (part: 'micro' | 'load' | 'aggregate'): boolean => only.length === 0 || only[0] === `${part}-only`;
+  const run = (part: 'micro' | 'load' | 'aggregate' | 'eras'): boolean => only.length === 0 || only[0] === `${part}-only`;
   let failed = false;
   if (run('micro')) {
     console.log('## Micro benchmarks');
@@ -165,6 +168,7 @@ async function main(): Promise<number> {
   }
   if (run('load')) failed = reportFails(await runLoad()) || failed;
   if (run('aggregate')) await runAggregate();
+  if (run('eras')) await runEras();
   return failed ? 1 : 0;
 }
 

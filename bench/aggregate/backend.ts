@@ -5,11 +5,19 @@
  * stream). It keeps no per-session state, so 50,000 backend sessions cost it nothing and the
  * gateway's own memory is what the session benchmark sees.
  *
- *   node --import tsx bench/aggregate/backend.ts --count 5 --tools 50   → prints `LISTENING <port> <port> ...`
+ * `--era`: `legacy` (2025: initialize; server/discover refused as a 2025 server refuses a request
+ * without a session) or `modern` (2026-07-28 only: server/discover, results with resultType and
+ * cache hints, initialize refused with -32022).
+ *
+ *   node --import tsx bench/aggregate/backend.ts --count 5 --tools 50 [--era modern]   → prints `LISTENING <port> <port> ...`
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { parseArgs } from 'node:util';
+
+export type BackendEra = 'legacy' | 'modern';
+
+const MODERN_FIELDS = '"resultType":"complete","ttlMs":60000,"cacheScope":"public"';
 
 function listResult(tools: number, backend: number): string {
   const list = Array.from({ length: tools }, (_, i) => ({
@@ -20,8 +28,9 @@ function listResult(tools: number, backend: number): string {
   return JSON.stringify({ tools: list });
 }
 
-export function createMcpBackend(index: number, tools: number): Server {
-  const list = listResult(tools, index);
+export function createMcpBackend(index: number, tools: number, era: BackendEra = 'legacy'): Server {
+  const modern = era === 'modern';
+  const list = modern ? listResult(tools, index).replace(/}$/, `,${MODERN_FIELDS}}`) : listResult(tools, index);
   return createServer((req, res) => {
     if (req.method === 'DELETE') {
       res.writeHead(200).end();
@@ -42,7 +51,12 @@ export function createMcpBackend(index: number, tools: number): Server {
       let result: string;
       const headers: Record<string, string | number> = { 'content-type': 'application/json' };
       switch (message.method) {
+        case 'server/discover':
+          if (!modern) return void res.writeHead(400, headers).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Mcp-Session-Id header is required"}}');
+          result = `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},${MODERN_FIELDS}}`;
+          break;
         case 'initialize':
+          if (modern) return void res.writeHead(400, headers).end(`{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}}`);
           headers['mcp-session-id'] = randomUUID();
           result = JSON.stringify({ protocolVersion: message.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: `backend-${index}`, version: '1' } });
           break;
@@ -50,7 +64,7 @@ export function createMcpBackend(index: number, tools: number): Server {
           result = list;
           break;
         case 'tools/call':
-          result = `{"content":[{"type":"text","text":"${message.params?.name ?? ''} ran"}],"isError":false}`;
+          result = `{"content":[{"type":"text","text":"${message.params?.name ?? ''} ran"}],"isError":false${modern ? ',"resultType":"complete"' : ''}}`;
           break;
         default:
           result = '{}';
@@ -63,10 +77,10 @@ export function createMcpBackend(index: number, tools: number): Server {
 }
 
 if (process.argv[1]?.endsWith('backend.ts')) {
-  const { values } = parseArgs({ options: { count: { type: 'string', default: '5' }, tools: { type: 'string', default: '50' } } });
+  const { values } = parseArgs({ options: { count: { type: 'string', default: '5' }, tools: { type: 'string', default: '50' }, era: { type: 'string', default: 'legacy' } } });
   const ports: number[] = [];
   for (let i = 0; i < Number(values.count); i++) {
-    const server = createMcpBackend(i, Number(values.tools));
+    const server = createMcpBackend(i, Number(values.tools), values.era === 'modern' ? 'modern' : 'legacy');
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     ports.push((server.address() as { port: number }).port);
   }

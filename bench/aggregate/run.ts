@@ -35,10 +35,10 @@ const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const ROUNDS = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 1));
 
-const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+export const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
 const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
 
-function configYaml(backends: { name: string; port: number }[], gatewayPort: number): string {
+export function configYaml(backends: { name: string; port: number }[], gatewayPort: number): string {
   const docs = ['apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: bench}'];
   for (const b of backends) {
     docs.push(`apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}}\nspec: {url: "http://127.0.0.1:${b.port}/mcp", groupRef: bench}`);
@@ -51,14 +51,14 @@ function configYaml(backends: { name: string; port: number }[], gatewayPort: num
   return docs.join('\n---\n') + '\n';
 }
 
-async function rpc(url: string, body: string, headers: Record<string, string> = {}): Promise<Response> {
+export async function rpc(url: string, body: string, headers: Record<string, string> = {}): Promise<Response> {
   const res = await fetch(url, { method: 'POST', body, headers: { ...HEADERS, ...headers } });
   if (res.status >= 400) throw new Error(`${res.status} from ${url}: ${await res.text()}`);
   return res;
 }
 
 /** A new client session: initialize + initialized; returns its id. */
-async function openSession(url: string): Promise<string> {
+export async function openSession(url: string): Promise<string> {
   const res = await rpc(url, INITIALIZE);
   await res.arrayBuffer();
   const id = res.headers.get('mcp-session-id');
@@ -72,7 +72,7 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function startGateway(dir: string, label: string, yaml: string, port: number): Promise<{ child: ManagedChild; url: string }> {
+export async function startGateway(dir: string, label: string, yaml: string, port: number): Promise<{ child: ManagedChild; url: string }> {
   const config = join(dir, `${label}.yaml`);
   writeFileSync(config, yaml);
   const child = spawnChild(`gatehouse-${label}`, process.execPath, [GATEHOUSE_BIN, 'vmcp', 'serve', '--config', config, '--port', String(port), '--log-level', 'warn']);

@@ -472,16 +472,19 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   /** A response built here, through the method's onResponse hooks, as the client gets it. */
   #answer(ctx: Context, response: JsonRpcResponse, headers?: Record<string, string>): HookOutcome | Promise<HookOutcome> {
-    let status = 200;
-    if (ctx.envelope !== null) {
-      // A modern client: every result says it is complete; an unknown method is a 404 (2026-07-28).
-      response = completed(response);
-      if (response.error?.code === METHOD_NOT_FOUND) status = 404;
-    }
     const hooks = this.#o.chain.responseHooks(ctx.rpcMethod);
-    if (hooks === null) return Reply.json(status, response, headers);
+    if (hooks === null) return this.#reply(ctx, response, headers);
     const hooked = runResponseHooks(hooks, ctx, response);
-    return isPromise(hooked) ? hooked.then((settled) => Reply.json(status, settled, headers)) : Reply.json(status, hooked, headers);
+    return isPromise(hooked) ? hooked.then((settled) => this.#reply(ctx, settled, headers)) : this.#reply(ctx, hooked, headers);
+  }
+
+  /**
+   * A response as the client's era wants it, after the hooks (which see one shape in both eras):
+   * to a modern client every result says it is complete, and an unknown method is a 404.
+   */
+  #reply(ctx: Context, response: JsonRpcResponse, headers?: Record<string, string>): Reply {
+    if (ctx.envelope === null) return Reply.json(200, response, headers);
+    return Reply.json(response.error?.code === METHOD_NOT_FOUND ? 404 : 200, completed(response), headers);
   }
 
   /**
