@@ -91,6 +91,20 @@ describe('eras: a legacy client, a modern-only backend and a legacy one in one g
     }
   });
 
+  it('the GET stream carries a modern backend\'s list changes: the gateway listens to it (subscriptions/listen) on the client\'s behalf', async () => {
+    const c = await connectClient(gateway.url, {});
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the backend's listen opens
+      modern.notify.toolsChanged();
+      await c.waitForNotification('notifications/tools/list_changed', undefined, 5_000);
+      const listen = modern.requests.find((r) => (r.body as { method?: string } | undefined)?.method === 'subscriptions/listen');
+      assert.ok(listen !== undefined, 'the gateway opened a listen on the modern backend');
+      assert.ok(!c.notifications.some((n) => n.method === 'notifications/subscriptions/acknowledged'), 'the backend\'s acknowledgement is the gateway\'s business');
+    } finally {
+      await c.close();
+    }
+  });
+
   it('/status knows each backend\'s era, and the modern backend is healthy', async () => {
     const status = (await (await fetch(new URL('/status', gateway.url))).json()) as { backends: { name: string; era: string; health: string }[] };
     const m = status.backends.find((b) => b.name === 'm')!;

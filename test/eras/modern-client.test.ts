@@ -29,7 +29,7 @@ describe('eras: a modern client in front of an aggregated group of both generati
 
   before(async () => {
     modern = await startSdk2Server({ name: 'm', posture: 'modern' });
-    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add', 'elicit', 'sample'] });
+    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add', 'elicit', 'sample', 'add_tool', 'bump'] });
     gateway = await startTestGateway({ backends: [{ name: 'm', url: modern.url }, { name: 'l', url: legacy.url }] });
   });
   after(async () => {
@@ -101,6 +101,33 @@ describe('eras: a modern client in front of an aggregated group of both generati
     for (const state of ['gh1.forged.c2ln', 'gh1.' + Buffer.from('{"p":"x","o":"","m":"tools/call","n":"elicit","e":9999999999999}').toString('base64url') + '.AAAA']) {
       const res = await post(gateway.url, call(state), headers);
       assert.equal((res.body['error'] as { code: number } | undefined)?.code, -32602, JSON.stringify(res.body));
+    }
+  });
+
+  it('subscriptions/listen: list changes of both backends, each from its own era, tagged with the subscription and filtered', async () => {
+    const client = await connect();
+    const seen: { method: string; subscriptionId: unknown }[] = [];
+    client.setNotificationHandler('notifications/tools/list_changed', async (n) => void seen.push({ method: n.method, subscriptionId: n.params?._meta?.['io.modelcontextprotocol/subscriptionId'] }));
+    client.setNotificationHandler('notifications/resources/updated', async (n) => void seen.push({ method: n.method, subscriptionId: (n.params as { uri: string }).uri }));
+    try {
+      const subscription = await client.listen({ toolsListChanged: true, resourceSubscriptions: ['fixture://l/counter'] });
+      assert.deepEqual(subscription.honoredFilter, { toolsListChanged: true, resourceSubscriptions: ['fixture://l/counter'] });
+      const waitFor = async (count: number): Promise<void> => {
+        for (let i = 0; i < 100 && seen.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      };
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the backends' streams open
+      modern.notify.toolsChanged();
+      await waitFor(1);
+      await client.callTool({ name: 'l_add_tool', arguments: { name: 'late' } });
+      await waitFor(2);
+      await client.callTool({ name: 'l_bump', arguments: {} });
+      await waitFor(3);
+      assert.equal(seen.filter((s) => s.method === 'notifications/tools/list_changed').length >= 2, true, JSON.stringify(seen));
+      assert.ok(seen.filter((s) => s.method === 'notifications/tools/list_changed').every((s) => typeof s.subscriptionId === 'number' || typeof s.subscriptionId === 'string'));
+      assert.ok(seen.some((s) => s.method === 'notifications/resources/updated' && s.subscriptionId === 'fixture://l/counter'), JSON.stringify(seen));
+      await subscription.close();
+    } finally {
+      await client.close();
     }
   });
 

@@ -35,6 +35,7 @@ import type { OpenStreams } from '../streams.ts';
 import { callerMustReauthenticate, forBackend, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { ClientStream, streamRefusal } from './client-stream.ts';
+import { parseFilter } from './listen.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapInputRequestId, unwrapRequestId } from './ids.ts';
@@ -322,6 +323,9 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     if (!('method' in message)) return this.#answerFromClient(ctx, session, message);
     if (!('id' in message)) return this.#notify(ctx, session, message);
     if (routed === null) return this.#request(ctx, session, message);
+    if ('target' in routed && (message.method === 'resources/subscribe' || message.method === 'resources/unsubscribe') && isModernVersion(session.backends.get(routed.link.name)?.protocolVersion)) {
+      return this.#subscribeModern(ctx, session, routed.link, message);
+    }
     if ('target' in routed) return this.#route(ctx, session, routed.link, routed.request);
     return this.#answer(ctx, { jsonrpc: '2.0', id: message.id, error: { code: routed.code, message: routed.message } });
   }
@@ -429,6 +433,49 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     return { code: INVALID_PARAMS, message: 'completion/complete needs a ref/prompt name or a ref/resource uri' };
   }
 
+  /**
+   * A modern client's `subscriptions/listen`: the stream of the change notifications its filter
+   * asks for, from every backend of the session in its own era (client-stream.ts, listen.ts).
+   */
+  async #listen(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
+    const filter = parseFilter(request.params);
+    const owned = new Map<string, string[]>();
+    for (const uri of filter.resourceSubscriptions) {
+      const owner = await this.#resourceOwner(ctx, session, uri);
+      if (owner !== null) owned.set(owner.name, [...(owned.get(owner.name) ?? []), uri]);
+    }
+    const records = [...session.backends.values()];
+    const served = (capability: string): boolean => records.some((r) => r.capabilities[capability] !== undefined);
+    const honored: Record<string, unknown> = {};
+    if (filter.toolsListChanged && served('tools')) honored['toolsListChanged'] = true;
+    if (filter.promptsListChanged && served('prompts')) honored['promptsListChanged'] = true;
+    if (filter.resourcesListChanged && served('resources')) honored['resourcesListChanged'] = true;
+    const subscribed = [...owned.values()].flat();
+    if (subscribed.length > 0) honored['resourceSubscriptions'] = subscribed;
+    const refusal = streamRefusal(session, this.#links);
+    if (refusal !== null) return refusal;
+    const subscribe = (link: BackendLink, uris: readonly string[]): void => {
+      for (const uri of uris) {
+        void this.#healer.call(ctx, session, link, { jsonrpc: '2.0', id: 'gatehouse-subscribe', method: 'resources/subscribe', params: { uri } }).catch(() => undefined);
+      }
+    };
+    const rejoin = (streamCtx: Context, link: BackendLink): Promise<unknown> => this.#healer.join(streamCtx, session, link);
+    new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe }).open();
+    return undefined;
+  }
+
+  /**
+   * A legacy client's resources/subscribe (or unsubscribe) of a modern backend's resource: a
+   * modern backend takes subscriptions in its listen, so the session keeps it and the backend's
+   * listen on the client's GET stream opens again with it.
+   */
+  #subscribeModern(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
+    const uri = request.params?.['uri'];
+    if (typeof uri !== 'string') return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid params: uri is required' } });
+    if (session.subscribe(link.name, uri, request.method === 'resources/subscribe')) session.stream?.backendJoined(link.name);
+    return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: {} });
+  }
+
   /** A request the gateway answers itself (lists, ping) or sends to every backend (logging). */
   async #request(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
     const list = LIST_METHODS[request.method];
@@ -450,6 +497,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       if (result === null) return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid cursor: list again from the start' } });
       return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: hints === null ? result : { ...result, resultType: 'complete', ...hints, _meta: JSON.parse(this.#serverMeta) as unknown } });
     }
+    if (request.method === 'subscriptions/listen' && ctx.envelope !== null) return this.#listen(ctx, session, request);
     switch (request.method) {
       case 'server/discover':
         // Asked inside a legacy session too: a dual-era client may probe before it falls back.

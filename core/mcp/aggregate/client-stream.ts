@@ -1,6 +1,9 @@
 /**
  * The client's standalone GET stream of an aggregated session: the gateway opens the GET stream
- * of every backend session and multiplexes their events into the client's one stream. Event ids
+ * of every backend session and multiplexes their events into the client's one stream. A modern
+ * backend has no GET stream: the gateway opens a `subscriptions/listen` of its own there
+ * (listen.ts). The same multiplexing serves a modern client's `subscriptions/listen`, through
+ * its filter and tagged with its subscription's id. Event ids
  * carry the last position of every backend (ids.ts), so a client that reconnects with
  * Last-Event-ID resumes each backend where it was. A backend stream that drops is reopened with
  * backoff while the client is connected; one the backend refuses because it lost the session (a
@@ -17,6 +20,8 @@ import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, multiplexEventId } from './ids.ts';
+import { isModernVersion, META, towardModern } from '../era.ts';
+import { asksAnything, backendPart, everything, listenRequest, tagged, wanted, type ListenSpec } from './listen.ts';
 import { eventMessage, eventTowardClient, towardClient } from './toward-client.ts';
 import type { AggregatedSession, SessionStream } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
@@ -30,6 +35,17 @@ export type BackendObserver = (session: AggregatedSession, message: JsonRpcMessa
 
 /** Joins a backend to the session again (or for the first time); rejects when it cannot now. */
 export type Rejoin = (ctx: Context, link: BackendLink) => Promise<unknown>;
+
+/** A modern client's `subscriptions/listen` served by a ClientStream. */
+export interface ModernListen {
+  readonly spec: ListenSpec;
+  /** What the acknowledgement says the gateway honours. */
+  readonly honored: Record<string, unknown>;
+  /** Backend name → the filter's resource URIs it owns. */
+  readonly owned: ReadonlyMap<string, readonly string[]>;
+  /** Subscribes a legacy backend's session to URIs it owns (`resources/subscribe`). */
+  subscribe(link: BackendLink, uris: readonly string[]): void;
+}
 
 /** The GET stream of one backend session, feeding the client's stream. */
 class BackendStream extends Exchange {
@@ -121,6 +137,8 @@ export class ClientStream implements SessionStream, OpenStream {
   readonly #backends = new Map<number, BackendStream>();
   readonly #retries = new Map<number, number>();
   readonly #lostRefusals = new Map<number, number>();
+  /** A modern client's subscription (null: a legacy client's GET stream). */
+  readonly #listen: ModernListen | null;
   #closed = false;
 
   constructor(
@@ -131,7 +149,9 @@ export class ClientStream implements SessionStream, OpenStream {
     observe: BackendObserver,
     rejoin: Rejoin,
     positions: ReadonlyMap<number, string>,
+    listen: ModernListen | null = null,
   ) {
+    this.#listen = listen;
     this.ctx = ctx;
     this.#session = session;
     this.#links = links;
@@ -141,18 +161,23 @@ export class ClientStream implements SessionStream, OpenStream {
     this.#positions = new Map(positions);
   }
 
-  /** Answers the client's GET and opens every backend's stream. */
+  /** Answers the client's GET (or its subscriptions/listen) and opens every backend's stream. */
   open(): void {
     const headers: Record<string, string> = {
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache, no-transform',
       'x-accel-buffering': 'no',
-      'mcp-session-id': this.#session.id,
       'x-request-id': this.ctx.requestId,
     };
+    if (this.#listen === null) headers['mcp-session-id'] = this.#session.id;
     addCorsHeaders(headers, this.ctx.corsOrigin);
     this.ctx.res.writeHead(200, headers);
     this.ctx.res.flushHeaders();
+    if (this.#listen !== null) {
+      // The first message of a subscription: what the gateway agreed to honour.
+      const ack = { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: this.#listen.spec.subscriptionId }, notifications: this.#listen.honored } };
+      this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(ack) }));
+    }
     this.ctx.inflight = { cancel: () => this.close() };
     this.#streams.add(this);
     for (const name of this.#session.backends.keys()) {
@@ -173,9 +198,18 @@ export class ClientStream implements SessionStream, OpenStream {
       });
       return;
     }
+    const modern = isModernVersion(backendSession.protocolVersion);
+    const owned = this.#listen?.owned.get(link.name) ?? [];
+    // A modern backend is asked for its part of what the client wants: a listen's filter, or everything a GET stream hears.
+    const filter = this.#listen === null ? everything(backendSession.capabilities, this.#session.subscriptionsOf(link.name)) : backendPart(this.#listen.spec.filter, backendSession.capabilities, owned);
+    if ((modern || this.#listen !== null) && !asksAnything(filter)) return;
+    if (!modern && owned.length > 0) this.#listen!.subscribe(link, owned);
+    const listen = modern ? towardModern(listenRequest(filter), this.ctx.envelope ?? this.#session.envelope, backendSession.protocolVersion) : undefined;
     let headers: string[] | GatewayError;
     try {
-      headers = await link.headers(this.ctx, backendSession, 'text/event-stream', this.#positions.get(link.index));
+      headers = modern
+        ? await link.headers(this.ctx, backendSession, 'application/json, text/event-stream', undefined, listen)
+        : await link.headers(this.ctx, backendSession, 'text/event-stream', this.#positions.get(link.index));
     } catch (err) {
       // A prepareBackend hook threw: that backend's stream stays closed; the others go on.
       this.ctx.log(err instanceof GatewayError ? err : new GatewayError('internal_error', `no GET stream to backend "${link.name}"`, { detail: String(err) }), err);
@@ -184,7 +218,8 @@ export class ClientStream implements SessionStream, OpenStream {
     if (this.#closed || !Array.isArray(headers) || this.#backends.has(link.index)) return;
     const stream = new BackendStream(this, link, backendSession);
     this.#backends.set(link.index, stream);
-    stream.dispatch(link.streamPool, 'GET', headers, null);
+    if (listen === undefined) stream.dispatch(link.streamPool, 'GET', headers, null);
+    else stream.dispatch(link.streamPool, 'POST', [...headers, 'content-type', 'application/json'], Buffer.from(JSON.stringify(listen)));
   }
 
   backendEvent(link: BackendLink, stream: BackendStream, event: SseEvent): void {
@@ -197,6 +232,15 @@ export class ClientStream implements SessionStream, OpenStream {
     if (resumable) this.#positions.set(link.index, event.id!);
     const message = eventMessage(event);
     if (message !== null) this.#observe(this.#session, message);
+    if (this.#listen !== null) {
+      // A subscription carries only what its filter asks for, each tagged with its id.
+      if (message !== null && wanted(this.#listen.spec.filter, message)) {
+        this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(tagged(message, this.#listen.spec.subscriptionId)) }));
+      }
+      return;
+    }
+    // A modern backend's own acknowledgement of the gateway's listen is nobody else's business.
+    if (message !== null && 'method' in message && message.method === 'notifications/subscriptions/acknowledged') return;
     const id = resumable ? multiplexEventId(this.#positions) : null;
     // No request is answered on this stream: a response on it is dropped.
     const text = eventTowardClient(event, id, link.index, null, message);
@@ -230,6 +274,8 @@ export class ClientStream implements SessionStream, OpenStream {
     if (this.#backends.get(link.index) !== stream) return; // replaced meanwhile
     this.#backends.delete(link.index);
     if (this.#closed || refusal?.status === 405) return;
+    // A modern backend that refuses the listen (it serves no subscriptions) is not asked again.
+    if (refusal !== null && refusal.status >= 400 && refusal.status < 500 && isModernVersion(stream.record.protocolVersion)) return;
     if (refusal?.lost === true) {
       const refusals = (this.#lostRefusals.get(link.index) ?? 0) + 1;
       this.#lostRefusals.set(link.index, refusals);
@@ -260,6 +306,11 @@ export class ClientStream implements SessionStream, OpenStream {
     this.#closed = true;
     for (const stream of this.#backends.values()) stream.cancel();
     this.#backends.clear();
+    if (this.#listen !== null && !this.ctx.res.writableEnded && !this.ctx.res.destroyed) {
+      // The gateway ends a subscription (shutdown): its response says it ended gracefully.
+      const id = this.#listen.spec.subscriptionId;
+      this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { [META.subscriptionId]: id } } }) }));
+    }
     if (!this.ctx.res.writableEnded) this.ctx.res.end();
     this.#streams.delete(this);
     if (this.#session.stream === this) this.#session.stream = null;

@@ -56,6 +56,26 @@ export class AggregatedSession {
   listVersion = 0;
   /** What its initialize answered, in the process that created it (server/discover reuses it). */
   initializeResult: Record<string, unknown> | null = null;
+  /** Resource URIs the client subscribed to on modern backends (which take listens, not subscribe), by backend. */
+  #subscriptions: Map<string, Set<string>> | null = null;
+
+  /** The URIs the client subscribed to on a modern backend `name`. */
+  subscriptionsOf(name: string): readonly string[] {
+    return [...(this.#subscriptions?.get(name) ?? [])];
+  }
+
+  /** `resources/subscribe` (or unsubscribe) of `uri` on modern backend `name`; false when nothing changed. */
+  subscribe(name: string, uri: string, on: boolean): boolean {
+    const all = (this.#subscriptions ??= new Map());
+    let set = all.get(name);
+    if (set === undefined) all.set(name, (set = new Set()));
+    if (set.has(uri) === on) return false;
+    if (on) {
+      if (set.size >= 256) return false;
+      set.add(uri);
+    } else set.delete(uri);
+    return true;
+  }
 
   constructor(record: SessionRecord) {
     this.#record = record;
