@@ -105,6 +105,18 @@ describe('eras: a legacy client, a modern-only backend and a legacy one in one g
     }
   });
 
+  it('progress of a modern backend\'s call reaches the legacy client', async () => {
+    const c = await connectClient(gateway.url, {});
+    try {
+      const progress: number[] = [];
+      const result = await c.client.callTool({ name: 'm_progress', arguments: { steps: 3 } }, undefined, { onprogress: (p) => void progress.push(p.progress) });
+      assert.deepEqual(result.content, [{ type: 'text', text: 'done' }]);
+      assert.deepEqual(progress, [1, 2, 3]);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('/status knows each backend\'s era, and the modern backend is healthy', async () => {
     const status = (await (await fetch(new URL('/status', gateway.url))).json()) as { backends: { name: string; era: string; health: string }[] };
     const m = status.backends.find((b) => b.name === 'm')!;

@@ -29,7 +29,7 @@ describe('eras: a modern client in front of an aggregated group of both generati
 
   before(async () => {
     modern = await startSdk2Server({ name: 'm', posture: 'modern' });
-    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add', 'elicit', 'sample', 'add_tool', 'bump'] });
+    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'add', 'elicit', 'sample', 'add_tool', 'bump', 'slow'] });
     gateway = await startTestGateway({ backends: [{ name: 'm', url: modern.url }, { name: 'l', url: legacy.url }] });
   });
   after(async () => {
@@ -126,6 +126,18 @@ describe('eras: a modern client in front of an aggregated group of both generati
       assert.ok(seen.filter((s) => s.method === 'notifications/tools/list_changed').every((s) => typeof s.subscriptionId === 'number' || typeof s.subscriptionId === 'string'));
       assert.ok(seen.some((s) => s.method === 'notifications/resources/updated' && s.subscriptionId === 'fixture://l/counter'), JSON.stringify(seen));
       await subscription.close();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('progress of a legacy backend\'s call reaches the modern client on the call\'s stream', async () => {
+    const client = await connect();
+    try {
+      const progress: number[] = [];
+      const result = await client.callTool({ name: 'l_slow', arguments: { steps: 3, delayMs: 5 } }, { onprogress: (p) => void progress.push(p.progress) });
+      assert.match(JSON.stringify(result.content), /done/);
+      assert.deepEqual(progress, [1, 2, 3]);
     } finally {
       await client.close();
     }
