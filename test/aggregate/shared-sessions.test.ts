@@ -50,10 +50,11 @@ describe('aggregated sessions shared through Redis', () => {
     const sessionId = a.transport.sessionId!;
     assert.equal(textOf(await a.client.callTool({ name: 'alpha_echo', arguments: { text: 'via first' } })), 'alpha: via first');
 
-    // What the store holds: the backend sessions, nothing secret, under the configured prefix.
-    const keys = await redis!.admin.keys(`${redis!.keyPrefix}*`);
-    assert.deepEqual(keys, [`${redis!.keyPrefix}vmcp:session:${sessionId}`]);
-    const stored = JSON.parse((await redis!.admin.get(keys[0]!))!) as { backends: Record<string, { sessionId: string }> };
+    // What the store holds, under the configured prefix: the backend sessions (no token, no
+    // secret of the client's), and the key the replicas share to seal the requestStates they issue.
+    const keys = (await redis!.admin.keys(`${redis!.keyPrefix}*`)).sort();
+    assert.deepEqual(keys, [`${redis!.keyPrefix}vmcp:relay-key`, `${redis!.keyPrefix}vmcp:session:${sessionId}`]);
+    const stored = JSON.parse((await redis!.admin.get(keys[1]!))!) as { backends: Record<string, { sessionId: string }> };
     assert.deepEqual(Object.keys(stored.backends).sort(), ['alpha', 'beta']);
     assert.ok(alpha.sessionIds().includes(stored.backends.alpha!.sessionId));
 
@@ -68,7 +69,7 @@ describe('aggregated sessions shared through Redis', () => {
     await b.close();
     const res = await post(first.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
     assert.equal(res.status, 404);
-    assert.deepEqual(await redis!.admin.keys(`${redis!.keyPrefix}*`), []);
+    assert.deepEqual(await redis!.admin.keys(`${redis!.keyPrefix}*`), [`${redis!.keyPrefix}vmcp:relay-key`], 'nothing of the session is left');
     await a.close({ terminate: false });
   });
 });

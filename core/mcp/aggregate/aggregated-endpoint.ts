@@ -21,7 +21,8 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { Chain, HookOutcome } from '../../chain.ts';
 import type { Context } from '../../context.ts';
-import { GatewayError, rpcErrorResponse } from '../../errors.ts';
+import { randomBytes } from 'node:crypto';
+import { GatewayError, rpcErrorResponse, untrusted } from '../../errors.ts';
 import { startReading, type BodySink } from '../../http/body.ts';
 import { Reply } from '../../reply.ts';
 import { respond, respondWhenSettled } from '../../respond.ts';
@@ -41,12 +42,14 @@ import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapInputRequestId, unwrapRequestId } from './ids.ts';
 import { CAPABILITY_OF, InputWaits, relayInput } from './input-relay.ts';
 import { isGatewayState, ParkedCalls } from './parked-calls.ts';
+import { replicaOf, type Relay, type RelayMessage } from './relay.ts';
+import { relayedContext, RemoteAnswers } from './remote-resume.ts';
 import { SessionHealer } from './healing.ts';
 import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
 import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
 import { completed, discoverResult, LEGACY_ONLY_METHODS, serverInfo, withCacheHints } from './modern-answers.ts';
-import { META, type Era } from '../era.ts';
+import { META, type ClientEnvelope, type Era } from '../era.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
 import { AggregatedSession } from './session.ts';
 import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
@@ -66,7 +69,15 @@ export interface AggregatedOptions {
   failure: FailureHandlingConfig;
   store: SessionStore;
   health: HealthMonitor;
+  /** How this replica tells the others about what it holds (relay.ts): started already. */
+  relay: Relay;
   log: Logger;
+}
+
+/** The answers a modern client's retry carries (`inputResponses`), or none. */
+function inputResponsesOf(request: JsonRpcRequest): Record<string, unknown> {
+  const given = request.params?.['inputResponses'];
+  return typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {};
 }
 
 /** JSON-RPC error codes the gateway answers with itself. */
@@ -113,15 +124,22 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   /** The `_meta` of the gateway's own results to modern clients, as JSON. */
   readonly #serverMeta: string;
   /** Requests for input asked of legacy clients on modern backends' behalf. */
-  readonly #waits = new InputWaits();
+  readonly #waits: InputWaits;
   /** Modern clients' calls a legacy backend interrupted with a request, waiting for their retries. */
-  readonly #parked = new ParkedCalls<RoutedExchange>();
+  readonly #parked: ParkedCalls<RoutedExchange>;
+  /** Retries here of calls parked on other replicas, waiting for what those relay. */
+  readonly #remote = new RemoteAnswers();
+  /** Calls parked here and resumed by a retry on another replica, by resume id (the client may leave). */
+  readonly #resumedElsewhere = new Map<string, RoutedExchange>();
 
   constructor(options: AggregatedOptions) {
     this.path = options.path;
     this.#o = options;
     this.#links = new Map(options.links.map((link) => [link.name, link]));
     this.#serverMeta = JSON.stringify({ [META.serverInfo]: serverInfo(options.name) });
+    this.#waits = new InputWaits(options.relay.replica);
+    this.#parked = new ParkedCalls<RoutedExchange>(options.relay.key, options.relay.replica);
+    options.relay.onMessage((message) => this.#relayed(message));
     this.#healer = new SessionHealer({ links: options.links, store: options.store, health: options.health, log: options.log, sink: (session, link) => this.#sink(session, link) });
     this.#local = new LRUCache<string, AggregatedSession>({
       max: options.session.maxSessions,
@@ -683,23 +701,89 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * goes on into this request's answer.
    */
   async #resumeParked(ctx: Context, link: BackendLink, request: JsonRpcRequest): Promise<HookOutcome> {
-    const parked = this.#parked.take(request.params!['requestState'] as string, ctx.principal, request.method, ctx.target?.name ?? '');
-    if (parked === null || parked.call.link !== link) {
-      return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid params: this requestState was not issued by this gateway for this call and principal, was used already, or expired' } });
-    }
-    const exchange = parked.call;
-    const given = request.params?.['inputResponses'];
-    const responses = typeof given === 'object' && given !== null ? (given as Record<string, unknown>) : {};
+    const refused = (): HookOutcome | Promise<HookOutcome> =>
+      this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid params: this requestState was not issued by this gateway for this call and principal, was used already, or expired' } });
+    const parkId = this.#parked.open(request.params!['requestState'] as string, ctx.principal, request.method, ctx.target?.name ?? '');
+    if (parkId === null) return refused();
+    const responses = inputResponsesOf(request);
+    const holder = replicaOf(parkId);
+    if (holder !== this.#o.relay.replica) return this.#resumeElsewhere(ctx, holder, parkId, responses);
+    const parked = this.#parked.take(parkId);
+    if (parked === null || parked.call.link !== link) return refused();
+    await this.#answerParked(ctx, parked.call, parked.requests, responses);
+    if (ctx.res.destroyed) parked.call.expire();
+    else parked.call.resumeWith(ctx);
+    return undefined;
+  }
+
+  /** Each of the parked call's requests gets the client's answer (or, without one, an error) at its backend. */
+  async #answerParked(ctx: Context, exchange: RoutedExchange, requests: ReadonlyMap<string, { readonly id: string | number }>, responses: Record<string, unknown>): Promise<void> {
     await Promise.allSettled(
-      [...parked.requests].map(([key, asked]) =>
-        this.#healer.send(ctx, exchange.session, link, exchange.backendSession, responses[key] === undefined
+      [...requests].map(([key, asked]) =>
+        this.#healer.send(ctx, exchange.session, exchange.link, exchange.backendSession, responses[key] === undefined
           ? { jsonrpc: '2.0', id: asked.id, error: { code: INTERNAL_ERROR, message: 'the client gave no answer' } }
           : { jsonrpc: '2.0', id: asked.id, result: responses[key] }),
       ),
     );
-    if (ctx.res.destroyed) exchange.expire();
-    else exchange.resumeWith(ctx);
+  }
+
+  /** The retry reached this replica, its call is parked on `holder`: that one resumes it, relaying the answer here. */
+  async #resumeElsewhere(ctx: Context, holder: string, parkId: string, responses: Record<string, unknown>): Promise<HookOutcome> {
+    const relay = this.#o.relay;
+    const resumeId = randomBytes(12).toString('base64url');
+    this.#remote.expect(resumeId, ctx, () => void relay.send(holder, { type: 'cancel', resumeId }));
+    const heard = await relay.send(holder, { type: 'resume', park: parkId, resumeId, from: relay.replica, answers: responses, rpcId: ctx.rpcId, envelope: ctx.envelope });
+    if (!heard) this.#remote.relayed({ type: 'gone', resumeId });
     return undefined;
+  }
+
+  /** What another replica tells this one (relay.ts): answers for its waits, resumptions of its parked calls, and their relayed answers. */
+  #relayed(message: RelayMessage): void {
+    const text = (field: string): string | null => (typeof message[field] === 'string' ? (message[field] as string) : null);
+    switch (message.type) {
+      case 'answer': {
+        const [session, waitId, position] = [text('session'), text('waitId'), message['position']];
+        if (session !== null && waitId !== null && typeof position === 'number' && typeof message['response'] === 'object' && message['response'] !== null) {
+          this.#waits.deliver(session, waitId, position, message['response'] as JsonRpcResponse);
+        }
+        return;
+      }
+      case 'resume':
+        void this.#resumeFor(message).catch((err: unknown) => this.#o.log.error({ err }, 'a parked call could not be resumed for another replica'));
+        return;
+      case 'cancel': {
+        const resumeId = text('resumeId');
+        const exchange = resumeId === null ? undefined : this.#resumedElsewhere.get(resumeId);
+        if (exchange !== undefined) {
+          this.#resumedElsewhere.delete(resumeId!);
+          exchange.expire();
+        }
+        return;
+      }
+      default:
+        this.#remote.relayed(message);
+    }
+  }
+
+  /** Another replica got the retry of a call parked here: it is resumed into a response relayed there. */
+  async #resumeFor(message: RelayMessage): Promise<void> {
+    const relay = this.#o.relay;
+    const [park, resumeId, from] = [message['park'], message['resumeId'], message['from']];
+    if (typeof park !== 'string' || typeof resumeId !== 'string' || typeof from !== 'string') return;
+    const parked = this.#parked.take(park);
+    if (parked === null) {
+      await relay.send(from, { type: 'gone', resumeId });
+      return;
+    }
+    const exchange = parked.call;
+    const answers = typeof message['answers'] === 'object' && message['answers'] !== null ? (message['answers'] as Record<string, unknown>) : {};
+    await this.#answerParked(exchange.ctx, exchange, parked.requests, answers);
+    const rpcId = message['rpcId'];
+    const envelope = (typeof message['envelope'] === 'object' ? message['envelope'] : null) as ClientEnvelope | null;
+    const ctx = relayedContext(exchange.ctx, relay, from, resumeId, typeof rpcId === 'string' || typeof rpcId === 'number' ? rpcId : null, envelope);
+    this.#resumedElsewhere.set(resumeId, exchange);
+    ctx.res.once('close', () => this.#resumedElsewhere.delete(resumeId));
+    exchange.resumeWith(ctx);
   }
 
   outcome(exchange: RoutedExchange, problem: GatewayError | null): void {
@@ -732,9 +816,12 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     // An answer to what the gateway asked on a modern backend's behalf (input-relay.ts).
     const input = unwrapInputRequestId(response.id);
     if (input !== null) {
-      if (!this.#waits.deliver(session, input.waitId, input.position, response)) {
-        throw new GatewayError('invalid_jsonrpc', `Invalid Request: no request of this session waits for id ${JSON.stringify(response.id)}`);
-      }
+      const holder = replicaOf(input.waitId);
+      const delivered =
+        holder === this.#o.relay.replica
+          ? this.#waits.deliver(session.id, input.waitId, input.position, response)
+          : await this.#o.relay.send(holder, { type: 'answer', session: session.id, waitId: input.waitId, position: input.position, response });
+      if (!delivered) throw new GatewayError('invalid_jsonrpc', `Invalid Request: no request of this session waits for id ${untrusted(String(response.id))}`);
       return Reply.empty(202);
     }
     const origin = unwrapRequestId(response.id);

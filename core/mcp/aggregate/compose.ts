@@ -16,6 +16,7 @@ import { AggregatedEndpoint } from './aggregated-endpoint.ts';
 import { HealthMonitor } from './health.ts';
 import { MemorySessionStore } from './memory-session-store.ts';
 import { RedisSessionStore } from './redis-session-store.ts';
+import { LocalRelay, RedisRelay, type Relay } from './relay.ts';
 import { sessionTag, type SessionStore } from './session-store.ts';
 
 export interface AggregatedDeps {
@@ -46,6 +47,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
 
   let endpoint: AggregatedEndpoint | null = null;
   let store: SessionStore;
+  let relay: Relay;
   let close = async (): Promise<void> => {};
   const storage = config.session.storage;
   if (storage.type === 'redis') {
@@ -57,7 +59,17 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
       throw err;
     }
     store = new RedisSessionStore(client, { ttlMs: config.session.ttlMs, maxPerOwner: config.session.maxSessionsPerPrincipal, keyPrefix: storage.redis.keyPrefix, log });
+    // The replicas sharing these sessions tell each other about the calls one of them holds.
+    const redisRelay = new RedisRelay(client, storage.redis.keyPrefix, log);
+    relay = redisRelay;
+    try {
+      await redisRelay.start();
+    } catch (err) {
+      client.disconnect();
+      throw err;
+    }
     close = async () => {
+      await redisRelay.close();
       await client.quit().catch(() => client.disconnect());
     };
   } else {
@@ -72,6 +84,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
       },
     });
     store = memory;
+    relay = new LocalRelay();
     close = () => memory.close();
   }
 
@@ -87,6 +100,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     failure,
     store,
     health,
+    relay,
     log,
   });
   return { endpoint, health, close };

@@ -48,14 +48,22 @@ interface Wait {
   readonly timer: NodeJS.Timeout;
 }
 
-/** The requests for input this process asked clients and still waits for. */
+/**
+ * The requests for input this process asked clients and still waits for. A wait's id starts
+ * with this replica's id: an answer posted to another replica is sent on to this one (relay.ts).
+ */
 export class InputWaits {
   readonly #waits = new Map<string, Wait>();
+  readonly #replica: string;
+
+  constructor(replica: string) {
+    this.#replica = replica;
+  }
 
   /** Opens a wait for `count` answers of `session`'s client; resolves with them (or rejects at the timeout). */
   open(session: AggregatedSession, count: number): { id: string; answers: Promise<(JsonRpcResponse | undefined)[]>; cancel(): void } {
     if (this.#waits.size >= MAX_WAITS) throw new GatewayError('backend_error', 'too many requests for input are waiting for their clients');
-    const id = randomBytes(12).toString('base64url');
+    const id = this.#replica + randomBytes(12).toString('base64url');
     let cancel = (): void => undefined;
     const answers = new Promise<(JsonRpcResponse | undefined)[]>((resolve, reject) => {
       const finish = (outcome: (JsonRpcResponse | undefined)[] | GatewayError): void => {
@@ -75,10 +83,10 @@ export class InputWaits {
     return { id, answers, cancel };
   }
 
-  /** The client's answer to request `position` of wait `waitId`; false when the session has no such wait. */
-  deliver(session: AggregatedSession, waitId: string, position: number, response: JsonRpcResponse): boolean {
+  /** The client's answer to request `position` of wait `waitId`; false when the session has no such wait here. */
+  deliver(sessionId: string, waitId: string, position: number, response: JsonRpcResponse): boolean {
     const wait = this.#waits.get(waitId);
-    if (wait === undefined || wait.sessionId !== session.id || position >= wait.answers.length || wait.answers[position] !== undefined) return false;
+    if (wait === undefined || wait.sessionId !== sessionId || position >= wait.answers.length || wait.answers[position] !== undefined) return false;
     wait.answers[position] = response;
     if (--wait.remaining === 0) wait.done(wait.answers);
     return true;

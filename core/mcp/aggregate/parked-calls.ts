@@ -8,9 +8,10 @@
  * the backend's stream continues into the retry's answer.
  *
  * `requestState` is a bearer of the parked call, and comes back from the client: it is sealed
- * (HMAC-SHA256), names the principal it was issued to, the method and the tool (or prompt, or
- * resource) of the call, and expires with the parked call. Anything else is refused as not
- * issued by this gateway.
+ * (HMAC-SHA256, with the key the replicas share, relay.ts), names the principal it was issued
+ * to, the method and the tool (or prompt, or resource) of the call, and expires with the parked
+ * call. Anything else is refused as not issued by this gateway. The parked call's id starts with
+ * its replica's: a retry that reaches another replica is resumed through that one.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Principal } from '../../context.ts';
@@ -53,8 +54,15 @@ export interface Parked<T> {
 }
 
 export class ParkedCalls<T extends { expire(): void }> {
-  readonly #key = randomBytes(32);
+  readonly #key: Buffer;
+  readonly #replica: string;
   readonly #parked = new Map<string, Parked<T> & { readonly timer: NodeJS.Timeout }>();
+
+  /** `key`: the seal every replica shares; `replica`: this one's id, which starts every park id here. */
+  constructor(key: Buffer, replica: string) {
+    this.#key = key;
+    this.#replica = replica;
+  }
 
   get size(): number {
     return this.#parked.size;
@@ -63,7 +71,7 @@ export class ParkedCalls<T extends { expire(): void }> {
   /** Parks `call`; returns the sealed requestState the client must send back, or null when full. */
   park(call: T, requests: Parked<T>['requests'], principal: Principal | null, method: string, name: string): string | null {
     if (this.#parked.size >= MAX_PARKED) return null;
-    const id = randomBytes(16).toString('base64url');
+    const id = this.#replica + randomBytes(16).toString('base64url');
     const timer = setTimeout(() => {
       this.#parked.delete(id);
       call.expire();
@@ -76,10 +84,11 @@ export class ParkedCalls<T extends { expire(): void }> {
   }
 
   /**
-   * The parked call a retry's `state` names, taken out of the registry; null when the state is
-   * not genuine, was issued to someone else or for another call, has expired, or was used.
+   * The id of the parked call a retry's `state` names; null when the state is not genuine, was
+   * issued to someone else or for another call, or has expired. (Whether it was used already is
+   * for its replica to say: `take`.)
    */
-  take(state: string, principal: Principal | null, method: string, name: string): Parked<T> | null {
+  open(state: string, principal: Principal | null, method: string, name: string): string | null {
     const dot = state.lastIndexOf('.');
     if (!state.startsWith(PREFIX) || dot <= PREFIX.length) return null;
     const payload = state.slice(PREFIX.length, dot);
@@ -92,11 +101,16 @@ export class ParkedCalls<T extends { expire(): void }> {
     } catch {
       return null;
     }
-    if (claims.o !== ownerDigest(principal) || claims.m !== method || claims.n !== name || claims.e < Date.now()) return null;
-    const parked = this.#parked.get(claims.p);
+    if (claims.o !== ownerDigest(principal) || claims.m !== method || claims.n !== name || claims.e < Date.now() || typeof claims.p !== 'string') return null;
+    return claims.p;
+  }
+
+  /** The parked call `id` of this replica, taken out of the registry (once); null when it is not here. */
+  take(id: string): Parked<T> | null {
+    const parked = this.#parked.get(id);
     if (parked === undefined) return null;
     clearTimeout(parked.timer);
-    this.#parked.delete(claims.p);
+    this.#parked.delete(id);
     return parked;
   }
 

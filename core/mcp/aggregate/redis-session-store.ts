@@ -49,6 +49,8 @@ const record = z.object({
     }),
   ),
   missing: z.array(z.string()),
+  logLevel: z.string().optional(),
+  modern: z.literal(true).optional(),
 });
 
 /** Parses and checks a stored value: the record, or why it is not one (never throws). */
