@@ -86,13 +86,16 @@ export function towardModern(message: JsonRpcMessage, envelope: ClientEnvelope, 
 export function towardLegacy(message: JsonRpcMessage): JsonRpcMessage {
   if (!('method' in message)) return message;
   const given = metaOf(message);
-  if (given === undefined || !ENVELOPE_KEYS.some((key) => key in given)) return message;
-  const meta = { ...given };
-  for (const key of ENVELOPE_KEYS) delete meta[key];
-  const params: Record<string, unknown> = { ...message.params };
-  if (Object.keys(meta).length > 0) params['_meta'] = meta;
-  else delete params['_meta'];
-  return { ...message, params };
+  if (given === undefined || !(META.protocolVersion in given || META.clientCapabilities in given)) return message;
+  // Built key by key rather than copied and deleted from: an object that lost keys is slow to serialize.
+  let meta: Record<string, unknown> | null = null;
+  for (const key in given) {
+    if (!ENVELOPE_KEYS.includes(key)) (meta ??= {})[key] = given[key];
+  }
+  const params: Record<string, unknown> = {};
+  for (const key in message.params) if (key !== '_meta') params[key] = message.params[key];
+  if (meta !== null) params['_meta'] = meta;
+  return { jsonrpc: message.jsonrpc, ...('id' in message ? { id: message.id } : {}), method: message.method, params } as JsonRpcMessage;
 }
 
 const HEADER_TOKEN = /^[\x21-\x7e]{1,256}$/;

@@ -41,7 +41,7 @@ import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapInputRequestId, unwrapRequestId } from './ids.ts';
 import { CAPABILITY_OF, InputWaits, relayInput } from './input-relay.ts';
-import { isGatewayState, ParkedCalls } from './parked-calls.ts';
+import { isGatewayState, MAX_PARKED_PER_PRINCIPAL, ParkedCalls } from './parked-calls.ts';
 import { replicaOf, type Relay, type RelayMessage } from './relay.ts';
 import { relayedContext, RemoteAnswers } from './remote-resume.ts';
 import { SessionHealer } from './healing.ts';
@@ -72,6 +72,11 @@ export interface AggregatedOptions {
   /** How this replica tells the others about what it holds (relay.ts): started already. */
   relay: Relay;
   log: Logger;
+}
+
+/** What a parked call is about, as its requestState binds it: the backend and that backend's name of the tool. */
+function targetKey(ctx: Context): string {
+  return `${ctx.target?.backend ?? ''}\n${ctx.target?.name ?? ''}`;
 }
 
 /** The answers a modern client's retry carries (`inputResponses`), or none. */
@@ -691,8 +696,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       if (needed === undefined || capabilities[needed] === undefined) return refuse(request, `the client did not declare the ${needed ?? request.method} capability`);
     }
     const asked = new Map([...requests].map(([key, request]) => [key, { id: request.id, method: request.method, params: request.params }]));
-    const state = this.#parked.park(exchange, asked, ctx.principal, ctx.rpcMethod ?? '', ctx.target?.name ?? '');
-    return state ?? refuse(requests.values().next().value!, 'the gateway holds too many calls waiting for their clients');
+    const state = this.#parked.park(exchange, asked, ctx.principal, ctx.rpcMethod ?? '', targetKey(ctx));
+    return state ?? refuse(requests.values().next().value!, `the gateway holds too many calls waiting for their clients (at most ${MAX_PARKED_PER_PRINCIPAL} per principal)`);
   }
 
   /**
@@ -703,7 +708,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   async #resumeParked(ctx: Context, link: BackendLink, request: JsonRpcRequest): Promise<HookOutcome> {
     const refused = (): HookOutcome | Promise<HookOutcome> =>
       this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid params: this requestState was not issued by this gateway for this call and principal, was used already, or expired' } });
-    const parkId = this.#parked.open(request.params!['requestState'] as string, ctx.principal, request.method, ctx.target?.name ?? '');
+    const parkId = this.#parked.open(request.params!['requestState'] as string, ctx.principal, request.method, targetKey(ctx));
     if (parkId === null) return refused();
     const responses = inputResponsesOf(request);
     const holder = replicaOf(parkId);
@@ -771,7 +776,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     const [park, resumeId, from] = [message['park'], message['resumeId'], message['from']];
     if (typeof park !== 'string' || typeof resumeId !== 'string' || typeof from !== 'string') return;
     const parked = this.#parked.take(park);
-    if (parked === null) {
+    if (parked === null || parked.call.cancelled) {
       await relay.send(from, { type: 'gone', resumeId });
       return;
     }

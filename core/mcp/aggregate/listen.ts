@@ -30,7 +30,7 @@ const LIST_FLAGS: Readonly<Record<string, keyof Omit<ListenFilter, 'resourceSubs
 };
 
 /** Resource URIs one listen may follow (each becomes a subscription on its backend). */
-const MAX_RESOURCE_SUBSCRIPTIONS = 256;
+const MAX_RESOURCE_SUBSCRIPTIONS = 64;
 
 /** The filter of a `subscriptions/listen` request's params; malformed parts ask for nothing. */
 export function parseFilter(params: Record<string, unknown> | undefined): ListenFilter {

@@ -23,6 +23,13 @@ export function completed(response: JsonRpcResponse): JsonRpcResponse {
   return { ...response, result: { ...result, resultType: 'complete' } };
 }
 
+/** The same, changing `response` itself: for one the gateway parsed and nobody else holds. */
+export function completeOwned(response: JsonRpcResponse): JsonRpcResponse {
+  const result = response.result;
+  if (typeof result === 'object' && result !== null && !('resultType' in result)) (result as Record<string, unknown>)['resultType'] = 'complete';
+  return response;
+}
+
 /** The cache hints of a result: how long it stays fresh (ms, never negative), and who may share it. */
 export interface CacheHints {
   readonly ttlMs: number;

@@ -21,6 +21,11 @@ import { ownerKey } from './session-store.ts';
 export const PARK_MS = 5 * 60_000;
 /** Calls parked at once in this process: past it a backend's request fails the call instead. */
 const MAX_PARKED = 10_000;
+/**
+ * Calls one principal may have parked at once. Each holds a connection to its backend for up to
+ * PARK_MS: without a bound one client could take a backend's connections from everyone.
+ */
+export const MAX_PARKED_PER_PRINCIPAL = 16;
 const PREFIX = 'gh1.';
 
 /** What the sealed state says. */
@@ -56,7 +61,9 @@ export interface Parked<T> {
 export class ParkedCalls<T extends { expire(): void }> {
   readonly #key: Buffer;
   readonly #replica: string;
-  readonly #parked = new Map<string, Parked<T> & { readonly timer: NodeJS.Timeout }>();
+  readonly #parked = new Map<string, Parked<T> & { readonly timer: NodeJS.Timeout; readonly owner: string }>();
+  /** Parked calls per principal (its digest). */
+  readonly #perOwner = new Map<string, number>();
 
   /** `key`: the seal every replica shares; `replica`: this one's id, which starts every park id here. */
   constructor(key: Buffer, replica: string) {
@@ -68,17 +75,18 @@ export class ParkedCalls<T extends { expire(): void }> {
     return this.#parked.size;
   }
 
-  /** Parks `call`; returns the sealed requestState the client must send back, or null when full. */
+  /** Parks `call`; returns the sealed requestState the client must send back, or null when full (here, or for this principal). */
   park(call: T, requests: Parked<T>['requests'], principal: Principal | null, method: string, name: string): string | null {
-    if (this.#parked.size >= MAX_PARKED) return null;
+    const owner = ownerDigest(principal);
+    if (this.#parked.size >= MAX_PARKED || (this.#perOwner.get(owner) ?? 0) >= MAX_PARKED_PER_PRINCIPAL) return null;
     const id = this.#replica + randomBytes(16).toString('base64url');
     const timer = setTimeout(() => {
-      this.#parked.delete(id);
-      call.expire();
+      if (this.#remove(id) !== null) call.expire();
     }, PARK_MS);
     timer.unref();
-    this.#parked.set(id, { call, requests, timer });
-    const claims: StateClaims = { p: id, o: ownerDigest(principal), m: method, n: name, e: Date.now() + PARK_MS };
+    this.#parked.set(id, { call, requests, timer, owner });
+    this.#perOwner.set(owner, (this.#perOwner.get(owner) ?? 0) + 1);
+    const claims: StateClaims = { p: id, o: owner, m: method, n: name, e: Date.now() + PARK_MS };
     const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return `${PREFIX}${payload}.${this.#mac(payload)}`;
   }
@@ -107,10 +115,17 @@ export class ParkedCalls<T extends { expire(): void }> {
 
   /** The parked call `id` of this replica, taken out of the registry (once); null when it is not here. */
   take(id: string): Parked<T> | null {
+    return this.#remove(id);
+  }
+
+  #remove(id: string): Parked<T> | null {
     const parked = this.#parked.get(id);
     if (parked === undefined) return null;
     clearTimeout(parked.timer);
     this.#parked.delete(id);
+    const left = (this.#perOwner.get(parked.owner) ?? 1) - 1;
+    if (left > 0) this.#perOwner.set(parked.owner, left);
+    else this.#perOwner.delete(parked.owner);
     return parked;
   }
 
@@ -125,5 +140,6 @@ export class ParkedCalls<T extends { expire(): void }> {
       parked.call.expire();
     }
     this.#parked.clear();
+    this.#perOwner.clear();
   }
 }

@@ -36,7 +36,7 @@ import type { AggregatedSession } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { isModernVersion } from '../era.ts';
 import { isInputRequired } from './input-relay.ts';
-import { completed } from './modern-answers.ts';
+import { completed, completeOwned } from './modern-answers.ts';
 import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';
 
 /** What is kept of an error answer to word the client's error. */
@@ -330,7 +330,9 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     const res = this.ctx.res;
     if (res.headersSent || res.destroyed) return;
     // Written from what the hooks passed (or what was read), never the backend's bytes.
-    const body = Buffer.from(JSON.stringify(this.ctx.envelope === null ? response : completed(response)));
+    // A response no hook touched is the one this exchange parsed: it is completed in place.
+    const shaped = this.ctx.envelope === null ? response : this.#hooks === null ? completeOwned(response) : completed(response);
+    const body = Buffer.from(JSON.stringify(shaped));
     const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'x-request-id', this.ctx.requestId];
     if (this.ctx.envelope === null) headers.push('mcp-session-id', this.session.id);
     pushCorsHeaders(headers, this.ctx.corsOrigin);
@@ -361,6 +363,11 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
 
   /** An event as the client gets it: the routed id, the message rewritten, or the hooked response. */
   #render(event: SseEvent, response: JsonRpcResponse | null): string {
+    // Parked by an earlier event of the same chunk: the rest waits for the retry.
+    if (this.#held !== null) {
+      this.#held.push(event);
+      return '';
+    }
     const index = this.link.index;
     const id = isResumableEventId(event.id) ? routedEventId(index, event.id) : null;
     if (response === null) {
@@ -415,6 +422,13 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
 
   /** The client's retry (`ctx`) resumes the parked call: what was held first, then the rest of the stream. */
   resumeWith(ctx: Context): void {
+    if (this.cancelled) {
+      // It ended while it waited (the backend said too much, or the gateway is closing).
+      const error = new GatewayError('backend_error', `backend "${this.link.name}" ended the call while it waited for the client's answer`, { extra: { backend: this.link.name } });
+      ctx.log(error);
+      ctx.fail(new GatewayError('backend_error', error.description, { status: 200, rpcCode: -32603, extra: { backend: this.link.name } }));
+      return;
+    }
     const held = this.#held ?? [];
     this.#held = null;
     this.ctx = ctx;
