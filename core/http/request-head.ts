@@ -46,6 +46,8 @@ export class RequestHead {
   mcpName: string | undefined = undefined;
   /** `MCP-Protocol-Version`. */
   protocolVersion: string | undefined = undefined;
+  /** One of Mcp-Method, Mcp-Name, MCP-Protocol-Version came twice: a proxy could route on the other copy. */
+  mcpRepeated = false;
   /** `Mcp-Session-Id`; repeated ones are joined with ", " as node:http does (no session has such an id). */
   sessionId: string | undefined = undefined;
   authorization: string | undefined = undefined;
@@ -89,12 +91,15 @@ export class RequestHead {
           this.requestId ??= value;
           continue;
         case 'mcp-method':
+          if (this.mcpMethod !== undefined) this.mcpRepeated = true;
           this.mcpMethod ??= value;
           break;
         case 'mcp-name':
+          if (this.mcpName !== undefined) this.mcpRepeated = true;
           this.mcpName ??= value;
           break;
         case 'mcp-protocol-version':
+          if (this.protocolVersion !== undefined) this.mcpRepeated = true;
           this.protocolVersion ??= value;
           break;
         case 'mcp-session-id':

@@ -19,6 +19,12 @@ export type Era = 'modern' | 'legacy';
 /** The version Gatehouse names itself with (serverInfo, clientInfo). */
 export const GATEHOUSE_VERSION = '0.1.0';
 
+/**
+ * The clientInfo a legacy backend gets for a modern client that named itself nowhere (2026-07-28
+ * makes it optional; a 2025 `initialize` requires it).
+ */
+export const UNNAMED_CLIENT = { name: 'unnamed-client', version: '0' } as const;
+
 /** Modern revisions the gateway speaks, newest first. */
 export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
 /** Legacy revisions the gateway speaks (with an `initialize` handshake), newest first. */
@@ -60,22 +66,20 @@ function metaOf(message: JsonRpcRequest | JsonRpcNotification): Record<string, u
 }
 
 /**
- * `message` as a modern backend at `version` gets it: `_meta` carries the envelope (the
- * request's own keys kept, such as `progressToken`, and its own envelope when it has one, a
- * modern client's), with the protocol version the backend speaks. Responses pass unchanged.
+ * `message` as a modern backend at `version` gets it: `_meta` carries `envelope` (the request's
+ * own, checked, for a modern client; its session's for a legacy one, whose request may not speak
+ * for itself there) with the protocol version the backend speaks, and the request's other keys
+ * (such as `progressToken`). Responses pass unchanged.
  */
 export function towardModern(message: JsonRpcMessage, envelope: ClientEnvelope, version: string): JsonRpcMessage {
   if (!('method' in message)) return message;
   const given = metaOf(message);
-  const meta: Record<string, unknown> = {
-    ...given,
-    [META.protocolVersion]: version,
-    [META.clientCapabilities]: given?.[META.clientCapabilities] ?? envelope.capabilities,
-  };
-  const clientInfo = given?.[META.clientInfo] ?? envelope.clientInfo;
-  if (clientInfo !== null && clientInfo !== undefined) meta[META.clientInfo] = clientInfo;
-  const logLevel = given?.[META.logLevel] ?? envelope.logLevel;
-  if (typeof logLevel === 'string') meta[META.logLevel] = logLevel;
+  const meta: Record<string, unknown> = {};
+  for (const key in given) if (!ENVELOPE_KEYS.includes(key)) meta[key] = given[key];
+  meta[META.protocolVersion] = version;
+  meta[META.clientCapabilities] = envelope.capabilities;
+  if (envelope.clientInfo !== null && envelope.clientInfo !== undefined) meta[META.clientInfo] = envelope.clientInfo;
+  if (envelope.logLevel !== null) meta[META.logLevel] = envelope.logLevel;
   return { ...message, params: { ...message.params, _meta: meta } };
 }
 
@@ -96,6 +100,21 @@ export function towardLegacy(message: JsonRpcMessage): JsonRpcMessage {
   for (const key in message.params) if (key !== '_meta') params[key] = message.params[key];
   if (meta !== null) params['_meta'] = meta;
   return { jsonrpc: message.jsonrpc, ...('id' in message ? { id: message.id } : {}), method: message.method, params } as JsonRpcMessage;
+}
+
+/** MCP's log levels (RFC 5424), least severe first. */
+const LOG_LEVELS: readonly string[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/**
+ * Whether a modern client that asked for `wanted` (its request's `logLevel`, null: none) gets a
+ * log message at `level`: 2026-07-28 sends none to a request that asked for none. A legacy
+ * backend logs by its session's level, so the gateway filters for the modern client.
+ */
+export function logWanted(wanted: string | null, level: unknown): boolean {
+  if (wanted === null) return false;
+  const floor = LOG_LEVELS.indexOf(wanted);
+  const at = typeof level === 'string' ? LOG_LEVELS.indexOf(level) : -1;
+  return floor === -1 || at === -1 || at >= floor;
 }
 
 const HEADER_TOKEN = /^[\x21-\x7e]{1,256}$/;

@@ -42,6 +42,9 @@ export function acceptMessages(ctx: Context, body: Buffer): void {
     ctx.rpcMethod = message.method;
     if ('id' in message) ctx.rpcId = message.id;
   }
+  // Checked here, forwarded to a backend as they came: so each is there once (a proxy after the
+  // gateway, or the backend, could read the copy that was not checked).
+  if (ctx.head.mcpRepeated) throw new GatewayError('header_mismatch', 'Header mismatch: Mcp-Method, Mcp-Name and MCP-Protocol-Version may each be sent once');
   const mismatch = standardHeadersProblem(message, ctx.head.mcpMethod, ctx.head.mcpName);
   if (mismatch !== null) throw mismatch;
   ctx.envelope = modernEnvelope(ctx.head, message);

@@ -19,7 +19,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import type { Chain, HookOutcome } from '../../chain.ts';
+import { runHooks, type Chain, type HookOutcome } from '../../chain.ts';
 import type { Context } from '../../context.ts';
 import { randomBytes } from 'node:crypto';
 import { GatewayError, rpcErrorResponse, untrusted } from '../../errors.ts';
@@ -41,7 +41,7 @@ import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapInputRequestId, unwrapRequestId } from './ids.ts';
 import { CAPABILITY_OF, InputWaits, relayInput } from './input-relay.ts';
-import { isGatewayState, MAX_PARKED_PER_PRINCIPAL, ParkedCalls } from './parked-calls.ts';
+import { isGatewayState, MAX_PARKED_PER_BACKEND, MAX_PARKED_PER_PRINCIPAL, ParkedCalls } from './parked-calls.ts';
 import { replicaOf, type Relay, type RelayMessage } from './relay.ts';
 import { relayedContext, RemoteAnswers } from './remote-resume.ts';
 import { SessionHealer } from './healing.ts';
@@ -49,10 +49,10 @@ import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
 import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
 import { completed, discoverResult, LEGACY_ONLY_METHODS, serverInfo, withCacheHints } from './modern-answers.ts';
-import { META, type ClientEnvelope, type Era } from '../era.ts';
+import { LEGACY_VERSIONS, META, UNNAMED_CLIENT, type ClientEnvelope, type Era } from '../era.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
 import { AggregatedSession } from './session.ts';
-import { ownedBy, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
+import { ownedBy, ownerKey, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
 import { isPromise } from '../../thenable.ts';
 import { prefixFor } from './config.ts';
 
@@ -90,6 +90,8 @@ const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
 const RESOURCE_NOT_FOUND = -32002;
+/** subscriptions/listen streams one principal may hold open at once (each holds a stream per backend). */
+const MAX_LISTENS_PER_PRINCIPAL = 8;
 /** How long a legacy backend's list stays fresh for a modern client, which hears no list_changed. */
 const IMPLICIT_LIST_TTL_MS = 60_000;
 /** At most this long (ms) to spread the sessions that join a recovered backend over. */
@@ -130,6 +132,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   readonly #serverMeta: string;
   /** Requests for input asked of legacy clients on modern backends' behalf. */
   readonly #waits: InputWaits;
+  /** Open subscriptions/listen streams per principal (its owner key; '' for anonymous). */
+  readonly #listens = new Map<string, number>();
   /** Modern clients' calls a legacy backend interrupted with a request, waiting for their retries. */
   readonly #parked: ParkedCalls<RoutedExchange>;
   /** Retries here of calls parked on other replicas, waiting for what those relay. */
@@ -279,11 +283,12 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       return this.#answer(ctx, { jsonrpc: '2.0', id: message.id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${message.method} is not part of the ${String(ctx.head.protocolVersion)} protocol` } });
     }
     const session = this.#implicitSession(ctx);
-    if (session instanceof Reply) return session;
-    return isPromise(session) ? session.then((found) => (found instanceof Reply ? found : this.#target(ctx, found, message))) : this.#target(ctx, session, message);
+    if (!(session instanceof AggregatedSession) && !isPromise(session)) return session;
+    return isPromise(session) ? session.then((found) => (found instanceof AggregatedSession ? this.#target(ctx, found, message) : found)) : this.#target(ctx, session, message);
   }
 
-  #implicitSession(ctx: Context): AggregatedSession | Reply | Promise<AggregatedSession | Reply> {
+  /** The implicit session of a modern request (created when it has none), or what the client gets instead. */
+  #implicitSession(ctx: Context): AggregatedSession | HookOutcome | Promise<AggregatedSession | HookOutcome> {
     const id = implicitSessionId(ctx.principal, ctx.envelope!.capabilities);
     const record = this.#o.store.touch(id, ctx.principal);
     if (isPromise(record)) return record.then((stored) => (stored === null ? this.#createImplicit(ctx, id) : this.#adopt(ctx, id, stored)));
@@ -293,7 +298,23 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   /** Implicit sessions being created here: concurrent first requests wait for the same one. */
   readonly #creating = new Map<string, Promise<AggregatedSession | Reply>>();
 
-  #createImplicit(ctx: Context, id: string): Promise<AggregatedSession | Reply> {
+  /**
+   * A new implicit session opens the backends' sessions, as a legacy client's `initialize`
+   * would: the onMessage hooks see that `initialize` first (synthesized from the request's
+   * envelope), so a plugin that refuses a caller refuses it before any backend is asked.
+   */
+  async #createImplicit(ctx: Context, id: string): Promise<AggregatedSession | HookOutcome> {
+    const hooks = this.#o.chain.messageHooks('initialize');
+    if (hooks !== null) {
+      const envelope = ctx.envelope!;
+      const opening: JsonRpcRequest = { jsonrpc: '2.0', id: ctx.rpcId ?? 0, method: 'initialize', params: { protocolVersion: LEGACY_VERSIONS[0], capabilities: envelope.capabilities, clientInfo: envelope.clientInfo ?? UNNAMED_CLIENT } };
+      const refused = await runHooks(hooks, ctx, opening);
+      if (refused !== undefined) return refused;
+    }
+    return this.#openImplicit(ctx, id);
+  }
+
+  #openImplicit(ctx: Context, id: string): Promise<AggregatedSession | Reply> {
     this.#local.delete(id);
     const pending = this.#creating.get(id);
     if (pending !== undefined) return pending;
@@ -461,11 +482,26 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
    * asks for, from every backend of the session in its own era (client-stream.ts, listen.ts).
    */
   async #listen(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
+    const who = ctx.principal === null ? '' : ownerKey({ issuer: ctx.principal.issuer, subject: ctx.principal.subject });
+    const open = this.#listens.get(who) ?? 0;
+    if (open >= MAX_LISTENS_PER_PRINCIPAL) {
+      return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: `too many subscriptions/listen streams open (at most ${MAX_LISTENS_PER_PRINCIPAL} per principal)` } });
+    }
     const filter = parseFilter(request.params);
     const owned = new Map<string, string[]>();
+    const subscribeHooks = this.#o.chain.messageHooks('resources/subscribe');
     for (const uri of filter.resourceSubscriptions) {
       const owner = await this.#resourceOwner(ctx, session, uri);
-      if (owner !== null) owned.set(owner.name, [...(owned.get(owner.name) ?? []), uri]);
+      if (owner === null) continue;
+      // Each resource followed is a subscription: the onMessage hooks of resources/subscribe decide, as for one a client sends.
+      if (subscribeHooks !== null) {
+        const target = ctx.target;
+        ctx.target = { backend: owner.name, name: uri };
+        const refused = await runHooks(subscribeHooks, ctx, { jsonrpc: '2.0', id: request.id, method: 'resources/subscribe', params: { uri } });
+        ctx.target = target;
+        if (refused !== undefined) continue;
+      }
+      owned.set(owner.name, [...(owned.get(owner.name) ?? []), uri]);
     }
     const records = [...session.backends.values()];
     const served = (capability: string): boolean => records.some((r) => r.capabilities[capability] !== undefined);
@@ -483,7 +519,13 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       }
     };
     const rejoin = (streamCtx: Context, link: BackendLink): Promise<unknown> => this.#healer.join(streamCtx, session, link);
-    new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe }).open();
+    this.#listens.set(who, open + 1);
+    const ended = (): void => {
+      const left = (this.#listens.get(who) ?? 1) - 1;
+      if (left > 0) this.#listens.set(who, left);
+      else this.#listens.delete(who);
+    };
+    new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended }).open();
     return undefined;
   }
 
@@ -619,7 +661,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     // Written anew from the parsed message, never the client's bytes: the backend must run what
     // was routed and checked (a body with a key twice, `"name":"hidden","name":"allowed"`, is read
     // last-wins here but first-wins by some backends' parsers). In the backend's era.
-    const sent = forBackend(request, backend, session.envelope);
+    const sent = forBackend(request, backend, ctx.envelope ?? session.envelope);
     const body = Buffer.from(JSON.stringify(sent));
     const headers = link.headers(ctx, backend, 'application/json, text/event-stream', undefined, sent);
     if (isPromise(headers)) return headers.then((settled) => this.#dispatchTo(ctx, session, link, backend, body, mayRetry, settled));
@@ -696,8 +738,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       if (needed === undefined || capabilities[needed] === undefined) return refuse(request, `the client did not declare the ${needed ?? request.method} capability`);
     }
     const asked = new Map([...requests].map(([key, request]) => [key, { id: request.id, method: request.method, params: request.params }]));
-    const state = this.#parked.park(exchange, asked, ctx.principal, ctx.rpcMethod ?? '', targetKey(ctx));
-    return state ?? refuse(requests.values().next().value!, `the gateway holds too many calls waiting for their clients (at most ${MAX_PARKED_PER_PRINCIPAL} per principal)`);
+    const state = this.#parked.park(exchange, asked, ctx.principal, ctx.rpcMethod ?? '', targetKey(ctx), link.name);
+    return state ?? refuse(requests.values().next().value!, `the gateway holds too many calls waiting for their clients (at most ${MAX_PARKED_PER_PRINCIPAL} per principal, ${MAX_PARKED_PER_BACKEND} per backend)`);
   }
 
   /**

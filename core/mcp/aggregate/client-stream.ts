@@ -45,6 +45,8 @@ export interface ModernListen {
   readonly owned: ReadonlyMap<string, readonly string[]>;
   /** Subscribes a legacy backend's session to URIs it owns (`resources/subscribe`). */
   subscribe(link: BackendLink, uris: readonly string[]): void;
+  /** The subscription ended (the client left, or the gateway ended it). */
+  ended(): void;
 }
 
 /** The GET stream of one backend session, feeding the client's stream. */
@@ -174,6 +176,7 @@ export class ClientStream implements SessionStream, OpenStream {
     this.ctx.res.writeHead(200, headers);
     this.ctx.res.flushHeaders();
     if (this.#listen !== null) {
+      this.#session.listens.add(this);
       // The first message of a subscription: what the gateway agreed to honour.
       const ack = { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: this.#listen.spec.subscriptionId }, notifications: this.#listen.honored } };
       this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(ack) }));
@@ -274,8 +277,12 @@ export class ClientStream implements SessionStream, OpenStream {
     if (this.#backends.get(link.index) !== stream) return; // replaced meanwhile
     this.#backends.delete(link.index);
     if (this.#closed || refusal?.status === 405) return;
-    // A modern backend that refuses the listen (it serves no subscriptions) is not asked again.
-    if (refusal !== null && refusal.status >= 400 && refusal.status < 500 && isModernVersion(stream.record.protocolVersion)) return;
+    // A modern backend that refuses the listen (it serves no subscriptions) is not asked again,
+    // nor a backend that refuses a second stream on one session (409: another listen has it).
+    if (refusal !== null && refusal.status >= 400 && refusal.status < 500 && (isModernVersion(stream.record.protocolVersion) || refusal.status === 409)) {
+      if (refusal.status === 409) this.ctx.log(new GatewayError('backend_error', `backend "${link.name}" takes one stream per session: another stream of this session has it`, { extra: { backend: link.name } }));
+      return;
+    }
     if (refusal?.lost === true) {
       const refusals = (this.#lostRefusals.get(link.index) ?? 0) + 1;
       this.#lostRefusals.set(link.index, refusals);
@@ -314,5 +321,9 @@ export class ClientStream implements SessionStream, OpenStream {
     if (!this.ctx.res.writableEnded) this.ctx.res.end();
     this.#streams.delete(this);
     if (this.#session.stream === this) this.#session.stream = null;
+    if (this.#listen !== null) {
+      this.#session.listens.delete(this);
+      this.#listen.ended();
+    }
   }
 }

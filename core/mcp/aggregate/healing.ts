@@ -163,7 +163,7 @@ export class SessionHealer {
   async send(ctx: Context | null, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
     let result: CallResult;
     try {
-      result = await link.call(ctx, backend, message, sink, session.envelope);
+      result = await link.call(ctx, backend, message, sink, ctx?.envelope ?? session.envelope);
     } catch (err) {
       this.failed(session, link, backend, err);
       throw err;
@@ -219,6 +219,7 @@ export class SessionHealer {
 
   /** Tells the client what the joined backend changes: its lists, and its GET stream. */
   #announce(session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord): void {
+    for (const listen of session.listens) listen.backendJoined(link.name);
     const stream = session.stream;
     if (stream === null) return;
     stream.backendJoined(link.name);

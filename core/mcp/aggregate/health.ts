@@ -89,7 +89,7 @@ export class HealthMonitor {
     let problem: string | null = null;
     let toolCount: number | null = null;
     try {
-      const profile = await this.profiles.probe(null, link);
+      const profile = await this.profiles.probe(null, link, true);
       if (profile?.era === 'modern') {
         // Stateless: one tools/list is the whole check.
         toolCount = 0;

@@ -15,7 +15,7 @@ import { reauthenticationAmong, type BackendLink, type MessageSink } from './bac
 import type { FailureHandlingConfig } from './config.ts';
 import { serverInfo } from './modern-answers.ts';
 import { modernRecord, type BackendProfiles } from './profiles.ts';
-import { LEGACY_VERSIONS } from '../era.ts';
+import { LEGACY_VERSIONS, UNNAMED_CLIENT } from '../era.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
@@ -51,6 +51,7 @@ export async function initializeBackend(ctx: Context | null, link: BackendLink, 
   if (response?.error?.code === UNSUPPORTED_PROTOCOL_VERSION && !probed) {
     // It refuses the legacy era: it became modern since the verdict (an upgrade). Once more, anew.
     profiles.forget(link.name);
+    await profiles.probe(ctx, link, true).catch(() => null);
     return initializeBackend(ctx, link, params, sink, profiles, true);
   }
   const problem = link.problem(result, 'initialize');
@@ -91,7 +92,10 @@ export async function initializeSession(
 ): Promise<Reply | { session: AggregatedSession; result: Record<string, unknown> }> {
   const envelope = ctx.envelope;
   // A modern client's legacy backends are initialized with what its requests declare.
-  const params = implicitId !== null && envelope !== null ? { protocolVersion: LEGACY_VERSIONS[0], capabilities: envelope.capabilities, clientInfo: envelope.clientInfo } : (request.params ?? {});
+  const params =
+    implicitId !== null && envelope !== null
+      ? { protocolVersion: LEGACY_VERSIONS[0], capabilities: envelope.capabilities, clientInfo: envelope.clientInfo ?? UNNAMED_CLIENT }
+      : (request.params ?? {});
   const version = negotiateVersion(params.protocolVersion);
   const outcomes = await Promise.allSettled(options.links.map((link) => initializeBackend(ctx, link, params, options.sink(link), options.profiles)));
   const joined: Joined[] = [];

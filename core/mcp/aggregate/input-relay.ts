@@ -27,6 +27,8 @@ const MAX_ROUNDS = 16;
 const ANSWER_TIMEOUT_MS = 10 * 60_000;
 /** Requests for input at once, in this process: past it a call that asks for input fails. */
 const MAX_WAITS = 10_000;
+/** Calls waiting for one session's answers at once. */
+const MAX_WAITS_PER_SESSION = 32;
 
 /** The client capability a request for input needs. */
 export const CAPABILITY_OF: Readonly<Record<string, string>> = {
@@ -54,6 +56,7 @@ interface Wait {
  */
 export class InputWaits {
   readonly #waits = new Map<string, Wait>();
+  readonly #perSession = new Map<string, number>();
   readonly #replica: string;
 
   constructor(replica: string) {
@@ -62,7 +65,9 @@ export class InputWaits {
 
   /** Opens a wait for `count` answers of `session`'s client; resolves with them (or rejects at the timeout). */
   open(session: AggregatedSession, count: number): { id: string; answers: Promise<(JsonRpcResponse | undefined)[]>; cancel(): void } {
-    if (this.#waits.size >= MAX_WAITS) throw new GatewayError('backend_error', 'too many requests for input are waiting for their clients');
+    if (this.#waits.size >= MAX_WAITS || (this.#perSession.get(session.id) ?? 0) >= MAX_WAITS_PER_SESSION) {
+      throw new GatewayError('backend_error', 'too many requests for input are waiting for their clients');
+    }
     const id = this.#replica + randomBytes(12).toString('base64url');
     let cancel = (): void => undefined;
     const answers = new Promise<(JsonRpcResponse | undefined)[]>((resolve, reject) => {
@@ -71,12 +76,16 @@ export class InputWaits {
         if (wait === undefined) return;
         clearTimeout(wait.timer);
         this.#waits.delete(id);
+        const left = (this.#perSession.get(wait.sessionId) ?? 1) - 1;
+        if (left > 0) this.#perSession.set(wait.sessionId, left);
+        else this.#perSession.delete(wait.sessionId);
         if (outcome instanceof GatewayError) reject(outcome);
         else resolve(outcome);
       };
       const timer = setTimeout(() => finish(new GatewayError('backend_error', `the client did not answer the backend's request for input within ${ANSWER_TIMEOUT_MS / 60_000} minutes`)), ANSWER_TIMEOUT_MS);
       timer.unref();
       this.#waits.set(id, { sessionId: session.id, answers: new Array(count).fill(undefined), remaining: count, done: finish, timer });
+      this.#perSession.set(session.id, (this.#perSession.get(session.id) ?? 0) + 1);
       cancel = () => finish(new GatewayError('internal_error', 'the client went away'));
     });
     answers.catch(() => undefined);

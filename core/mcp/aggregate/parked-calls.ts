@@ -26,6 +26,8 @@ const MAX_PARKED = 10_000;
  * PARK_MS: without a bound one client could take a backend's connections from everyone.
  */
 export const MAX_PARKED_PER_PRINCIPAL = 16;
+/** Calls parked at once on one backend: a quarter of its connections (256) at most are held this way. */
+export const MAX_PARKED_PER_BACKEND = 64;
 const PREFIX = 'gh1.';
 
 /** What the sealed state says. */
@@ -61,9 +63,10 @@ export interface Parked<T> {
 export class ParkedCalls<T extends { expire(): void }> {
   readonly #key: Buffer;
   readonly #replica: string;
-  readonly #parked = new Map<string, Parked<T> & { readonly timer: NodeJS.Timeout; readonly owner: string }>();
-  /** Parked calls per principal (its digest). */
+  readonly #parked = new Map<string, Parked<T> & { readonly timer: NodeJS.Timeout; readonly owner: string; readonly backend: string }>();
+  /** Parked calls per principal (its digest), and per backend. */
   readonly #perOwner = new Map<string, number>();
+  readonly #perBackend = new Map<string, number>();
 
   /** `key`: the seal every replica shares; `replica`: this one's id, which starts every park id here. */
   constructor(key: Buffer, replica: string) {
@@ -76,16 +79,17 @@ export class ParkedCalls<T extends { expire(): void }> {
   }
 
   /** Parks `call`; returns the sealed requestState the client must send back, or null when full (here, or for this principal). */
-  park(call: T, requests: Parked<T>['requests'], principal: Principal | null, method: string, name: string): string | null {
+  park(call: T, requests: Parked<T>['requests'], principal: Principal | null, method: string, name: string, backend: string): string | null {
     const owner = ownerDigest(principal);
-    if (this.#parked.size >= MAX_PARKED || (this.#perOwner.get(owner) ?? 0) >= MAX_PARKED_PER_PRINCIPAL) return null;
+    if (this.#parked.size >= MAX_PARKED || (this.#perOwner.get(owner) ?? 0) >= MAX_PARKED_PER_PRINCIPAL || (this.#perBackend.get(backend) ?? 0) >= MAX_PARKED_PER_BACKEND) return null;
     const id = this.#replica + randomBytes(16).toString('base64url');
     const timer = setTimeout(() => {
       if (this.#remove(id) !== null) call.expire();
     }, PARK_MS);
     timer.unref();
-    this.#parked.set(id, { call, requests, timer, owner });
+    this.#parked.set(id, { call, requests, timer, owner, backend });
     this.#perOwner.set(owner, (this.#perOwner.get(owner) ?? 0) + 1);
+    this.#perBackend.set(backend, (this.#perBackend.get(backend) ?? 0) + 1);
     const claims: StateClaims = { p: id, o: owner, m: method, n: name, e: Date.now() + PARK_MS };
     const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return `${PREFIX}${payload}.${this.#mac(payload)}`;
@@ -123,9 +127,11 @@ export class ParkedCalls<T extends { expire(): void }> {
     if (parked === undefined) return null;
     clearTimeout(parked.timer);
     this.#parked.delete(id);
-    const left = (this.#perOwner.get(parked.owner) ?? 1) - 1;
-    if (left > 0) this.#perOwner.set(parked.owner, left);
-    else this.#perOwner.delete(parked.owner);
+    for (const [counts, key] of [[this.#perOwner, parked.owner], [this.#perBackend, parked.backend]] as const) {
+      const left = (counts.get(key) ?? 1) - 1;
+      if (left > 0) counts.set(key, left);
+      else counts.delete(key);
+    }
     return parked;
   }
 
@@ -141,5 +147,6 @@ export class ParkedCalls<T extends { expire(): void }> {
     }
     this.#parked.clear();
     this.#perOwner.clear();
+    this.#perBackend.clear();
   }
 }

@@ -22,6 +22,10 @@ import type { BackendSessionRecord } from './session-store.ts';
 export const PROFILE_TTL_MS = 10 * 60_000;
 
 const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/** Statuses that say nothing of the era. */
+const NO_VERDICT = new Set([401, 403, 407, 408, 413, 429, 431]);
+/** After a probe that gave no verdict, the next one waits this long (uses meanwhile are legacy). */
+const NO_VERDICT_MS = 5_000;
 /** Codes only a modern server answers with (HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion). */
 const MODERN_ERRORS = new Set([-32020, -32021, -32022]);
 
@@ -45,7 +49,10 @@ export function modernRecord(profile: BackendProfile): BackendSessionRecord {
 /** What a probe's answer says of the backend's era; null when it says nothing (no verdict). */
 export function verdictOf(result: CallResult, now: number): BackendProfile | null {
   const response = result.response;
-  const discovered = response?.result as { supportedVersions?: unknown; capabilities?: unknown; instructions?: unknown; _meta?: Record<string, unknown> } | undefined;
+  const given = response?.result;
+  // A JSON-RPC result that is not an object says nothing of the era.
+  if (given !== undefined && (typeof given !== 'object' || given === null)) return null;
+  const discovered = given as { supportedVersions?: unknown; capabilities?: unknown; instructions?: unknown; _meta?: Record<string, unknown> } | undefined;
   if (discovered !== undefined && Array.isArray(discovered.supportedVersions)) {
     const version = MODERN_VERSIONS.find((v) => (discovered.supportedVersions as unknown[]).includes(v));
     if (version !== undefined) {
@@ -65,8 +72,9 @@ export function verdictOf(result: CallResult, now: number): BackendProfile | nul
     // Modern, but it refused the probe itself: it speaks our version (a retry would show the rest).
     return { era: 'modern', version: MODERN_VERSIONS[0]!, capabilities: {}, instructions: undefined, serverInfo: null, probedAt: now };
   }
-  // Credentials the probe did not have, or a server failing: nothing said about the era.
-  if (result.status === 401 || result.status === 403 || result.status >= 500) return null;
+  // Credentials the probe did not have, a server failing or shedding load, a request it would
+  // not read: nothing said about the era (a verdict is shared by every caller for ten minutes).
+  if (NO_VERDICT.has(result.status) || result.status >= 500) return null;
   return legacy(now);
 }
 
@@ -79,6 +87,8 @@ const PROBE_RECORD: BackendSessionRecord = { sessionId: null, protocolVersion: M
 export class BackendProfiles {
   readonly #profiles = new Map<string, BackendProfile>();
   readonly #probes = new Map<string, Promise<BackendProfile | null>>();
+  /** performance.now() until which a backend whose probe gave no verdict is not probed again. */
+  readonly #quietUntil = new Map<string, number>();
 
   /** The backend's profile if one is known and fresh. */
   get(link: BackendLink): BackendProfile | undefined {
@@ -106,14 +116,18 @@ export class BackendProfiles {
    * Probes the backend now (concurrent probes share one); resolves with the verdict, or null when
    * the answer said nothing of the era. Throws when the backend cannot be reached.
    */
-  probe(ctx: Context | null, link: BackendLink): Promise<BackendProfile | null> {
+  probe(ctx: Context | null, link: BackendLink, force = false): Promise<BackendProfile | null> {
     const pending = this.#probes.get(link.name);
     if (pending !== undefined) return pending;
+    if (!force && (this.#quietUntil.get(link.name) ?? 0) > performance.now()) return Promise.resolve(null);
     const probe = link
       .call(ctx, PROBE_RECORD, { jsonrpc: '2.0', id: 'gatehouse-discover', method: 'server/discover', params: {} })
       .then((result) => {
         const verdict = verdictOf(result, performance.now());
         if (verdict !== null) this.#profiles.set(link.name, verdict);
+        // A caller's probe without a verdict keeps the others from probing at once; the gateway's
+        // own (no credentials) does not hold the callers back.
+        else if (ctx !== null) this.#quietUntil.set(link.name, performance.now() + NO_VERDICT_MS);
         return verdict;
       })
       .finally(() => this.#probes.delete(link.name));

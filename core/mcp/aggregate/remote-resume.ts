@@ -22,6 +22,8 @@ import type { Relay } from './relay.ts';
 
 /** How long B waits for the holder's first word before answering the retry with an error. */
 const FIRST_WORD_MS = 10_000;
+/** How long the relayed answer may stay silent (a holder that went away mid-answer) before B ends it. */
+const IDLE_MS = 10 * 60_000;
 
 /** A's side: the retry's answer, as B will write it, relayed piece by piece. */
 class RelayedResponse extends EventEmitter implements HttpResponse {
@@ -101,7 +103,7 @@ export function relayedContext(original: Context, relay: Relay, to: string, resu
 
 /** B's side: the retries waiting for what their holders relay. */
 export class RemoteAnswers {
-  readonly #pending = new Map<string, { readonly ctx: Context; readonly timer: NodeJS.Timeout }>();
+  readonly #pending = new Map<string, { readonly ctx: Context; timer: NodeJS.Timeout }>();
 
   /** Waits for the holder's words for `ctx` (the retry) under `resumeId`; `cancel` tells the holder the client left. */
   expect(resumeId: string, ctx: Context, cancel: () => void): void {
@@ -121,6 +123,9 @@ export class RemoteAnswers {
     const pending = this.#pending.get(message.resumeId);
     if (pending === undefined) return;
     clearTimeout(pending.timer);
+    const resumeId = message.resumeId;
+    pending.timer = setTimeout(() => this.#fail(resumeId, 'the replica holding the call stopped answering'), IDLE_MS);
+    pending.timer.unref();
     const res = pending.ctx.res;
     const text = typeof message.text === 'string' ? message.text : undefined;
     switch (message.type) {

@@ -34,7 +34,7 @@ import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
-import { isModernVersion } from '../era.ts';
+import { isModernVersion, logWanted } from '../era.ts';
 import { isInputRequired } from './input-relay.ts';
 import { completed, completeOwned } from './modern-answers.ts';
 import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';
@@ -377,8 +377,12 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
         this.#answered = true;
         if (this.ctx.envelope !== null) return this.#modernResponse(message, id, event);
       }
-      // A modern client takes no request of a backend: the call is parked until it answers.
-      if (message !== null && this.ctx.envelope !== null && 'method' in message && 'id' in message) return this.#park(message as JsonRpcRequest);
+      if (message !== null && this.ctx.envelope !== null && 'method' in message) {
+        // A modern client takes no request of a backend: the call is parked until it answers.
+        if ('id' in message) return this.#park(message as JsonRpcRequest);
+        // Nor log messages it did not ask for (a legacy backend logs by its session's level).
+        if (message.method === 'notifications/message' && !logWanted(this.ctx.envelope.logLevel, message.params?.['level'])) return '';
+      }
       return eventTowardClient(event, id, index, this.#answering, message);
     }
     if (this.#handsOver(response)) return '';

@@ -52,6 +52,8 @@ export class AggregatedSession {
   /** Task id → backend index (tasks created by routed calls), the newest MAX_TASKS. */
   readonly tasks = new Map<string, number>();
   stream: SessionStream | null = null;
+  /** Modern clients' subscriptions/listen streams on this (implicit) session: told when a backend joins. */
+  readonly listens = new Set<SessionStream>();
   /** Bumped on every list invalidation: pagination cursors carry it. */
   listVersion = 0;
   /** What its initialize answered, in the process that created it (server/discover reuses it). */
