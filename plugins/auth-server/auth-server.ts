@@ -106,7 +106,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const issuerPath = new URL(settings.issuer).pathname.replace(/\/$/, '');
     const keys = config.keys;
     // Loaded here, not at import: only a gateway with an authorization server needs oidc-provider.
-    const { createProvider } = await import('./provider.ts');
+    const { createProvider, providerHandler } = await import('./provider.ts');
     const storage = settings.storage;
     // Redis: everything the provider and the login keep is shared by the replicas and outlives a restart.
     const redis = storage.type === 'redis' ? createRedisClient(storage, host.log, 'auth-server') : null;
@@ -129,11 +129,11 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const lock = redis === null ? new MemoryRefreshLock() : new RedisRefreshLock(redis, keyPrefix);
     config.upstreamTokens?.set(new UpstreamTokenAccess(store, upstreams, lock, host.log));
     const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, scopes: config.scopes, log: host.log });
-    const providerCallback = provider.callback();
+    const providerCallback = providerHandler(provider);
     // The login's two routes are the chain's; everything else is the provider's own.
     const bridge = new ProviderBridge(settings.issuer, (req, res) => {
       const step = loginStep(chain, req, res);
-      if (step === null) return void providerCallback(req, res);
+      if (step === null) return providerCallback(req, res);
       step.catch((err: unknown) => {
         host.log.error({ err }, 'the sign-in failed');
         if (!res.headersSent) res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8', 'referrer-policy': 'no-referrer' });

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
+import requestContext from 'oidc-provider/lib/helpers/als.js';
 import { Browser } from './helpers/browser.ts';
 import { startAuthGateway, USER, type AuthGateway } from './helpers/setup.ts';
 
@@ -82,6 +83,25 @@ describe('embedded authorization server: the login through chained providers', (
     assert.equal(replayedRefresh.body['error'], 'invalid_grant');
     const afterReplay = await token({ grant_type: 'refresh_token', refresh_token: String(refreshed.body['refresh_token']) });
     assert.equal(afterReplay.body['error'], 'invalid_grant', 'the replay revoked the grant: its current refresh token too');
+  });
+
+  it('leaves no async hooks running once the provider has answered (they would cost every MCP request)', async () => {
+    // The provider keeps its request context in an AsyncLocalStorage; a live one makes Node 20
+    // run async hooks for every promise of the process. Where Node has no such switch (its
+    // storage built on AsyncContextFrame), there is nothing to check.
+    const state = requestContext as unknown as { enabled?: boolean };
+    if (state.enabled === undefined) return;
+    const { verifier, challenge } = pkce();
+    const code = (await login(new Browser(), challenge)).searchParams.get('code')!;
+    // A token request reaches only the gateway's provider (the upstream ones, in this process too, are done).
+    const [first, second] = await Promise.all([
+      token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier }),
+      token({ grant_type: 'client_credentials' }),
+    ]);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(second.status, 400, 'a refused request ends too');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(state.enabled, false, 'the request context is disabled when no provider request is under way');
   });
 
   it('a replayed code is invalid_grant, and revokes what the first exchange issued', async () => {
