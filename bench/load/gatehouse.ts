@@ -74,6 +74,17 @@ export interface GatehouseStartOptions {
   port?: number;
 }
 
+/**
+ * With BENCH_PROFILE_DIR set, each gateway process writes a V8 CPU profile there when it stops
+ * (`<dir>/<row label>/CPU.*.cpuprofile`, one per thread; the largest is the main thread's; open
+ * it in Chrome DevTools): where a row's microseconds go.
+ */
+function profileArgs(label: string): string[] {
+  const dir = process.env['BENCH_PROFILE_DIR'];
+  // A directory per row: the process has two threads (the main one and tsx's module loader), a profile each.
+  return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', resolve(dir, label)];
+}
+
 /** Starts the gateway; throws `NotAvailable` when it is missing or does not get ready. */
 export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOptions): Promise<Target> {
   if (!existsSync(GATEHOUSE_BIN)) throw new NotAvailable(`${GATEHOUSE_BIN} does not exist yet`);
@@ -86,7 +97,7 @@ export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOption
   const child = spawnChild(
     'gatehouse',
     process.execPath,
-    [GATEHOUSE_BIN, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port)],
+    [...profileArgs(opts.label), GATEHOUSE_BIN, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port)],
     { cwd: REPO_ROOT, env: { ...process.env, ...opts.env } },
   );
   const timeoutMs = Number(process.env['BENCH_START_TIMEOUT'] ?? 20) * 1000;
