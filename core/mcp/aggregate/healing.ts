@@ -21,11 +21,10 @@
 import type { Logger } from 'pino';
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
-import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import { callerMustReauthenticate, reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import type { HealthMonitor } from './health.ts';
-import { initializeBackend, reasonOf } from './init.ts';
+import { confirmBackendSession, initializeBackend, reasonOf } from './init.ts';
 import type { AggregatedSession } from './session.ts';
 import { sessionTag, type BackendSessionRecord, type SessionStore } from './session-store.ts';
 
@@ -192,8 +191,7 @@ export class SessionHealer {
     let backend: BackendSessionRecord;
     try {
       backend = (await initializeBackend(ctx, link, params, this.#o.sink(session, link), this.#o.health.profiles)).record;
-      // A modern backend has no session to confirm.
-      if (backend.sessionId !== null || !isModernVersion(backend.protocolVersion)) await link.call(ctx, backend, { jsonrpc: '2.0', method: 'notifications/initialized' });
+      await confirmBackendSession(ctx, link, backend);
     } catch (err) {
       // The caller's credentials, not the backend: no backoff, the client is told to log in again.
       if (callerMustReauthenticate(err)) throw err;

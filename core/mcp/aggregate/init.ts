@@ -15,7 +15,7 @@ import { reauthenticationAmong, type BackendLink, type MessageSink } from './bac
 import type { FailureHandlingConfig } from './config.ts';
 import { serverInfo } from './modern-answers.ts';
 import { modernRecord, type BackendProfiles } from './profiles.ts';
-import { LEGACY_VERSIONS, UNNAMED_CLIENT } from '../era.ts';
+import { isModernVersion, LEGACY_VERSIONS, UNNAMED_CLIENT } from '../era.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
@@ -74,6 +74,29 @@ export async function initializeBackend(ctx: Context | null, link: BackendLink, 
   return { link, record: { sessionId: result.sessionId, protocolVersion: init.protocolVersion, capabilities }, instructions: init.instructions };
 }
 
+/**
+ * Confirms a legacy backend's session (`notifications/initialized`); a modern backend has none.
+ * A legacy client sends its own, which reaches every backend; the gateway sends it for the
+ * sessions it opens itself (healing, a modern client's implicit session). Servers act on it:
+ * server-everything registers its tools that depend on the client's capabilities only then.
+ */
+export async function confirmBackendSession(ctx: Context | null, link: BackendLink, backend: BackendSessionRecord): Promise<void> {
+  if (backend.sessionId === null && isModernVersion(backend.protocolVersion)) return;
+  await link.call(ctx, backend, { jsonrpc: '2.0', method: 'notifications/initialized' });
+}
+
+/** A backend joined to a modern client's implicit session, its session confirmed (closed again if that fails). */
+async function joinConfirmed(ctx: Context, link: BackendLink, params: Record<string, unknown>, sink: MessageSink, profiles: BackendProfiles): Promise<Joined> {
+  const joined = await initializeBackend(ctx, link, params, sink, profiles);
+  try {
+    await confirmBackendSession(ctx, link, joined.record);
+  } catch (err) {
+    void link.remove(ctx, joined.record).catch(() => undefined);
+    throw err;
+  }
+  return joined;
+}
+
 /** What the client is told of a failure: a GatewayError's description, else the error's message. */
 export function reasonOf(err: unknown): string {
   return (err as GatewayError).description ?? (err as Error).message ?? String(err);
@@ -97,7 +120,8 @@ export async function initializeSession(
       ? { protocolVersion: LEGACY_VERSIONS[0], capabilities: envelope.capabilities, clientInfo: envelope.clientInfo ?? UNNAMED_CLIENT }
       : (request.params ?? {});
   const version = negotiateVersion(params.protocolVersion);
-  const outcomes = await Promise.allSettled(options.links.map((link) => initializeBackend(ctx, link, params, options.sink(link), options.profiles)));
+  const open = implicitId === null ? initializeBackend : joinConfirmed;
+  const outcomes = await Promise.allSettled(options.links.map((link) => open(ctx, link, params, options.sink(link), options.profiles)));
   const joined: Joined[] = [];
   const missing: { name: string; reason: string }[] = [];
   outcomes.forEach((outcome, i) => {
