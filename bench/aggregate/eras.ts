@@ -9,7 +9,8 @@
  *   transparent, modern backend    (2026 passes through; 2025 is bridged)
  *
  * in one run, BENCH_ROUNDS rounds alternating which era goes first, medians compared. Backends:
- * bench/aggregate/backend.ts (stateless, JSON) in each era. Results: bench/results/eras.json.
+ * bench/aggregate/backend.ts (stateless, JSON) in each era. Then a request for input across
+ * eras, end to end (eras-input.ts). Results: bench/results/eras.json.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 import { freePort, spawnNodeScript, stopAll, waitUntil, type ManagedChild } from '../load/process.ts';
 import { runWrk } from '../load/wrk.ts';
+import { INPUT_SETUP, inputTable, runInputRoundTrips } from './eras-input.ts';
 import { configYaml, HEADERS, openSession, rpc, startGateway } from './run.ts';
 
 const BACKENDS = 5;
@@ -99,7 +101,8 @@ export async function runEras(): Promise<void> {
       const m = median(modern);
       rows.push({ name: setup.name, legacy: l, modern: m, ratio: Math.round((m.cpuUsPerRequest / l.cpuUsPerRequest) * 100) / 100, rounds: legacy.map((f, r) => ({ legacy: f.cpuUsPerRequest, modern: modern[r]!.cpuUsPerRequest })) });
     }
-    const report = { date: new Date().toISOString(), node: process.version, setup: { backends: BACKENDS, wrk: `-t1 -c${CONNECTIONS} -d${SECONDS}s`, rounds: ROUNDS }, rows };
+    const inputRoundTrips = await runInputRoundTrips(dir);
+    const report = { date: new Date().toISOString(), node: process.version, setup: { backends: BACKENDS, wrk: `-t1 -c${CONNECTIONS} -d${SECONDS}s`, rounds: ROUNDS, input: INPUT_SETUP }, rows, inputRoundTrips };
     writeFileSync(join(RESULTS_DIR, 'eras.json'), JSON.stringify(report, null, 2) + '\n');
     const lines = [
       '## Protocol generations',
@@ -109,6 +112,8 @@ export async function runEras(): Promise<void> {
       ...rows.map((r) => `| ${r.name} | ${r.legacy.cpuUsPerRequest} (${r.legacy.p50Ms} / ${r.legacy.p99Ms}) | ${r.modern.cpuUsPerRequest} (${r.modern.p50Ms} / ${r.modern.p99Ms}) | ${r.ratio} |`),
       '',
       ROUNDS > 1 ? `medians of ${ROUNDS} rounds alternating which era goes first` : 'one round',
+      '',
+      ...inputTable(inputRoundTrips),
     ];
     process.stdout.write(lines.join('\n') + '\n');
   } finally {

@@ -21,7 +21,7 @@ import { createLogger } from '../../core/observe/log.ts';
 import { startVmcp } from '../../core/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
-import { GATEHOUSE_BIN } from '../load/gatehouse.ts';
+import { GATEHOUSE_BIN, profileArgs } from '../load/gatehouse.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 import { freePort, spawnChild, spawnNodeScript, stopAll, waitUntil, type ManagedChild } from '../load/process.ts';
 import { runWrk } from '../load/wrk.ts';
@@ -75,7 +75,7 @@ function percentile(values: number[], p: number): number {
 export async function startGateway(dir: string, label: string, yaml: string, port: number): Promise<{ child: ManagedChild; url: string }> {
   const config = join(dir, `${label}.yaml`);
   writeFileSync(config, yaml);
-  const child = spawnChild(`gatehouse-${label}`, process.execPath, [GATEHOUSE_BIN, 'vmcp', 'serve', '--config', config, '--port', String(port), '--log-level', 'warn']);
+  const child = spawnChild(`gatehouse-${label}`, process.execPath, [...profileArgs(label), GATEHOUSE_BIN, 'vmcp', 'serve', '--config', config, '--port', String(port), '--log-level', 'warn']);
   await waitUntil(`gatehouse ${label} ready`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 20_000, child);
   return { child, url: `http://127.0.0.1:${port}/mcp` };
 }

@@ -79,7 +79,7 @@ export interface GatehouseStartOptions {
  * (`<dir>/<row label>/CPU.*.cpuprofile`, one per thread; the largest is the main thread's; open
  * it in Chrome DevTools): where a row's microseconds go.
  */
-function profileArgs(label: string): string[] {
+export function profileArgs(label: string): string[] {
   const dir = process.env['BENCH_PROFILE_DIR'];
   // A directory per row: the process has two threads (the main one and tsx's module loader), a profile each.
   return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', resolve(dir, label)];
