@@ -133,12 +133,14 @@ export function isLoopbackHost(hostname: string): boolean {
 export interface AddressPolicy {
   readonly allowPrivate: boolean;
   readonly allowLoopback: boolean;
+  /** How to allow a refused address, for the message (default: the issuer's `jwksAllowPrivateIP`). */
+  readonly hint?: string;
 }
 
 /** Why `address` may not be connected to under `policy`, or null when it may. */
 export function refusedAddress(address: string, policy: AddressPolicy): string | null {
-  if (isLoopbackAddress(address)) return policy.allowLoopback || policy.allowPrivate ? null : `${address} is a loopback address`;
-  if (isPrivateAddress(address)) return policy.allowPrivate ? null : `${address} is a private or non-public address (set jwksAllowPrivateIP to allow it)`;
+  if (isLoopbackAddress(address)) return policy.allowLoopback || policy.allowPrivate ? null : `${address} is a loopback address${policy.hint === undefined ? '' : ` (${policy.hint})`}`;
+  if (isPrivateAddress(address)) return policy.allowPrivate ? null : `${address} is a private or non-public address (${policy.hint ?? 'set jwksAllowPrivateIP to allow it'})`;
   return null;
 }
 
