@@ -28,6 +28,7 @@ import { startRegistry, type RunningRegistry } from '../../plugins/registry/regi
 import { createTestDatabase } from '../../test/registry/helpers/postgres.ts';
 import { startIssuer, type TestIssuer } from '../../test/registry/helpers/issuer.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
+import { SecretStore } from '../../core/config/secrets.ts';
 
 const { values } = parseArgs({ options: { entries: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '5' }, publishes: { type: 'string', default: '500' } } });
 const ENTRIES = Number(values.entries);
@@ -46,10 +47,12 @@ function config(database: DatabaseConfig, issuer: string): RegistryConfig {
       providers: [{ name: 'bench', issuerUrl: issuer, audience: 'registry', allowPrivateIp: false }],
       authz: { roles: { superAdmin: [{ role: 'root' }], manageEntries: [{ role: 'writer' }] } },
     },
-    sources: [{ name: 'internal', kind: 'managed', format: null, file: null, git: null, syncIntervalMs: null, claims: {} }],
+    sources: [{ name: 'internal', kind: 'managed', format: null, file: null, git: null, api: null, cluster: null, syncIntervalMs: null, claims: {} }],
     registries: [{ name: 'bench', sources: ['internal'], claims: { org: 'acme' } }],
     database,
     server: { maxBodyBytes: 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [] },
+    sync: { allowPrivateAddresses: false, fileRoot: null, maxConcurrent: 4 },
+    secrets: new SecretStore(),
   };
 }
 

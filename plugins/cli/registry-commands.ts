@@ -5,7 +5,7 @@ import { exitOnStartFailure, exitWith, parseCommandOptions, stopOnSignals } from
 import { formatProblems } from '../../core/config/problems.ts';
 import { validateRegistryFile } from '../registry/config/registry-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
-import { authzModeOf, startRegistry, unavailableParts } from '../registry/registry-server.ts';
+import { authzModeOf, startRegistry } from '../registry/registry-server.ts';
 
 export const REGISTRY_USAGE = `  gatehouse registry serve --config FILE [--host 127.0.0.1] [--port 8080] [--log-level info]
   gatehouse registry validate --config FILE`;
@@ -18,9 +18,8 @@ export async function registryValidate(args: string[]): Promise<void> {
   if (!result.ok) exitWith(formatProblems(result.problems));
   const { config } = result;
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-  const notes = unavailableParts(config).map((part) => `\nnote: ${part}`).join('');
   process.stdout.write(
-    `${options.config}: OK (${MODE_LABEL[authzModeOf(config)]}, ${plural(config.sources.length, 'source')}, ${config.registries.length} registr${config.registries.length === 1 ? 'y' : 'ies'}, database ${config.database.type})${notes}\n`,
+    `${options.config}: OK (${MODE_LABEL[authzModeOf(config)]}, ${plural(config.sources.length, 'source')}, ${config.registries.length} registr${config.registries.length === 1 ? 'y' : 'ies'}, database ${config.database.type})\n`,
   );
 }
 

@@ -16,8 +16,6 @@ const STATUS = {
   anonymous_mode: 401,
   /** Publishing to a registry that has no managed source. */
   not_publishable: 403,
-  /** Updating a source or registry whose claims the caller does not satisfy. */
-  claims_not_satisfied: 403,
   /** Publishing a name another source already provides in a registry that serves this one. */
   name_conflict: 409,
   /** Publishing a version that exists: versions are immutable. */
@@ -26,6 +24,8 @@ const STATUS = {
   source_in_use: 409,
   /** Changing through the API what the configuration file defines. */
   config_managed: 409,
+  /** Syncing a source that is not synced (a managed source). */
+  not_synced: 409,
   /** A source kind this build does not run yet. */
   not_available: 501,
 } as const;

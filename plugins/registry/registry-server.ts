@@ -8,8 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { App } from '../../core/app.ts';
 import type { RegistryConfig } from './config/registry-config.ts';
-import { formatPath } from '../../core/config/problems.ts';
-import { NotAvailableError, StartupError } from '../../core/errors.ts';
+import { StartupError } from '../../core/errors.ts';
 import { listenerOptions, type GatewayServer } from '../../core/gateway-server.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
@@ -23,6 +22,8 @@ import { registryApi } from './api-plugin.ts';
 import { applyConfig } from './store/apply-config.ts';
 import { openStore, type Store } from './store/store.ts';
 import { SyncScheduler } from './sync/scheduler.ts';
+import { SyncMetrics } from './sync/sync-metrics.ts';
+import { sourceReaders } from './sync/source-readers.ts';
 
 export interface StartRegistryOptions {
   readonly config: RegistryConfig;
@@ -50,17 +51,8 @@ export function authzModeOf(config: RegistryConfig): AuthzMode {
   return config.auth.authz === null ? 'authOnly' : 'full';
 }
 
-/** Parts of a valid config this version cannot serve yet, each with its YAML path. */
-export function unavailableParts(config: RegistryConfig): string[] {
-  return config.sources.flatMap((source, i) =>
-    source.kind === 'git' ? [`${config.file} ${formatPath(['sources', i, 'git'])}: git sources are not available in this version yet (source "${source.name}"; file and managed sources are)`] : [],
-  );
-}
-
 export async function startRegistry(options: StartRegistryOptions): Promise<RunningRegistry> {
   const { config } = options;
-  const missing = unavailableParts(config);
-  if (missing.length > 0) throw new NotAvailableError(missing);
   const mode = authzModeOf(config);
   const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics() });
   const { log } = app;
@@ -74,7 +66,18 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     }
     const roles = config.auth.mode === 'oauth' ? (config.auth.authz?.roles ?? {}) : {};
     specs.push({ definition: registryAuthz as PluginSpec['definition'], config: { mode, roles }, source: `${config.file} auth` });
-    specs.push({ definition: registryApi as PluginSpec['definition'], config: { store, maxBodyBytes: config.server.maxBodyBytes }, source: `${config.file}` });
+    // Syncs start below, once the routes are in place; the admin API tells them of changes.
+    const sync = app.own(
+      new SyncScheduler(store, {
+        readers: sourceReaders({ settings: config.sync, secrets: config.secrets }),
+        log: log.child({ component: 'sync' }),
+        metrics: new SyncMetrics(app.metrics.registry),
+        maxConcurrent: config.sync.maxConcurrent,
+      }),
+      (s) => s.stop(),
+      'source sync',
+    );
+    specs.push({ definition: registryApi as PluginSpec['definition'], config: { store, maxBodyBytes: config.server.maxBodyBytes, sync, syncSettings: config.sync }, source: `${config.file}` });
     await app.plugins(specs, { mcpPath: null, backends: [], configDir: config.dir });
 
     const server = app.serve({
@@ -86,7 +89,6 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     });
     // The first sync of every synced source completes before the server listens: no client
     // ever sees a registry without its synced entries.
-    const sync = app.own(new SyncScheduler(store, config.sources, log.child({ component: 'sync' })), (s) => s.stop(), 'source sync');
     await sync.start();
 
     const address = await app.start();

@@ -44,13 +44,15 @@ describe('sources', () => {
     assert.equal(refused.json().error, 'claims_not_held');
     assert.equal((await call('PUT', '/v1/sources/data-publish', 'dataAdmin', { managed: {}, claims: { org: 'acme', team: 'data' } })).status, 201);
   });
-  it('update: the caller must satisfy the existing claims (200, else 403)', async () => {
+  it('update: the caller must satisfy the existing claims (200, else 404 as for GET: no disclosure)', async () => {
     const updated = await call('PUT', '/v1/sources/platform-publish', 'platformAdmin', { managed: {}, claims: { org: 'acme' } });
     assert.equal(updated.status, 200, updated.text);
     assert.deepEqual(updated.json().claims, { org: 'acme' });
     const refused = await call('PUT', '/v1/sources/data-publish', 'platformAdmin', { managed: {}, claims: { org: 'acme' } });
-    assert.equal(refused.status, 403);
-    assert.equal(refused.json().error, 'claims_not_satisfied');
+    assert.equal(refused.status, 404);
+    assert.equal(refused.json().error, 'not_found');
+    assert.doesNotMatch(refused.text, /exists/);
+    assert.deepEqual((await call('GET', '/v1/sources/data-publish', 'dataAdmin')).json().claims, { org: 'acme', team: 'data' });
   });
   it('a GET body can be PUT back unchanged (read-only fields are ignored)', async () => {
     const current = (await call('GET', '/v1/sources/platform-publish', 'platformAdmin')).json();
@@ -72,11 +74,22 @@ describe('sources', () => {
     assert.equal((await call('DELETE', '/v1/sources/internal', 'superAdmin')).json().error, 'config_managed');
     assert.equal((await call('PUT', '/v1/sources/internal', 'superAdmin', { managed: {} })).status, 409);
   });
-  it('file and git sources cannot be created through the API', async () => {
-    assert.equal((await call('PUT', '/v1/sources/from-disk', 'superAdmin', { file: { path: '/etc/passwd' } })).status, 400);
-    const git = await call('PUT', '/v1/sources/from-git', 'superAdmin', { git: { repository: 'https://github.com/acme/r.git', path: 'r.json' } });
-    assert.equal(git.status, 501);
-    assert.equal(git.json().error, 'not_available');
+  it('what only the config file may define is refused through the API, naming why', async () => {
+    const disk = await call('PUT', '/v1/sources/from-disk', 'superAdmin', { file: { path: '/etc/passwd' } });
+    assert.equal(disk.status, 400);
+    assert.match(disk.json().error_description ?? "", /sync\.fileRoot/);
+    const ssh = await call('PUT', '/v1/sources/from-ssh', 'superAdmin', { git: { repository: 'git@github.com:acme/r.git', path: 'r.json' } });
+    assert.equal(ssh.status, 400);
+    assert.match(ssh.json().error_description ?? "", /https:\/\//);
+    const secret = await call('PUT', '/v1/sources/with-secret', 'superAdmin', { git: { repository: 'https://github.com/acme/r.git', path: 'r.json', auth: { passwordSecretRef: { name: 'git', key: 'token' } } } });
+    assert.equal(secret.status, 400);
+    assert.match(secret.json().error_description ?? "", /secret references are not accepted/);
+    const token = await call('PUT', '/v1/sources/with-token', 'superAdmin', { api: { url: 'https://registry.example.com', tokenSecretRef: { name: 'peer', key: 'token' } } });
+    assert.equal(token.status, 400);
+    const cluster = await call('PUT', '/v1/sources/from-cluster', 'superAdmin', { cluster: { kubernetes: {} } });
+    assert.equal(cluster.status, 400);
+    assert.match(cluster.json().error_description ?? "", /configuration file/);
+    for (const name of ['from-disk', 'from-ssh', 'with-secret', 'with-token', 'from-cluster']) assert.equal((await call('GET', `/v1/sources/${name}`, 'superAdmin')).status, 404);
   });
   it('without manageSources: 403 on every operation', async () => {
     for (const [method, path] of [['GET', '/v1/sources'], ['GET', '/v1/sources/shared'], ['PUT', '/v1/sources/x'], ['DELETE', '/v1/sources/platform-publish']] as const) {
@@ -115,8 +128,10 @@ describe('registries', () => {
     const created = await call('PUT', '/v1/registries/team-reg', 'platformAdmin', { sources: ['shared', 'platform-tools'], claims: { org: 'acme', team: 'platform' } });
     assert.equal(created.status, 201, created.text);
   });
-  it('update and delete need the caller to satisfy the existing claims', async () => {
-    assert.equal((await call('PUT', '/v1/registries/team-reg', 'dataAdmin', { sources: ['shared'], claims: { org: 'acme' } })).status, 403);
+  it('update and delete need the caller to satisfy the existing claims (404 otherwise, as for GET)', async () => {
+    const hidden = await call('PUT', '/v1/registries/team-reg', 'dataAdmin', { sources: ['shared'], claims: { org: 'acme' } });
+    assert.equal(hidden.status, 404);
+    assert.doesNotMatch(hidden.text, /exists/);
     assert.equal((await call('DELETE', '/v1/registries/team-reg', 'dataAdmin')).status, 404);
     assert.equal((await call('PUT', '/v1/registries/team-reg', 'platformAdmin', { sources: ['shared'], claims: { org: 'acme', team: 'platform' } })).status, 200);
     assert.equal((await call('DELETE', '/v1/registries/team-reg', 'platformAdmin')).status, 204);

@@ -1,7 +1,7 @@
 /**
  * `gatehouse registry serve|validate` as a user runs them: data on the embedded store survives a
  * restart, SIGTERM drains and exits 0, one process per data directory, the auth-only startup
- * warning in the log, git sources refused at serve, and validate's report.
+ * warning in the log, and validate's report.
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -71,16 +71,6 @@ database: {type: memory}
     } finally {
       await issuer.close();
     }
-  });
-
-  it('refuses git sources (not available yet), naming them', async () => {
-    const config = await writeConfig(`auth: {mode: anonymous}
-sources: [{name: upstream, format: upstream, git: {repository: "https://github.com/acme/registry.git", branch: main, path: registry.json}}]
-database: {type: memory}
-`);
-    const result = await run(['registry', 'serve', '--config', config, '--port', '0']);
-    assert.equal(result.code, 1);
-    assert.match(result.stderr, /sources\[0\]\.git: git sources are not available in this version yet/);
   });
 });
 

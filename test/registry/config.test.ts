@@ -29,8 +29,8 @@ sources:
 registries: [{name: main, sources: [internal, files]}]
 `);
     assert.deepEqual(config.database, { type: 'embedded', path: '/etc/gatehouse/data/registry' });
-    assert.deepEqual(config.sources[0], { name: 'files', kind: 'file', format: 'upstream', file: { path: '/etc/gatehouse/catalog.json' }, git: null, syncIntervalMs: 300_000, claims: {} });
-    assert.deepEqual(config.sources[1], { name: 'internal', kind: 'managed', format: null, file: null, git: null, syncIntervalMs: null, claims: {} });
+    assert.deepEqual(config.sources[0], { name: 'files', kind: 'file', format: 'upstream', file: { path: '/etc/gatehouse/catalog.json' }, git: null, api: null, cluster: null, syncIntervalMs: 300_000, claims: {} });
+    assert.deepEqual(config.sources[1], { name: 'internal', kind: 'managed', format: null, file: null, git: null, api: null, cluster: null, syncIntervalMs: null, claims: {} });
     assert.deepEqual(config.registries, [{ name: 'main', sources: ['internal', 'files'], claims: {} }]);
     assert.equal(config.server.maxBodyBytes, 1024 * 1024);
     assert.equal(authzModeOf(config), 'anonymous');
@@ -52,7 +52,7 @@ database: {type: postgres, url: "postgres://u:p@db:5432/registry"}
     assert.ok(full.auth.mode === 'oauth');
     assert.deepEqual(full.auth.providers.map((p) => [p.name, p.allowPrivateIp]), [['a', false], ['b', true]]);
     assert.deepEqual(full.auth.authz?.roles.manageEntries, [{ role: 'writer' }, { groups: 'publishers', org: 'acme' }]);
-    assert.deepEqual(full.sources[0]?.git, { repository: 'https://github.com/acme/r.git', branch: 'main', path: 'registry.json' });
+    assert.deepEqual(full.sources[0]?.git, { repository: 'https://github.com/acme/r.git', branch: 'main', path: 'registry.json', auth: null });
     assert.equal(full.sources[0]?.syncIntervalMs, 30 * 60_000);
     assert.deepEqual(full.database, { type: 'postgres', url: 'postgres://u:p@db:5432/registry' });
     assert.equal(authzModeOf(valid(yaml(''))), 'authOnly');
@@ -92,7 +92,7 @@ server: {maxBodySize: lots}
       /^registry\.yaml:13:29 sources\[0\]\.file: must not be set together with managed/,
       /^registry\.yaml:14:12 sources\[1\]\.name: duplicate source name "s1"/,
       /^registry\.yaml:14:61 sources\[1\]\.syncPolicy\.interval: must be greater than zero/,
-      /^registry\.yaml:15:5 sources\[2\]: needs exactly one of git, managed, file/,
+      /^registry\.yaml:15:5 sources\[2\]: needs exactly one of git, managed, file, api, cluster/,
       /^registry\.yaml:16:46 sources\[3\]\.format: only the upstream format/,
       /^registry\.yaml:18:29 registries\[0\]\.sources\[1\]: source "s1" is listed twice/,
       /^registry\.yaml:18:33 registries\[0\]\.sources\[2\]: source "nope" not found/,
@@ -103,9 +103,57 @@ server: {maxBodySize: lots}
     assert.equal(found.length, expected.length, found.join('\n'));
     expected.forEach((pattern, i) => assert.match(found[i]!, pattern));
   });
+  it('every source kind, credentials from Secret documents beside the config', () => {
+    const config = valid(`auth: {mode: anonymous}
+sources:
+  - name: git
+    git: {repository: "https://git.example.com/acme/r.git", path: r.json, auth: {username: bot, passwordSecretRef: {name: git-credentials, key: token}}}
+  - {name: peer, api: {url: "https://registry.example.com/", tokenSecretRef: {name: git-credentials, key: peer}}, syncPolicy: {interval: 1h}}
+  - {name: manifests, cluster: {manifests: [./servers, /etc/mcp/one.yaml]}, claims: {team: a}}
+  - {name: kube, cluster: {kubernetes: {namespace: mcp, labelSelector: "tier=prod"}}}
+sync: {allowPrivateAddresses: true, fileRoot: ./catalogs, maxConcurrent: 2}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: git-credentials}
+stringData: {token: s3cret, peer: p33r}
+`);
+    const [git, peer, manifests, kube] = config.sources;
+    assert.deepEqual(git?.git?.auth, { username: 'bot', passwordSecretRef: { name: 'git-credentials', key: 'token' } });
+    assert.deepEqual(config.secrets.resolve({ name: 'git-credentials', key: 'token' }), { found: true, value: 's3cret' });
+    assert.deepEqual([peer?.kind, peer?.api, peer?.format, peer?.syncIntervalMs], ['api', { url: 'https://registry.example.com', tokenSecretRef: { name: 'git-credentials', key: 'peer' } }, null, 3_600_000]);
+    assert.deepEqual(manifests?.cluster, { manifests: ['/etc/gatehouse/servers', '/etc/mcp/one.yaml'] });
+    assert.deepEqual(kube?.cluster, { kubernetes: { namespace: 'mcp', labelSelector: 'tier=prod', kubeconfig: null } });
+    assert.deepEqual(config.sync, { allowPrivateAddresses: true, fileRoot: '/etc/gatehouse/catalogs', maxConcurrent: 2 });
+    assert.doesNotMatch(JSON.stringify(config.sources), /s3cret|p33r/, 'only references are kept with the sources');
+  });
   it('authorization needs OAuth: authz under anonymous mode is a problem', () => {
     assert.match(problems('auth: {mode: anonymous, authz: {roles: {}}}\n')[0]!, /auth\.authz: needs mode oauth: OAuth authentication must be enabled before authorization is configured/);
     assert.match(problems('auth: {mode: oauth}\n')[0]!, /auth\.oauth: is required when mode is oauth/);
+  });
+  it('source kinds: missing secrets and keys, credentials in URLs, cluster blocks, formats', () => {
+    const found = problems(`auth: {mode: anonymous}
+sources:
+  - {name: a, git: {repository: "https://x.example/r.git", path: r.json, auth: {passwordSecretRef: {name: nope, key: token}}}}
+  - {name: b, api: {url: "https://user:pw@registry.example.com", tokenSecretRef: {name: creds, key: nokey}}}
+  - {name: c, cluster: {}}
+  - {name: d, cluster: {manifests: [./x]}, format: upstream}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {token: t}
+`);
+    const expected = [
+      /sources\[0\]\.git\.auth\.passwordSecretRef: Secret "nope" not found/,
+      /sources\[1\]\.api\.url: must not carry a user name or password: put the credentials in a Secret/,
+      /sources\[1\]\.api\.tokenSecretRef: Secret "creds" has no key "nokey"/,
+      /sources\[2\]\.cluster: needs exactly one of manifests .* or kubernetes/,
+      /sources\[3\]\.format: must not be set on a cluster source/,
+    ];
+    assert.equal(found.length, expected.length, found.join('\n'));
+    expected.forEach((pattern, i) => assert.match(found[i]!, pattern));
+    assert.doesNotMatch(found.join('\n'), /\bpw\b/, 'a password in a URL is not echoed');
   });
   it('a registry lists at most one managed source', () => {
     const found = problems('auth: {mode: anonymous}\nsources: [{name: a, managed: {}}, {name: b, managed: {}}]\nregistries: [{name: r, sources: [a, b]}]\n');

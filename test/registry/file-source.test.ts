@@ -13,7 +13,7 @@ const server = (name: string, version: string, extra: Record<string, unknown> = 
 const upstream = (servers: unknown[], skills: unknown[] = []) => JSON.stringify({ $schema: 'https://example.com/schema.json', version: '1.0.0', meta: { last_updated: '2026-01-01T00:00:00Z' }, data: { servers, skills } });
 
 interface SourceStatus {
-  state: string;
+  phase: string;
   message: string | null;
   servers: number;
   skills: number;
@@ -62,8 +62,8 @@ database: {type: memory}
     assert.equal(latest.server?.version, '1.1.0');
     const entries = (await registry.request('GET', '/v1/sources/catalog/entries')).json<{ entries: { claims: object }[] }>();
     assert.ok(entries.entries.every((e) => JSON.stringify(e.claims) === '{"org":"acme"}'));
-    const { state, message, servers, skills: skillCount } = await status();
-    assert.deepEqual({ state, message, servers, skills: skillCount }, { state: 'ok', message: null, servers: 3, skills: 1 });
+    const { phase, message, servers, skills: skillCount } = await status();
+    assert.deepEqual({ phase, message, servers, skills: skillCount }, { phase: 'ok', message: null, servers: 3, skills: 1 });
   });
 
   it('an unchanged file changes nothing (update times stay)', async () => {
@@ -84,7 +84,7 @@ database: {type: memory}
   it('a bad file keeps the last good data, and the status says why', async () => {
     const good = await list();
     await writeFile(file, upstream([server('io.acme/a', '3.0.0'), server('not a name', '1.0.0'), server('io.acme/d', '^1')]));
-    await until(async () => (await status()).state === 'failed', 'the failed sync');
+    await until(async () => (await status()).phase === 'failed', 'the failed sync');
     const failed = await status();
     assert.match(failed.message ?? '', /data\.servers\[1\]: name "not a name" is not valid.*data\.servers\[2\]: version "\^1" is a range/);
     assert.equal(failed.servers, 3, 'the counts are those of the last good data');
@@ -99,7 +99,7 @@ database: {type: memory}
 
   it('recovers when the file is fixed', async () => {
     await writeFile(file, upstream([server('io.acme/z', '1.0.0')]));
-    await until(async () => (await status()).state === 'ok', 'recovery');
+    await until(async () => (await status()).phase === 'ok', 'recovery');
     assert.deepEqual(await list(), ['io.acme/z@1.0.0']);
   });
 });

@@ -45,7 +45,8 @@ export function registryRoutes(deps: ApiDeps): RouteDef[] {
     checkPathName(name, body.name, 'registry');
     const existing = await store.registries.get(name);
     if (existing !== null) {
-      if (!canAccess(caller, existing.claims)) throw registryError('claims_not_satisfied', `a registry named ${q(name)} exists and your token does not satisfy its claims`);
+      // Like GET and DELETE: a registry the caller cannot see is not there (no disclosure).
+      if (!canAccess(caller, existing.claims)) throw new GatewayError('not_found', `registry ${q(name)} not found`);
       if (existing.origin === 'config') throw configManaged('registry', name);
     }
     const claims = body.claims ?? {};

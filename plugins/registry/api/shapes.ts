@@ -49,12 +49,20 @@ export function entryList(page: Page<EntryRecord>, withSource: boolean): object 
   return { entries, metadata: metadata(entries.length, page.nextCursor) };
 }
 
+/** Invalid items named in a source's status (the rest are counted). */
+const SKIPPED_SHOWN = 20;
+
 export function sourceView(source: SourceRecord): object {
   const view: Record<string, unknown> = { name: source.name };
   if (source.format !== null) view.format = source.format;
   if (source.kind === 'managed') view.managed = {};
   if (source.file !== null) view.file = { path: source.file.path };
-  if (source.git !== null) view.git = source.git.branch === null ? { repository: source.git.repository, path: source.git.path } : source.git;
+  if (source.git !== null) {
+    const { repository, branch, path, auth } = source.git;
+    view.git = { repository, ...(branch === null ? {} : { branch }), path, ...(auth === null ? {} : { auth: { ...(auth.username === null ? {} : { username: auth.username }), passwordSecretRef: auth.passwordSecretRef } }) };
+  }
+  if (source.api !== null) view.api = source.api.tokenSecretRef === null ? { url: source.api.url } : source.api;
+  if (source.cluster !== null) view.cluster = source.cluster;
   if (source.syncIntervalMs !== null) view.syncPolicy = { interval: formatDuration(source.syncIntervalMs) };
   view.claims = source.claims;
   view.origin = source.origin;
@@ -63,11 +71,22 @@ export function sourceView(source: SourceRecord): object {
   if (source.kind !== 'managed') {
     const sync = source.sync;
     view.status =
-      source.kind === 'git'
-        ? { state: 'not_available', message: 'git sources are not available in this version yet' }
-        : sync === null
-          ? { state: 'pending', message: 'not synced yet' }
-          : { state: sync.state, message: sync.message, lastAttemptAt: sync.lastAttemptAt, lastSuccessAt: sync.lastSuccessAt, servers: sync.servers, skills: sync.skills };
+      sync === null
+        ? { phase: 'pending', message: 'not synced yet', attempts: 0 }
+        : {
+            phase: sync.phase,
+            message: sync.message,
+            lastAttemptAt: sync.lastAttemptAt,
+            lastSuccessAt: sync.lastSuccessAt,
+            nextAttemptAt: sync.nextAttemptAt,
+            attempts: sync.attempts,
+            failedAttempts: sync.failedAttempts,
+            servers: sync.servers,
+            skills: sync.skills,
+            ...(sync.revision === null ? {} : { revision: sync.revision }),
+            skippedCount: sync.skipped.length,
+            skipped: sync.skipped.slice(0, SKIPPED_SHOWN),
+          };
   }
   return view;
 }

@@ -2,16 +2,23 @@
  * The admin API of sources (manageSources or superAdmin), scoped by claims: a list shows only
  * the sources the caller's claims satisfy, a hidden source is 404 (never 403), a new source's
  * claims must be a subset of the caller's, and changing or deleting one needs the caller to
- * satisfy its current claims. Sources defined in the config file are read-only here (409
- * `config_managed`). Through the API, sources are managed ones: file sources read the server's
- * disk and are defined in the config file only; git sources are not available yet.
+ * satisfy its current claims (a source the caller cannot see is 404 for PUT as for GET). Sources
+ * defined in the config file are read-only here (409 `config_managed`).
+ *
+ * Through the API: managed, git, api and file sources. What the API creates is held tighter than
+ * what the config file defines, because a manageSources caller is not the server's operator:
+ * no secret references (credentials stay with the config file, or a caller could send them to
+ * a host of their choosing), file paths only under `sync.fileRoot`, cluster sources only in the
+ * config file; the readers refuse private addresses unless `sync.allowPrivateAddresses`.
  */
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { Context } from '../../../core/context.ts';
 import { GatewayError } from '../../../core/errors.ts';
 import type { RouteDef } from '../../../core/plugin.ts';
 import { Reply } from '../../../core/reply.ts';
 import { sourceBodySchema } from '../config/registry-schema.ts';
-import { toSourceDefinition } from '../config/registry-config.ts';
+import { toSourceDefinition, type SourceDefinition } from '../config/registry-config.ts';
 import { canAccess } from '../../registry-authz/caller.ts';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { creationClaimsProblem } from '../../registry-authz/publish-rules.ts';
@@ -24,6 +31,9 @@ import { entryFilterOf, param, registrySteps, requireRole, type ApiDeps } from '
 import { registryError } from '../errors.ts';
 
 const q = (text: string): string => JSON.stringify(text);
+
+/** How long `POST /v1/sources/{name}/sync` waits for the sync before answering 202. */
+const SYNC_WAIT_MS = 30_000;
 
 export function configManaged(kind: 'source' | 'registry', name: string): GatewayError {
   return registryError('config_managed', `${kind} ${q(name)} is defined in the configuration file: change it there (and restart)`);
@@ -50,23 +60,62 @@ export function sourceRoutes(deps: ApiDeps): RouteDef[] {
     const body = parseBody(sourceBodySchema, ctx.get(BODY), 'source');
     checkPathName(name, body.name, 'source');
     const source = toSourceDefinition(body, name, '/');
-    if (source.kind === 'file') throw new GatewayError('invalid_request', 'file sources read a file on the server: define them in the configuration file, not through the API');
-    if (source.kind === 'git') throw registryError('not_available', 'git sources are not available in this version yet');
+    await checkApiSource(source);
     const existing = await store.sources.get(name);
     if (existing !== null) {
-      if (!canAccess(caller, existing.claims)) throw registryError('claims_not_satisfied', `a source named ${q(name)} exists and your token does not satisfy its claims`);
+      // Like GET and DELETE: a source the caller cannot see is not there (no disclosure).
+      if (!canAccess(caller, existing.claims)) throw new GatewayError('not_found', `source ${q(name)} not found`);
       if (existing.origin === 'config') throw configManaged('source', name);
     }
     const problem = creationClaimsProblem(caller, source.claims, 'source');
     if (problem !== null) throw problem;
     const { created, record } = await store.sources.put(source, 'api');
-    return Reply.json(created ? 201 : 200, sourceView(record));
+    await deps.sync?.refresh();
+    return Reply.json(created ? 201 : 200, sourceView((await store.sources.get(name)) ?? record));
+  }
+
+  /** What only the config file may define, refused with the reason. */
+  async function checkApiSource(source: SourceDefinition): Promise<void> {
+    if (source.kind === 'cluster') throw new GatewayError('invalid_request', 'cluster sources read the cluster or the server\'s disk with the server\'s own credentials: define them in the configuration file');
+    if (source.git?.auth != null || source.api?.tokenSecretRef != null) {
+      throw new GatewayError('invalid_request', 'secret references are not accepted through the API (the secret could be sent to any host): define sources with credentials in the configuration file');
+    }
+    if (source.git !== null && !/^https?:\/\//.test(source.git.repository)) {
+      throw new GatewayError('invalid_request', `git.repository: sources created through the API read https:// (or http://) repositories only (got ${q(source.git.repository)})`);
+    }
+    if (source.file !== null) await checkFileRoot(source.file.path);
+  }
+
+  async function checkFileRoot(path: string): Promise<void> {
+    const root = deps.syncSettings?.fileRoot ?? null;
+    if (root === null) throw new GatewayError('invalid_request', 'file sources read the server\'s disk: the server accepts them through the API only under a directory its configuration names (sync.fileRoot), and it names none');
+    if (!isAbsolute(path)) throw new GatewayError('invalid_request', `file.path must be an absolute path under ${root} (got ${q(path)})`);
+    const inside = (candidate: string, base: string): boolean => {
+      const rel = relative(base, candidate);
+      return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+    };
+    // Symbolic links are followed: what counts is where the file really is.
+    const real = await realpath(path).catch(() => resolve(path));
+    const realRoot = await realpath(root).catch(() => root);
+    if (!inside(resolve(path), root) || !inside(real, realRoot)) throw new GatewayError('invalid_request', `file.path must be under ${root} (sync.fileRoot)`);
+  }
+
+  async function syncSource(ctx: Context): Promise<Reply> {
+    const source = required(ctx.get(SOURCE), 'source');
+    if (source.kind === 'managed') throw registryError('not_synced', `source ${q(source.name)} is a managed source: it receives published entries and is not synced`);
+    if (deps.sync == null) throw registryError('not_available', 'source syncs are not running on this server');
+    // Answer with the outcome when the sync ends soon; a long one goes on (202 with its status).
+    const done = await Promise.race([deps.sync.syncNow(source.name).then(() => true), new Promise<false>((resolve) => setTimeout(resolve, SYNC_WAIT_MS, false).unref())]);
+    const record = await store.sources.get(source.name);
+    if (record === null) throw new GatewayError('not_found', `source ${q(source.name)} not found`);
+    return Reply.json(done ? 200 : 202, sourceView(record));
   }
 
   async function deleteSource(ctx: Context): Promise<Reply> {
     const source = required(ctx.get(SOURCE), 'source');
     if (source.origin === 'config') throw configManaged('source', source.name);
     if (!(await store.sources.delete(source.name))) throw new GatewayError('not_found', `source ${q(source.name)} not found`);
+    await deps.sync?.refresh();
     return Reply.empty(204);
   }
 
@@ -83,5 +132,6 @@ export function sourceRoutes(deps: ApiDeps): RouteDef[] {
     endpoint('PUT', '/v1/sources/:name', requireManageSources, readJsonBody, putSource),
     endpoint('DELETE', '/v1/sources/:name', requireManageSources, loadSource, deleteSource),
     endpoint('GET', '/v1/sources/:name/entries', requireManageSources, loadSource, listSourceEntries),
+    endpoint('POST', '/v1/sources/:name/sync', requireManageSources, loadSource, syncSource),
   ];
 }

@@ -9,16 +9,29 @@ import { canAccess, holdsRole, type Caller } from '../../registry-authz/caller.t
 import { callerClaimPairs } from '../../registry-authz/claims.ts';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { ROLE_GRANTS, type RoleName } from '../../registry-authz/roles.ts';
-import type { EntryFilter } from '../store/records.ts';
+import type { EntryFilter, SyncStatus } from '../store/records.ts';
 import type { Store } from '../store/store.ts';
+import type { SyncSettings } from '../config/registry-config.ts';
 import type { Step } from './endpoint.ts';
 import { jsonValueProblem } from '../model/json-value.ts';
 import { BODY, REGISTRY, SOURCE, required } from './slots.ts';
 import { registryError } from '../errors.ts';
 
+/** What the admin API asks of the source syncs (sync/scheduler.ts). */
+export interface SourceSync {
+  /** Reads the sources again after a change (new, changed and deleted sources). */
+  refresh(): Promise<void>;
+  /** Syncs one source now; null when it is not a synced source. */
+  syncNow(name: string): Promise<SyncStatus | null>;
+}
+
 export interface ApiDeps {
   readonly store: Store;
   readonly maxBodyBytes: number;
+  /** Null: no syncs run (tests of the API alone). */
+  readonly sync?: SourceSync | null;
+  /** What sources created through the API may reach. */
+  readonly syncSettings?: SyncSettings;
 }
 
 const q = (text: string): string => JSON.stringify(text);

@@ -6,10 +6,12 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { formatPath, loadFile, validateFile, schemaIssueMessage, sortProblems } from '../../../core/config/problems.ts';
 import type { ConfigProblem, Validation } from '../../../core/config/problems.ts';
-import { DEFAULT_DATA_DIR, registryFileSchema } from './registry-schema.ts';
+import { DEFAULT_DATA_DIR, registryFileSchema, secretDocumentSchema } from './registry-schema.ts';
 import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
 import type { ServerSettings } from '../../../core/config/server-settings.ts';
-import { parseYamlDocuments } from '../../../core/config/yaml.ts';
+import { isMapping, parseYamlDocuments, type YamlDocument } from '../../../core/config/yaml.ts';
+import { SecretStore } from '../../../core/config/secrets.ts';
+import type { z } from 'zod';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import type { RoleRules } from '../../registry-authz/roles.ts';
 
@@ -35,7 +37,41 @@ export type RegistryAuthConfig =
       readonly authz: { readonly roles: RoleRules } | null;
     };
 
-export type SourceKind = 'managed' | 'file' | 'git';
+export type SourceKind = 'managed' | 'file' | 'git' | 'api' | 'cluster';
+
+/** `{name, key}` of a Secret document of the config file (the value is never stored). */
+export interface SecretRef {
+  readonly name: string;
+  readonly key: string;
+}
+
+export interface GitSettings {
+  readonly repository: string;
+  /** Null: the remote's default branch. */
+  readonly branch: string | null;
+  readonly path: string;
+  readonly auth: { readonly username: string | null; readonly passwordSecretRef: SecretRef } | null;
+}
+
+export interface ApiSettings {
+  /** Base URL of the peer registry: the source reads `<url>/v0.1/servers`. */
+  readonly url: string;
+  readonly tokenSecretRef: SecretRef | null;
+}
+
+export type ClusterSettings =
+  /** Absolute paths of manifest files or directories (standalone). */
+  | { readonly manifests: readonly string[] }
+  /** List and watch in a cluster (in-cluster config, or a kubeconfig file). */
+  | { readonly kubernetes: { readonly namespace: string | null; readonly labelSelector: string | null; readonly kubeconfig: string | null } };
+
+/** How syncs run (the `sync` section). */
+export interface SyncSettings {
+  readonly allowPrivateAddresses: boolean;
+  /** Absolute directory API-created file sources must be in; null: the API cannot create them. */
+  readonly fileRoot: string | null;
+  readonly maxConcurrent: number;
+}
 
 /** A source as the store keeps it (from the config file or the admin API). */
 export interface SourceDefinition {
@@ -44,7 +80,9 @@ export interface SourceDefinition {
   readonly format: 'upstream' | null;
   /** Absolute path of the file of a file source. */
   readonly file: { readonly path: string } | null;
-  readonly git: { readonly repository: string; readonly branch: string | null; readonly path: string } | null;
+  readonly git: GitSettings | null;
+  readonly api: ApiSettings | null;
+  readonly cluster: ClusterSettings | null;
   /** Sync interval of a synced source (null for managed sources). */
   readonly syncIntervalMs: number | null;
   readonly claims: ClaimMap;
@@ -68,6 +106,9 @@ export interface RegistryConfig {
   readonly registries: readonly RegistryDefinition[];
   readonly database: DatabaseConfig;
   readonly server: ServerSettings;
+  readonly sync: SyncSettings;
+  /** The Secret documents of the file: what sources' secretRefs resolve against. */
+  readonly secrets: SecretStore;
 }
 
 export type RegistryValidation = Validation<RegistryConfig>;
@@ -85,10 +126,22 @@ export function validateRegistryText(text: string, file: string): RegistryValida
   for (const error of yaml.errors) {
     problems.push({ file, line: error.position.line, column: error.position.column, resource: '', path: '', message: `YAML syntax error: ${error.message}` });
   }
-  const [document, ...others] = yaml.documents;
+  // The registry's configuration is one document; Secret documents beside it hold credentials.
+  const isSecret = (doc: YamlDocument): boolean => isMapping(doc.value) && doc.value.kind === 'Secret';
+  const secrets = new SecretStore();
+  for (const doc of yaml.documents.filter(isSecret)) {
+    const result = secretDocumentSchema.safeParse(doc.value, { error: schemaIssueMessage });
+    if (!result.success) {
+      const name = isMapping(doc.value) && isMapping(doc.value.metadata) && typeof doc.value.metadata.name === 'string' ? doc.value.metadata.name : '?';
+      reportIssues(problems, file, doc, result.error.issues, `Secret/${name}`);
+    } else {
+      secrets.add(result.data.metadata.name, doc.value as Record<string, unknown>);
+    }
+  }
+  const [document, ...others] = yaml.documents.filter((doc) => !isSecret(doc));
   for (const extra of others) {
     const { line, column } = extra.locate([]);
-    problems.push({ file, line, column, resource: '', path: '', message: 'a registry configuration is one YAML document: remove the extra document' });
+    problems.push({ file, line, column, resource: '', path: '', message: 'a registry configuration is one YAML document (plus kind: Secret documents): remove the extra document' });
   }
   if (document === undefined) {
     if (yaml.errors.length === 0) whole('the file is empty: it needs at least an auth section (auth: {mode: anonymous} or auth: {mode: oauth, ...})');
@@ -96,28 +149,31 @@ export function validateRegistryText(text: string, file: string): RegistryValida
   }
   if (document.broken) return { ok: false, problems: sortProblems(problems) };
 
-  const result = registryFileSchema.safeParse(document.value, { error: schemaIssueMessage });
-  if (!result.success) {
-    for (const issue of result.error.issues) {
-      const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
-      const report = (message: string, at: 'key' | 'value', locatePath = path): void => {
-        const { line, column } = document.locate(locatePath, at);
-        problems.push({ file, line, column, resource: '', path: formatPath(path), message });
-      };
-      if (issue.code === 'unrecognized_keys') {
-        const messages = issue.message.split('\n');
-        issue.keys.forEach((key, i) => report(messages[i] ?? `unknown field ${JSON.stringify(key)}`, 'key', [...path, key]));
-      } else {
-        report(issue.message, issue.code === 'custom' && issue.params?.at === 'key' ? 'key' : 'value');
-      }
-    }
-  }
+  const result = registryFileSchema(secrets).safeParse(document.value, { error: schemaIssueMessage });
+  if (!result.success) reportIssues(problems, file, document, result.error.issues, '');
   if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
   if (!result.success) return { ok: false, problems };
-  return { ok: true, config: assemble(result.data, resolve(file)) };
+  return { ok: true, config: assemble(result.data, resolve(file), secrets) };
 }
 
-function assemble(input: RegistryFileInput, file: string): RegistryConfig {
+function reportIssues(problems: ConfigProblem[], file: string, document: YamlDocument, issues: readonly z.core.$ZodIssue[], resource: string): void {
+  for (const issue of issues) {
+    if (issue.code === 'custom' && (issue.params as { silent?: boolean } | undefined)?.silent === true) continue;
+    const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
+    const report = (message: string, at: 'key' | 'value', locatePath = path): void => {
+      const { line, column } = document.locate(locatePath, at);
+      problems.push({ file, line, column, resource, path: formatPath(path), message });
+    };
+    if (issue.code === 'unrecognized_keys') {
+      const messages = issue.message.split('\n');
+      issue.keys.forEach((key, i) => report(messages[i] ?? `unknown field ${JSON.stringify(key)}`, 'key', [...path, key]));
+    } else {
+      report(issue.message, issue.code === 'custom' && issue.params?.at === 'key' ? 'key' : 'value');
+    }
+  }
+}
+
+function assemble(input: RegistryFileInput, file: string, secrets: SecretStore): RegistryConfig {
   const dir = dirname(file);
   return {
     file,
@@ -127,6 +183,12 @@ function assemble(input: RegistryFileInput, file: string): RegistryConfig {
     registries: input.registries.map((registry) => ({ name: registry.name, sources: registry.sources, claims: registry.claims ?? {} })),
     database: toDatabase(input.database, dir),
     server: input.server,
+    sync: {
+      allowPrivateAddresses: input.sync.allowPrivateAddresses,
+      fileRoot: input.sync.fileRoot === undefined ? null : resolve(dir, input.sync.fileRoot),
+      maxConcurrent: input.sync.maxConcurrent,
+    },
+    secrets,
   };
 }
 
@@ -150,16 +212,34 @@ function toDatabase(db: RegistryFileInput['database'], dir: string): DatabaseCon
 
 type SourceFields = Omit<SourceInput, 'name'>;
 
-/** A validated source item (config or API body) as a definition; relative file paths resolve against `dir`. */
+/** A validated source item (config or API body) as a definition; relative paths resolve against `dir`. */
 export function toSourceDefinition(source: SourceFields, name: string, dir: string): SourceDefinition {
-  const kind: SourceKind = source.managed !== undefined ? 'managed' : source.file !== undefined ? 'file' : 'git';
+  const kind: SourceKind = source.managed !== undefined ? 'managed' : source.file !== undefined ? 'file' : source.api !== undefined ? 'api' : source.cluster !== undefined ? 'cluster' : 'git';
   const synced = kind !== 'managed';
+  const path = (p: string): string => (isAbsolute(p) ? p : resolve(dir, p));
+  const { git, api, cluster } = source;
   return {
     name,
     kind,
-    format: synced ? (source.format ?? 'upstream') : null,
-    file: source.file === undefined ? null : { path: isAbsolute(source.file.path) ? source.file.path : resolve(dir, source.file.path) },
-    git: source.git === undefined ? null : { repository: source.git.repository, branch: source.git.branch ?? null, path: source.git.path },
+    format: kind === 'file' || kind === 'git' ? (source.format ?? 'upstream') : null,
+    file: source.file === undefined ? null : { path: path(source.file.path) },
+    git:
+      git === undefined
+        ? null
+        : { repository: git.repository, branch: git.branch ?? null, path: git.path, auth: git.auth === undefined ? null : { username: git.auth.username ?? null, passwordSecretRef: git.auth.passwordSecretRef } },
+    api: api === undefined ? null : { url: api.url.replace(/\/+$/, ''), tokenSecretRef: api.tokenSecretRef ?? null },
+    cluster:
+      cluster === undefined
+        ? null
+        : cluster.manifests !== undefined
+          ? { manifests: cluster.manifests.map(path) }
+          : {
+              kubernetes: {
+                namespace: cluster.kubernetes?.namespace ?? null,
+                labelSelector: cluster.kubernetes?.labelSelector ?? null,
+                kubeconfig: cluster.kubernetes?.kubeconfig === undefined ? null : path(cluster.kubernetes.kubeconfig),
+              },
+            },
     syncIntervalMs: synced ? (source.syncPolicy?.interval ?? DEFAULT_SYNC_INTERVAL_MS) : null,
     claims: source.claims ?? {},
   };

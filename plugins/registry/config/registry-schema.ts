@@ -11,6 +11,7 @@ import { durationSchema } from '../../../core/config/duration.ts';
 import { describeValue, didYouMean } from '../../../core/config/problems.ts';
 import { serverSettingsSchema } from '../../../core/config/server-settings.ts';
 import { isMapping } from '../../../core/config/yaml.ts';
+import { secretBodyShape, type SecretStore } from '../../../core/config/secrets.ts';
 import { addIssue, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from '../../../core/config/formats.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -102,26 +103,70 @@ const authSchema = z
 
 // ---- sources and registries ---------------------------------------------------------------
 
-const SOURCE_KINDS = ['git', 'managed', 'file'] as const;
+const SOURCE_KINDS = ['git', 'managed', 'file', 'api', 'cluster'] as const;
+
+/**
+ * `{name, key}` of a Secret document in the same file. Only the reference is kept with the
+ * source (in the database too); the value is resolved from the file when the source syncs.
+ */
+const secretRef = z.strictObject({ name: text, key: text });
+
+/** A URL that must not carry credentials: those belong in a Secret. */
+const noUserInfo = (what: string) => (value: string, ctx: Ctx) => {
+  const url = parseUrl(value);
+  if (url !== null && (url.username !== '' || url.password !== '')) {
+    ctx.addIssue(`must not carry a user name or password: put the credentials in a Secret and name it in ${what}`);
+  }
+};
+
+const gitBlock = z.strictObject({
+  repository: gitRepository.superRefine(noUserInfo('git.auth.passwordSecretRef')),
+  branch: text.optional(),
+  path: text,
+  auth: z.strictObject({ username: text.optional(), passwordSecretRef: secretRef }).optional(),
+});
+
+const apiBlock = z.strictObject({
+  url: httpUrl.superRefine(noUserInfo('api.tokenSecretRef')),
+  tokenSecretRef: secretRef.optional(),
+});
+
+const clusterBlock = z
+  .strictObject({
+    manifests: z.array(text).min(1, { error: 'list at least one manifest file or directory' }).optional(),
+    kubernetes: z.strictObject({ namespace: text.optional(), labelSelector: text.optional(), kubeconfig: text.optional() }).optional(),
+  })
+  .superRefine((cluster, ctx) => {
+    if ((cluster.manifests === undefined) === (cluster.kubernetes === undefined)) {
+      addIssue(ctx, [], 'needs exactly one of manifests (files or directories of MCPServer resources) or kubernetes {namespace, labelSelector, kubeconfig} (list and watch in a cluster)');
+    }
+  }, whenMapping);
 
 const sourceFieldsShape = {
   format: z.enum(['upstream'], { error: (issue) => `only the upstream format (the official MCP registry's) is supported (got ${describeValue(issue.input)})` }).optional(),
-  git: z.strictObject({ repository: gitRepository, branch: text.optional(), path: text }).optional(),
-  managed: z.strictObject({}).optional(),
+  git: gitBlock.optional(),
+  api: apiBlock.optional(),
   file: z.strictObject({ path: text }).optional(),
+  cluster: clusterBlock.optional(),
+  managed: z.strictObject({}).optional(),
   syncPolicy: z.strictObject({ interval: durationSchema() }).optional(),
   claims: claimMapSchema.optional(),
 };
 
-/** Exactly one of git, managed, file; what only synced sources have is refused on managed ones. */
+/** Exactly one kind; what only synced sources have is refused on managed ones. */
 function sourceKindRules(source: unknown, ctx: Ctx): void {
   if (!isMapping(source)) return;
   const kinds = SOURCE_KINDS.filter((kind) => source[kind] !== undefined);
-  if (kinds.length === 0) addIssue(ctx, [], `needs exactly one of ${SOURCE_KINDS.join(', ')}: git {repository, branch, path}, managed: {} or file {path}`);
+  if (kinds.length === 0) {
+    addIssue(ctx, [], `needs exactly one of ${SOURCE_KINDS.join(', ')}: git {repository, branch, path}, api {url}, file {path}, cluster {manifests} or {kubernetes}, managed: {}`);
+  }
   for (const extra of kinds.slice(1)) addIssue(ctx, [extra], `must not be set together with ${kinds[0]}: a source is exactly one of ${SOURCE_KINDS.join(', ')}`, 'key');
   if (kinds[0] === 'managed') {
     if (source.syncPolicy !== undefined) addIssue(ctx, ['syncPolicy'], 'must not be set on a managed source: it receives published entries and is not synced', 'key');
     if (source.format !== undefined) addIssue(ctx, ['format'], 'must not be set on a managed source: it holds published entries', 'key');
+  }
+  if ((kinds[0] === 'cluster' || kinds[0] === 'api') && source.format !== undefined) {
+    addIssue(ctx, ['format'], `must not be set on ${kinds[0] === 'api' ? 'an api' : 'a cluster'} source: ${kinds[0] === 'api' ? 'it reads the official registry API' : 'it reads MCPServer resources'}`, 'key');
   }
 }
 
@@ -187,15 +232,56 @@ function crossReferences(file: unknown, ctx: Ctx): void {
   });
 }
 
-export const registryFileSchema = z
-  .strictObject({
-    auth: authSchema,
-    sources: uniqueNames('source', z.array(sourceSchema)).default([]),
-    registries: uniqueNames('registry', z.array(registrySchema)).default([]),
-    database: databaseSchema.prefault({ type: 'embedded' }),
-    server: serverSettingsSchema(1024 * 1024),
-  })
-  .superRefine(crossReferences, whenMapping);
+/** How syncs run: shared by every synced source. */
+const syncSchema = z.strictObject({
+  /** Sources created through the admin API may reach private addresses (git and api sources). */
+  allowPrivateAddresses: z.boolean().default(false),
+  /** The directory file sources created through the admin API must be in (none: refused). */
+  fileRoot: text.optional(),
+  /** Syncs running at once, across all sources (a slow source does not hold up the others beyond this). */
+  maxConcurrent: z.number().int().min(1).max(64).default(4),
+});
 
-export type RegistryFileInput = z.output<typeof registryFileSchema>;
+/** Every secretRef of the sources names a Secret document of the file, and a key it has. */
+function secretReferences(secrets: SecretStore) {
+  return (file: unknown, ctx: Ctx): void => {
+    if (!isMapping(file) || !Array.isArray(file.sources)) return;
+    file.sources.forEach((source, i) => {
+      if (!isMapping(source)) return;
+      const refs: [readonly (string | number)[], unknown][] = [
+        [['git', 'auth', 'passwordSecretRef'], isMapping(source.git) && isMapping(source.git.auth) ? source.git.auth.passwordSecretRef : undefined],
+        [['api', 'tokenSecretRef'], isMapping(source.api) ? source.api.tokenSecretRef : undefined],
+      ];
+      for (const [path, ref] of refs) {
+        if (!isMapping(ref) || typeof ref.name !== 'string' || typeof ref.key !== 'string') continue;
+        const lookup = secrets.resolve({ name: ref.name, key: ref.key });
+        if (!lookup.found && lookup.problem !== null) addIssue(ctx, ['sources', i, ...path], lookup.problem);
+      }
+    });
+  };
+}
+
+export function registryFileSchema(secrets: SecretStore) {
+  return z
+    .strictObject({
+      auth: authSchema,
+      sources: uniqueNames('source', z.array(sourceSchema)).default([]),
+      registries: uniqueNames('registry', z.array(registrySchema)).default([]),
+      database: databaseSchema.prefault({ type: 'embedded' }),
+      server: serverSettingsSchema(1024 * 1024),
+      sync: syncSchema.prefault({}),
+    })
+    .superRefine(crossReferences, whenMapping)
+    .superRefine(secretReferences(secrets), whenMapping);
+}
+
+/** A `kind: Secret` document beside the registry's configuration (Kubernetes' shape). */
+export const secretDocumentSchema = z.strictObject({
+  apiVersion: z.literal('v1', { error: (issue) => `must be v1 (got ${describeValue(issue.input)})` }),
+  kind: z.literal('Secret'),
+  metadata: z.strictObject({ name: resourceNameSchema, namespace: text.optional(), labels: z.record(z.string(), z.string()).optional(), annotations: z.record(z.string(), z.string()).optional() }),
+  ...secretBodyShape,
+});
+
+export type RegistryFileInput = z.output<ReturnType<typeof registryFileSchema>>;
 export type SourceInput = z.output<typeof sourceSchema>;

@@ -18,6 +18,12 @@ export interface Database extends SqlRunner {
   exec(text: string): Promise<void>;
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: SqlRunner) => Promise<T>): Promise<T>;
+  /**
+   * Takes the lock named `key` in `space` if no one holds it, across every process on the same
+   * database; null when it is held. The lock lives as long as the session that took it: a
+   * process that dies (or loses its connection) frees it at once, so nothing stays locked.
+   */
+  tryLock(space: number, key: string): Promise<(() => Promise<void>) | null>;
   close(): Promise<void>;
 }
 

@@ -79,6 +79,16 @@ const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'git, api and cluster sources',
+    statements: [
+      `ALTER TABLE sources DROP CONSTRAINT IF EXISTS sources_kind_check`,
+      `ALTER TABLE sources ADD CONSTRAINT sources_kind_check CHECK (kind IN ('managed', 'file', 'git', 'api', 'cluster'))`,
+      // The kind's own block (api: {url, ...}, cluster: {...}); git keeps its column.
+      `ALTER TABLE sources ADD COLUMN settings jsonb`,
+    ],
+  },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations across replicas. */

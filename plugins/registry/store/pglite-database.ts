@@ -19,6 +19,8 @@ function runner(db: Pick<PGlite, 'query'>): SqlRunner {
 export async function openPglite(dataDir: string | null): Promise<Database> {
   const db = dataDir === null ? await PGlite.create() : await PGlite.create(dataDir);
   const run = runner(db);
+  // One process owns an embedded database (the data directory is locked): locks are in memory.
+  const held = new Set<string>();
   return {
     kind: dataDir === null ? 'memory' : 'embedded',
     query: run.query,
@@ -27,6 +29,12 @@ export async function openPglite(dataDir: string | null): Promise<Database> {
     },
     transaction(work) {
       return db.transaction((tx) => work(runner(tx)));
+    },
+    async tryLock(space, key) {
+      const name = `${space}\u001f${key}`;
+      if (held.has(name)) return null;
+      held.add(name);
+      return async () => void held.delete(name);
     },
     async close() {
       if (!db.closed) await db.close();

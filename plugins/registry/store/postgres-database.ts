@@ -50,6 +50,27 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
         client.release(broken);
       }
     },
+    async tryLock(space, key) {
+      // A session-level advisory lock on a connection held for as long as the lock is: when the
+      // process dies, PostgreSQL ends the session and the lock with it.
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        const rows = (await client.query('SELECT pg_try_advisory_lock($1::int, hashtext($2)) AS ok', [space, key])).rows as { ok: boolean }[];
+        if (rows[0]?.ok !== true) {
+          client.release();
+          return null;
+        }
+      } catch (err) {
+        client.release(true);
+        throw err;
+      }
+      client.on('error', () => (broken = true));
+      return async () => {
+        await client.query('SELECT pg_advisory_unlock($1::int, hashtext($2))', [space, key]).catch(() => (broken = true));
+        client.release(broken);
+      };
+    },
     async close() {
       await pool.end();
     },

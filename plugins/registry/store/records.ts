@@ -9,19 +9,32 @@ export type Origin = 'config' | 'api';
 
 export type EntryKind = 'server' | 'skill';
 
-/** Outcome of the syncs of a synced source, shown by `GET /v1/sources/{name}`. */
+/** Outcome of the syncs of a synced source, shown by `GET /v1/sources/{name}` (shared by every replica). */
 export interface SyncStatus {
-  /** `ok`: the last sync succeeded; `failed`: it did not (the last good data stays visible). */
-  readonly state: 'pending' | 'ok' | 'failed';
+  /**
+   * `pending`: never synced; `syncing`: a sync is under way; `ok`: the last sync succeeded;
+   * `failed`: it did not (the last good data stays visible).
+   */
+  readonly phase: 'pending' | 'syncing' | 'ok' | 'failed';
   readonly lastAttemptAt: string | null;
   readonly lastSuccessAt: string | null;
+  /** When the next attempt is due (after a failure: the back-off). */
+  readonly nextAttemptAt: string | null;
+  /** Attempts since the last success (0 after a success). */
+  readonly failedAttempts: number;
+  /** Attempts ever made. */
+  readonly attempts: number;
   /** Why the last sync failed (null when it succeeded). */
   readonly message: string | null;
   /** Entries of the last good data. */
   readonly servers: number;
   readonly skills: number;
-  /** sha256 of the content last applied: an unchanged file is not written again. */
+  /** Items of the last good data that were refused (invalid), named by where they are and why. */
+  readonly skipped: readonly string[];
+  /** sha256 of the content last applied: unchanged content is not written again. */
   readonly digest: string | null;
+  /** The source's own version of that content: a git commit, an API peer's high-water mark. */
+  readonly revision: string | null;
 }
 
 export interface SourceRecord extends SourceDefinition {

@@ -18,6 +18,11 @@ export interface SyncItem {
   readonly document: Readonly<Record<string, unknown>>;
   /** Digest of `document` (see `documentDigest`). */
   readonly digest: string;
+  /**
+   * The entry's own claims (cluster-resource sources: the resource's `authz-claims`
+   * annotation). Absent: the entry inherits the source's claims.
+   */
+  readonly claims?: ClaimMap;
 }
 
 export interface SyncWriteResult {

@@ -14,15 +14,17 @@ interface SourceRow {
   format: 'upstream' | null;
   file_path: string | null;
   git: SourceDefinition['git'];
+  /** The block of an api or cluster source. */
+  settings: { api?: SourceDefinition['api']; cluster?: SourceDefinition['cluster'] } | null;
   sync_interval_ms: number | null;
   claims: ClaimMap;
   origin: Origin;
-  sync_status: SyncStatus | null;
+  sync_status: (Partial<SyncStatus> & { state?: SyncStatus['phase'] }) | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const COLUMNS = 'name, kind, format, file_path, git, sync_interval_ms, claims, origin, sync_status, created_at, updated_at';
+const COLUMNS = 'name, kind, format, file_path, git, settings, sync_interval_ms, claims, origin, sync_status, created_at, updated_at';
 
 function toRecord(row: SourceRow): SourceRecord {
   return {
@@ -30,11 +32,13 @@ function toRecord(row: SourceRow): SourceRecord {
     kind: row.kind,
     format: row.format,
     file: row.file_path === null ? null : { path: row.file_path },
-    git: row.git,
+    git: row.git === null ? null : { ...row.git, auth: row.git.auth ?? null },
+    api: row.settings?.api ?? null,
+    cluster: row.settings?.cluster ?? null,
     syncIntervalMs: row.sync_interval_ms,
     claims: row.claims,
     origin: row.origin,
-    sync: row.sync_status,
+    sync: syncStatusOf(row.sync_status),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -65,17 +69,19 @@ export class SourcesStore {
     const claims = JSON.stringify(source.claims);
     const pairs = resourceClaimPairs(source.claims);
     const git = source.git === null ? null : JSON.stringify(source.git);
+    const settings = source.api !== null ? JSON.stringify({ api: source.api }) : source.cluster !== null ? JSON.stringify({ cluster: source.cluster }) : null;
     const rows = await sql.query<SourceRow & { inserted: boolean }>(
-      `INSERT INTO sources (name, kind, format, file_path, git, sync_interval_ms, claims, claim_pairs, origin)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::text[], $9)
+      `INSERT INTO sources (name, kind, format, file_path, git, sync_interval_ms, claims, claim_pairs, origin, settings)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8::text[], $9, $10::jsonb)
        ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, format = EXCLUDED.format, file_path = EXCLUDED.file_path,
-         git = EXCLUDED.git, sync_interval_ms = EXCLUDED.sync_interval_ms, claims = EXCLUDED.claims,
+         git = EXCLUDED.git, settings = EXCLUDED.settings, sync_interval_ms = EXCLUDED.sync_interval_ms, claims = EXCLUDED.claims,
          claim_pairs = EXCLUDED.claim_pairs, origin = EXCLUDED.origin, updated_at = now(),
          sync_status = CASE WHEN sources.kind = EXCLUDED.kind THEN sources.sync_status END
        RETURNING ${COLUMNS}, (xmax = 0) AS inserted`,
-      [source.name, source.kind, source.format, source.file?.path ?? null, git, source.syncIntervalMs, claims, pairs, origin],
+      [source.name, source.kind, source.format, source.file?.path ?? null, git, source.syncIntervalMs, claims, pairs, origin, settings],
     );
-    if (source.kind !== 'managed') {
+    // Entries of synced sources inherit the source's claims; cluster entries carry their own.
+    if (source.kind !== 'managed' && source.kind !== 'cluster') {
       await sql.query(
         'UPDATE entries SET claims = $2::jsonb, claim_pairs = $3::text[] WHERE source = $1 AND claim_pairs IS DISTINCT FROM $3::text[]',
         [source.name, claims, pairs],
@@ -115,7 +121,26 @@ export class SourcesStore {
     return rows.map((row) => row.registry);
   }
 
-  async setSyncStatus(name: string, status: SyncStatus): Promise<void> {
-    await this.#db.query('UPDATE sources SET sync_status = $2::jsonb WHERE name = $1', [name, JSON.stringify(status)]);
+  async setSyncStatus(name: string, status: SyncStatus, sql: SqlRunner = this.#db): Promise<void> {
+    await sql.query('UPDATE sources SET sync_status = $2::jsonb WHERE name = $1', [name, JSON.stringify(status)]);
   }
+}
+
+/** A status as stored; rows written before the sync fields existed (`state`) read as today's shape. */
+function syncStatusOf(stored: (Partial<SyncStatus> & { state?: SyncStatus['phase'] }) | null): SyncStatus | null {
+  if (stored === null) return null;
+  return {
+    phase: stored.phase ?? stored.state ?? 'pending',
+    lastAttemptAt: stored.lastAttemptAt ?? null,
+    lastSuccessAt: stored.lastSuccessAt ?? null,
+    nextAttemptAt: stored.nextAttemptAt ?? null,
+    failedAttempts: stored.failedAttempts ?? 0,
+    attempts: stored.attempts ?? 0,
+    message: stored.message ?? null,
+    servers: stored.servers ?? 0,
+    skills: stored.skills ?? 0,
+    skipped: stored.skipped ?? [],
+    digest: stored.digest ?? null,
+    revision: stored.revision ?? null,
+  };
 }

@@ -1,56 +1,54 @@
 /**
- * One sync of a file source: read the file, parse it, write the differences. A file that cannot
- * be read or parsed leaves the source's entries as they were (the last good data) and records
- * why in the source's status. An unchanged file (same digest as the last good sync) is not
- * written again.
+ * The reader of a file source: the file at `file.path` on the server's disk, in the upstream
+ * format. Unchanged content (the digest of the last good sync) is not parsed or written again.
+ * The file is read whole but bounded, so a mistaken path (a device, a huge log) fails cleanly.
  */
-import { readFile } from 'node:fs/promises';
-import type { Logger } from 'pino';
-import type { SourceDefinition } from '../config/registry-config.ts';
-import type { SyncStatus } from '../store/records.ts';
-import { writeSourceEntries } from '../store/source-sync-writer.ts';
-import type { Store } from '../store/store.ts';
+import { open } from 'node:fs/promises';
+import type { ReadContext, ReadOutcome, SourceReader } from './source-reader.ts';
+import { SyncFailure } from './source-reader.ts';
 import { contentDigest, parseUpstreamFile } from './upstream-file.ts';
 
-export async function syncFileSource(store: Store, source: SourceDefinition, log: Logger): Promise<SyncStatus> {
-  const path = source.file!.path;
-  const previous = (await store.sources.get(source.name))?.sync ?? null;
-  const now = new Date().toISOString();
-  const failed = async (message: string): Promise<SyncStatus> => {
-    const status: SyncStatus = {
-      state: 'failed',
-      lastAttemptAt: now,
-      lastSuccessAt: previous?.lastSuccessAt ?? null,
-      message,
-      servers: previous?.servers ?? 0,
-      skills: previous?.skills ?? 0,
-      digest: previous?.digest ?? null,
-    };
-    await store.sources.setSyncStatus(source.name, status);
-    log.warn({ source: source.name, path, reason: message }, 'sync failed: the source keeps its last good data');
-    return status;
-  };
+/** Default bound of a source file: the official registry's whole data is a few MiB. */
+export const MAX_SOURCE_FILE_BYTES = 64 * 1024 * 1024;
 
-  let content: string;
+export function createFileReader(path: string, maxBytes = MAX_SOURCE_FILE_BYTES): SourceReader {
+  return {
+    async read({ previous }: ReadContext): Promise<ReadOutcome> {
+      const content = await readBounded(path, maxBytes);
+      const digest = contentDigest(content);
+      if (previous?.digest === digest) return { type: 'unchanged' };
+      const parsed = parseUpstreamFile(content);
+      if (!parsed.ok) throw new SyncFailure(`${path}: ${parsed.message}`);
+      return { type: 'snapshot', items: parsed.items, skipped: (parsed as { skipped?: readonly string[] }).skipped ?? [], digest };
+    },
+  };
+}
+
+async function readBounded(path: string, maxBytes: number): Promise<string> {
+  let handle;
   try {
-    content = await readFile(path, 'utf8');
+    handle = await open(path, 'r');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return failed(code === 'ENOENT' ? `file ${path} does not exist` : `file ${path} cannot be read: ${(err as Error).message}`);
+    throw new SyncFailure(code === 'ENOENT' ? `file ${path} does not exist` : `file ${path} cannot be read: ${(err as Error).message}`);
   }
-  const digest = contentDigest(content);
-  if (previous?.state === 'ok' && previous.digest === digest) {
-    const status: SyncStatus = { ...previous, lastAttemptAt: now, lastSuccessAt: now };
-    await store.sources.setSyncStatus(source.name, status);
-    return status;
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new SyncFailure(`${path} is not a regular file`);
+    if (info.size > maxBytes) throw new SyncFailure(`file ${path} is ${info.size} bytes, over the ${maxBytes}-byte bound of a source file`);
+    const buffer = Buffer.alloc(Math.min(info.size, maxBytes) + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > maxBytes) throw new SyncFailure(`file ${path} grew over the ${maxBytes}-byte bound of a source file while it was read`);
+    return buffer.subarray(0, length).toString('utf8');
+  } catch (err) {
+    if (err instanceof SyncFailure) throw err;
+    throw new SyncFailure(`file ${path} cannot be read: ${(err as Error).message}`);
+  } finally {
+    await handle.close();
   }
-  const parsed = parseUpstreamFile(content);
-  if (!parsed.ok) return failed(`${path}: ${parsed.message}`);
-  const written = await writeSourceEntries(store.db, source.name, source.claims, parsed.items);
-  if (written === false) return failed(`source ${source.name} no longer exists`);
-  store.statistics.noteChanges(written.inserted + written.updated + written.deleted);
-  const status: SyncStatus = { state: 'ok', lastAttemptAt: now, lastSuccessAt: now, message: null, servers: parsed.servers, skills: parsed.skills, digest };
-  await store.sources.setSyncStatus(source.name, status);
-  log.info({ source: source.name, servers: parsed.servers, skills: parsed.skills, ...written }, 'source synced');
-  return status;
 }

@@ -16,11 +16,11 @@ import { writeSourceEntries, type SyncItem } from '../../../plugins/registry/sto
 import type { Store } from '../../../plugins/registry/store/store.ts';
 
 export function managed(name: string, claims: ClaimMap = {}): SourceDefinition {
-  return { name, kind: 'managed', format: null, file: null, git: null, syncIntervalMs: null, claims };
+  return { name, kind: 'managed', format: null, file: null, git: null, api: null, cluster: null, syncIntervalMs: null, claims };
 }
 
 export function fileSource(name: string, claims: ClaimMap = {}): SourceDefinition {
-  return { name, kind: 'file', format: 'upstream', file: { path: `/nonexistent/${name}.json` }, git: null, syncIntervalMs: 60_000, claims };
+  return { name, kind: 'file', format: 'upstream', file: { path: `/nonexistent/${name}.json` }, git: null, api: null, cluster: null, syncIntervalMs: 60_000, claims };
 }
 
 const allow: ClaimsCheck = () => null;

@@ -1,0 +1,41 @@
+/**
+ * Applies what a reader returned to the store: a snapshot replaces the source's entries, changes
+ * are merged, unchanged content writes nothing. Entries take the source's claims unless an item
+ * carries its own (cluster resources).
+ */
+import type { SourceRecord } from '../store/records.ts';
+import { writeSourceEntries, type SyncWriteResult } from '../store/source-sync-writer.ts';
+import type { Store } from '../store/store.ts';
+import type { ReadOutcome } from './source-reader.ts';
+import { SyncFailure } from './source-reader.ts';
+
+export interface Applied {
+  /** Whether anything was written (false for unchanged content). */
+  readonly written: boolean;
+  readonly changes?: SyncWriteResult;
+  /** What the status keeps; undefined: unchanged from the last good sync. */
+  readonly servers?: number;
+  readonly skills?: number;
+  readonly skipped?: readonly string[];
+  readonly digest?: string | null;
+  readonly revision?: string | null;
+}
+
+export async function applyReadOutcome(store: Store, source: SourceRecord, outcome: ReadOutcome): Promise<Applied> {
+  if (outcome.type === 'unchanged') return { written: false, ...(outcome.revision == null ? {} : { revision: outcome.revision }) };
+  if (outcome.type === 'changes') throw new SyncFailure('incremental changes are not supported yet');
+  const changes = await writeSourceEntries(store.db, source.name, source.claims, outcome.items);
+  if (changes === false) throw new SyncFailure(`source ${source.name} no longer exists`);
+  store.statistics.noteChanges(changes.inserted + changes.updated + changes.deleted);
+  let servers = 0;
+  for (const item of outcome.items) if (item.kind === 'server') servers++;
+  return {
+    written: true,
+    changes,
+    servers,
+    skills: outcome.items.length - servers,
+    skipped: outcome.skipped,
+    digest: outcome.digest,
+    revision: outcome.revision ?? null,
+  };
+}

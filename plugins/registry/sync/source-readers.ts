@@ -1,0 +1,36 @@
+/**
+ * The reader of each source kind, built from the source's definition and the server's sync
+ * settings. Secrets are resolved here, when a reader is made, from the config file's Secret
+ * documents (only references are stored). What the admin API created is held to the `sync`
+ * settings: private addresses only when allowed, file paths only under `sync.fileRoot`.
+ */
+import type { SecretStore } from '../../../core/config/secrets.ts';
+import type { SecretRef, SyncSettings } from '../config/registry-config.ts';
+import type { SourceRecord } from '../store/records.ts';
+import { createFileReader } from './file-source.ts';
+import type { SourceReader } from './source-reader.ts';
+import { SyncFailure } from './source-reader.ts';
+import type { ReaderFactory } from './scheduler.ts';
+
+export interface ReaderContext {
+  readonly settings: SyncSettings;
+  readonly secrets: SecretStore;
+}
+
+/** The value of a secret reference, or a failure naming what is missing (never the value). */
+export function secretValue(secrets: SecretStore, ref: SecretRef, where: string): string {
+  const lookup = secrets.resolve(ref);
+  if (lookup.found) return lookup.value;
+  throw new SyncFailure(`${where}: ${lookup.problem ?? `the value of Secret ${JSON.stringify(ref.name)} key ${JSON.stringify(ref.key)} is not valid`}`);
+}
+
+export function sourceReaders(context: ReaderContext): ReaderFactory {
+  return (source: SourceRecord): SourceReader => {
+    switch (source.kind) {
+      case 'file':
+        return createFileReader(source.file!.path);
+      default:
+        throw new SyncFailure(`${source.kind} sources are not available in this build yet`);
+    }
+  };
+}
