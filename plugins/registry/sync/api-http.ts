@@ -87,7 +87,8 @@ export class PeerHttp {
   async get(url: URL, signal: AbortSignal, deadline: number): Promise<PeerResponse> {
     let current = url;
     let redirects = 0;
-    for (let attempt = 0; ; attempt++) {
+    let retries = 0;
+    for (;;) {
       this.#checkAddress(current);
       const answer = await this.#once(current, signal);
       if (answer.location !== null) {
@@ -100,8 +101,8 @@ export class PeerHttp {
         continue;
       }
       if (answer.status === 429 || answer.status === 503) {
-        const wait = answer.retryAfterMs ?? 1000 * 2 ** attempt;
-        if (attempt >= MAX_RETRIES) throw new PeerHttpError(`the peer answered ${answer.status} ${MAX_RETRIES + 1} times in a row`);
+        const wait = answer.retryAfterMs ?? 1000 * 2 ** retries;
+        if (retries++ >= MAX_RETRIES) throw new PeerHttpError(`the peer answered ${answer.status} ${MAX_RETRIES + 1} times in a row`);
         if (Date.now() + wait > deadline) {
           throw new PeerHttpError(`the peer answered ${answer.status} and asks to retry in ${Math.ceil(wait / 1000)} s, past the sync's time bound`);
         }
