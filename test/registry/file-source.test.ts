@@ -19,6 +19,7 @@ interface SourceStatus {
   skills: number;
   lastSuccessAt: string | null;
   lastAttemptAt: string | null;
+  skipped?: string[];
 }
 
 async function until(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
@@ -81,17 +82,25 @@ database: {type: memory}
     assert.equal((await status()).skills, 0);
   });
 
-  it('a bad file keeps the last good data, and the status says why', async () => {
-    const good = await list();
-    await writeFile(file, upstream([server('io.acme/a', '3.0.0'), server('not a name', '1.0.0'), server('io.acme/d', '^1')]));
-    await until(async () => (await status()).phase === 'failed', 'the failed sync');
-    const failed = await status();
-    assert.match(failed.message ?? '', /data\.servers\[1\]: name "not a name" is not valid.*data\.servers\[2\]: version "\^1" is a range/);
-    assert.equal(failed.servers, 3, 'the counts are those of the last good data');
-    assert.deepEqual(await list(), good);
+  it('skips invalid items, naming each with why in the status, and syncs the others', async () => {
+    await writeFile(file, upstream([server('io.acme/a', '3.0.0'), server('not a name', '1.0.0'), server('io.acme/d', '^1'), server('io.acme/e', '1.0.0', { description: 'x'.repeat(150) })]));
+    await until(async () => (await list()).includes('io.acme/a@3.0.0'), 'the valid item to be synced');
+    const synced = await status();
+    assert.equal(synced.phase, 'ok');
+    assert.equal(synced.servers, 1);
+    assert.equal(synced.skipped?.length, 3);
+    assert.match(synced.skipped![0]!, /^data\.servers\[1\]: name "not a name" is not valid/);
+    assert.match(synced.skipped![1]!, /^data\.servers\[2\]: version "\^1" is a range/);
+    assert.equal(synced.skipped![2], 'data.servers[3] (io.acme/e 1.0.0): /description: must NOT have more than 100 characters');
+    assert.deepEqual(await list(), ['io.acme/a@3.0.0']);
+  });
 
+  it('a file that is not JSON, or gone, keeps the last good data, and the status says why', async () => {
+    const good = await list();
     await writeFile(file, '{"data": ');
     await until(async () => /not valid JSON/.test((await status()).message ?? ''), 'the JSON error');
+    assert.equal((await status()).phase, 'failed');
+    assert.equal((await status()).servers, 1, 'the counts are those of the last good data');
     await rm(file);
     await until(async () => /does not exist/.test((await status()).message ?? ''), 'the missing-file error');
     assert.deepEqual(await list(), good);
@@ -110,21 +119,42 @@ describe('the upstream format', () => {
     assert.ok(parsed.ok);
     assert.deepEqual(parsed.items.map((i) => `${i.kind}:${i.name}@${i.version}`), ['server:io.x/a@1.0.0', 'skill:io.x/skill-a@1.0.0', 'skill:io.x/skill-b@2.0.0']);
   });
-  it('refuses other layouts, duplicates and bad items, naming them', () => {
+  it('refuses a file that is not JSON or not of the upstream shape, as a whole', () => {
     const cases: [string, RegExp][] = [
+      ['{"data": ', /not valid JSON/],
       ['[]', /not in the upstream format/],
       ['{"servers": []}', /not in the upstream format/],
-      ['{"data": {"servers": {}}}', /data\.servers: must be a list/],
-      [upstream([server('io.x/a', '1.0.0'), server('io.x/a', '1.0.0')]), /data\.servers\[1\]: server "io\.x\/a" version "1\.0\.0" appears twice/],
-      [upstream([server('io.x/a', 'latest')]), /"latest"/],
-      [upstream(['string']), /data\.servers\[0\]: must be an object/],
-      [upstream([{ ...server('io.x/a', '1.0.0'), description: 'a\u0000' }]), /data\.servers\[0\]: the item\.description contains a NUL/],
-      [upstream([server('../etc', '1.0.0')]), /data\.servers\[0\]: name "\.\.\/etc" is not valid/],
+      ['{"data": {"servers": {}}}', /data\.servers must be a list/],
     ];
     for (const [content, pattern] of cases) {
       const parsed = parseUpstreamFile(content);
       assert.ok(!parsed.ok, content);
       assert.match(parsed.message, pattern);
     }
+  });
+  it('skips duplicates and bad items, naming each, and keeps the valid ones', () => {
+    const cases: [unknown, RegExp][] = [
+      [server('io.x/a', 'latest'), /^data\.servers\[1\]: version must be a specific version: "latest"/],
+      ['string', /^data\.servers\[1\]: must be an object$/],
+      [{ ...server('io.x/b', '1.0.0'), description: 'a\u0000' }, /^data\.servers\[1\] \(io\.x\/b 1\.0\.0\): the item\.description contains a NUL/],
+      [server('../etc', '1.0.0'), /^data\.servers\[1\]: name "\.\.\/etc" is not valid/],
+      [server('io.x/b', '1.0.0', { packages: [{ registryType: 'npm', identifier: 'b', version: 'latest', transport: { type: 'stdio' } }] }), /^data\.servers\[1\] \(io\.x\/b 1\.0\.0\): \/packages\/0\/version: must not be "latest"$/],
+      [server('io.x/b', '1.0.0', { remotes: [{ type: 'streamable-http' }] }), /^data\.servers\[1\] \(io\.x\/b 1\.0\.0\): \/remotes\/0\/url: is required$/],
+      [server('io.x/a', '1.0.0', { title: 'the same version again' }), /^data\.servers\[1\] \(io\.x\/a 1\.0\.0\): appears twice: the first, data\.servers\[0\], is kept$/],
+    ];
+    for (const [bad, pattern] of cases) {
+      const parsed = parseUpstreamFile(upstream([server('io.x/a', '1.0.0'), bad, server('io.x/c', '2.0.0')]));
+      assert.ok(parsed.ok, JSON.stringify(bad));
+      assert.deepEqual(parsed.items.map((i) => `${i.name}@${i.version}`), ['io.x/a@1.0.0', 'io.x/c@2.0.0']);
+      assert.equal(parsed.servers, 2);
+      assert.equal(parsed.skipped.length, 1);
+      assert.match(parsed.skipped[0]!, pattern);
+    }
+  });
+  it('names at most 100 skipped items, then counts the others', () => {
+    const parsed = parseUpstreamFile(upstream(Array.from({ length: 250 }, () => 'string')));
+    assert.ok(parsed.ok);
+    assert.equal(parsed.skipped.length, 101);
+    assert.equal(parsed.skipped.at(-1), 'and 150 more items skipped');
   });
 });

@@ -26,13 +26,20 @@ export function entryNameProblem(name: unknown): string | null {
   return null;
 }
 
+/**
+ * Whether `version` is a range or a wildcard rather than one version: a comparator (`^`, `~`, `>`,
+ * `<`, `=`), whitespace (`1.0.0 - 2.0.0`), `||`, or an `x`, `X` or `*` part (`1.x`, `1.*`).
+ */
+export function isVersionRange(version: string): boolean {
+  return /^[\^~><=]/.test(version) || /\s/.test(version) || version.includes('||') || version.split('.').some((part) => part === 'x' || part === 'X' || part === '*');
+}
+
 /** What is wrong with a version to publish, or null. */
 export function versionProblem(version: unknown): string | null {
   if (typeof version !== 'string' || version === '') return 'version is required: one specific version such as "1.0.2"';
   if (version.length > 255) return 'version must be at most 255 characters long';
   if (version === 'latest') return 'version must be a specific version: "latest" is what readers ask for, not something to publish';
-  const isRange = /^[\^~><=]/.test(version) || /\s/.test(version) || version.includes('||') || version.split('.').some((part) => part === 'x' || part === 'X' || part === '*');
-  if (isRange) return `version ${JSON.stringify(version)} is a range: publish one specific version such as "1.2.3"`;
+  if (isVersionRange(version)) return `version ${JSON.stringify(version)} is a range: publish one specific version such as "1.2.3"`;
   if (/[/?#%\\]/.test(version)) return `version ${JSON.stringify(version)} must not contain "/", "?", "#", "%" or "\\"`;
   if (/[\x00-\x1f\x7f]/.test(version)) return `version ${JSON.stringify(version)} must not contain control characters`;
   if (!isWellFormedText(version)) return 'version must be text: it contains a lone UTF-16 surrogate';

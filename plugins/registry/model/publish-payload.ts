@@ -7,12 +7,18 @@
  * registry, not to the server). For a server given a `url` but no `remotes`, the URL is also
  * offered as its streamable-HTTP remote, so that clients reading server.json find it where the
  * format puts it.
+ *
+ * A server's stored document must validate against the official server.json schema (2025-12-11)
+ * and the official registry's further rules (server-json.ts): every problem is named by its JSON
+ * path (`/description: must NOT have more than 100 characters`), all at once. Skills have no
+ * official schema: they keep the registry's own rules (name, version, description, title).
  */
 import { GatewayError } from '../../../core/errors.ts';
 import { claimMapSchema } from '../config/registry-schema.ts';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import type { EntryKind } from '../store/records.ts';
 import { entryNameProblem, versionProblem } from './names.ts';
+import { describeProblems, serverJsonProblems } from './server-json.ts';
 
 export interface PublishPayload {
   readonly kind: EntryKind;
@@ -32,6 +38,12 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
+/** The top-level field a JSON Pointer is under (`/remotes/0/url` → `remotes`). */
+function topField(path: string): string {
+  const first = path.split('/')[1] ?? '';
+  return first.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
 /** The payload, or a 400 naming every problem of the body. */
 export function parsePublishPayload(body: unknown): PublishPayload {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -39,15 +51,22 @@ export function parsePublishPayload(body: unknown): PublishPayload {
   }
   const fields = body as Record<string, unknown>;
   const problems: string[] = [];
+  // Fields whose problem the registry's own rules named: the schema's words for them would repeat it.
+  const named = new Set<string>();
+  const refuse = (field: string, problem: string): void => {
+    problems.push(problem);
+    named.add(field);
+  };
   const type = fields.type ?? 'server';
-  if (type !== 'server' && type !== 'skill') problems.push(`type must be "server" (the default) or "skill" (got ${JSON.stringify(type)})`);
+  if (type !== 'server' && type !== 'skill') refuse('type', `type must be "server" (the default) or "skill" (got ${JSON.stringify(type)})`);
   const nameProblem = entryNameProblem(fields.name);
-  if (nameProblem !== null) problems.push(nameProblem);
+  if (nameProblem !== null) refuse('name', nameProblem);
   const version = versionProblem(fields.version);
-  if (version !== null) problems.push(version);
-  if (typeof fields.description !== 'string' || fields.description.trim() === '') problems.push('description is required: a non-empty string saying what it does');
-  if (fields.url !== undefined && (typeof fields.url !== 'string' || !isHttpUrl(fields.url))) problems.push(`url must be an absolute http(s) URL (got ${JSON.stringify(fields.url)})`);
-  if (fields.title !== undefined && typeof fields.title !== 'string') problems.push('title must be a string');
+  if (version !== null) refuse('version', version);
+  if (typeof fields.description !== 'string' || fields.description.trim() === '') refuse('description', 'description is required: a non-empty string saying what it does');
+  const urlValid = typeof fields.url === 'string' && isHttpUrl(fields.url);
+  if (fields.url !== undefined && !urlValid) refuse('url', `url must be an absolute http(s) URL (got ${JSON.stringify(fields.url)})`);
+  if (fields.title !== undefined && typeof fields.title !== 'string') refuse('title', 'title must be a string');
   let claims: ClaimMap | undefined;
   if (fields.claims !== undefined) {
     const parsed = claimMapSchema.safeParse(fields.claims);
@@ -55,16 +74,19 @@ export function parsePublishPayload(body: unknown): PublishPayload {
     else {
       for (const issue of parsed.error.issues) {
         const at = issue.path.length === 0 ? 'claims' : `claims.${issue.path.map(String).join('.')}`;
-        problems.push(`${at}: ${issue.message}`);
+        refuse('claims', `${at}: ${issue.message}`);
       }
     }
   }
-  if (problems.length > 0) throw new GatewayError('invalid_request', problems.join('; '));
 
-  const kind = type as EntryKind;
   const { type: _type, claims: _claims, ...document } = fields;
-  if (kind === 'server' && typeof fields.url === 'string' && document.remotes === undefined) {
+  if (type === 'server' && urlValid && document.remotes === undefined) {
     document.remotes = [{ type: 'streamable-http', url: fields.url }];
   }
-  return { kind, name: fields.name as string, version: fields.version as string, claims, document };
+  if (type === 'server') {
+    const schemaProblems = serverJsonProblems(document).filter((problem) => !named.has(topField(problem.path)));
+    if (schemaProblems.length > 0) problems.push(describeProblems(schemaProblems));
+  }
+  if (problems.length > 0) throw new GatewayError('invalid_request', problems.join('; '));
+  return { kind: type as EntryKind, name: fields.name as string, version: fields.version as string, claims, document };
 }

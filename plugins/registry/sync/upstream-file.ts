@@ -4,18 +4,41 @@
  * such as `$schema`, `version` and `meta`, are allowed and ignored). A skill is named either by
  * `name: "namespace/name"` or by `namespace` and `name` apart.
  *
- * Parsing is strict: a file with any invalid item is refused as a whole (the source keeps its
- * last good data), with the first problems named by their JSON path.
+ * A file that is not JSON, or not of that shape, is refused as a whole (the source keeps its last
+ * good data). Within a good file, each item is checked on its own (`checkUpstreamItem`, which
+ * other source kinds reuse for what they read): an invalid item is skipped and named, by where it
+ * is, what it is and why (`data.servers[3] (io.github.x/y 1.0.0): /description: must NOT have
+ * more than 100 characters`), and the other items are synced. A name and version that appears
+ * twice keeps its first occurrence.
  */
 import { createHash } from 'node:crypto';
 import { documentDigest } from '../store/entries-store.ts';
+import type { EntryKind } from '../store/records.ts';
 import type { SyncItem } from '../store/source-sync-writer.ts';
 import { jsonValueProblem } from '../model/json-value.ts';
 import { entryNameProblem, versionProblem } from '../model/names.ts';
+import { describeProblems, serverJsonProblems } from '../model/server-json.ts';
 
-export type UpstreamParse = { ok: true; items: SyncItem[]; servers: number; skills: number } | { ok: false; message: string };
+export type UpstreamParse =
+  | {
+      ok: true;
+      items: SyncItem[];
+      /** Valid items of each kind (those in `items`). */
+      servers: number;
+      skills: number;
+      /**
+       * The items refused, each named with why: at most MAX_SKIPPED_NAMED, then one line counting
+       * the others.
+       */
+      skipped: string[];
+    }
+  | { ok: false; message: string };
 
-const MAX_PROBLEMS = 5;
+/** The result of checking one item: the item to write, or why it is refused (one line, starting with `where`). */
+export type ItemCheck = { item: SyncItem } | { problem: string };
+
+/** Refused items named one by one in a parse result (a file may hold thousands). */
+export const MAX_SKIPPED_NAMED = 100;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -23,6 +46,30 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 export function contentDigest(content: string | Buffer): string {
   return createHash('sha256').update(content).digest('base64url');
+}
+
+/**
+ * Checks one server.json (`kind` server: Gatehouse's name and version rules, then the official
+ * schema and rules) or skill document (name and version rules) read from a source. `where` says
+ * where it was found (`data.servers[3]`, a URL, a resource name); the problem names it, with the
+ * item's name and version once those are valid.
+ */
+export function checkUpstreamItem(kind: EntryKind, document: unknown, where: string): ItemCheck {
+  if (!isObject(document)) return { problem: `${where}: must be an object` };
+  const name = kind === 'skill' && typeof document.namespace === 'string' && typeof document.name === 'string' ? `${document.namespace}/${document.name}` : document.name;
+  const nameProblem = entryNameProblem(name);
+  const version = document.version;
+  const versionOk = versionProblem(version) === null;
+  const label = nameProblem === null && versionOk ? `${where} (${name as string} ${version as string})` : where;
+  const structural = jsonValueProblem(document);
+  if (structural !== null) return { problem: `${label}: ${structural.replace(/^\$/, 'the item')}` };
+  const first = nameProblem ?? versionProblem(version);
+  if (first !== null) return { problem: `${label}: ${first}` };
+  if (kind === 'server') {
+    const problems = serverJsonProblems(document);
+    if (problems.length > 0) return { problem: `${label}: ${describeProblems(problems)}` };
+  }
+  return { item: { kind, name: name as string, version: version as string, document, digest: documentDigest(document) } };
 }
 
 export function parseUpstreamFile(content: string): UpstreamParse {
@@ -35,34 +82,35 @@ export function parseUpstreamFile(content: string): UpstreamParse {
   if (!isObject(json) || !isObject(json.data)) {
     return { ok: false, message: 'the file is not in the upstream format: expected {"data": {"servers": [...], "skills": [...]}}' };
   }
-  const problems: string[] = [];
-  const items: SyncItem[] = [];
-  const seen = new Set<string>();
   const lists = [['servers', 'server'], ['skills', 'skill']] as const;
+  for (const [field] of lists) {
+    const list = json.data[field];
+    if (list !== undefined && !Array.isArray(list)) return { ok: false, message: `the file is not in the upstream format: data.${field} must be a list` };
+  }
+  const items: SyncItem[] = [];
+  const skipped: string[] = [];
+  let refused = 0;
+  const refuse = (problem: string): void => {
+    refused++;
+    if (skipped.length < MAX_SKIPPED_NAMED) skipped.push(problem);
+  };
+  const firstAt = new Map<string, string>();
   const counts = { server: 0, skill: 0 };
   for (const [field, kind] of lists) {
-    const list = json.data[field];
-    if (list === undefined) continue;
-    if (!Array.isArray(list)) {
-      problems.push(`data.${field}: must be a list`);
-      continue;
-    }
-    list.forEach((item, index) => {
+    const list = (json.data[field] ?? []) as unknown[];
+    list.forEach((entry, index) => {
       const where = `data.${field}[${index}]`;
-      if (!isObject(item)) return void problems.push(`${where}: must be an object`);
-      const name = kind === 'skill' && typeof item.namespace === 'string' && typeof item.name === 'string' ? `${item.namespace}/${item.name}` : item.name;
-      const problem = entryNameProblem(name) ?? versionProblem(item.version) ?? jsonValueProblem(item)?.replace(/^\$/, 'the item') ?? null;
-      if (problem !== null) return void problems.push(`${where}: ${problem}`);
-      const key = `${kind}\u001f${String(name)}\u001f${String(item.version)}`;
-      if (seen.has(key)) return void problems.push(`${where}: ${kind} ${JSON.stringify(name)} version ${JSON.stringify(item.version)} appears twice`);
-      seen.add(key);
+      const checked = checkUpstreamItem(kind, entry, where);
+      if ('problem' in checked) return refuse(checked.problem);
+      const { item } = checked;
+      const key = `${kind}\u001f${item.name}\u001f${item.version}`;
+      const first = firstAt.get(key);
+      if (first !== undefined) return refuse(`${where} (${item.name} ${item.version}): appears twice: the first, ${first}, is kept`);
+      firstAt.set(key, where);
       counts[kind]++;
-      items.push({ kind, name: name as string, version: item.version as string, document: item, digest: documentDigest(item) });
+      items.push(item);
     });
   }
-  if (problems.length > 0) {
-    const more = problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : '';
-    return { ok: false, message: `${problems.slice(0, MAX_PROBLEMS).join('; ')}${more}` };
-  }
-  return { ok: true, items, servers: counts.server, skills: counts.skill };
+  if (refused > skipped.length) skipped.push(`and ${refused - skipped.length} more items skipped`);
+  return { ok: true, items, servers: counts.server, skills: counts.skill, skipped };
 }
