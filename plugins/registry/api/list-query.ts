@@ -1,7 +1,11 @@
 /**
  * Query parameters of the list endpoints: `cursor`, `limit` (default 30, at most 100), `search`,
- * `updated_since` (RFC 3339) and `version` (`latest` or an exact version). Bad values are a 400
- * that says what is expected.
+ * `updated_since` (RFC 3339), `version` (`latest` or an exact version) and `include_deleted`
+ * (`true` or `false`). Bad values are a 400 that says what is expected.
+ *
+ * Deleted versions (tombstones) are listed with `include_deleted=true`, and always when
+ * `updated_since` is given, as the official registry API does: a mirror following changes learns
+ * of deletions.
  */
 import { GatewayError } from '../../../core/errors.ts';
 
@@ -11,6 +15,8 @@ export interface ListQuery {
   readonly search: string | null;
   readonly updatedSince: Date | null;
   readonly version: string | null;
+  /** Whether tombstones are listed: `include_deleted=true`, or `updated_since` given. */
+  readonly includeDeleted: boolean;
 }
 
 const DEFAULT_LIMIT = 30;
@@ -47,5 +53,13 @@ export function parseListQuery(query: string, defaults: { limit: number; maxLimi
     const year = updatedSince.getUTCFullYear();
     if (year < 1 || year > 9999) throw bad(`updated_since must be a time in the years 0001 to 9999 (got ${JSON.stringify(rawSince)})`);
   }
-  return { cursor: text('cursor'), limit, search: text('search'), updatedSince, version: text('version') };
+  const includeDeleted = includeDeletedOf(text('include_deleted'));
+  return { cursor: text('cursor'), limit, search: text('search'), updatedSince, version: text('version'), includeDeleted: includeDeleted || updatedSince !== null };
+}
+
+/** `include_deleted` (absent: false). */
+export function includeDeletedOf(value: string | null): boolean {
+  if (value === null || value === 'false') return false;
+  if (value === 'true') return true;
+  throw bad(`include_deleted must be true or false (got ${JSON.stringify(value)})`);
 }

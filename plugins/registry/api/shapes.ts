@@ -1,6 +1,7 @@
 /**
  * Response bodies. Consumer and publish paths use the official MCP registry v0.1 shapes:
- * `{"server": <server.json>, "_meta": {...}}` per version and
+ * `{"server": <server.json>, "_meta": {...}}` per version (`status` is `deleted` for a tombstone,
+ * whose `updatedAt` is its deletion time) and
  * `{"servers": [...], "metadata": {"nextCursor", "count"}}` per list (skills alike, under
  * `skill` / `skills`). The admin API shows sources and registries in the shape of the config
  * file, plus read-only fields (origin, times, sync status).
@@ -15,7 +16,7 @@ export function versionResponse(version: ServedVersion): object {
     [version.kind]: version.document,
     _meta: {
       [OFFICIAL_META]: {
-        status: 'active',
+        status: version.deletedAt === null ? 'active' : 'deleted',
         publishedAt: version.publishedAt.toISOString(),
         updatedAt: version.updatedAt.toISOString(),
         isLatest: version.isLatest,

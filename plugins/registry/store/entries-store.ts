@@ -5,6 +5,11 @@
  * rule is checked against the versions committed before, and the version is inserted, or
  * nothing is. Two concurrent publishes of one version give one success and one 409; no reader
  * ever sees an entry without its version.
+ *
+ * Deleting a version leaves a tombstone (entry-sql.ts): hidden by default, listed with
+ * `include_deleted` and by `updated_since`, never `latest`. Versions are immutable, deleted ones
+ * included: publishing a version whose tombstone exists is refused (409 `version_exists`, saying
+ * it was deleted). The entry, and so its claims, stays with its tombstones.
  */
 import { createHash } from 'node:crypto';
 import { GatewayError } from '../../../core/errors.ts';
@@ -12,7 +17,7 @@ import type { ClaimMap } from '../../registry-authz/claims.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import { Params } from './cursor.ts';
 import { UNIQUE_VIOLATION, sqlState, type Database } from './database.ts';
-import { VERSION_COLUMNS, refreshLatest, servedByRegistry, toVersionRecord, visibleTo, type VersionRow } from './entry-sql.ts';
+import { LIVE, VERSION_COLUMNS, refreshLatest, servedByRegistry, toVersionRecord, visibleTo, type VersionRow } from './entry-sql.ts';
 import type { PlannerStatistics } from './planner-statistics.ts';
 import type { EntryFilter, EntryKind, VersionRecord } from './records.ts';
 import { versionSortKey } from './version-order.ts';
@@ -46,21 +51,27 @@ export class EntriesStore {
     this.#statistics = statistics;
   }
 
-  /** The versions of `name` that `registry` serves to a caller with `filter`, newest first. */
-  async versionsOf(registry: string, kind: EntryKind, name: string, filter: EntryFilter): Promise<VersionRecord[]> {
+  /**
+   * The versions of `name` that `registry` serves to a caller with `filter`, newest publication
+   * first (tombstones only with `includeDeleted`).
+   */
+  async versionsOf(registry: string, kind: EntryKind, name: string, filter: EntryFilter, includeDeleted = false): Promise<VersionRecord[]> {
     const p = new Params();
     const rows = await this.#db.query<VersionRow>(
-      `SELECT ${VERSION_COLUMNS} ${servedByRegistry(p, registry, kind)} AND e.name = ${p.add(name)}${visibleTo(p, filter)}
-       ORDER BY v.version_key DESC, v.published_at DESC, v.version DESC`,
+      `SELECT ${VERSION_COLUMNS} ${servedByRegistry(p, registry, kind)} AND e.name = ${p.add(name)}${visibleTo(p, filter)}${includeDeleted ? '' : ` AND ${LIVE}`}
+       ORDER BY v.published_at DESC, v.version_key DESC, v.version DESC`,
       p.values,
     );
     return rows.map(toVersionRecord);
   }
 
-  /** One version (`latest` for the latest) of `name` as `registry` serves it to the caller, or null. */
-  async getVersion(registry: string, kind: EntryKind, name: string, version: string, filter: EntryFilter): Promise<VersionRecord | null> {
+  /**
+   * One version (`latest` for the latest, never a tombstone) of `name` as `registry` serves it to
+   * the caller, or null; a tombstone only with `includeDeleted`.
+   */
+  async getVersion(registry: string, kind: EntryKind, name: string, version: string, filter: EntryFilter, includeDeleted = false): Promise<VersionRecord | null> {
     const p = new Params();
-    const which = version === 'latest' ? 'v.is_latest' : `v.version = ${p.add(version)}`;
+    const which = version === 'latest' ? 'v.is_latest' : `v.version = ${p.add(version)}${includeDeleted ? '' : ` AND ${LIVE}`}`;
     const rows = await this.#db.query<VersionRow>(
       `SELECT ${VERSION_COLUMNS} ${servedByRegistry(p, registry, kind)} AND e.name = ${p.add(name)} AND ${which}${visibleTo(p, filter)}`,
       p.values,
@@ -90,6 +101,10 @@ export class EntriesStore {
         const problem = check(existing[0]?.claims ?? null);
         if (problem !== null) throw problem;
         let entryId = existing[0]?.id;
+        if (entryId !== undefined) {
+          const same = await tx.query<{ deleted_at: Date | null }>('SELECT deleted_at FROM entry_versions WHERE entry_id = $1 AND version = $2', [entryId, version]);
+          if (same[0] !== undefined) throw duplicate(input, same[0].deleted_at);
+        }
         if (entryId === undefined) {
           const created = await tx.query<{ id: number }>(
             'INSERT INTO entries (source, kind, name, claims, claim_pairs) VALUES ($1, $2, $3, $4::jsonb, $5::text[]) RETURNING id',
@@ -114,31 +129,37 @@ export class EntriesStore {
   }
 
   /**
-   * Deletes one version of an entry of `source` that the caller can see; returns it, or null when
-   * there is no such version (or the caller may not see it). The entry goes with its last version.
+   * Deletes one live version of an entry of `source` that the caller can see: it becomes a
+   * tombstone (updated now), and "latest" moves to the highest live version. Returns the
+   * tombstone, or null when there is no such live version (or the caller may not see it).
    */
   async deleteVersion(source: string, kind: EntryKind, name: string, version: string, filter: EntryFilter): Promise<VersionRecord | null> {
     const deleted = await this.#db.transaction(async (tx) => {
       const p = new Params();
-      const rows = await tx.query<VersionRow & { id: number }>(
-        `SELECT e.id, ${VERSION_COLUMNS} FROM entries e JOIN entry_versions v ON v.entry_id = e.id
-         WHERE e.source = ${p.add(source)} AND e.kind = ${p.add(kind)} AND e.name = ${p.add(name)} AND v.version = ${p.add(version)}${visibleTo(p, filter)}
+      const rows = await tx.query<{ id: number }>(
+        `SELECT e.id FROM entries e JOIN entry_versions v ON v.entry_id = e.id
+         WHERE e.source = ${p.add(source)} AND e.kind = ${p.add(kind)} AND e.name = ${p.add(name)} AND v.version = ${p.add(version)} AND ${LIVE}${visibleTo(p, filter)}
          FOR UPDATE OF e`,
         p.values,
       );
       const row = rows[0];
       if (row === undefined) return null;
-      await tx.query('DELETE FROM entry_versions WHERE entry_id = $1 AND version = $2', [row.id, version]);
-      const left = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM entry_versions WHERE entry_id = $1', [row.id]);
-      if ((left[0]?.n ?? 0) === 0) await tx.query('DELETE FROM entries WHERE id = $1', [row.id]);
-      else await refreshLatest(tx, { entryId: row.id });
-      return toVersionRecord(row);
+      await tx.query('UPDATE entry_versions SET deleted_at = now(), updated_at = now(), is_latest = false WHERE entry_id = $1 AND version = $2', [row.id, version]);
+      await refreshLatest(tx, { entryId: row.id });
+      const tombstone = await tx.query<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM entries e JOIN entry_versions v ON v.entry_id = e.id WHERE e.id = $1 AND v.version = $2`, [row.id, version]);
+      return toVersionRecord(tombstone[0]!);
     });
     if (deleted !== null) this.#statistics.noteChanges(1);
     return deleted;
   }
 }
 
-function duplicate(input: PublishInput): GatewayError {
+function duplicate(input: PublishInput, deletedAt: Date | null = null): GatewayError {
+  if (deletedAt !== null) {
+    return registryError(
+      'version_exists',
+      `version ${q(input.version)} of ${input.kind} ${q(input.name)} was published and deleted (${deletedAt.toISOString()}): versions are immutable, deleted ones included, publish a new version`,
+    );
+  }
   return registryError('version_exists', `version ${q(input.version)} of ${input.kind} ${q(input.name)} is already published: versions are immutable, publish a new version`);
 }

@@ -1,6 +1,8 @@
 /**
  * Paged listings: the consumer listing of a registry (one row per version, in name and version
  * order), and the raw entries of a source or registry (one item per entry, with its versions).
+ * Tombstones (deleted versions) are left out unless a consumer listing asks for them; an entry
+ * whose versions are all deleted is not among the raw entries.
  *
  * Pages are keyset-paginated (the cursor is the sort key of the last item served) and the claims
  * filter runs in the query, so a page costs the same whether it is the first or the hundredth,
@@ -8,7 +10,7 @@
  */
 import { Params, decodeCursor, encodeCursor } from './cursor.ts';
 import type { Database } from './database.ts';
-import { NOT_OUTRANKED, SERVED_COLUMNS, servedByRegistry, toServedVersion, visibleTo, type ServedRow } from './entry-sql.ts';
+import { LIVE, NOT_OUTRANKED, SERVED_COLUMNS, servedByRegistry, toServedVersion, visibleTo, type ServedRow } from './entry-sql.ts';
 import type { EntryFilter, EntryKind, EntryRecord, Page, ServedVersion } from './records.ts';
 
 export interface VersionListQuery {
@@ -23,6 +25,8 @@ export interface VersionListQuery {
   readonly updatedSince: Date | null;
   /** `latest`, an exact version, or null for every version. */
   readonly version: string | null;
+  /** Tombstones (deleted versions) too (default: no). */
+  readonly includeDeleted?: boolean;
 }
 
 export interface EntryListQuery {
@@ -49,6 +53,7 @@ export class EntryListing {
     }
     if (query.search !== null) sql += ` AND strpos(lower(e.name), lower(${p.add(query.search)})) > 0`;
     if (query.updatedSince !== null) sql += ` AND v.updated_at > ${p.add(query.updatedSince.toISOString())}::timestamptz`;
+    if (query.includeDeleted !== true) sql += ` AND ${LIVE}`;
     if (query.version === 'latest') sql += ' AND v.is_latest';
     else if (query.version !== null) sql += ` AND v.version = ${p.add(query.version)}`;
     sql += ` ORDER BY e.name, v.version LIMIT ${p.add(query.limit + 1)}`;
@@ -76,7 +81,8 @@ export class EntryListing {
   }
 
   async #entries(p: Params, from: string, query: EntryListQuery): Promise<Page<EntryRecord>> {
-    let sql = `SELECT e.id, e.source, e.kind, e.name, e.claims ${from}${visibleTo(p, query.filter)}`;
+    let sql = `SELECT e.id, e.source, e.kind, e.name, e.claims ${from}${visibleTo(p, query.filter)}
+      AND EXISTS (SELECT 1 FROM entry_versions v WHERE v.entry_id = e.id AND ${LIVE})`;
     if (query.cursor !== null) {
       const [kind, name] = decodeCursor(query.cursor, 2);
       const afterKind = p.add(kind);
@@ -87,14 +93,14 @@ export class EntryListing {
     const page = rows.slice(0, query.limit);
     const versions = await this.#db.query<{ entry_id: number; version: string; document: Record<string, unknown>; is_latest: boolean; published_at: Date; updated_at: Date }>(
       `SELECT entry_id, version, document, is_latest, published_at, updated_at FROM entry_versions
-       WHERE entry_id = ANY($1::int[]) ORDER BY entry_id, version_key DESC, published_at DESC, version DESC`,
+       WHERE entry_id = ANY($1::int[]) AND deleted_at IS NULL ORDER BY entry_id, version_key DESC, published_at DESC, version DESC`,
       [page.map((row) => row.id)],
     );
     const byEntry = new Map<number, EntryRecord['versions'][number][]>();
     for (const v of versions) {
       let list = byEntry.get(v.entry_id);
       if (list === undefined) byEntry.set(v.entry_id, (list = []));
-      list.push({ version: v.version, document: v.document, isLatest: v.is_latest, publishedAt: v.published_at, updatedAt: v.updated_at });
+      list.push({ version: v.version, document: v.document, isLatest: v.is_latest, publishedAt: v.published_at, updatedAt: v.updated_at, deletedAt: null });
     }
     const items = page.map((row) => ({ source: row.source, kind: row.kind, name: row.name, claims: row.claims, versions: byEntry.get(row.id) ?? [] }));
     const last = items.at(-1);

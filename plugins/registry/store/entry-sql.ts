@@ -1,6 +1,11 @@
 /**
  * SQL fragments shared by the entry queries: what a registry serves, what a caller may see, and
  * how "latest" is kept.
+ *
+ * Tombstones: a deleted version stays as a row with `deleted_at` set (its `updated_at` is the
+ * deletion time), so that mirrors following `updated_since` learn of the deletion. Queries hide
+ * tombstones unless asked (`LIVE`); `is_latest` is never set on one. An entry keeps its claims
+ * while it has any version, tombstones included.
  */
 import type { Params } from './cursor.ts';
 import type { SqlRunner } from './database.ts';
@@ -38,9 +43,12 @@ export function visibleTo(p: Params, filter: EntryFilter): string {
   return ` AND cardinality(e.claim_pairs) > 0 AND e.claim_pairs <@ ${p.add(filter.pairs)}::text[]`;
 }
 
-export const VERSION_COLUMNS = 'e.source, e.kind, e.name, e.claims, v.version, v.document, v.is_latest, v.published_at, v.updated_at';
+/** A version `v` that is not a tombstone. */
+export const LIVE = 'v.deleted_at IS NULL';
+
+export const VERSION_COLUMNS = 'e.source, e.kind, e.name, e.claims, v.version, v.document, v.is_latest, v.published_at, v.updated_at, v.deleted_at';
 /** What a consumer listing needs: fewer columns to transfer and decode per row (measured: ~40% of a page's query time on PGlite). */
-export const SERVED_COLUMNS = 'e.kind, e.name, v.version, v.document, v.is_latest, v.published_at, v.updated_at';
+export const SERVED_COLUMNS = 'e.kind, e.name, v.version, v.document, v.is_latest, v.published_at, v.updated_at, v.deleted_at';
 
 export interface VersionRow {
   source: string;
@@ -52,12 +60,22 @@ export interface VersionRow {
   is_latest: boolean;
   published_at: Date;
   updated_at: Date;
+  deleted_at: Date | null;
 }
 
 export type ServedRow = Omit<VersionRow, 'source' | 'claims'>;
 
 export function toServedVersion(row: ServedRow): ServedVersion {
-  return { kind: row.kind, name: row.name, version: row.version, document: row.document, isLatest: row.is_latest, publishedAt: row.published_at, updatedAt: row.updated_at };
+  return {
+    kind: row.kind,
+    name: row.name,
+    version: row.version,
+    document: row.document,
+    isLatest: row.is_latest,
+    publishedAt: row.published_at,
+    updatedAt: row.updated_at,
+    deletedAt: row.deleted_at,
+  };
 }
 
 export function toVersionRecord(row: VersionRow): VersionRecord {
@@ -65,21 +83,24 @@ export function toVersionRecord(row: VersionRow): VersionRecord {
 }
 
 /**
- * Recomputes `is_latest` for the entries of a source (or one entry): the highest version by
- * semver precedence, then the most recently published. A version whose flag changes counts as
- * updated (`updated_since` clients see the change).
+ * Recomputes `is_latest` for the entries of a source, some entries, or one: the highest live
+ * version by semver precedence, then the most recently published; never a tombstone (an entry
+ * whose versions are all deleted has no latest). A version whose flag changes counts as updated
+ * (`updated_since` clients see the change).
  */
-export async function refreshLatest(sql: SqlRunner, scope: { source: string } | { entryId: number }): Promise<void> {
-  const where = 'source' in scope ? 'e2.source = $1' : 'e2.id = $1';
+export async function refreshLatest(sql: SqlRunner, scope: { source: string } | { entryId: number } | { entryIds: readonly number[] }): Promise<void> {
+  const [where, param] =
+    'source' in scope ? ['e2.source = $1', scope.source] : 'entryId' in scope ? ['e2.id = $1', scope.entryId] : ['e2.id = ANY($1::int[])', [...scope.entryIds]];
   await sql.query(
     `UPDATE entry_versions v SET is_latest = ranked.latest, updated_at = now()
      FROM (
        SELECT v2.entry_id, v2.version,
-         row_number() OVER (PARTITION BY v2.entry_id ORDER BY v2.version_key DESC, v2.published_at DESC, v2.version DESC) = 1 AS latest
+         v2.deleted_at IS NULL AND row_number() OVER (
+           PARTITION BY v2.entry_id ORDER BY (v2.deleted_at IS NULL) DESC, v2.version_key DESC, v2.published_at DESC, v2.version DESC) = 1 AS latest
        FROM entry_versions v2 JOIN entries e2 ON e2.id = v2.entry_id
        WHERE ${where}
      ) ranked
      WHERE v.entry_id = ranked.entry_id AND v.version = ranked.version AND v.is_latest IS DISTINCT FROM ranked.latest`,
-    ['source' in scope ? scope.source : scope.entryId],
+    [param],
   );
 }

@@ -89,6 +89,18 @@ const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE sources ADD COLUMN settings jsonb`,
     ],
   },
+  {
+    version: 3,
+    name: 'tombstones of deleted versions',
+    statements: [
+      // A deleted version stays as a tombstone (deleted_at set) so that mirrors following
+      // updated_since learn of the deletion; the listings hide tombstones by default.
+      `ALTER TABLE entry_versions ADD COLUMN deleted_at timestamptz`,
+      // updated_since listings (mirrors polling for changes) find the recent versions without
+      // reading every version.
+      `CREATE INDEX entry_versions_by_update ON entry_versions (updated_at)`,
+    ],
+  },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations across replicas. */

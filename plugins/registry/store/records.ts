@@ -61,6 +61,8 @@ export interface ServedVersion {
   readonly isLatest: boolean;
   readonly publishedAt: Date;
   readonly updatedAt: Date;
+  /** When the version was deleted (it is a tombstone, `status: "deleted"`), or null. */
+  readonly deletedAt: Date | null;
 }
 
 /** One version of one entry, with where it lives and its claims. */

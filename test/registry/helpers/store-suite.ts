@@ -91,11 +91,11 @@ export function storeSuite(engine: string, open: () => Promise<Store | { skip: s
       assert.equal(await store.sources.delete('other'), false);
     });
 
-    test('publish, read back, and "latest" by semver precedence', async () => {
+    test('publish, read back (newest publication first), and "latest" by semver precedence', async () => {
       for (const version of ['1.9.0', '1.10.0', '2.0.0-rc.1', '1.0.0']) await store.entries.publish(input('io.acme/weather', version), allow);
       const versions = await store.entries.versionsOf('main', 'server', 'io.acme/weather', null);
-      assert.deepEqual(versions.map((v) => v.version), ['2.0.0-rc.1', '1.10.0', '1.9.0', '1.0.0']);
-      assert.deepEqual(versions.map((v) => v.isLatest), [true, false, false, false]);
+      assert.deepEqual(versions.map((v) => v.version), ['1.0.0', '2.0.0-rc.1', '1.10.0', '1.9.0']);
+      assert.deepEqual(versions.map((v) => v.isLatest), [false, true, false, false]);
       const latest = await store.entries.getVersion('main', 'server', 'io.acme/weather', 'latest', null);
       assert.equal(latest?.version, '2.0.0-rc.1');
       assert.deepEqual(latest?.document, { name: 'io.acme/weather', version: '2.0.0-rc.1', description: 'io.acme/weather 2.0.0-rc.1' });
@@ -183,14 +183,14 @@ export function storeSuite(engine: string, open: () => Promise<Store | { skip: s
       assert.deepEqual(ids(since.items), ['io.acme/weather@2.0.0-rc.1', 'io.acme/weather@3.0.0']);
     });
 
-    test('deleting versions moves "latest" back; the entry goes with its last version', async () => {
+    test('deleting versions moves "latest" back; the entry and its claims stay with its tombstones', async () => {
       assert.equal((await store.entries.deleteVersion('internal', 'server', 'io.acme/weather', '3.0.0', null))?.version, '3.0.0');
       assert.equal((await store.entries.getVersion('main', 'server', 'io.acme/weather', 'latest', null))?.version, '2.0.0-rc.1');
       assert.equal(await store.entries.deleteVersion('internal', 'server', 'io.acme/weather', '3.0.0', null), null);
       assert.equal(await store.entries.deleteVersion('internal', 'server', 'io.acme/platform-only', '1.0.0', filterFor({ org: 'acme' })), null, 'invisible: not deleted');
       assert.ok(await store.entries.deleteVersion('internal', 'server', 'io.acme/platform-only', '1.0.0', null));
-      // The entry is gone, so a new first version may carry other claims.
-      await store.entries.publish(input('io.acme/platform-only', '2.0.0', { org: 'acme' }), sameAsFirst({ org: 'acme' }));
+      // Its tombstone keeps the entry, and its claims: a new version must carry them.
+      await rejectsWith(store.entries.publish(input('io.acme/platform-only', '2.0.0', { org: 'acme' }), sameAsFirst({ org: 'acme' })), 'claims_mismatch', 409);
     });
 
     test('sync writes only differences, inherits the source claims and keeps untouched versions as they were', async () => {
