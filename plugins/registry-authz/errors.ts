@@ -7,7 +7,7 @@ import { errorCatalogue } from '../../core/errors.ts';
 const STATUS = {
   /** Under full authorization an entry needs claims. */
   claims_required: 400,
-  /** Claims the caller's token does not hold (publish claims, or a new resource's). */
+  /** Claims the caller's token does not hold (publish claims, a new resource's, or those of the managed source written to). */
   claims_not_held: 403,
   /** A later version whose claims differ from the entry's first. */
   claims_mismatch: 409,

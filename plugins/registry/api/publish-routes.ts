@@ -1,8 +1,13 @@
 /**
  * Publishing and deleting entry versions, in the registry's managed source. Order of checks:
  * the registry exists (404), the registry gate (403), the manageEntries role (403), the registry
- * has a managed source (403 `not_publishable`), then the body, then the claims rules
- * (publish-rules.ts) inside the publishing transaction.
+ * has a managed source (403 `not_publishable`), the caller satisfies that source's claims (403
+ * `claims_not_held`, rule 0 of publish-rules.ts), then the body (a server's document validated
+ * against the official schema: model/publish-payload.ts), then the other claims rules inside the
+ * publishing transaction.
+ *
+ * Deleting a version leaves a tombstone (answered with `status: "deleted"`); a deleted version
+ * cannot be published again (409 `version_exists`): versions are immutable.
  */
 import type { Context } from '../../../core/context.ts';
 import { GatewayError } from '../../../core/errors.ts';
@@ -10,7 +15,7 @@ import type { RouteDef } from '../../../core/plugin.ts';
 import { Reply } from '../../../core/reply.ts';
 import { NO_CLAIMS } from '../../registry-authz/claims.ts';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';
-import { publishClaimsProblem } from '../../registry-authz/publish-rules.ts';
+import { managedSourceClaimsProblem, publishClaimsProblem } from '../../registry-authz/publish-rules.ts';
 import { parsePublishPayload } from '../model/publish-payload.ts';
 import type { EntryKind } from '../store/records.ts';
 import { endpoint } from './endpoint.ts';
@@ -24,6 +29,16 @@ export function publishRoutes(deps: ApiDeps): RouteDef[] {
   const { store } = deps;
   const { loadRegistry, gateRegistry, requireManagedSource, readJsonBody } = registrySteps(deps);
   const requireManageEntries = requireRole('manageEntries');
+
+  /** Rule 0: the caller satisfies the claims of the managed source written to. */
+  async function gateManagedSource(ctx: Context): Promise<void> {
+    const caller = callerOf(ctx);
+    if (caller.unrestricted) return;
+    const registry = required(ctx.get(REGISTRY), 'registry');
+    const source = await store.sources.get(registry.managedSource!);
+    const problem = managedSourceClaimsProblem(caller, source?.claims ?? NO_CLAIMS, registry.name);
+    if (problem !== null) throw problem;
+  }
 
   async function publishVersion(ctx: Context): Promise<Reply> {
     const registry = required(ctx.get(REGISTRY), 'registry');
@@ -47,14 +62,12 @@ export function publishRoutes(deps: ApiDeps): RouteDef[] {
       if (deleted === null) {
         throw new GatewayError('not_found', `version ${JSON.stringify(version)} of ${kind} ${JSON.stringify(name)} not found in the managed source of registry ${JSON.stringify(registry.name)}`);
       }
-      const response = versionResponse(deleted) as { _meta: Record<string, { status: string }> };
-      for (const meta of Object.values(response._meta)) meta.status = 'deleted';
-      return Reply.json(200, response);
+      return Reply.json(200, versionResponse(deleted));
     };
 
   return [
-    endpoint('POST', '/:registry/v0.1/publish', loadRegistry, gateRegistry, requireManageEntries, requireManagedSource, readJsonBody, publishVersion),
-    endpoint('DELETE', '/:registry/v0.1/servers/:name/versions/:version', loadRegistry, gateRegistry, requireManageEntries, requireManagedSource, deleteVersion('server')),
-    endpoint('DELETE', '/:registry/v0.1/skills/:name/versions/:version', loadRegistry, gateRegistry, requireManageEntries, requireManagedSource, deleteVersion('skill')),
+    endpoint('POST', '/:registry/v0.1/publish', loadRegistry, gateRegistry, requireManageEntries, requireManagedSource, gateManagedSource, readJsonBody, publishVersion),
+    endpoint('DELETE', '/:registry/v0.1/servers/:name/versions/:version', loadRegistry, gateRegistry, requireManageEntries, requireManagedSource, gateManagedSource, deleteVersion('server')),
+    endpoint('DELETE', '/:registry/v0.1/skills/:name/versions/:version', loadRegistry, gateRegistry, requireManageEntries, requireManagedSource, gateManagedSource, deleteVersion('skill')),
   ];
 }
