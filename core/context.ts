@@ -74,6 +74,8 @@ export interface RequestScope {
   challenge: AuthChallenge | null;
   /** Absent: the socket's address is the client's. */
   readonly clientAddresses?: ClientAddresses;
+  /** `server.accessLog`: the endpoints then note what the access log names (ctx.target) even where no hook needs it. */
+  readonly accessLog?: boolean;
 }
 
 /** The backend a message goes to, and that backend's own name for what the message is about. */

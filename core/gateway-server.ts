@@ -34,6 +34,7 @@ import { ClientAddresses } from './http/client-address.ts';
 import { preflightHeaders } from './http/cors.ts';
 import { OriginGuard } from './http/origin-guard.ts';
 import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
+import { accessLogLine } from './observe/access-log.ts';
 import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
 import { Reply } from './reply.ts';
 import { respondWhenSettled } from './respond.ts';
@@ -118,7 +119,7 @@ function onResponseClose(this: TrackedResponse): void {
   const status = this.headersSent ? this.statusCode : 499;
   ctx.routeMetrics?.record(status, seconds);
   if (scope.accessLog) {
-    scope.log.info({ requestId: ctx.requestId, method: ctx.req.method, route: ctx.route, status, ms: Math.round(seconds * 1e4) / 10 }, 'request');
+    scope.log.info(accessLogLine(ctx, status, seconds), 'request');
   }
 }
 

@@ -122,7 +122,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   /** Same era on both sides: the message hooks, then the backend. */
   #passThrough(ctx: Context, body: Buffer): void {
     try {
-      if (this.#chain.seesMessages) ctx.target = directTarget(this.#backend.name, ctx.message);
+      if (this.#chain.seesMessages || ctx.scope.accessLog === true) ctx.target = directTarget(this.#backend.name, ctx.message);
       const outcome = runMessageHooks(ctx, this.#chain);
       // With message hooks, the backend gets the message they passed written anew, not the
       // client's bytes: a key sent twice is read last-wins here but first-wins by some parsers.
