@@ -121,6 +121,15 @@ export class SourcesStore {
     return rows.map((row) => row.registry);
   }
 
+  /** Live (not deleted) versions of a source's entries, by kind. */
+  async liveVersions(name: string): Promise<{ servers: number; skills: number }> {
+    const rows = await this.#db.query<{ kind: string; n: number }>(
+      'SELECT e.kind, count(*)::int AS n FROM entries e JOIN entry_versions v ON v.entry_id = e.id WHERE e.source = $1 AND v.deleted_at IS NULL GROUP BY e.kind',
+      [name],
+    );
+    return { servers: rows.find((r) => r.kind === 'server')?.n ?? 0, skills: rows.find((r) => r.kind === 'skill')?.n ?? 0 };
+  }
+
   async setSyncStatus(name: string, status: SyncStatus, sql: SqlRunner = this.#db): Promise<void> {
     await sql.query('UPDATE sources SET sync_status = $2::jsonb WHERE name = $1', [name, JSON.stringify(status)]);
   }

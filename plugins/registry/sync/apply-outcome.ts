@@ -4,7 +4,7 @@
  * carries its own (cluster resources).
  */
 import type { SourceRecord } from '../store/records.ts';
-import { writeSourceEntries, type SyncWriteResult } from '../store/source-sync-writer.ts';
+import { applySourceChanges, writeSourceEntries, type SyncWriteResult } from '../store/source-sync-writer.ts';
 import type { Store } from '../store/store.ts';
 import type { ReadOutcome } from './source-reader.ts';
 import { SyncFailure } from './source-reader.ts';
@@ -23,7 +23,14 @@ export interface Applied {
 
 export async function applyReadOutcome(store: Store, source: SourceRecord, outcome: ReadOutcome): Promise<Applied> {
   if (outcome.type === 'unchanged') return { written: false, ...(outcome.revision == null ? {} : { revision: outcome.revision }) };
-  if (outcome.type === 'changes') throw new SyncFailure('incremental changes are not supported yet');
+  if (outcome.type === 'changes') {
+    const changes = await applySourceChanges(store.db, source.name, source.claims, outcome.items, outcome.removed);
+    if (changes === false) throw new SyncFailure(`source ${source.name} no longer exists`);
+    store.statistics.noteChanges(changes.inserted + changes.updated + changes.deleted);
+    // What the source now holds is the last good data plus these changes: count it.
+    const counts = await store.sources.liveVersions(source.name);
+    return { written: true, changes, ...counts, skipped: outcome.skipped, revision: outcome.revision };
+  }
   const changes = await writeSourceEntries(store.db, source.name, source.claims, outcome.items);
   if (changes === false) throw new SyncFailure(`source ${source.name} no longer exists`);
   store.statistics.noteChanges(changes.inserted + changes.updated + changes.deleted);

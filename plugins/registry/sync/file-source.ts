@@ -19,7 +19,7 @@ export function createFileReader(path: string, maxBytes = MAX_SOURCE_FILE_BYTES)
       if (previous?.digest === digest) return { type: 'unchanged' };
       const parsed = parseUpstreamFile(content);
       if (!parsed.ok) throw new SyncFailure(`${path}: ${parsed.message}`);
-      return { type: 'snapshot', items: parsed.items, skipped: (parsed as { skipped?: readonly string[] }).skipped ?? [], digest };
+      return { type: 'snapshot', items: parsed.items, skipped: parsed.skipped, digest };
     },
   };
 }

@@ -7,6 +7,7 @@
 import type { SecretStore } from '../../../core/config/secrets.ts';
 import type { SecretRef, SyncSettings } from '../config/registry-config.ts';
 import type { SourceRecord } from '../store/records.ts';
+import { createApiReader } from './api-source.ts';
 import { createFileReader } from './file-source.ts';
 import type { SourceReader } from './source-reader.ts';
 import { SyncFailure } from './source-reader.ts';
@@ -25,10 +26,17 @@ export function secretValue(secrets: SecretStore, ref: SecretRef, where: string)
 }
 
 export function sourceReaders(context: ReaderContext): ReaderFactory {
+  /** The operator's own sources reach what they name; the API's only public addresses, unless allowed. */
+  const trusted = (source: SourceRecord): boolean => source.origin === 'config' || context.settings.allowPrivateAddresses;
   return (source: SourceRecord): SourceReader => {
     switch (source.kind) {
       case 'file':
         return createFileReader(source.file!.path);
+      case 'api': {
+        const api = source.api!;
+        const token = api.tokenSecretRef === null ? null : secretValue(context.secrets, api.tokenSecretRef, 'api.tokenSecretRef');
+        return createApiReader({ url: api.url, token }, { allowPrivateAddresses: trusted(source) });
+      }
       default:
         throw new SyncFailure(`${source.kind} sources are not available in this build yet`);
     }
