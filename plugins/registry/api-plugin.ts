@@ -1,11 +1,13 @@
 /**
  * The registry plugin: the registry server's HTTP API on its store. The routes are the
  * consumer and publish API of each registry (`/{registry}/v0.1/...`), the admin API of sources
- * and registries (`/v1/sources`, `/v1/registries`) and the identity endpoint (`/v1/me`).
+ * and registries (`/v1/sources`, `/v1/registries`), the identity endpoint (`/v1/me`) and the API's
+ * OpenAPI document (`/openapi.json`).
  */
 import { definePlugin } from '../../core/plugin.ts';
 import { consumerRoutes } from './api/consumer-routes.ts';
 import { identityRoute } from './api/identity-route.ts';
+import { openapiRoutes } from './api/openapi-route.ts';
 import { publishRoutes } from './api/publish-routes.ts';
 import { registryRoutes } from './api/registry-routes.ts';
 import { sourceRoutes } from './api/source-routes.ts';
@@ -16,7 +18,7 @@ export const registryApi = definePlugin<ApiDeps>({
   create(deps) {
     return {
       name: 'registry',
-      routes: [identityRoute(), ...sourceRoutes(deps), ...registryRoutes(deps), ...consumerRoutes(deps), ...publishRoutes(deps)],
+      routes: [identityRoute(), ...sourceRoutes(deps), ...registryRoutes(deps), ...consumerRoutes(deps), ...publishRoutes(deps), ...openapiRoutes()],
     };
   },
 });
