@@ -1,15 +1,14 @@
 /**
  * One item of a peer's list (official MCP registry API v0.1):
  * `{"server": <server.json>, "_meta": {"io.modelcontextprotocol.registry/official": {status, publishedAt, updatedAt, isLatest}}}`
- * (a skill alike under `skill`). The document is checked with the rules of the upstream file
- * format (`checkItemDocument`); the registry's `_meta` is read for the status (`active`,
+ * (a skill alike under `skill`). The document is checked as every upstream source's items are
+ * (`checkUpstreamItem`); the registry's `_meta` is read for the status (`active`,
  * `deprecated`, `deleted`; absent: active) and `updatedAt` (the high-water mark of incremental
  * syncs). A bad item is refused with a problem in words, never thrown.
  */
-import { documentDigest } from '../store/entries-store.ts';
 import type { EntryKind } from '../store/records.ts';
-import { jsonValueProblem } from '../model/json-value.ts';
 import { entryNameProblem, versionProblem } from '../model/names.ts';
+import { checkUpstreamItem } from './upstream-file.ts';
 
 export const OFFICIAL_META = 'io.modelcontextprotocol.registry/official';
 
@@ -28,22 +27,11 @@ export interface PeerItem {
 
 export type PeerItemCheck =
   | { readonly ok: true; readonly item: PeerItem }
-  /** `label` names the item (`name version`) when it has a readable name and version. */
-  | { readonly ok: false; readonly problem: string; readonly label: string | null; readonly updatedAtMs: number | null };
+  /** `problem` is one line starting with where the item is (and its name and version when valid). */
+  | { readonly ok: false; readonly problem: string; readonly updatedAtMs: number | null };
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * The item's name and version, or what is wrong with its document. The one place the API source
- * judges a document: it follows the upstream file's rules, and is where the shared per-item check
- * of upstream-file.ts goes once it exists.
- */
-export function checkItemDocument(kind: EntryKind, document: Record<string, unknown>): { name: string; version: string } | { problem: string } {
-  const name = kind === 'skill' && typeof document.namespace === 'string' && typeof document.name === 'string' ? `${document.namespace}/${document.name}` : document.name;
-  const problem = entryNameProblem(name) ?? versionProblem(document.version) ?? jsonValueProblem(document)?.replace(/^\$/, `the ${kind}`) ?? null;
-  return problem === null ? { name: name as string, version: document.version as string } : { problem };
 }
 
 /** `updatedAt` in milliseconds (sub-millisecond digits dropped), or null. */
@@ -53,17 +41,22 @@ export function parseUpdatedAt(value: unknown): number | null {
   return Number.isNaN(ms) ? null : ms;
 }
 
-function labelOf(kind: EntryKind, raw: unknown): string | null {
+/** `where (name version)` when the document has a valid name and version, else `where`. */
+function labelOf(kind: EntryKind, raw: unknown, where: string): string {
   const document = isObject(raw) ? raw[kind] : undefined;
-  if (!isObject(document)) return null;
+  if (!isObject(document)) return where;
   const { name, version } = document;
-  // Unbounded here: the message is cut to length once the token is scrubbed from it (api-source.ts).
-  return typeof name === 'string' && typeof version === 'string' ? `${name} ${version}` : typeof name === 'string' ? name : null;
+  return entryNameProblem(name) === null && versionProblem(version) === null ? `${where} (${name as string} ${version as string})` : where;
 }
 
-export function checkPeerItem(kind: EntryKind, raw: unknown): PeerItemCheck {
-  const refuse = (problem: string, updatedAtMs: number | null = null): PeerItemCheck => ({ ok: false, problem, label: labelOf(kind, raw), updatedAtMs });
-  if (!isObject(raw)) return refuse(`must be an object {"${kind}": {...}, "_meta": {...}}`);
+/**
+ * Checks one list item found at `where` (`page 3 item 17`). Documents to mirror get the shared
+ * per-item check of upstream sources (`checkUpstreamItem`: name, version, the official server.json
+ * schema); a deleted version only needs a valid name and version, since nothing of it is stored.
+ */
+export function checkPeerItem(kind: EntryKind, raw: unknown, where: string): PeerItemCheck {
+  const refuse = (problem: string, updatedAtMs: number | null = null): PeerItemCheck => ({ ok: false, problem: `${labelOf(kind, raw, where)}: ${problem}`, updatedAtMs });
+  if (!isObject(raw)) return { ok: false, problem: `${where}: must be an object {"${kind}": {...}, "_meta": {...}}`, updatedAtMs: null };
   const meta = raw._meta;
   if (meta !== undefined && meta !== null && !isObject(meta)) return refuse('_meta must be an object');
   const official = isObject(meta) ? meta[OFFICIAL_META] : undefined;
@@ -77,7 +70,14 @@ export function checkPeerItem(kind: EntryKind, raw: unknown): PeerItemCheck {
   if (isObject(official) && official.updatedAt !== undefined && updatedAtMs === null) return refuse('its updatedAt is not an RFC 3339 time');
   const document = raw[kind];
   if (!isObject(document)) return refuse(`"${kind}" must be an object (the ${kind === 'server' ? 'server.json' : 'skill'} document)`, updatedAtMs);
-  const checked = checkItemDocument(kind, document);
-  if ('problem' in checked) return refuse(checked.problem, updatedAtMs);
-  return { ok: true, item: { kind, name: checked.name, version: checked.version, document, digest: documentDigest(document), status, updatedAtMs } };
+  if (status === 'deleted') {
+    const name = kind === 'skill' && typeof document.namespace === 'string' && typeof document.name === 'string' ? `${document.namespace}/${document.name}` : document.name;
+    const problem = entryNameProblem(name) ?? versionProblem(document.version);
+    if (problem !== null) return refuse(problem, updatedAtMs);
+    return { ok: true, item: { kind, name: name as string, version: document.version as string, document, digest: '', status, updatedAtMs } };
+  }
+  const checked = checkUpstreamItem(kind, document, where);
+  if ('problem' in checked) return { ok: false, problem: checked.problem, updatedAtMs };
+  const { name, version, digest } = checked.item;
+  return { ok: true, item: { kind, name, version, document, digest, status, updatedAtMs } };
 }

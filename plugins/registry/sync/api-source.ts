@@ -129,11 +129,12 @@ export function createApiReader(settings: ApiReaderSettings, options: ApiReaderO
     for (const { list, raw } of lists) {
       const kind = list === 'servers' ? 'server' : 'skill';
       for (const { page, index, raw: value } of raw) {
-        const checked = checkPeerItem(kind, value);
+        const where = `${list === 'skills' ? 'skills ' : ''}page ${page} item ${index}`;
+        const checked = checkPeerItem(kind, value, where);
         if (!checked.ok) {
-          const where = `${list === 'skills' ? 'skills ' : ''}page ${page} item ${index}${checked.label === null ? '' : ` (${checked.label})`}`;
-          skipped.push(clip(scrub(`${where}: ${checked.problem}`)));
-          received.push({ updatedAtMs: checked.updatedAtMs, line: `${kind} invalid ${checked.label ?? ''} ${checked.updatedAtMs} ${checked.problem}` });
+          skipped.push(clip(scrub(checked.problem)));
+          // Without its position: an item added before it must not make it look changed.
+          received.push({ updatedAtMs: checked.updatedAtMs, line: `${kind} invalid ${checked.updatedAtMs} ${checked.problem.slice(where.length)}` });
           continue;
         }
         const item = checked.item;
