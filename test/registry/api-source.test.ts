@@ -111,7 +111,7 @@ database: {type: memory}
     assert.ok(outcome.type === 'changes' && parseRevision(outcome.revision)!.highWaterMs >= parseRevision(firstRevision)!.highWaterMs);
   });
 
-  it('a delete on the peer is a removal (the peer reports tombstones with include_deleted)', async (t) => {
+  it('a delete on the peer is a removal (the peer reports tombstones with include_deleted)', async () => {
     const before = await reader.read(context(firstRevision));
     const revision = before.type === 'unchanged' ? firstRevision : (before.revision as string);
     const res = await peer.request('DELETE', `/main/v0.1/servers/${encodeURIComponent(serverName(7))}/versions/1.0.0`);
@@ -122,11 +122,6 @@ database: {type: memory}
     if (outcome.type !== 'changes') return;
     assert.ok(names(outcome).includes('server:io.acme.mirror/another@1.0.0'));
     assert.ok(!names(outcome).includes(`server:${serverName(7)}@1.0.0`));
-    const tombstones = outcome.removed.some((r) => r.name === serverName(7));
-    if (!tombstones) {
-      t.todo('the peer does not report deleted versions yet (DELETE keeps no tombstone for updated_since + include_deleted)');
-      return;
-    }
     assert.deepEqual(outcome.removed.filter((r) => r.name === serverName(7)), [{ kind: 'server', name: serverName(7), version: '1.0.0' }]);
   });
 
@@ -191,8 +186,8 @@ describe('an API source reading a hostile peer', () => {
     assert.equal(skipped.length, 5, skipped.join('\n'));
     assert.match(skipped[0]!, /^page 1 item 2: must be an object/);
     assert.match(skipped[1]!, /^page 1 item 3: "server" must be an object/);
-    assert.match(skipped[2]!, /^page 2 item 2 \(\.\.\/etc 1\.0\.0\): name "\.\.\/etc" is not valid/);
-    assert.match(skipped[3]!, /^page 2 item 3 \(io\.bad\/version \^1\.0\.0\): version "\^1\.0\.0" is a range/);
+    assert.match(skipped[2]!, /^page 2 item 2: name "\.\.\/etc" is not valid/);
+    assert.match(skipped[3]!, /^page 2 item 3: version "\^1\.0\.0" is a range/);
     assert.match(skipped[4]!, /^page 2 item 4 \(io\.bad\/status 1\.0\.0\): its status must be active, deprecated or deleted/);
   });
 
@@ -290,7 +285,7 @@ describe('an API source reading a hostile peer', () => {
     serve((_r, res) => sendJson(res, 200, `{"servers": ${TOKEN}}`));
     const message = await failureOf(readerOf());
     assert.ok(!message.includes(TOKEN), message);
-    serve((_r, res) => sendJson(res, 200, page([listItem(server(`io.echo/${TOKEN}`, '>=1'))])));
+    serve((_r, res) => sendJson(res, 200, page([listItem({ ...server(`io.echo/${TOKEN}`), description: 'd'.repeat(101) })])));
     const outcome = await readerOf().read(context());
     const skipped = outcome.type === 'snapshot' ? outcome.skipped : [];
     assert.equal(skipped.length, 1);
@@ -339,7 +334,7 @@ describe('an API source reading a hostile peer', () => {
       if (!request.query.has('updated_since')) return sendJson(res, 200, page([listItem(server('io.inc/a'), { updatedAt: t0 }), listItem(server('io.inc/b'), { updatedAt: t0 })]));
       assert.equal(request.query.get('include_deleted'), 'true');
       if (phase === 0) return sendJson(res, 200, page([listItem(server('io.inc/a'), { updatedAt: t0 }), listItem(server('io.inc/b'), { updatedAt: t0 })]));
-      sendJson(res, 200, page([listItem(server('io.inc/a'), { updatedAt: t0 }), listItem(server('io.inc/b'), { updatedAt: t1, status: 'deleted' }), listItem(server('io.inc/c'), { updatedAt: t1 })]));
+      sendJson(res, 200, page([listItem(server('io.inc/a'), { updatedAt: t0 }), listItem({ name: 'io.inc/b', version: '1.0.0' }, { updatedAt: t1, status: 'deleted' }) /* a tombstone needs only its name and version */, listItem(server('io.inc/c'), { updatedAt: t1 })]));
     });
     const reader = readerOf();
     const first = await reader.read(context());
