@@ -69,7 +69,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     // Syncs start below, once the routes are in place; the admin API tells them of changes.
     const sync = app.own(
       new SyncScheduler(store, {
-        readers: sourceReaders({ settings: config.sync, secrets: config.secrets }),
+        readers: sourceReaders({ settings: config.sync, secrets: config.secrets, log: log.child({ component: 'sync' }) }),
         log: log.child({ component: 'sync' }),
         metrics: new SyncMetrics(app.metrics.registry),
         maxConcurrent: config.sync.maxConcurrent,

@@ -60,13 +60,13 @@ export function sourceRoutes(deps: ApiDeps): RouteDef[] {
     const body = parseBody(sourceBodySchema, ctx.get(BODY), 'source');
     checkPathName(name, body.name, 'source');
     const source = toSourceDefinition(body, name, '/');
-    await checkApiSource(source);
     const existing = await store.sources.get(name);
     if (existing !== null) {
       // Like GET and DELETE: a source the caller cannot see is not there (no disclosure).
       if (!canAccess(caller, existing.claims)) throw new GatewayError('not_found', `source ${q(name)} not found`);
       if (existing.origin === 'config') throw configManaged('source', name);
     }
+    await checkApiSource(source);
     const problem = creationClaimsProblem(caller, source.claims, 'source');
     if (problem !== null) throw problem;
     const { created, record } = await store.sources.put(source, 'api');

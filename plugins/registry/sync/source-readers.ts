@@ -4,10 +4,12 @@
  * documents (only references are stored). What the admin API created is held to the `sync`
  * settings: private addresses only when allowed, file paths only under `sync.fileRoot`.
  */
+import type { Logger } from 'pino';
 import type { SecretStore } from '../../../core/config/secrets.ts';
 import type { SecretRef, SyncSettings } from '../config/registry-config.ts';
 import type { SourceRecord } from '../store/records.ts';
 import { createApiReader } from './api-source.ts';
+import { createClusterReader } from './cluster-reader.ts';
 import { createFileReader } from './file-source.ts';
 import type { SourceReader } from './source-reader.ts';
 import { SyncFailure } from './source-reader.ts';
@@ -16,6 +18,7 @@ import type { ReaderFactory } from './scheduler.ts';
 export interface ReaderContext {
   readonly settings: SyncSettings;
   readonly secrets: SecretStore;
+  readonly log?: Logger;
 }
 
 /** The value of a secret reference, or a failure naming what is missing (never the value). */
@@ -37,6 +40,8 @@ export function sourceReaders(context: ReaderContext): ReaderFactory {
         const token = api.tokenSecretRef === null ? null : secretValue(context.secrets, api.tokenSecretRef, 'api.tokenSecretRef');
         return createApiReader({ url: api.url, token }, { allowPrivateAddresses: trusted(source) });
       }
+      case 'cluster':
+        return createClusterReader(source.cluster!, { log: context.log?.child({ source: source.name }) ?? null });
       default:
         throw new SyncFailure(`${source.kind} sources are not available in this build yet`);
     }
