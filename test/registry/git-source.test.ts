@@ -343,6 +343,46 @@ describe('the git source reader', () => {
     }
   });
 
+  describe('held to public addresses (allowPrivateAddresses: false)', () => {
+    it('refuses loopback and private hosts, by address and by name, before git runs', async () => {
+      const from = git.requests.length;
+      const byAddress = await failure(reader({}, { allowPrivateAddresses: false }).read(context()));
+      assert.match(byAddress.message, /^refusing to fetch from 127\.0\.0\.1: 127\.0\.0\.1 is a loopback address \(sources created through the admin API/);
+      const byName = await failure(reader({ repository: catalog.replace('127.0.0.1', 'localhost') }, { allowPrivateAddresses: false }).read(context()));
+      assert.match(byName.message, /^refusing to fetch from localhost: /);
+      const privateNet = await failure(reader({ repository: 'https://10.1.2.3/catalog.git' }, { allowPrivateAddresses: false }).read(context()));
+      assert.match(privateNet.message, /10\.1\.2\.3 is a private or non-public address/);
+      const unresolved = await failure(reader({ repository: 'https://git.nonexistent.invalid/catalog.git' }, { allowPrivateAddresses: false }).read(context()));
+      assert.match(unresolved.message, /^the repository's host git\.nonexistent\.invalid cannot be resolved \(/);
+      assert.equal(git.requests.length, from);
+    });
+
+    it('only http(s), which can be pinned, is allowed', () => {
+      const ssh = failureOf(() => reader({ repository: 'git@git.example.com:acme/catalog.git' }, { allowPrivateAddresses: false }));
+      assert.match(ssh.message, /uses ssh, which is not allowed here \(allowed: https, http\)/);
+    });
+
+    it('git connects to the pinned address only, whatever the name resolves to', async () => {
+      // The name resolves nowhere: only the pin makes git reach the server.
+      const port = new URL(catalog).port;
+      const pinnedUrl = `http://git.pinned.invalid:${port}/catalog.git`;
+      const home = await mkdtemp(join(tempRoot, 'home-'));
+      try {
+        const ask = async (pinnedAddresses: string | null) => {
+          const { env, configArgs } = gitEnvironment({ home, protocols: ['http'], credentials: null, pinnedAddresses });
+          return runGit('git', { args: [...configArgs, 'ls-remote', '--', pinnedUrl, 'HEAD'], env, cwd: home, signal: AbortSignal.timeout(10_000), maxStdoutBytes: 65536 });
+        };
+        const pinned = await ask(`git.pinned.invalid:${port}:127.0.0.1`);
+        assert.equal(pinned.code, 0, pinned.stderr);
+        assert.match(pinned.stdout.toString(), /^[0-9a-f]{40}\tHEAD$/m);
+        const unpinned = await ask(null);
+        assert.match(unpinned.stderr, /Could not resolve host: git\.pinned\.invalid/);
+      } finally {
+        await rm(home, { recursive: true, force: true });
+      }
+    });
+  });
+
   it('leaves no temporary directory behind', async () => {
     assert.deepEqual(await readdir(tempRoot), []);
   });

@@ -9,7 +9,8 @@
  * Credentials travel as an `Authorization: Basic` header set through GIT_CONFIG_KEY_n/VALUE_n
  * environment variables: never in arguments (every user of the machine sees those in `ps`), never
  * in the repository URL (git would store it and print it). With credentials, redirects are not
- * followed, so the header is never sent to another host.
+ * followed, so the header is never sent to another host; nor with pinned addresses, so that no
+ * unchecked host is reached.
  */
 import type { GitCredentials, GitProtocol } from './git-settings.ts';
 
@@ -40,7 +41,17 @@ export interface GitEnvironment {
   readonly secrets: readonly string[];
 }
 
-export function gitEnvironment(options: { home: string; protocols: readonly GitProtocol[]; credentials: GitCredentials | null }): GitEnvironment {
+export interface GitEnvironmentOptions {
+  /** An empty directory: git's HOME. */
+  readonly home: string;
+  readonly protocols: readonly GitProtocol[];
+  readonly credentials: GitCredentials | null;
+  /** `host:port:address[,address]`: the only addresses curl may connect to for that host (git-address-pin.ts). */
+  readonly pinnedAddresses?: string | null;
+}
+
+export function gitEnvironment(options: GitEnvironmentOptions): GitEnvironment {
+  const pinned = options.pinnedAddresses ?? null;
   const protocols = options.protocols.filter((p) => (p as string) !== 'ext');
   const env: Record<string, string> = {};
   for (const name of PASSED_THROUGH) {
@@ -72,7 +83,8 @@ export function gitEnvironment(options: { home: string; protocols: readonly GitP
     'protocol.allow': 'never',
     'protocol.ext.allow': 'never',
     'protocol.file.allow': protocols.includes('file') ? 'always' : 'never',
-    'http.followRedirects': options.credentials === null ? 'initial' : 'false',
+    // A redirect would carry the credentials, or lead to a host whose address was not checked.
+    'http.followRedirects': options.credentials === null && pinned === null ? 'initial' : 'false',
     'submodule.recurse': 'false',
     'fetch.recurseSubmodules': 'false',
     // What a remote sends is checked to be well-formed git objects before it is kept.
@@ -81,6 +93,7 @@ export function gitEnvironment(options: { home: string; protocols: readonly GitP
     'maintenance.auto': 'false',
   };
   for (const protocol of protocols) config[`protocol.${protocol}.allow`] = 'always';
+  if (pinned !== null) config['http.curloptResolve'] = pinned;
   const configArgs = Object.entries(config).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
 
   const secrets: string[] = [];

@@ -26,7 +26,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GitUnavailable, runGit, type GitResult } from './git-command.ts';
 import { directoryBytes, watchDirectorySize } from './git-download-bound.ts';
-import { gitEnvironment } from './git-environment.ts';
+import { pinPublicAddresses } from './git-address-pin.ts';
+import { gitEnvironment, type GitEnvironment } from './git-environment.ts';
 import { gitSaid, remoteFailure, type FailureContext } from './git-failure.ts';
 import { branchProblem, gitSettingsProblem, GIT_PROTOCOLS, type GitProtocol, type GitReaderSettings } from './git-settings.ts';
 import { SyncFailure, type ReadContext, type ReadOutcome, type SourceReader } from './source-reader.ts';
@@ -48,6 +49,12 @@ export interface GitReaderOptions {
   readonly tempRoot?: string;
   /** The git executable. Default `git` on PATH. */
   readonly gitBinary?: string;
+  /**
+   * Whether the repository's host may be a private, loopback or other non-public address.
+   * Default true (the operator's own sources). False: http(s) only, the host resolved here and
+   * git pinned to its public addresses (git-address-pin.ts), redirects not followed.
+   */
+  readonly allowPrivateAddresses?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -57,6 +64,17 @@ const DEFAULT_MAX_DOWNLOAD_BYTES = 128 * 1024 * 1024;
 const MAX_LISTING_BYTES = 1024 * 1024;
 const OBJECT_ID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 const FETCHED_REF = 'refs/gatehouse/fetched';
+
+type GitRun = (args: readonly string[]) => Promise<GitResult>;
+
+interface GitCommands {
+  /** Any git command: the caller reads its exit code. */
+  readonly git: (args: readonly string[], maxStdoutBytes?: number) => Promise<GitResult>;
+  /** A command that talks to the remote and must succeed: its failure says why (auth, reachability...). */
+  readonly remote: GitRun;
+  /** A command on the temporary repository that must succeed. */
+  readonly local: GitRun;
+}
 
 /** Why a read was cut short by this reader's own bounds (the abort reasons it gives). */
 class ReadBound extends Error {
@@ -89,7 +107,9 @@ export function createGitReader(settings: GitReaderSettings, options: GitReaderO
   const protocols = (options.protocols ?? GIT_PROTOCOLS).filter((p) => GIT_PROTOCOLS.includes(p));
   const tempRoot = options.tempRoot ?? tmpdir();
   const gitBinary = options.gitBinary ?? 'git';
-  const problem = gitSettingsProblem(settings, protocols);
+  const allowPrivateAddresses = options.allowPrivateAddresses ?? true;
+  // Only curl (http, https) can be pinned to checked addresses.
+  const problem = gitSettingsProblem(settings, allowPrivateAddresses ? protocols : protocols.filter((p) => p === 'https' || p === 'http'));
   if (problem !== null) throw new SyncFailure(`git source: ${problem}`);
 
   const { repository, branch, path } = settings;
@@ -110,26 +130,13 @@ export function createGitReader(settings: GitReaderSettings, options: GitReaderO
     const home = join(work, 'home');
     const bare = join(work, 'repository.git');
     let stopWatching = (): void => {};
-    const { env, configArgs, secrets } = gitEnvironment({ home, protocols, credentials: settings.credentials });
-    const failure: FailureContext = { repository, credentialsGiven: settings.credentials !== null, secrets };
-    const git = (args: readonly string[], maxStdoutBytes = MAX_LISTING_BYTES): Promise<GitResult> =>
-      runGit(gitBinary, { args: [...configArgs, ...args], env, cwd: work, signal, maxStdoutBytes });
-    /** A command that must succeed, whose failure is about the remote (auth, reachability...). */
-    const remote = async (args: readonly string[]): Promise<GitResult> => {
-      const result = await git(args);
-      if (result.stdoutOverflow) throw new SyncFailure(`${repository} answered git ${args.find((a) => !a.startsWith('-') && a !== bare)} with more than ${MAX_LISTING_BYTES} bytes`);
-      if (result.code !== 0) throw new SyncFailure(remoteFailure(result.stderr, failure));
-      return result;
-    };
-    /** A command on the local temporary repository that must succeed. */
-    const local = async (args: readonly string[]): Promise<GitResult> => {
-      const result = await git(args);
-      if (result.code !== 0) throw new SyncFailure(`git ${args[0]} failed on the copy of ${repository}: ${gitSaid(result.stderr, secrets)}`);
-      return result;
-    };
 
     try {
       await mkdir(home);
+      const pinnedAddresses = allowPrivateAddresses ? null : await pinPublicAddresses(repository, signal);
+      const environment = gitEnvironment({ home, protocols, credentials: settings.credentials, pinnedAddresses });
+      const commands = gitCommands(environment, work, signal);
+      const { remote, local } = commands;
       const head = await lsRemote(remote);
       if (context.previous?.revision === head.commit) return { type: 'unchanged', revision: head.commit };
 
@@ -144,7 +151,7 @@ export function createGitReader(settings: GitReaderSettings, options: GitReaderO
       // The branch may have moved between ls-remote and fetch: the fetched commit is the one read.
       if (context.previous?.revision === commit) return { type: 'unchanged', revision: commit };
 
-      const content = await readFile(bare, commit, git, remote);
+      const content = await readFile(bare, commit, commands);
       stopWatching();
       const digest = contentDigest(content);
       if (context.previous?.digest === digest) return { type: 'unchanged', revision: commit };
@@ -171,8 +178,30 @@ export function createGitReader(settings: GitReaderSettings, options: GitReaderO
     }
   }
 
+  /** The ways a read runs git: plain, about the remote (its failures explained), on the local copy. */
+  function gitCommands(environment: GitEnvironment, work: string, signal: AbortSignal): GitCommands {
+    const { env, configArgs, secrets } = environment;
+    const failure: FailureContext = { repository, credentialsGiven: settings.credentials !== null, secrets };
+    const git = (args: readonly string[], maxStdoutBytes = MAX_LISTING_BYTES): Promise<GitResult> =>
+      runGit(gitBinary, { args: [...configArgs, ...args], env, cwd: work, signal, maxStdoutBytes });
+    return {
+      git,
+      async remote(args) {
+        const result = await git(args);
+        if (result.stdoutOverflow) throw new SyncFailure(`${repository} answered with more than ${MAX_LISTING_BYTES} bytes where a short listing was expected`);
+        if (result.code !== 0) throw new SyncFailure(remoteFailure(result.stderr, failure));
+        return result;
+      },
+      async local(args) {
+        const result = await git(args);
+        if (result.code !== 0) throw new SyncFailure(`git failed on the local copy of ${repository}: ${gitSaid(result.stderr, secrets)}`);
+        return result;
+      },
+    };
+  }
+
   /** The commit the branch (or the default branch) points at on the remote. */
-  async function lsRemote(remote: (args: readonly string[]) => Promise<GitResult>): Promise<RemoteHead> {
+  async function lsRemote(remote: GitRun): Promise<RemoteHead> {
     const wanted = branch === null ? 'HEAD' : `refs/heads/${branch}`;
     const result = await remote(['ls-remote', ...(branch === null ? ['--symref'] : []), '--', repository, wanted]);
     let commit: string | null = null;
@@ -193,12 +222,7 @@ export function createGitReader(settings: GitReaderSettings, options: GitReaderO
   }
 
   /** The file's bytes at `commit`: a regular file, at most maxFileBytes (its blob is fetched here). */
-  async function readFile(
-    bare: string,
-    commit: string,
-    git: (args: readonly string[], maxStdoutBytes?: number) => Promise<GitResult>,
-    remote: (args: readonly string[]) => Promise<GitResult>,
-  ): Promise<Buffer> {
+  async function readFile(bare: string, commit: string, { git, remote }: GitCommands): Promise<Buffer> {
     const at = `${path} at commit ${short(commit)}`;
     const listing = await git(['-C', bare, 'ls-tree', '-z', '--full-tree', commit, '--', path]);
     if (listing.code !== 0) throw new SyncFailure(`${at} cannot be listed: ${gitSaid(listing.stderr, [])}`);
