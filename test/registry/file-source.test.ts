@@ -63,7 +63,10 @@ database: {type: memory}
     assert.equal(latest.server?.version, '1.1.0');
     const entries = (await registry.request('GET', '/v1/sources/catalog/entries')).json<{ entries: { claims: object }[] }>();
     assert.ok(entries.entries.every((e) => JSON.stringify(e.claims) === '{"org":"acme"}'));
-    const { phase, message, servers, skills: skillCount } = await status();
+    // The next sync may be under way (interval 150 ms): read the status between syncs.
+    let current = await status();
+    await until(async () => (current = await status()).phase !== 'syncing', 'a status between syncs');
+    const { phase, message, servers, skills: skillCount } = current;
     assert.deepEqual({ phase, message, servers, skills: skillCount }, { phase: 'ok', message: null, servers: 3, skills: 1 });
   });
 
