@@ -1,20 +1,42 @@
 /**
- * Structured logs (pino): one JSON object per line on stdout. Request-scoped lines carry the
- * request id; secrets never reach a log (the principal's token is a private field).
+ * Structured logs (pino) on stdout: one JSON object per line for machines (the default), or
+ * pino-pretty's one-line-per-record text for a person at a terminal. Request-scoped lines carry
+ * the request id; secrets never reach a log (the principal's token is a private field).
  */
 import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { build as prettyStream } from 'pino-pretty';
 
 export type { Logger };
 
 export const LOG_LEVELS: readonly LevelWithSilent[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-export function createLogger(level: LevelWithSilent = 'info', name = 'gatehouse'): Logger {
-  return pino({
-    name,
+/** `json`: one object per line (collectors, `jq`); `pretty`: time, level, message and fields for a person. */
+export type LogFormat = 'json' | 'pretty';
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+
+/** What a person at a terminal wants, and what anything else (a pipe, a file, a collector) wants. */
+export function defaultLogFormat(out: { readonly isTTY?: boolean } = process.stdout): LogFormat {
+  return out.isTTY === true ? 'pretty' : 'json';
+}
+
+export function createLogger(level: LevelWithSilent = 'info', format: LogFormat = 'json'): Logger {
+  const options = {
+    name: 'gatehouse',
     level,
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
+    formatters: { level: (label: string) => ({ level: label }) },
     redact: { paths: ['token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'headers.cookie'], censor: '[redacted]' },
+  };
+  if (format === 'json') return pino(options);
+  // Synchronous, in this thread: a line is on the terminal before the next statement runs, and
+  // the last lines before an exit are not lost (no worker thread, as pino's transports use).
+  const pretty = prettyStream({
+    sync: true,
+    colorize: process.stdout.isTTY === true,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,name',
   });
+  return pino(options, pretty);
 }

@@ -3,7 +3,8 @@
  * them on 127.0.0.1:4483. Ctrl-C stops everything.
  */
 import { fileURLToPath } from 'node:url';
-import { exitOnStartFailure, exitWith, stopOnSignals } from '../../plugins/cli/args.ts';
+import { exitOnStartFailure, exitWith } from '../../plugins/cli/start-failure.ts';
+import { stopOnSignals } from '../../plugins/cli/signals.ts';
 import { formatProblems } from '../../core/config/problems.ts';
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { createLogger } from '../../core/observe/log.ts';

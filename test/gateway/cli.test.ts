@@ -18,7 +18,7 @@ describe('gatehouse vmcp validate', () => {
     assert.match(result.stdout, /OK \(VirtualMCPServer\/vmcp, group "tools" with 1 backend\)/);
   });
 
-  it('prints every problem with its file position and YAML path, and exits 1', async () => {
+  it('prints every problem with its file position and YAML path, and exits 2', async () => {
     const yaml = `apiVersion: gatehouse.dev/v1
 kind: MCPGroup
 metadata: {name: tools}
@@ -42,7 +42,7 @@ spec:
 `;
     const file = await writeConfig(yaml);
     const result = await run(['vmcp', 'validate', '--config', file]);
-    assert.equal(result.code, 1);
+    assert.equal(result.code, 2);
     const lines = result.stderr.trim().split('\n');
     const expect = [
       /:1:\d+ MCPGroup\/tools apiVersion: .*v1alpha1/,
@@ -57,7 +57,7 @@ spec:
   it('exits 2 with usage for a wrong command line', async () => {
     const result = await run(['vmcp', 'validate']);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /--config FILE is required/);
+    assert.match(result.stderr, /required option '-c, --config <FILE>' not specified/);
   });
 });
 
@@ -73,7 +73,7 @@ describe('gatehouse vmcp serve', () => {
   it('refuses a bad file the same way validate does, without starting', async () => {
     const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'not a url' }] }));
     const result = await run(['vmcp', 'serve', '--config', file, '--port', '0']);
-    assert.equal(result.code, 1);
+    assert.equal(result.code, 2);
     assert.match(result.stderr, /MCPServer\/echo spec.url: /);
     assert.doesNotMatch(result.stdout, /listening/);
   });

@@ -86,7 +86,7 @@ describe('gatehouse registry validate', () => {
       assert.equal(result.code, 0, result.stderr);
     }
   });
-  it('prints every problem with file:line:col and its YAML path, and exits 1', async () => {
+  it('prints every problem with file:line:col and its YAML path, and exits 2', async () => {
     const config = await writeConfig(`auth:
   mode: anonymous
   authz: {roles: {}}
@@ -96,7 +96,7 @@ registries:
   - {name: r, sources: [b]}
 `);
     const result = await run(['registry', 'validate', '--config', config]);
-    assert.equal(result.code, 1);
+    assert.equal(result.code, 2);
     const lines = result.stderr.trim().split('\n');
     assert.equal(lines.length, 3, result.stderr);
     assert.match(lines[0]!, /registry\.yaml:3:3 auth\.authz: needs mode oauth/);

@@ -1,0 +1,76 @@
+/**
+ * The `gatehouse` command tree (commander): every command and subcommand answers `--help`, the
+ * root `--version`; an unknown command or option is answered with a did-you-mean and the usage.
+ * Actions are in each system's commands module; this file only says what exists.
+ */
+import { Command } from 'commander';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.ts';
+import { configOption, serveOptions, type ServeOptions, type ValidateOptions } from './options.ts';
+import { REGISTRY_PORT, registryServe, registryValidate } from './registry-commands.ts';
+import { VERSION } from './version.ts';
+import { VMCP_PORT, vmcpServe, vmcpValidate } from './vmcp-commands.ts';
+
+const VMCP_CONFIG = 'multi-document YAML of MCPGroup, MCPServer, VirtualMCPServer, MCPExternalAuthConfig and Secret resources';
+const REGISTRY_CONFIG = 'one YAML document with auth, sources, registries and database';
+
+const EXIT_CODES = `
+Exit codes:
+  ${EXIT_OK}  done (validate: the file is good; serve: stopped by SIGTERM or SIGINT after draining)
+  ${EXIT_FAILURE}  could not start or failed while running (address in use, credential file missing,
+     database unreachable, failed shutdown, a second stop signal)
+  ${EXIT_USAGE}  the command line or the configuration is wrong; nothing was started`;
+
+const SIGNALS = `
+Signals:
+  SIGTERM, SIGINT  drain in-flight requests and stop (a second one exits at once with ${EXIT_FAILURE})
+  SIGHUP           logged and ignored: reload is not implemented yet, restart to apply changes`;
+
+type Action<O> = (options: O) => Promise<void>;
+
+function system(name: string, description: string, configWhat: string, port: number, serve: Action<ServeOptions>, validate: Action<ValidateOptions>): Command {
+  const command = new Command(name).description(description);
+  const serveCommand = command
+    .command('serve')
+    .description(`start ${description} and run until stopped`)
+    .addOption(configOption(configWhat));
+  for (const option of serveOptions(port)) serveCommand.addOption(option);
+  serveCommand.addHelpText('after', `${SIGNALS}\n${EXIT_CODES}`).action(serve);
+  command
+    .command('validate')
+    .description('check a configuration file and print every problem with its line and YAML path')
+    .addOption(configOption(configWhat))
+    .addHelpText('after', EXIT_CODES)
+    .action(validate);
+  return command;
+}
+
+export function buildProgram(): Command {
+  const program = new Command('gatehouse')
+    .description('A gateway for the Model Context Protocol: a virtual MCP server in front of MCP backends, and an MCP registry server.')
+    .version(VERSION, '-V, --version', 'print the version and exit')
+    .addHelpText('after', `${EXIT_CODES}\n\nRun "gatehouse <command> <subcommand> --help" for a command's options.`);
+  program.addCommand(system('vmcp', 'the virtual MCP server', VMCP_CONFIG, VMCP_PORT, vmcpServe, vmcpValidate));
+  program.addCommand(system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, registryServe, registryValidate));
+  everyCommand(program, (command) =>
+    command
+      // The caller maps commander's outcomes to the exit codes above instead of commander exiting 1.
+      .exitOverride()
+      // After an error, its usage line and where the rest is: the whole help would bury the error.
+      .showHelpAfterError(`${usageLine(command)}\nRun "${commandPath(command)} --help" for ${command.commands.length > 0 ? 'its commands and options' : 'its options'}.`),
+  );
+  return program;
+}
+
+/** `gatehouse vmcp serve`. */
+function commandPath(command: Command): string {
+  return command.parent === null ? command.name() : `${commandPath(command.parent)} ${command.name()}`;
+}
+
+function usageLine(command: Command): string {
+  return `Usage: ${commandPath(command)} ${command.usage()}`;
+}
+
+function everyCommand(command: Command, apply: (command: Command) => void): void {
+  apply(command);
+  for (const sub of command.commands) everyCommand(sub, apply);
+}

@@ -1,0 +1,36 @@
+/**
+ * What `vmcp serve` and `registry serve` share: refuse a bad file before starting anything,
+ * log in the format asked for, explain a failed start in one line (start-failure.ts), then run
+ * until a signal.
+ */
+import { formatProblems, type Validation } from '../../core/config/problems.ts';
+import { createLogger, defaultLogFormat, type Logger } from '../../core/observe/log.ts';
+import { InvalidConfigError } from './exit-codes.ts';
+import type { ServeOptions, ValidateOptions } from './options.ts';
+import { stopOnSignals } from './signals.ts';
+import { asStartupError } from './start-failure.ts';
+
+export interface Running {
+  stop(): Promise<void>;
+}
+
+/** The resolved configuration of `--config`, or an InvalidConfigError listing every problem. */
+export async function loadConfig<C>(options: ValidateOptions, validateFile: (file: string) => Promise<Validation<C>>): Promise<C> {
+  const result = await validateFile(options.config);
+  if (!result.ok) throw new InvalidConfigError(formatProblems(result.problems));
+  return result.config;
+}
+
+export async function serve<C>(options: ServeOptions, validateFile: (file: string) => Promise<Validation<C>>, start: (config: C, log: Logger) => Promise<Running>): Promise<void> {
+  const config = await loadConfig(options, validateFile);
+  const log = createLogger(options.logLevel, options.logFormat ?? defaultLogFormat());
+  const starting = start(config, log);
+  // Before the start ends: "listening" is logged within it, and a SIGTERM that follows that line
+  // at once must drain and exit 0 like any other, not kill the process (Node's default).
+  stopOnSignals(() => starting.then((running) => running.stop()), log);
+  try {
+    await starting;
+  } catch (err) {
+    throw asStartupError(err, options);
+  }
+}

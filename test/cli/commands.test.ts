@@ -1,0 +1,156 @@
+/**
+ * The command line as a user meets it: `--help` on every command and subcommand, `--version`,
+ * a did-you-mean and the usage for a wrong command or option, and the documented exit codes
+ * (0 done, 1 failed to start or while running, 2 wrong command line or configuration).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { REPO_ROOT } from '../fixtures/processes.ts';
+import { runCli as run } from '../helpers/cli.ts';
+import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+
+const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+describe('gatehouse --help', () => {
+  it('the root lists the systems, the exit codes and how to get more', async () => {
+    for (const args of [['--help'], ['-h'], ['help']]) {
+      const result = await run(args);
+      assert.equal(result.code, 0, args.join(' '));
+      assert.equal(result.stderr, '');
+      assert.match(result.stdout, /^Usage: gatehouse \[options\] \[command\]/);
+      assert.match(result.stdout, /vmcp +the virtual MCP server/);
+      assert.match(result.stdout, /registry +the MCP registry server/);
+      assert.match(result.stdout, /Exit codes:\n {2}0 .*\n {2}1 .*\n(.*\n)? {2}2 {2}the command line or the configuration is wrong/);
+    }
+  });
+
+  it('each system lists its subcommands', async () => {
+    for (const system of ['vmcp', 'registry']) {
+      for (const args of [[system, '--help'], ['help', system]]) {
+        const result = await run(args);
+        assert.equal(result.code, 0, args.join(' '));
+        assert.match(result.stdout, new RegExp(`^Usage: gatehouse ${system} \\[options\\] \\[command\\]`));
+        assert.match(result.stdout, /serve \[options\] +start the/);
+        assert.match(result.stdout, /validate \[options\] +check a configuration file/);
+      }
+    }
+  });
+
+  it('serve lists every option with its default, its environment variable, the signals and the exit codes', async () => {
+    for (const [system, port] of [['vmcp', 4483], ['registry', 8080]] as const) {
+      for (const args of [[system, 'serve', '--help'], [system, 'help', 'serve']]) {
+        const result = await run(args);
+        assert.equal(result.code, 0, args.join(' '));
+        const help = result.stdout.replace(/\n +/g, ' ');
+        assert.match(help, new RegExp(`^Usage: gatehouse ${system} serve \\[options\\]`));
+        assert.match(help, /-c, --config <FILE>/);
+        assert.match(help, /--host <ADDRESS> .*\(default: "127\.0\.0\.1"\)/);
+        assert.match(help, new RegExp(`--port <PORT> .*\\(default: ${port}\\)`));
+        assert.match(help, /--log-level <LEVEL> .*default: "info", env: GATEHOUSE_LOG_LEVEL\)/);
+        assert.match(help, /--log-format <FORMAT> .*pretty when stdout is a terminal, json otherwise \(choices: "json", "pretty", env: GATEHOUSE_LOG_FORMAT\)/);
+        assert.match(help, /SIGHUP +logged and ignored: reload is not implemented yet/);
+        assert.match(help, /Exit codes:/);
+      }
+    }
+  });
+
+  it('validate takes only --config', async () => {
+    const result = await run(['registry', 'validate', '--help']);
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /^Usage: gatehouse registry validate \[options\]/);
+    assert.match(result.stdout, /-c, --config <FILE> +one YAML document with auth, sources, registries/);
+    assert.doesNotMatch(result.stdout, /--port/);
+  });
+});
+
+describe('gatehouse --version', () => {
+  it('prints the version in package.json, from any command', async () => {
+    for (const args of [['--version'], ['-V'], ['vmcp', 'serve', '--version']]) {
+      const result = await run(args);
+      assert.equal(result.code, 0, args.join(' '));
+      assert.equal(result.stdout, `${VERSION}\n`);
+    }
+  });
+});
+
+describe('a wrong command line exits 2 with the problem, a did-you-mean and the usage', () => {
+  const cases: { args: string[]; error: RegExp; usage: RegExp }[] = [
+    { args: ['vmpc', 'serve'], error: /^error: unknown command 'vmpc'\n\(Did you mean vmcp\?\)\n/, usage: /Usage: gatehouse \[options\] \[command\]/ },
+    { args: ['vmcp', 'serv'], error: /^error: unknown command 'serv'\n\(Did you mean serve\?\)\n/, usage: /Usage: gatehouse vmcp \[options\] \[command\]\nRun "gatehouse vmcp --help" for its commands and options\./ },
+    { args: ['registry', 'validat'], error: /^error: unknown command 'validat'\n\(Did you mean validate\?\)\n/, usage: /Usage: gatehouse registry \[options\] \[command\]/ },
+    { args: ['vmcp', 'serve', '-c', 'x.yaml', '--prot', '80'], error: /^error: unknown option '--prot'\n\(Did you mean --port\?\)\n/, usage: /Usage: gatehouse vmcp serve \[options\]\nRun "gatehouse vmcp serve --help" for its options\./ },
+    { args: ['vmcp', 'validate', '--config', 'x.yaml', '--port', '1'], error: /^error: unknown option '--port'/, usage: /Usage: gatehouse vmcp validate \[options\]/ },
+    { args: ['vmcp', 'validate'], error: /^error: required option '-c, --config <FILE>' not specified\n/, usage: /Usage: gatehouse vmcp validate \[options\]/ },
+    { args: ['vmcp', 'validate', '-c', 'x.yaml', 'extra'], error: /^error: too many arguments for 'validate'/, usage: /Usage: gatehouse vmcp validate/ },
+    { args: ['registry', 'serve', '-c', 'x.yaml', '--port', '70000'], error: /^error: option '--port <PORT>' argument '70000' is invalid\. It is not a port number \(0-65535; 0 picks a free one\)\n/, usage: /Usage: gatehouse registry serve/ },
+    { args: ['vmcp', 'serve', '-c', 'x.yaml', '--log-level', 'verbose'], error: /argument 'verbose' is invalid\. Allowed choices are fatal, error, warn, info, debug, trace, silent\./, usage: /Usage: gatehouse vmcp serve/ },
+    { args: ['vmcp', 'serve', '-c', 'x.yaml', '--log-format', 'xml'], error: /argument 'xml' is invalid\. Allowed choices are json, pretty\./, usage: /Usage: gatehouse vmcp serve/ },
+  ];
+  for (const { args, error, usage } of cases) {
+    it(`gatehouse ${args.join(' ')}`, async () => {
+      const result = await run(args);
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, error);
+      assert.match(result.stderr, usage);
+    });
+  }
+
+  it('a command without its subcommand gets the command\'s help on stderr', async () => {
+    for (const args of [[], ['vmcp']]) {
+      const result = await run(args);
+      assert.equal(result.code, 2, args.join(' '));
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, /^Usage: gatehouse/);
+    }
+  });
+});
+
+describe('exit codes of validate and serve', () => {
+  it('0 for a good file', async () => {
+    const result = await run(['vmcp', 'validate', '--config', join(REPO_ROOT, 'examples/quickstart/vmcp.yaml')]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /OK \(VirtualMCPServer\/quickstart/);
+  });
+
+  it('2 for a configuration with problems, or one that cannot be read (validate and serve alike)', async () => {
+    const bad = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'not a url' }] }));
+    for (const args of [
+      ['vmcp', 'validate', '--config', bad],
+      ['vmcp', 'serve', '--config', bad, '--port', '0'],
+      ['vmcp', 'validate', '--config', '/nonexistent/vmcp.yaml'],
+      ['registry', 'serve', '--config', '/nonexistent/registry.yaml', '--port', '0'],
+    ]) {
+      const result = await run(args);
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.ok(result.stderr.startsWith(args[3]!), `the problem starts with the file: ${result.stderr}`);
+      assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    }
+  });
+
+  it('2 for a plugin module that is not a plugin (a configuration problem found at start)', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }], spec: '  plugins: [{name: odd, module: ./not-a-plugin.mjs}]' }));
+    await writeFile(join(dirname(file), 'not-a-plugin.mjs'), 'export const answer = 42;\n');
+    const result = await run(['vmcp', 'serve', '--config', file, '--port', '0']);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, /spec\.plugins\[0\]\.config: module "\S+not-a-plugin\.mjs" does not export a plugin/);
+  });
+
+  it('1 when it cannot start: the address is taken', async () => {
+    const { createServer } = await import('node:net');
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }] }));
+      const result = await run(['vmcp', 'serve', '--config', file, '--port', String(port)]);
+      assert.equal(result.code, 1, result.stderr);
+      assert.equal(result.stderr, `cannot listen on 127.0.0.1:${port}: the address is already in use\n`);
+    } finally {
+      blocker.close();
+    }
+  });
+});
