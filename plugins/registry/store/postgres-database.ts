@@ -65,9 +65,11 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
         client.release(true);
         throw err;
       }
-      client.on('error', () => (broken = true));
+      const onError = (): void => void (broken = true);
+      client.on('error', onError);
       return async () => {
         await client.query('SELECT pg_advisory_unlock($1::int, hashtext($2))', [space, key]).catch(() => (broken = true));
+        client.off('error', onError);
         client.release(broken);
       };
     },
