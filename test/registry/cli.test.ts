@@ -81,7 +81,7 @@ describe('gatehouse registry validate', () => {
     assert.match(result.stdout, /OK \(anonymous mode, 1 source, 1 registry, database embedded\)/);
   });
   it('validates the examples', async () => {
-    for (const example of ['registry.yaml', 'registry-oauth.yaml']) {
+    for (const example of ['registry.yaml', 'registry-oauth.yaml', 'registry-sources.yaml']) {
       const result = await run(['registry', 'validate', '--config', join(REPO_ROOT, 'examples/registry', example)]);
       assert.equal(result.code, 0, result.stderr);
     }
