@@ -8,10 +8,14 @@
  * Why the git binary rather than a JavaScript git (isomorphic-git): it speaks every transport a
  * repository may be on (https, http, ssh with the server's keys and agent, git://, local paths)
  * and protocol v2 with partial-clone filters, so a read downloads one commit's trees and one
- * blob rather than a pack of every file at the tip; the objects stream to disk in a separate
- * process instead of being held in this process's memory; and a stuck or hostile transfer is
- * ended by killing a process group, which no in-process library allows. The cost is a few
- * process starts per read (about 2 ms each), negligible at sync intervals.
+ * blob rather than every file at the tip; the objects stream to disk in a separate process
+ * instead of through this process's memory; and a stuck or hostile transfer is ended by killing
+ * a process group, which no in-process library allows. Measured on loopback (git's http-backend,
+ * a 3.5 MiB file of 10,000 servers, median of 5, on a shared machine): alone in its repository,
+ * isomorphic-git 1.44 fetched and read it in 114 ms, the binary in 206 ms (seven process starts of
+ * ~5 ms each); with 200 files of 64 KiB beside it, isomorphic-git took 1,087 ms and grew this
+ * process by 89 MiB, the binary 157 ms and 18 MiB (the same work: the other blobs never come).
+ * An unchanged commit (ls-remote only) costs ~55 ms (bench/plugins/registry/sync/git-source.bench.ts).
  *
  * What a read refuses (as SyncFailure, for the operator): settings git could misread (checked when
  * the reader is made, git-settings.ts), a path that is a directory, symlink or submodule, a file
