@@ -383,6 +383,11 @@ describe('the git source reader', () => {
     });
   });
 
+  it('a git that cannot be run is a failure saying so', async () => {
+    const err = await failure(reader({}, { gitBinary: '/nonexistent/git' }).read(context()));
+    assert.match(err.message, /^git could not be run \(\/nonexistent\/git\): spawn \/nonexistent\/git ENOENT$/);
+  });
+
   it('leaves no temporary directory behind', async () => {
     assert.deepEqual(await readdir(tempRoot), []);
   });
