@@ -126,3 +126,45 @@ stringData: {password: hunter2-s3cret, wrong: not-the-password}
     assert.equal(git.requests.length, before, 'nothing reached the git server');
   });
 });
+
+describe('a git source changed through the admin API', () => {
+  let git: GitServer;
+  let registry: TestRegistry;
+
+  before(async () => {
+    git = await startGitServer();
+    await git.createRepository('two-files.git');
+    await git.commit('two-files.git', 'main', 'a.json', upstream('io.acme/from-a'));
+    await git.commit('two-files.git', 'main', 'b.json', upstream('io.acme/from-b-1', 'io.acme/from-b-2'));
+    registry = await startTestRegistry(`auth: {mode: anonymous}
+sources: [{name: internal, managed: {}}]
+registries: [{name: main, sources: [internal]}]
+sync: {allowPrivateAddresses: true}
+database: {type: memory}
+`);
+  });
+  after(async () => {
+    await registry?.stop();
+    await git?.close();
+  });
+
+  it('a new path in the same commit is read in full, not taken as unchanged', async () => {
+    const repository = `${git.url}/two-files.git`;
+    const put = (path: string) => registry.request('PUT', '/v1/sources/team', { body: { git: { repository, branch: 'main', path }, syncPolicy: { interval: '1h' } } });
+    assert.equal((await put('a.json')).status, 201);
+    const synced = async (servers: number) => {
+      for (let i = 0; i < 100; i++) {
+        const status = (await registry.request('GET', '/v1/sources/team')).json<{ status: Status }>().status;
+        if (status.phase === 'ok' && status.servers === servers) return status;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.fail(`the source never held ${servers} servers`);
+    };
+    const first = await synced(1);
+    assert.equal((await put('b.json')).status, 200);
+    const second = await synced(2);
+    assert.equal(second.revision, first.revision, 'same commit, another file');
+    const entries = (await registry.request('GET', '/v1/sources/team/entries')).json<{ entries: { name: string }[] }>();
+    assert.deepEqual(entries.entries.map((e) => e.name), ['io.acme/from-b-1', 'io.acme/from-b-2']);
+  });
+});

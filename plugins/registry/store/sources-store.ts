@@ -76,7 +76,12 @@ export class SourcesStore {
        ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, format = EXCLUDED.format, file_path = EXCLUDED.file_path,
          git = EXCLUDED.git, settings = EXCLUDED.settings, sync_interval_ms = EXCLUDED.sync_interval_ms, claims = EXCLUDED.claims,
          claim_pairs = EXCLUDED.claim_pairs, origin = EXCLUDED.origin, updated_at = now(),
-         sync_status = CASE WHEN sources.kind = EXCLUDED.kind THEN sources.sync_status END
+         sync_status = CASE
+           WHEN sources.kind IS DISTINCT FROM EXCLUDED.kind THEN NULL
+           -- Read from somewhere else now: the next read is a full one (what was read is kept).
+           WHEN sources.file_path IS DISTINCT FROM EXCLUDED.file_path OR sources.git IS DISTINCT FROM EXCLUDED.git
+             OR sources.settings IS DISTINCT FROM EXCLUDED.settings THEN sources.sync_status - 'digest' - 'revision'
+           ELSE sources.sync_status END
        RETURNING ${COLUMNS}, (xmax = 0) AS inserted`,
       [source.name, source.kind, source.format, source.file?.path ?? null, git, source.syncIntervalMs, claims, pairs, origin, settings],
     );

@@ -4,10 +4,7 @@
  * documents (only references are stored). What the admin API created is held to the `sync`
  * settings: private addresses only when allowed, file paths only under `sync.fileRoot`.
  */
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import type { Logger } from 'pino';
-import { refusedAddress } from '../../incoming-auth/address-guard.ts';
 import type { SecretStore } from '../../../core/config/secrets.ts';
 import type { SecretRef, SyncSettings } from '../config/registry-config.ts';
 import type { SourceRecord } from '../store/records.ts';
@@ -32,31 +29,6 @@ export function secretValue(secrets: SecretStore, ref: SecretRef, where: string)
   throw new SyncFailure(`${where}: ${lookup.problem ?? `the value of Secret ${JSON.stringify(ref.name)} key ${JSON.stringify(ref.key)} is not valid`}`);
 }
 
-/**
- * A git reader that first checks the repository's host resolves to public addresses only. The
- * git binary resolves the name again when it connects, so a name that changes its answer in
- * between (DNS rebinding) is not stopped here; the https-only rule still applies to it.
- */
-function publicHostOnly(reader: SourceReader, repository: string): SourceReader {
-  return {
-    async read(context) {
-      const host = new URL(repository).hostname.replace(/^\[|\]$/g, '');
-      let addresses: { address: string }[];
-      try {
-        addresses = isIP(host) === 0 ? await lookup(host, { all: true }) : [{ address: host }];
-      } catch (err) {
-        throw new SyncFailure(`the repository's host ${host} cannot be resolved (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
-      }
-      for (const { address } of addresses) {
-        const refused = refusedAddress(address, { allowPrivate: false, allowLoopback: false, hint: 'sources created through the admin API reach public addresses only, unless sync.allowPrivateAddresses is true' });
-        if (refused !== null) throw new SyncFailure(`refusing to fetch ${host}: ${refused}`);
-      }
-      return reader.read(context);
-    },
-    close: () => reader.close?.(),
-  };
-}
-
 export function sourceReaders(context: ReaderContext): ReaderFactory {
   /** The operator's own sources reach what they name; the API's only public addresses, unless allowed. */
   const trusted = (source: SourceRecord): boolean => source.origin === 'config' || context.settings.allowPrivateAddresses;
@@ -73,12 +45,15 @@ export function sourceReaders(context: ReaderContext): ReaderFactory {
         const git = source.git!;
         const credentials =
           git.auth === null ? null : { username: git.auth.username ?? 'git', password: secretValue(context.secrets, git.auth.passwordSecretRef, 'git.auth.passwordSecretRef') };
-        const reader = createGitReader(
+        return createGitReader(
           { repository: git.repository, branch: git.branch, path: git.path, credentials },
-          // What the API created speaks https only (http too where private addresses are allowed).
-          { protocols: source.origin === 'config' ? undefined : context.settings.allowPrivateAddresses ? ['https', 'http'] : ['https'] },
+          // What the API created speaks https only (http too where private addresses are allowed),
+          // and otherwise reaches public addresses only (git's connections pinned to the ones checked).
+          {
+            protocols: source.origin === 'config' ? undefined : context.settings.allowPrivateAddresses ? ['https', 'http'] : ['https'],
+            allowPrivateAddresses: trusted(source),
+          },
         );
-        return trusted(source) ? reader : publicHostOnly(reader, git.repository);
       }
       case 'cluster':
         return createClusterReader(source.cluster!, { log: context.log?.child({ source: source.name }) ?? null });
