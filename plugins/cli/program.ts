@@ -1,14 +1,16 @@
 /**
  * The `gatehouse` command tree (commander): every command and subcommand answers `--help`, the
  * root `--version`; an unknown command or option is answered with a did-you-mean and the usage.
- * Actions are in each system's commands module; this file only says what exists.
+ * Actions are in each system's commands module, imported when a command runs: `--help` and
+ * `--version` then answer at once instead of after loading both servers.
  */
 import { Command } from 'commander';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.ts';
 import { configOption, serveOptions, type ServeOptions, type ValidateOptions } from './options.ts';
-import { REGISTRY_PORT, registryServe, registryValidate } from './registry-commands.ts';
 import { VERSION } from './version.ts';
-import { VMCP_PORT, vmcpServe, vmcpValidate } from './vmcp-commands.ts';
+
+const VMCP_PORT = 4483;
+const REGISTRY_PORT = 8080;
 
 const VMCP_CONFIG = 'multi-document YAML of MCPGroup, MCPServer, VirtualMCPServer, MCPExternalAuthConfig and Secret resources';
 const REGISTRY_CONFIG = 'one YAML document with auth, sources, registries and database';
@@ -49,8 +51,14 @@ export function buildProgram(): Command {
     .description('A gateway for the Model Context Protocol: a virtual MCP server in front of MCP backends, and an MCP registry server.')
     .version(VERSION, '-V, --version', 'print the version and exit')
     .addHelpText('after', `${EXIT_CODES}\n\nRun "gatehouse <command> <subcommand> --help" for a command's options.`);
-  program.addCommand(system('vmcp', 'the virtual MCP server', VMCP_CONFIG, VMCP_PORT, vmcpServe, vmcpValidate));
-  program.addCommand(system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, registryServe, registryValidate));
+  const vmcp = (): Promise<typeof import('./vmcp-commands.ts')> => import('./vmcp-commands.ts');
+  const registry = (): Promise<typeof import('./registry-commands.ts')> => import('./registry-commands.ts');
+  program.addCommand(
+    system('vmcp', 'the virtual MCP server', VMCP_CONFIG, VMCP_PORT, async (o) => (await vmcp()).vmcpServe(o), async (o) => (await vmcp()).vmcpValidate(o)),
+  );
+  program.addCommand(
+    system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, async (o) => (await registry()).registryServe(o), async (o) => (await registry()).registryValidate(o)),
+  );
   everyCommand(program, (command) =>
     command
       // The caller maps commander's outcomes to the exit codes above instead of commander exiting 1.

@@ -6,8 +6,6 @@ import { authzModeOf, startRegistry } from '../registry/registry-server.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { loadConfig, serve } from './serve.ts';
 
-export const REGISTRY_PORT = 8080;
-
 const MODE_LABEL = { anonymous: 'anonymous mode', authOnly: 'auth-only mode', full: 'full authorization' } as const;
 
 export async function registryValidate(options: ValidateOptions): Promise<void> {

@@ -7,8 +7,6 @@ import { vmcpBuiltins } from './vmcp-builtins.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { loadConfig, serve } from './serve.ts';
 
-export const VMCP_PORT = 4483;
-
 export async function vmcpValidate(options: ValidateOptions): Promise<void> {
   const config = await loadConfig(options, validateVmcpFile);
   const count = config.backends.length;
