@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { ServerResponse } from 'node:http';
+import { startFakePeer, type FakePeer } from '../fixtures/registry-peer.ts';
 import { namesOf, startTestRegistry, tempDir, type ListBody, type TestRegistry } from './helpers/registry.ts';
 
 const upstream = (...names: string[]) => JSON.stringify({ data: { servers: names.map((name) => ({ name, version: '1.0.0', description: name })) } });
@@ -153,5 +155,53 @@ database: {type: memory}
     assert.match(metrics, /gatehouse_registry_sync_seconds_count\{source="good"\} [1-9]/);
     assert.match(metrics, /gatehouse_registry_source_failed_attempts\{source="good"\} 1/);
     assert.match(metrics, /gatehouse_registry_source_last_success_timestamp_seconds\{source="broken"\} \d/);
+  });
+});
+
+describe('a stuck source does not hold up the others', () => {
+  let dir: string;
+  let registry: TestRegistry;
+  let peer: FakePeer;
+  const held: ServerResponse[] = [];
+  /** The peer answers (an empty registry) until the test makes it hold every request. */
+  let stalling = false;
+
+  before(async () => {
+    dir = await tempDir();
+    await writeFile(join(dir, 'catalog.json'), upstream('io.acme/one'));
+    peer = await startFakePeer((_request, res) => {
+      if (stalling) return void held.push(res);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ servers: [], metadata: { count: 0 } }));
+    });
+    registry = await startTestRegistry(
+      `auth: {mode: anonymous}
+sources:
+  - {name: stuck, api: {url: "${peer.url}"}, syncPolicy: {interval: 1h}}
+  - {name: catalog, file: {path: ./catalog.json}, syncPolicy: {interval: 1h}}
+registries: [{name: main, sources: [catalog, stuck]}]
+sync: {maxConcurrent: 2}
+database: {type: memory}
+`,
+      dir,
+    );
+  });
+  after(async () => {
+    for (const res of held) res.destroy();
+    await registry?.stop();
+    await peer?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('while one source waits on its peer, another syncs as often as it is asked', async () => {
+    stalling = true;
+    void registry.request('POST', '/v1/sources/stuck/sync').catch(() => {});
+    await until(async () => held.length > 0, 'the stuck source to wait on its peer');
+    for (const names of [['io.acme/two'], ['io.acme/two', 'io.acme/three']]) {
+      await writeFile(join(dir, 'catalog.json'), upstream(...names));
+      const res = await registry.request('POST', '/v1/sources/catalog/sync');
+      assert.equal(res.status, 200);
+      assert.equal(res.json<{ status: Status }>().status.servers, names.length);
+    }
+    assert.equal((await registry.request('GET', '/v1/sources/stuck')).json<{ status: Status }>().status.phase, 'syncing');
   });
 });

@@ -47,6 +47,8 @@ export interface SchedulerOptions {
   readonly reconcileMs?: number;
   /** While another process syncs a source, how soon to look again (default 15 s, at most the interval). */
   readonly busyRetryMs?: number;
+  /** How long the start waits for the first syncs (default 30 s). */
+  readonly firstSyncWaitMs?: number;
 }
 
 interface Tracked {
@@ -80,15 +82,28 @@ export class SyncScheduler {
       firstBackoffMs: 5_000,
       reconcileMs: 30_000,
       busyRetryMs: 15_000,
+      firstSyncWaitMs: 30_000,
       ...options,
       metrics: options.metrics ?? null,
     };
   }
 
-  /** Syncs every synced source once (the server listens after this), then keeps them on their timers. */
+  /**
+   * Syncs every synced source once, then keeps them on their timers. The server listens after
+   * this, so clients see the synced entries from the first request; a source whose first sync
+   * takes longer than `firstSyncWaitMs` goes on in the background rather than hold up the start.
+   */
   async start(): Promise<void> {
     await this.refresh();
-    await Promise.all([...this.#tracked.keys()].map((name) => this.#sync(name, false)));
+    const first = [...this.#tracked.keys()].map((name) => this.#sync(name, false).then(() => name));
+    const done = new Set<string>();
+    for (const run of first) void run.then((name) => done.add(name));
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.firstSyncWaitMs)));
+    await Promise.race([Promise.all(first), waited]);
+    clearTimeout(timer);
+    const pending = [...this.#tracked.keys()].filter((name) => !done.has(name));
+    if (pending.length > 0) this.#options.log.warn({ sources: pending, waitedMs: this.#options.firstSyncWaitMs }, 'first sync still under way: serving without these sources\' entries until it ends');
     this.#reconciler = setInterval(() => void this.refresh().catch((err: unknown) => this.#options.log.error({ err }, 'cannot read the sources to sync')), this.#options.reconcileMs);
     this.#reconciler.unref();
   }
