@@ -20,7 +20,7 @@
  * or from code: `startVmcp({config, plugins: [{definition: toolAllowlist, config: {allow: ['echo']}, source: 'code'}]})`.
  */
 import { z } from 'zod';
-import { Reply, definePlugin, isRequest, type JsonRpcResponse } from 'gatehouse';
+import { Reply, definePlugin, isRequest, type JsonRpcResponse } from '@gatehouse-mcp/gateway';
 
 const Config = z.strictObject({
   /** Tool names clients may list and call. */
