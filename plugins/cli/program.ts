@@ -5,6 +5,7 @@
  * `--version` then answer at once instead of after loading both servers.
  */
 import { Command } from 'commander';
+import { benchCommand } from './bench/program.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.ts';
 import { configOption, serveOptions, type ServeOptions, type ValidateOptions } from './options.ts';
 import { VERSION } from './version.ts';
@@ -59,6 +60,7 @@ export function buildProgram(): Command {
   program.addCommand(
     system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, async (o) => (await registry()).registryServe(o), async (o) => (await registry()).registryValidate(o)),
   );
+  program.addCommand(benchCommand());
   everyCommand(program, (command) =>
     command
       // The caller maps commander's outcomes to the exit codes above instead of commander exiting 1.

@@ -1,0 +1,40 @@
+/**
+ * The configuration `gatehouse bench` starts its gateway with: the user's file, written anew to
+ * a temporary directory with only what the bench must change.
+ *
+ * - Echo mode (the default): `spec.url` of every MCPServer of the VirtualMCPServer's group is
+ *   the echo backend's, `/mcp/<name>` on its port. Everything else stays: incoming auth,
+ *   outgoing auth (its STS is called as configured; the echo backend ignores credentials),
+ *   aggregation, session storage, plugins.
+ * - `--live`: the URLs stay.
+ * - Both: a relative plugin `module` becomes the absolute path it names (the copy lives
+ *   elsewhere), and `spec.server.admin.port` becomes 0, so that the bench's gateway never
+ *   fights the real one for its admin port (the public port is `--port 0` already).
+ */
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
+import type { VmcpConfig } from '../../../core/config/vmcp-types.ts';
+
+const RELATIVE = /^\.{1,2}\//;
+
+/** The text of the bench's copy of `config`'s file; `backendUrls` (MCPServer name → URL) in echo mode, null with --live. */
+export function benchConfigText(config: VmcpConfig, backendUrls: ReadonlyMap<string, string> | null): string {
+  const docs = parseAllDocuments(readFileSync(config.file, 'utf8'));
+  if (!Array.isArray(docs)) throw new Error(`${config.file}: not a YAML stream`);
+  return docs
+    .map((doc, i) => {
+      const kind = doc.get('kind');
+      const name = doc.getIn(['metadata', 'name']);
+      if (kind === 'MCPServer' && typeof name === 'string' && backendUrls?.has(name) === true) doc.setIn(['spec', 'url'], backendUrls.get(name));
+      if (kind === 'VirtualMCPServer') {
+        config.plugins.forEach((plugin, index) => {
+          const written = doc.getIn(['spec', 'plugins', index, 'module']);
+          if (typeof written === 'string' && RELATIVE.test(written)) doc.setIn(['spec', 'plugins', index, 'module'], plugin.module);
+        });
+        if (config.server.admin !== null) doc.setIn(['spec', 'server', 'admin', 'port'], 0);
+      }
+      const text = doc.toString();
+      return i === 0 || text.startsWith('---') ? text : `---\n${text}`;
+    })
+    .join('');
+}

@@ -1,0 +1,103 @@
+/** What `gatehouse bench` prints: a table for a person, or (`--json`) the whole result as one JSON document. */
+import type { LoadResult } from './load.ts';
+import type { GatewayTimes } from './metrics.ts';
+
+export interface RowResult extends LoadResult {
+  /** Where the load went. */
+  url: string;
+  /** CPU time of the process that answered (the gateway; the backend, called directly) per request, µs; null where /proc is not there or the process is not the bench's. */
+  cpuMicrosPerRequest: number | null;
+  /** Busy CPU of the machine that was neither the bench, the gateway nor the echo backend, in % of every core: over 10 %, rerun before quoting the figures. */
+  otherProcessesCpuPercent: number | null;
+}
+
+export interface BenchResult {
+  config: string;
+  vmcp: string;
+  /** `echo`: the built-in echo backend stood in for every MCPServer; `live`: the configured backends. */
+  backends: 'echo' | 'live';
+  protocol: string;
+  tool: string;
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  machine: { node: string; cores: number; cpu: string };
+  /** The backend called directly, without the gateway (null: see backendSkipped). */
+  backend: RowResult | null;
+  backendSkipped: string | null;
+  /** Through the gateway; `backendCpuMicrosPerRequest`: the echo backend's CPU per request meanwhile. */
+  gateway: RowResult & { backendCpuMicrosPerRequest: number | null };
+  /** What the gateway's own metrics say over the measured run (null: see gatewayMetricsSkipped). */
+  gatewayMetrics: GatewayTimes | null;
+  gatewayMetricsSkipped: string | null;
+}
+
+const num = (n: number | null | undefined, digits: number): string =>
+  n === null || n === undefined || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+function table(header: string[], rows: string[][], rightFrom = 1): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i < rightFrom ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export function textReport(r: BenchResult): string {
+  const out: string[] = [];
+  const echo = r.backends === 'echo' ? 'the built-in echo backend standing in for every MCPServer' : 'the configured backends (--live)';
+  out.push(`gatehouse bench: VirtualMCPServer/${r.vmcp} (${r.config})`);
+  out.push(`  in front of ${echo}`);
+  out.push(`  tools/call ${r.tool}, protocol ${r.protocol}, ${r.connections} connections, ${r.durationSeconds} s after ${r.warmupSeconds} s of warm-up`);
+  out.push(`  node ${r.machine.node}, ${r.machine.cores} cores, ${r.machine.cpu}`);
+  out.push('');
+  const row = (name: string, x: RowResult): string[] => [
+    name,
+    num(x.requestsPerSecond, 0),
+    num(x.latencyMs.p50, 2),
+    num(x.latencyMs.p99, 2),
+    num(x.cpuMicrosPerRequest, 1),
+    String(x.errors.non2xx + x.errors.socket + x.errors.timeouts),
+  ];
+  const rows: string[][] = [];
+  if (r.backend !== null) rows.push(row('backend, called directly', r.backend));
+  rows.push(row('through the gateway', r.gateway));
+  if (r.backend !== null) {
+    rows.push([
+      'gateway adds',
+      '',
+      `+${num(r.gateway.latencyMs.p50 - r.backend.latencyMs.p50, 2)}`,
+      `+${num(r.gateway.latencyMs.p99 - r.backend.latencyMs.p99, 2)}`,
+      '',
+      '',
+    ]);
+  }
+  out.push(table(['', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'errors'], rows));
+  if (r.backendSkipped !== null) out.push(`(backend called directly: not measured: ${r.backendSkipped})`);
+  if (r.gateway.cpuMicrosPerRequest !== null) {
+    out.push(`CPU µs/req: the answering process's user+system time (all its threads) over the run, per request.`);
+  }
+  if (r.gateway.backendCpuMicrosPerRequest !== null) out.push(`The echo backend took ${num(r.gateway.backendCpuMicrosPerRequest, 1)} µs/req during the gateway's run.`);
+  const noisy = [r.backend, r.gateway].filter((x): x is RowResult => x !== null && (x.otherProcessesCpuPercent ?? 0) > 10);
+  if (noisy.length > 0) out.push(`⚠ other processes took up to ${num(Math.max(...noisy.map((x) => x.otherProcessesCpuPercent ?? 0)), 0)} % of the machine during a run: rerun before quoting these figures.`);
+  out.push('');
+  if (r.gatewayMetrics === null) {
+    out.push(`Plugin phases: not read (${r.gatewayMetricsSkipped ?? 'unknown'})`);
+  } else {
+    const m = r.gatewayMetrics;
+    out.push(`The gateway's own metrics over the measured run (gatehouse_plugin_phase_seconds and friends):`);
+    out.push(`  mean time on the MCP endpoint ${num(m.requestMeanMs, 3)} ms, of which waiting for the backend's response headers ${num(m.backendMeanMs, 3)} ms`);
+    if (m.phases.length === 0) out.push('  no plugin hook ran');
+    else {
+      out.push('');
+      out.push(
+        table(
+          ['plugin', 'phase', 'calls/req', 'µs/call', 'µs/req'],
+          m.phases.map((p) => [p.plugin, p.phase, num(p.callsPerRequest, 2), num(p.microsPerCall, 2), num(p.microsPerRequest, 2)]),
+          2,
+        ),
+      );
+    }
+  }
+  const errors = [r.backend, r.gateway].filter((x): x is RowResult => x !== null && x.errors.non2xx + x.errors.socket + x.errors.timeouts > 0);
+  for (const x of errors) out.push(`⚠ ${x.url}: ${x.errors.non2xx} responses outside 2xx, ${x.errors.socket} socket errors, ${x.errors.timeouts} timeouts`);
+  return `${out.join('\n')}\n`;
+}
