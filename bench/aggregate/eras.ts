@@ -27,6 +27,10 @@ const SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const ROUNDS = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 1));
+/** Only the setups whose name contains one of these (separated by |), e.g. `transparent, legacy`: a quicker loop while working on one. */
+const ONLY = (process.env['BENCH_ERAS_ROWS'] ?? '').split('|').map((s) => s.trim()).filter((s) => s.length > 0);
+/** `0` skips the request-for-input round trips. */
+const INPUT = process.env['BENCH_ERAS_INPUT'] !== '0';
 
 const MODERN_META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } };
 
@@ -85,25 +89,33 @@ export async function runEras(): Promise<void> {
       { name: 'aggregated, modern backends', backends: modernBackends, tool: 'b0_tool_001' },
       { name: 'transparent, legacy backend', backends: legacyBackends.slice(0, 1), tool: 'tool_001' },
       { name: 'transparent, modern backend', backends: modernBackends.slice(0, 1), tool: 'tool_001' },
-    ];
+    ].filter((setup) => ONLY.length === 0 || ONLY.some((part) => setup.name.includes(part)));
     const rows: { name: string; legacy: Figures; modern: Figures; ratio: number; rounds: { legacy: number; modern: number }[] }[] = [];
     for (const [i, setup] of setups.entries()) {
-      const port = await freePort();
-      const gateway = await startGateway(dir, `eras-${i}`, configYaml(setup.backends, port), port);
+      const start = async (label: string): Promise<{ child: ManagedChild; url: string }> => {
+        const port = await freePort();
+        return startGateway(dir, label, configYaml(setup.backends, port), port);
+      };
+      // Profiled, each era gets a gateway process of its own, so that each profile is one era's.
+      const profiled = (process.env['BENCH_PROFILE_DIR'] ?? '') !== '';
+      const shared = profiled ? null : await start(`eras-${i}`);
+      const gateways = { legacy: shared ?? (await start(`eras-${i}-legacy`)), modern: shared ?? (await start(`eras-${i}-modern`)) };
       const legacy: Figures[] = [];
       const modern: Figures[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         const order: ('legacy' | 'modern')[] = round % 2 === 0 ? ['legacy', 'modern'] : ['modern', 'legacy'];
-        for (const era of order) (era === 'legacy' ? legacy : modern).push(await callCpu(dir, `eras-${i}-${era}-${round}`, gateway, setup.tool, era));
+        for (const era of order) (era === 'legacy' ? legacy : modern).push(await callCpu(dir, `eras-${i}-${era}-${round}`, gateways[era], setup.tool, era));
       }
-      await gateway.child.stop();
+      await gateways.legacy.child.stop();
+      if (gateways.modern !== gateways.legacy) await gateways.modern.child.stop();
       const l = median(legacy);
       const m = median(modern);
       rows.push({ name: setup.name, legacy: l, modern: m, ratio: Math.round((m.cpuUsPerRequest / l.cpuUsPerRequest) * 100) / 100, rounds: legacy.map((f, r) => ({ legacy: f.cpuUsPerRequest, modern: modern[r]!.cpuUsPerRequest })) });
     }
-    const inputRoundTrips = await runInputRoundTrips(dir);
+    const inputRoundTrips = INPUT ? await runInputRoundTrips(dir) : [];
     const report = { date: new Date().toISOString(), node: process.version, setup: { backends: BACKENDS, wrk: `-t1 -c${CONNECTIONS} -d${SECONDS}s`, rounds: ROUNDS, input: INPUT_SETUP }, rows, inputRoundTrips };
-    writeFileSync(join(RESULTS_DIR, 'eras.json'), JSON.stringify(report, null, 2) + '\n');
+    // A partial run (some setups, no input rows) does not replace the full run's figures.
+    writeFileSync(join(RESULTS_DIR, ONLY.length === 0 && INPUT ? 'eras.json' : 'eras-partial.json'), JSON.stringify(report, null, 2) + '\n');
     const lines = [
       '## Protocol generations',
       '',
@@ -113,7 +125,7 @@ export async function runEras(): Promise<void> {
       '',
       ROUNDS > 1 ? `medians of ${ROUNDS} rounds alternating which era goes first` : 'one round',
       '',
-      ...inputTable(inputRoundTrips),
+      ...(INPUT ? inputTable(inputRoundTrips) : []),
     ];
     process.stdout.write(lines.join('\n') + '\n');
   } finally {
