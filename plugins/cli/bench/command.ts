@@ -26,7 +26,7 @@ import { InvalidConfigError } from '../exit-codes.ts';
 import { loadConfig } from '../serve.ts';
 import { benchConfigText } from './bench-config.ts';
 import { clientHeaders, ClientError, listTools, toolCall, type BenchRequest, type Protocol } from './client.ts';
-import { cpuMicrosBetween, cpuSnapshot, machineBusyMicros } from './cpu.ts';
+import { cpuMicrosBetween, cpuSnapshot, everyProcess, otherMicrosBetween } from './cpu.ts';
 import { drive } from './load.ts';
 import { metricsDelta, type GatewayTimes } from './metrics.ts';
 import { Child, ChildExited, stopChildrenOnExit } from './processes.ts';
@@ -117,18 +117,15 @@ async function measure(req: BenchRequest, options: BenchOptions, answering: Chil
   await beforeRun?.();
   const pids = [...new Set([...(answering === null ? [] : [answering.pid]), ...watched.map((c) => c.pid)])];
   const before = new Map(pids.map((pid) => [pid, cpuSnapshot(pid)]));
-  const [busyBefore, ownBefore] = [machineBusyMicros(), process.cpuUsage()];
+  const everyBefore = everyProcess();
   const load = await drive(req, options.connections, options.duration / 1000);
-  const own = process.cpuUsage(ownBefore);
-  const busy = machineBusyMicros();
+  const otherMicros = otherMicrosBetween(everyBefore, everyProcess(), [process.pid, ...pids]);
   const cpuPerRequest = new Map<number, number | null>();
-  let known = own.user + own.system;
   for (const pid of pids) {
     const micros = cpuMicrosBetween(before.get(pid) ?? null, cpuSnapshot(pid));
-    if (micros !== null) known += micros;
     cpuPerRequest.set(pid, micros === null || load.requests === 0 ? null : micros / load.requests);
   }
-  const other = busy === null || busyBefore === null ? null : Math.max(0, (100 * (busy - busyBefore - known)) / (load.seconds * 1e6 * availableParallelism()));
+  const other = otherMicros === null ? null : Math.max(0, (100 * otherMicros) / (load.seconds * 1e6 * availableParallelism()));
   return { row: { url: req.url, ...load, cpuMicrosPerRequest: answering === null ? null : (cpuPerRequest.get(answering.pid) ?? null), otherProcessesCpuPercent: other }, cpuPerRequest };
 }
 

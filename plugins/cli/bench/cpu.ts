@@ -76,11 +76,27 @@ export function cpuMicrosBetween(before: CpuSnapshot | null, after: CpuSnapshot 
   return (ticks * 1_000_000) / clockTicks();
 }
 
-/** Busy CPU time of the whole machine (every core; /proc/stat) in µs, or null. */
-export function machineBusyMicros(): number | null {
+/**
+ * CPU ticks of every user-space process on the machine now (kernel threads left out: the
+ * loopback traffic of the run itself is partly handled by them), or null where /proc is not there.
+ */
+export function everyProcess(): CpuSnapshot | null {
   if (!cpuAvailable()) return null;
-  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
-  // cpu user nice system idle iowait irq softirq steal ...
-  const [, user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
-  return (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 1_000_000) / clockTicks();
+  const snapshot = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === 2) continue;
+    const s = stat(pid);
+    if (s !== undefined && s.ppid !== 2) snapshot.set(pid, s.ticks);
+  }
+  return snapshot;
+}
+
+/** CPU µs spent between two `everyProcess` snapshots by the processes not in `except` (nor their descendants at the end). */
+export function otherMicrosBetween(before: CpuSnapshot | null, after: CpuSnapshot | null, except: readonly number[]): number | null {
+  if (before === null || after === null) return null;
+  const mine = new Set(except.flatMap((pid) => tree(pid)));
+  let ticks = 0;
+  for (const [pid, t] of after) if (!mine.has(pid)) ticks += t - (before.get(pid) ?? 0);
+  return (ticks * 1_000_000) / clockTicks();
 }

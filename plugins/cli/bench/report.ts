@@ -7,7 +7,7 @@ export interface RowResult extends LoadResult {
   url: string;
   /** CPU time of the process that answered (the gateway; the backend, called directly) per request, µs; null where /proc is not there or the process is not the bench's. */
   cpuMicrosPerRequest: number | null;
-  /** Busy CPU of the machine that was neither the bench, the gateway nor the echo backend, in % of every core: over 10 %, rerun before quoting the figures. */
+  /** CPU of the machine's other processes (not the bench, the gateway, the echo backend; kernel threads left out) during the run, in % of every core: over 10 %, rerun before quoting the figures. */
   otherProcessesCpuPercent: number | null;
 }
 
