@@ -135,6 +135,9 @@ export async function bench(options: BenchOptions): Promise<void> {
   stopChildrenOnExit();
   const auth: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+  // Ctrl-C exits from its handler (processes.ts), past the finally below.
+  const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', removeDir);
   const children: Child[] = [];
   try {
     let echo: { child: Child; port: number } | null = null;
@@ -226,6 +229,7 @@ export async function bench(options: BenchOptions): Promise<void> {
     if (failed.length > 0) throw new BenchFailed(`gatehouse bench: requests failed during the run (${failed.map((r) => `${r.url}: ${JSON.stringify(r.errors)}`).join('; ')}): the figures are not those of successful calls`);
   } finally {
     for (const child of children.reverse()) await child.stop();
-    rmSync(dir, { recursive: true, force: true });
+    process.off('exit', removeDir);
+    removeDir();
   }
 }

@@ -77,7 +77,10 @@ export function textReport(r: BenchResult): string {
   }
   if (r.gateway.backendCpuMicrosPerRequest !== null) out.push(`The echo backend took ${num(r.gateway.backendCpuMicrosPerRequest, 1)} µs/req during the gateway's run.`);
   const noisy = [r.backend, r.gateway].filter((x): x is RowResult => x !== null && (x.otherProcessesCpuPercent ?? 0) > 10);
-  if (noisy.length > 0) out.push(`⚠ other processes took up to ${num(Math.max(...noisy.map((x) => x.otherProcessesCpuPercent ?? 0)), 0)} % of the machine during a run: rerun before quoting these figures.`);
+  if (noisy.length > 0) {
+    const live = r.backends === 'live' ? ' (with --live, backends running on this machine count among them)' : '';
+    out.push(`⚠ other processes${live} took up to ${num(Math.max(...noisy.map((x) => x.otherProcessesCpuPercent ?? 0)), 0)} % of the machine during a run: rerun before quoting these figures.`);
+  }
   out.push('');
   if (r.gatewayMetrics === null) {
     out.push(`Plugin phases: not read (${r.gatewayMetricsSkipped ?? 'unknown'})`);
