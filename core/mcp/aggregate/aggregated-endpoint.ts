@@ -29,7 +29,7 @@ import { respond, respondWhenSettled } from '../../respond.ts';
 import { runResponseHooks } from '../../chain.ts';
 import type { MessageTarget } from '../../context.ts';
 import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
-import { acceptMessages, checkPostHead, runMessageHooks } from '../intake.ts';
+import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from '../intake.ts';
 import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
@@ -72,7 +72,16 @@ export interface AggregatedOptions {
   /** How this replica tells the others about what it holds (relay.ts): started already. */
   relay: Relay;
   log: Logger;
+  /**
+   * The endpoint is a transparent endpoint's era bridge: one backend under its own names. A
+   * request naming a tool, prompt or resource goes to it without looking the name up in its
+   * lists, as on the transparent path (the backend answers for what it lacks).
+   */
+  direct?: boolean;
 }
+
+/** Methods a direct bridge sends to its backend as they name it (their ctx.target as the transparent path's). */
+const DIRECT_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read', 'resources/subscribe', 'resources/unsubscribe', 'completion/complete']);
 
 /** What a parked call is about, as its requestState binds it: the backend and that backend's name of the tool. */
 function targetKey(ctx: Context): string {
@@ -125,6 +134,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   readonly path: string;
   readonly #o: AggregatedOptions;
   readonly #links: ReadonlyMap<string, BackendLink>;
+  /** A transparent endpoint's bridge: its one backend (null: an aggregated group). */
+  readonly #direct: BackendLink | null;
   readonly #healer: SessionHealer;
   /** This process's live sessions: what the store does not hold (list caches, streams, routing). */
   readonly #local: LRUCache<string, AggregatedSession>;
@@ -145,6 +156,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     this.path = options.path;
     this.#o = options;
     this.#links = new Map(options.links.map((link) => [link.name, link]));
+    this.#direct = options.direct === true && options.links.length === 1 ? options.links[0]! : null;
     this.#serverMeta = JSON.stringify({ [META.serverInfo]: serverInfo(options.name) });
     this.#waits = new InputWaits(options.relay.replica);
     this.#parked = new ParkedCalls<RoutedExchange>(options.relay.key, options.relay.replica);
@@ -339,7 +351,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   #target(ctx: Context, session: AggregatedSession, message: JsonRpcMessage): HookOutcome | Promise<HookOutcome> {
-    const routed = 'id' in message && 'method' in message ? this.#resolve(ctx, session, message) : null;
+    const routed = 'id' in message && 'method' in message ? (this.#direct !== null && DIRECT_METHODS.has(message.method) ? this.#directRoute(message) : this.#resolve(ctx, session, message)) : null;
     return isPromise(routed) ? routed.then((resolved) => this.#hooks(ctx, session, message, resolved)) : this.#hooks(ctx, session, message, routed);
   }
 
@@ -403,6 +415,12 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       if (!('code' in routed) || isFresh(cached, performance.now())) return routed;
     }
     return this.#list(ctx, session, kind, cached !== undefined).then((list) => this.#resolveName(session, request, kind, list));
+  }
+
+  /** A direct bridge's request: to its one backend, as the client named it. */
+  #directRoute(request: JsonRpcRequest): Routed {
+    const link = this.#direct!;
+    return { link, request, target: directTarget(link.name, request)! };
   }
 
   /** The backend of a tool or prompt the client names, and the request with the backend's own name. */
@@ -661,11 +679,23 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     // Written anew from the parsed message, never the client's bytes: the backend must run what
     // was routed and checked (a body with a key twice, `"name":"hidden","name":"allowed"`, is read
     // last-wins here but first-wins by some backends' parsers). In the backend's era.
-    const sent = forBackend(request, backend, ctx.envelope ?? session.envelope);
-    const body = Buffer.from(JSON.stringify(sent));
+    const spliced = this.#clientBytes(ctx, session, request, backend);
+    const sent = spliced === null ? forBackend(request, backend, ctx.envelope ?? session.envelope) : request;
+    const body = spliced ?? Buffer.from(JSON.stringify(sent));
     const headers = link.headers(ctx, backend, 'application/json, text/event-stream', undefined, sent);
     if (isPromise(headers)) return headers.then((settled) => this.#dispatchTo(ctx, session, link, backend, body, mayRetry, settled));
     return this.#dispatchTo(ctx, session, link, backend, body, mayRetry, headers);
+  }
+
+  /**
+   * A modern client's request for a legacy backend as the client's own bytes, the envelope cut
+   * out (EnvelopeTails), when nothing else is to change: it is the request the client sent
+   * (no name rewritten) and no hook sees messages (with onMessage or onResponse hooks, the
+   * backend gets what the hooks saw, written anew). Null: the parsed message, written anew.
+   */
+  #clientBytes(ctx: Context, session: AggregatedSession, request: JsonRpcRequest, backend: BackendSessionRecord): Buffer | null {
+    if (ctx.envelope === null || request !== ctx.message || ctx.body === null || this.#o.chain.seesMessages || isModernVersion(backend.protocolVersion)) return null;
+    return session.envelopeTails.cut(request, ctx.body);
   }
 
   #dispatchTo(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean, headers: string[] | GatewayError): HookOutcome | Promise<HookOutcome> {

@@ -18,6 +18,7 @@ import { MemorySessionStore } from './memory-session-store.ts';
 import { RedisSessionStore } from './redis-session-store.ts';
 import { LocalRelay, RedisRelay, type Relay } from './relay.ts';
 import { sessionTag, type SessionStore } from './session-store.ts';
+import { needsAggregation } from './config.ts';
 
 export interface AggregatedDeps {
   config: VmcpConfig;
@@ -102,6 +103,8 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     health,
     relay,
     log,
+    // One backend, no tool configuration: a transparent endpoint's era bridge (virtual-mcp-server.ts).
+    direct: !needsAggregation(deps.backends.length, config.aggregation),
   });
   return { endpoint, health, close };
 }
