@@ -11,7 +11,6 @@
  * set of capabilities (anonymous mode is for development only).
  */
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import type { Principal } from '../../context.ts';
 import { ownerKey } from './session-store.ts';
 
@@ -19,8 +18,14 @@ const PREFIX = 'm.';
 
 const MAX_CACHED_KEY = 4096;
 
-/** Derived ids, so that a request on the hot path hashes nothing it hashed before. */
-const ids = new LRUCache<string, string>({ max: 10_000 });
+const MAX_CACHED_IDS = 10_000;
+
+/**
+ * Derived ids, so that a request on the hot path hashes nothing it hashed before. A plain map,
+ * emptied when full: a lookup on every modern request costs a fraction of an LRU's (whose clock
+ * sets a timer), and a busy gateway has far fewer principal × capabilities than this.
+ */
+const ids = new Map<string, string>();
 
 /** The implicit session's id of `principal` declaring `capabilities`. */
 export function implicitSessionId(principal: Principal | null, capabilities: Readonly<Record<string, unknown>>): string {
@@ -31,7 +36,10 @@ export function implicitSessionId(principal: Principal | null, capabilities: Rea
   if (id === undefined) {
     id = PREFIX + createHash('sha256').update(key).digest('base64url');
     // Only small keys are kept: a client declaring megabytes of capabilities pays its hash each time.
-    if (key.length <= MAX_CACHED_KEY) ids.set(key, id);
+    if (key.length <= MAX_CACHED_KEY) {
+      if (ids.size >= MAX_CACHED_IDS) ids.clear();
+      ids.set(key, id);
+    }
   }
   return id;
 }

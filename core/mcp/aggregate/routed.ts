@@ -27,6 +27,7 @@ import { isPromise } from '../../thenable.ts';
 import { Exchange, writeToClient } from '../../upstream/exchange.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
+import { completeResultBytes } from '../json-scan.ts';
 import { MAX_JSON_RESPONSE } from '../rewrite.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
@@ -237,6 +238,18 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
 
   /** The whole JSON answer is here: it must be this request's response (or say the session is lost). */
   #json(): void {
+    if (this.#passesAsBytes()) {
+      const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#size);
+      const spliced = completeResultBytes(body, JSON.stringify(this.ctx.rpcId));
+      if (spliced !== null) {
+        this.#chunks = [];
+        this.#answered = true;
+        this.#done(null);
+        this.#writeBody(spliced);
+        return;
+      }
+      this.#chunks = [body];
+    }
     const text = this.#text();
     let value: unknown;
     try {
@@ -326,13 +339,28 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     hooked.then((settled) => this.#writeJson(settled)).catch((err: unknown) => this.#hookError(err));
   }
 
+  /**
+   * Whether a JSON answer may reach the client as the backend's bytes, `resultType` added
+   * (completeResultBytes): for a modern client, when no onResponse hook is to see it and no task
+   * is to be noted. Only a plain `{"jsonrpc","id","result"}` with this request's id, each key
+   * once, passes so; anything else is read and written anew below. What the bytes hold inside the
+   * result is the backend's, as on the transparent path: the gateway reads none of it.
+   */
+  #passesAsBytes(): boolean {
+    return this.ctx.envelope !== null && this.#hooks === null && !this.#createsTask && this.ctx.rpcId !== null;
+  }
+
   #writeJson(response: JsonRpcResponse): void {
-    const res = this.ctx.res;
-    if (res.headersSent || res.destroyed) return;
     // Written from what the hooks passed (or what was read), never the backend's bytes.
     // A response no hook touched is the one this exchange parsed: it is completed in place.
     const shaped = this.ctx.envelope === null ? response : this.#hooks === null ? completeOwned(response) : completed(response);
-    const body = Buffer.from(JSON.stringify(shaped));
+    this.#writeBody(Buffer.from(JSON.stringify(shaped)));
+  }
+
+  /** The client's answer: the gateway's status and headers, this body. */
+  #writeBody(body: Buffer): void {
+    const res = this.ctx.res;
+    if (res.headersSent || res.destroyed) return;
     const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'x-request-id', this.ctx.requestId];
     if (this.ctx.envelope === null) headers.push('mcp-session-id', this.session.id);
     pushCorsHeaders(headers, this.ctx.corsOrigin);

@@ -4,7 +4,7 @@
  * requests and tasks, and the client's open GET stream.
  */
 import type { Context } from '../../context.ts';
-import { LEGACY_VERSIONS, type ClientEnvelope } from '../era.ts';
+import { EnvelopeTails, LEGACY_VERSIONS, type ClientEnvelope } from '../era.ts';
 import type { JsonRpcId, JsonRpcMessage } from '../jsonrpc.ts';
 import type { ListCache, ListKind } from './lists.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
@@ -58,6 +58,13 @@ export class AggregatedSession {
   listVersion = 0;
   /** What its initialize answered, in the process that created it (server/discover reuses it). */
   initializeResult: Record<string, unknown> | null = null;
+  #tails: EnvelopeTails | null = null;
+
+  /** How its modern clients write their envelope, for cutting it out of their bytes (era.ts). */
+  get envelopeTails(): EnvelopeTails {
+    return (this.#tails ??= new EnvelopeTails());
+  }
+
   /** Resource URIs the client subscribed to on modern backends (which take listens, not subscribe), by backend. */
   #subscriptions: Map<string, Set<string>> | null = null;
 

@@ -1,0 +1,158 @@
+/**
+ * The era bridge's byte paths: a backend's answer completed for a modern client without being
+ * written anew (json-scan.ts), and a modern request's envelope cut out of the client's bytes for
+ * a legacy backend (EnvelopeTails, era.ts). Each either gives exactly what the parsed message
+ * written anew would say, or gives up (null) — never something else.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { EnvelopeTails, META, towardLegacy } from '../../core/mcp/era.ts';
+import { completeResultBytes } from '../../core/mcp/json-scan.ts';
+import type { JsonRpcRequest } from '../../core/mcp/jsonrpc.ts';
+
+const complete = (text: string, id = '7'): string | null => completeResultBytes(Buffer.from(text), id)?.toString() ?? null;
+
+describe('completeResultBytes: resultType into a result, the rest as sent', () => {
+  it('adds resultType first in the result, whatever the order and spacing of the three keys', () => {
+    for (const text of [
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":false}}',
+      '{"result":{"content":[],"isError":false},"id":7,"jsonrpc":"2.0"}',
+      ' {\n "id" : 7 ,\t"jsonrpc":"2.0", "result" : { "content" : [ ] , "isError" : false } }\n',
+    ]) {
+      const out = complete(text);
+      assert.ok(out !== null, text);
+      assert.deepEqual(JSON.parse(out), { jsonrpc: '2.0', id: 7, result: { resultType: 'complete', content: [], isError: false } });
+      assert.equal(out.replace('"resultType":"complete",', ''), text, 'every other byte as the backend sent it');
+    }
+    assert.equal(complete('{"jsonrpc":"2.0","id":7,"result":{}}'), '{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete"}}');
+    assert.equal(complete('{"jsonrpc":"2.0","id":"a-1","result":{}}', '"a-1"'), '{"jsonrpc":"2.0","id":"a-1","result":{"resultType":"complete"}}');
+  });
+
+  it('skips values without reading them: strings with quotes, backslashes and braces, long ones, nesting', () => {
+    const tricky = ['he said \\"}{\\"', 'a\\\\', '\\\\\\"', 'x'.repeat(47) + '\\"' + 'y'.repeat(100), '\\\\'.repeat(40), '\\"resultType\\" inside a string', ']]}}', 'caf\u00e9 ☕ \\u00e9'];
+    for (const s of tricky) {
+      const text = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"${s}"}],"deep":{"resultType":"inner","a":[1,2,{"b":null}]},"n":-1.5e3,"t":true}}`;
+      const out = complete(text);
+      assert.ok(out !== null, s);
+      const expected = JSON.parse(text) as { result: Record<string, unknown> };
+      assert.deepEqual(JSON.parse(out), { ...expected, result: { resultType: 'complete', ...expected.result } });
+    }
+  });
+
+  it('gives up on anything but exactly this request\'s plain result', () => {
+    for (const text of [
+      '{"jsonrpc":"2.0","id":8,"result":{}}', // another request's
+      '{"jsonrpc":"2.0","id":"7","result":{}}', // the same digits as a string
+      '{"jsonrpc":"2.0","id":7.0,"result":{}}', // written otherwise
+      '{"jsonrpc":"2.0","id":7,"id":8,"result":{}}', // an id twice
+      '{"jsonrpc":"2.0","id":8,"result":{},"id":7}',
+      '{"jsonrpc":"2.0","id":7,"result":{},"result":{"secret":1}}', // a result twice
+      '{"jsonrpc":"2.0","jsonrpc":"2.0","id":7,"result":{}}',
+      '{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"Session not found"}}',
+      '{"jsonrpc":"2.0","id":7,"result":{},"extra":1}',
+      '{"jsonrpc":"1.0","id":7,"result":{}}',
+      '{"jsonrpc":"2.0","id":7,"res\\u0075lt":{}}', // a key spelled with an escape
+      '{"jsonrpc":"2.0","id":7,"result":{"result\\u0054ype":"input_required"}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{}}}', // has its own
+      '{"jsonrpc":"2.0","id":7,"result":[]}',
+      '{"jsonrpc":"2.0","id":7,"result":null}',
+      '{"jsonrpc":"2.0","id":7,"result":{"a":1}} x', // trailing bytes
+      '{"jsonrpc":"2.0","id":7,"result":{"a":"unterminated}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"a":1}',
+      '{"jsonrpc":"2.0","id":7,"result":{"a" 1}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"a":1,}}',
+      '{"jsonrpc":"2.0","id":7,"result":{,"a":1}}',
+      // Not JSON deeper down: the scanner reads every value, as JSON.parse would.
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":""x" inside"}]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[1,]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[tru]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[01]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[1.]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":["\\x"]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":["\\u12"]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":["tab\there"]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":{"a":1]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":{"a" 1}}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"deep":' + '['.repeat(100) + ']'.repeat(100) + '}}',
+      '[{"jsonrpc":"2.0","id":7,"result":{}}]',
+      '',
+      '{}',
+    ]) {
+      assert.equal(complete(text), null, text);
+    }
+    const notUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"result":{"t":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]);
+    assert.equal(completeResultBytes(notUtf8, '7'), null, 'bytes that are not UTF-8');
+  });
+
+  it('never returns bytes that say something other than the parsed answer completed (random answers)', () => {
+    let seed = 42;
+    const random = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const atoms = ['"a"', '"\\""', '"\\\\"', '1', '-2.5', 'true', 'null', '"}"', '"]"', '"{\\"x\\":1}"'];
+    const value = (depth: number): string => {
+      if (depth > 3 || random(3) === 0) return atoms[random(atoms.length)]!;
+      if (random(2) === 0) return `[${Array.from({ length: random(4) }, () => value(depth + 1)).join(',')}]`;
+      return `{${Array.from({ length: random(4) }, (_, i) => `"k${i}":${value(depth + 1)}`).join(',')}}`;
+    };
+    for (let n = 0; n < 2000; n++) {
+      const keys = [`"jsonrpc":"2.0"`, `"id":${random(3)}`, `"result":${random(4) === 0 ? value(1) : `{"resultType_":1,"c":${value(1)}}`}`];
+      if (random(5) === 0) keys.push(`"${['id', 'result', 'jsonrpc', 'x'][random(4)]}":${value(1)}`);
+      keys.sort(() => random(3) - 1);
+      const text = `{${keys.join(random(2) === 0 ? ',' : ' , ')}}`;
+      const out = complete(text, '1');
+      type Parsed = { jsonrpc?: unknown; id?: unknown; result?: unknown };
+      let parsed: Parsed | null = null;
+      try {
+        parsed = JSON.parse(text) as Parsed;
+      } catch {
+        parsed = null;
+      }
+      if (out === null) continue;
+      assert.ok(parsed !== null && parsed.id === 1 && parsed.jsonrpc === '2.0' && Object.keys(parsed).length === 3, text);
+      const result = parsed.result as Record<string, unknown>;
+      assert.deepEqual(JSON.parse(out), { ...parsed, result: { resultType: 'complete', ...result } }, text);
+    }
+  });
+});
+
+describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () => {
+  const envelope = { [META.protocolVersion]: '2026-07-28', [META.clientCapabilities]: { elicitation: { form: {} } }, [META.clientInfo]: { name: 'c', version: '1' } };
+  const request = (params: Record<string, unknown>, id: number | string = 1): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'tools/call', params });
+  const cut = (tails: EnvelopeTails, message: JsonRpcRequest, text = JSON.stringify(message)): string | null => tails.cut(message, Buffer.from(text))?.toString() ?? null;
+
+  it('gives the client\'s bytes without _meta, as towardLegacy would write them, and keeps the tail for the next requests', () => {
+    const tails = new EnvelopeTails();
+    for (let id = 1; id <= 3; id++) {
+      const message = request({ name: 'echo', arguments: { text: `hi ${id}`, note: ',"_meta":{}}}' }, _meta: envelope }, id);
+      const out = cut(tails, message);
+      assert.equal(out, JSON.stringify(towardLegacy(message)));
+    }
+  });
+
+  it('leaves to towardLegacy what it cannot cut so: more than the envelope in _meta, _meta elsewhere, other spacing', () => {
+    const tails = new EnvelopeTails();
+    assert.equal(cut(tails, request({ name: 'echo', _meta: { ...envelope, progressToken: 3 } })), null, 'a progressToken stays');
+    assert.equal(cut(tails, request({ _meta: envelope, name: 'echo' })), null, '_meta not last');
+    const message = request({ name: 'echo', _meta: envelope });
+    assert.equal(cut(tails, message, JSON.stringify(message, null, 1)), null, 'written with spaces');
+    assert.equal(cut(tails, message, JSON.stringify(message) + '\n'), null, 'a newline after');
+    assert.equal(cut(tails, message), JSON.stringify(towardLegacy(message)));
+  });
+
+  it('a cached tail cuts only bytes that end exactly so; a client with another envelope gets its own', () => {
+    const tails = new EnvelopeTails();
+    const first = request({ name: 'a', _meta: envelope });
+    assert.ok(cut(tails, first) !== null);
+    const other = request({ name: 'a', _meta: { ...envelope, [META.clientInfo]: { name: 'other', version: '2' } } });
+    assert.equal(cut(tails, other), JSON.stringify(towardLegacy(other)));
+    const withToken = request({ name: 'a', _meta: { ...envelope, progressToken: 'p' } });
+    assert.equal(cut(tails, withToken), null);
+  });
+
+  it('stops looking in a session whose clients never end their requests so', () => {
+    const tails = new EnvelopeTails();
+    const message = request({ _meta: envelope, name: 'echo' });
+    for (let i = 0; i < 40; i++) assert.equal(cut(tails, message), null);
+    const late = request({ name: 'echo', _meta: envelope });
+    assert.equal(cut(tails, late), null, 'given up');
+  });
+});
