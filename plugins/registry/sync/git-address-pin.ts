@@ -29,6 +29,8 @@ export async function pinPublicAddresses(repository: string, signal: AbortSignal
   const url = new URL(repository);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = url.port !== '' ? url.port : url.protocol === 'https:' ? '443' : '80';
+  const problem = authorityProblem(repository, url, port);
+  if (problem !== null) throw new SyncFailure(problem);
   let addresses: string[];
   if (isIP(host) !== 0) {
     addresses = [host];
@@ -56,4 +58,25 @@ export async function pinPublicAddresses(repository: string, signal: AbortSignal
   // curl names the host as in the URL (brackets for an IPv6 literal) and takes IPv6 addresses in brackets.
   const named = url.hostname;
   return `${named}:${port}:${allowed.map((a) => (isIP(a) === 6 ? `[${a}]` : a)).join(',')}`;
+}
+
+/** A host name of letters, digits, dots and hyphens, or a bracketed IPv6 address; an optional port. */
+const PLAIN_AUTHORITY = /^(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)(?::(\d{1,5}))?$/i;
+
+/**
+ * The pin only holds if git and curl connect to the host Node's URL parser read: the address's
+ * authority, as written, must be a plain host (and port) equal to it. Where the parsers differ
+ * they read different hosts: `https://93.184.216.34\@10.0.0.1/` is host 93.184.216.34 to Node
+ * (a backslash ends the host) and 10.0.0.1 to git and curl (the rest is a user name); a percent
+ * escape, a trailing dot or another spelling of an IP address would leave curl resolving a name
+ * the pin does not cover. Such an address is refused.
+ */
+function authorityProblem(repository: string, url: URL, port: string): string | null {
+  const written = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(repository)?.[1] ?? '';
+  const plain = PLAIN_AUTHORITY.exec(written);
+  const samePort = plain !== null && (plain[2] === undefined ? url.port === '' : Number(plain[2]) === Number(port));
+  if (plain === null || plain[1]!.toLowerCase() !== url.hostname.toLowerCase() || !samePort) {
+    return `the repository address's host must be written plainly (a name of letters, digits, dots and hyphens, or an IP address, and an optional port) for sources held to public addresses: git would not read ${JSON.stringify(written.slice(0, 200))} as the host ${url.hostname}`;
+  }
+  return null;
 }

@@ -10,7 +10,8 @@
  * environment variables: never in arguments (every user of the machine sees those in `ps`), never
  * in the repository URL (git would store it and print it). With credentials, redirects are not
  * followed, so the header is never sent to another host; nor with pinned addresses, so that no
- * unchecked host is reached.
+ * unchecked host is reached. With pinned addresses no proxy is used either: a proxy resolves the
+ * host itself, so the addresses checked would not be the ones reached.
  */
 import type { GitCredentials, GitProtocol } from './git-settings.ts';
 
@@ -55,6 +56,8 @@ export function gitEnvironment(options: GitEnvironmentOptions): GitEnvironment {
   const protocols = options.protocols.filter((p) => (p as string) !== 'ext');
   const env: Record<string, string> = {};
   for (const name of PASSED_THROUGH) {
+    // A proxy resolves the host itself: the pinned addresses would not be the ones reached.
+    if (pinned !== null && /proxy/i.test(name)) continue;
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }

@@ -1,0 +1,106 @@
+/**
+ * A manageSources caller who is not the operator, attacking through the sources the admin API
+ * lets them create (git, api, file): what they name must not reach the server's own network,
+ * read the server's files, or keep the syncs busy. Real sockets and real parts: a registry
+ * server started from its config, git itself, listeners on loopback standing for internal hosts.
+ */
+import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startTestRegistry, type TestRegistry } from '../registry/helpers/registry.ts';
+
+interface Status {
+  phase: string;
+  message: string | null;
+  servers: number;
+  failedAttempts: number;
+}
+
+/** A TCP listener on loopback standing for an internal service: it counts who connects. */
+async function internalHost(): Promise<{ server: Server; port: number; connections: () => number; close(): Promise<void> }> {
+  let count = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    count++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    server,
+    port,
+    connections: () => count,
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+describe('git sources created through the admin API stay on public addresses', () => {
+  let registry: TestRegistry;
+  let internal: Awaited<ReturnType<typeof internalHost>>;
+  const sync = async (name: string) => (await registry.request('POST', `/v1/sources/${name}/sync`)).json<{ status: Status }>().status;
+
+  before(async () => {
+    internal = await internalHost();
+    registry = await startTestRegistry(`auth: {mode: anonymous}
+sources: [{name: internal, managed: {}}]
+registries: [{name: main, sources: [internal]}]
+database: {type: memory}
+`);
+  });
+  after(async () => {
+    await registry?.stop();
+    await internal?.close();
+  });
+
+  it('a repository address that Node and git read as different hosts is refused before git runs', async () => {
+    // Node's URL reads the host as 93.184.216.34 (a public address, so it is "pinned"); git and
+    // curl read "93.184.216.34\" as a user name and connect to 127.0.0.1.
+    for (const [name, repository] of [
+      ['backslash', `https://93.184.216.34\\@127.0.0.1:${internal.port}/x.git`],
+      ['backslash-port', `https://93.184.216.34:443\\@127.0.0.1:${internal.port}/x.git`],
+    ] as const) {
+      const put = await registry.request('PUT', `/v1/sources/${name}`, { body: { git: { repository, path: 'servers.json' }, syncPolicy: { interval: '1h' } } });
+      assert.ok(put.status === 201 || put.status === 400, put.text);
+      if (put.status === 400) continue;
+      const status = await sync(name);
+      assert.equal(status.phase, 'failed', JSON.stringify(status));
+      assert.match(status.message ?? '', /written plainly/);
+    }
+    assert.equal(internal.connections(), 0, 'git reached the internal host');
+  });
+
+  it('a pinned read does not go through a proxy (the proxy would resolve the name itself)', async () => {
+    let proxied = 0;
+    const proxy = createHttpServer((_req, res) => {
+      proxied++;
+      res.writeHead(502).end();
+    });
+    proxy.on('connect', (_req, socket: Socket) => {
+      proxied++;
+      socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, https_proxy: process.env.https_proxy };
+    process.env.HTTPS_PROXY = process.env.https_proxy = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    try {
+      const put = await registry.request('PUT', '/v1/sources/proxied', { body: { git: { repository: 'https://93.184.216.34:1/x.git', path: 'servers.json' }, syncPolicy: { interval: '1h' } } });
+      assert.equal(put.status, 201, put.text);
+      const status = await sync('proxied');
+      assert.equal(status.phase, 'failed');
+      assert.equal(proxied, 0, 'the read went through the proxy');
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+  });
+});
