@@ -104,3 +104,38 @@ database: {type: memory}
     }
   });
 });
+
+describe('a source created through the admin API cannot sync in a tight loop', () => {
+  let registry: TestRegistry;
+  let peer: ReturnType<typeof createHttpServer>;
+  let peerRequests = 0;
+
+  before(async () => {
+    peer = createHttpServer((_req, res) => {
+      peerRequests++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"servers": [], "metadata": {"count": 0}}');
+    });
+    await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
+    registry = await startTestRegistry(`auth: {mode: anonymous}
+sources: [{name: internal, managed: {}}]
+registries: [{name: main, sources: [internal]}]
+sync: {allowPrivateAddresses: true}
+database: {type: memory}
+`);
+  });
+  after(async () => {
+    await registry?.stop();
+    await new Promise<void>((resolve) => peer.close(() => resolve()));
+  });
+
+  it('an interval under a minute is refused (a 10 ms interval would hit the peer a hundred times a second, forever)', async () => {
+    const url = `http://127.0.0.1:${(peer.address() as { port: number }).port}`;
+    const put = await registry.request('PUT', '/v1/sources/hammer', { body: { api: { url }, syncPolicy: { interval: '10ms' } } });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.ok(peerRequests <= 4, `the peer got ${peerRequests} requests in a second`);
+    assert.equal(put.status, 400, put.text);
+    assert.match(put.json().error_description ?? '', /syncPolicy\.interval.*at least 1m/);
+    const minute = await registry.request('PUT', '/v1/sources/paced', { body: { api: { url }, syncPolicy: { interval: '1m' } } });
+    assert.equal(minute.status, 201, minute.text);
+  });
+});

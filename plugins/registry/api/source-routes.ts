@@ -9,7 +9,8 @@
  * what the config file defines, because a manageSources caller is not the server's operator:
  * no secret references (credentials stay with the config file, or a caller could send them to
  * a host of their choosing), file paths only under `sync.fileRoot`, cluster sources only in the
- * config file; the readers refuse private addresses unless `sync.allowPrivateAddresses`.
+ * config file, a sync interval of at least a minute; the readers refuse private addresses unless
+ * `sync.allowPrivateAddresses`.
  */
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
@@ -18,7 +19,7 @@ import { GatewayError } from '../../../core/errors.ts';
 import type { RouteDef } from '../../../core/plugin.ts';
 import { Reply } from '../../../core/reply.ts';
 import { sourceBodySchema } from '../config/registry-schema.ts';
-import { toSourceDefinition, type SourceDefinition } from '../config/registry-config.ts';
+import { formatDuration, toSourceDefinition, type SourceDefinition } from '../config/registry-config.ts';
 import { canAccess } from '../../registry-authz/caller.ts';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { creationClaimsProblem } from '../../registry-authz/publish-rules.ts';
@@ -34,6 +35,13 @@ const q = (text: string): string => JSON.stringify(text);
 
 /** How long `POST /v1/sources/{name}/sync` waits for the sync before answering 202. */
 const SYNC_WAIT_MS = 30_000;
+
+/**
+ * The shortest `syncPolicy.interval` of a source created through the API: each sync reaches a
+ * host the caller names and takes one of the `sync.maxConcurrent` slots, so a caller's source
+ * must not sync in a loop (a failure backs off up to the interval, so it bounds retries too).
+ */
+const MIN_API_INTERVAL_MS = 60_000;
 
 export function configManaged(kind: 'source' | 'registry', name: string): GatewayError {
   return registryError('config_managed', `${kind} ${q(name)} is defined in the configuration file: change it there (and restart)`);
@@ -77,6 +85,9 @@ export function sourceRoutes(deps: ApiDeps): RouteDef[] {
   /** What only the config file may define, refused with the reason. */
   async function checkApiSource(source: SourceDefinition): Promise<void> {
     if (source.kind === 'cluster') throw new GatewayError('invalid_request', 'cluster sources read the cluster or the server\'s disk with the server\'s own credentials: define them in the configuration file');
+    if (source.syncIntervalMs !== null && source.syncIntervalMs < MIN_API_INTERVAL_MS) {
+      throw new GatewayError('invalid_request', `syncPolicy.interval must be at least ${formatDuration(MIN_API_INTERVAL_MS)} for sources created through the API (got ${formatDuration(source.syncIntervalMs)}): POST /v1/sources/{name}/sync syncs one now`);
+    }
     if (source.git?.auth != null || source.api?.tokenSecretRef != null) {
       throw new GatewayError('invalid_request', 'secret references are not accepted through the API (the secret could be sent to any host): define sources with credentials in the configuration file');
     }
