@@ -131,6 +131,40 @@ describe('eras: a modern client in front of an aggregated group of both generati
     }
   });
 
+  it('a listen that ends releases what it opened on a legacy backend: its subscriptions (once no other listen holds them) and its GET stream', async () => {
+    // Capabilities of their own: an implicit session no other test shares.
+    const client = new Client({ name: 'modern-client', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } as never }, capabilities: { experimental: { listenEnd: {} } } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const changed: string[] = [];
+    client.setNotificationHandler('notifications/tools/list_changed', async (n) => void changed.push(String(n.params?._meta?.['io.modelcontextprotocol/subscriptionId'])));
+    const counter = 'fixture://l/counter';
+    const unsubscribes = () => legacy.received.filter((r) => r.rpcMethods.includes('resources/unsubscribe') && (r.body as { params?: { uri?: string } }).params?.uri === counter).length;
+    const subscribes = () => legacy.received.filter((r) => r.rpcMethods.includes('resources/subscribe') && (r.body as { params?: { uri?: string } }).params?.uri === counter).length;
+    const settle = (ms = 300) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      const before = { subscribes: subscribes(), unsubscribes: unsubscribes() };
+      const first = await client.listen({ resourceSubscriptions: [counter] });
+      const second = await client.listen({ resourceSubscriptions: [counter] });
+      await settle();
+      assert.ok(subscribes() > before.subscribes, 'the legacy backend was subscribed for the listens');
+      await first.close();
+      await settle();
+      assert.equal(unsubscribes(), before.unsubscribes, 'another listen still follows the resource');
+      await second.close();
+      for (let i = 0; i < 50 && unsubscribes() === before.unsubscribes; i++) await settle(20);
+      assert.equal(unsubscribes(), before.unsubscribes + 1, 'the last listen to end unsubscribed it');
+      // The backend takes one GET stream per session: a new listen hears it only if the ended ones' stream was closed.
+      const third = await client.listen({ toolsListChanged: true });
+      await settle();
+      await client.callTool({ name: 'l_add_tool', arguments: { name: 'after-listens' } });
+      for (let i = 0; i < 50 && changed.length === 0; i++) await settle(20);
+      assert.ok(changed.length > 0, 'the new listen hears the legacy backend on a stream of its own');
+      await third.close();
+    } finally {
+      await client.close();
+    }
+  });
+
   it('progress of a legacy backend\'s call reaches the modern client on the call\'s stream', async () => {
     const client = await connect();
     try {

@@ -531,8 +531,15 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     if (subscribed.length > 0) honored['resourceSubscriptions'] = subscribed;
     const refusal = streamRefusal(session, this.#links);
     if (refusal !== null) return refusal;
-    const subscribe = (link: BackendLink, uris: readonly string[]): void => {
+    // What this listen subscribed on legacy backends (backend name → URI → the backend session it
+    // last subscribed on: a stream that reconnects to a restarted backend subscribes again): undone when it ends.
+    const held = new Map<string, Map<string, BackendSessionRecord>>();
+    const subscribe = (link: BackendLink, uris: readonly string[], record: BackendSessionRecord): void => {
+      let mine = held.get(link.name);
+      if (mine === undefined) held.set(link.name, (mine = new Map()));
       for (const uri of uris) {
+        if (!mine.has(uri)) session.holdSubscription(link.name, uri);
+        mine.set(uri, record);
         void this.#healer.call(ctx, session, link, { jsonrpc: '2.0', id: 'gatehouse-subscribe', method: 'resources/subscribe', params: { uri } }).catch(() => undefined);
       }
     };
@@ -542,9 +549,28 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       const left = (this.#listens.get(who) ?? 1) - 1;
       if (left > 0) this.#listens.set(who, left);
       else this.#listens.delete(who);
+      this.#unsubscribe(ctx, session, held);
     };
     new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended }).open();
     return undefined;
+  }
+
+  /**
+   * A listen ended (the client closed it, or the gateway did): what it subscribed on legacy
+   * backends is unsubscribed there, unless another listen of the session still follows it or
+   * the backend session it was made on is gone. (Its streams closed with it: a legacy backend's
+   * GET stream, a modern backend's listen.) On the listen's credentials, without waiting.
+   */
+  #unsubscribe(ctx: Context, session: AggregatedSession, held: ReadonlyMap<string, ReadonlyMap<string, BackendSessionRecord>>): void {
+    for (const [name, uris] of held) {
+      const link = this.#links.get(name);
+      if (link === undefined) continue;
+      for (const [uri, record] of uris) {
+        // A backend session that is gone (the backend restarted) took its subscriptions with it.
+        if (!session.releaseSubscription(name, uri) || session.usable(name) !== record) continue;
+        void this.#healer.send(ctx, session, link, record, { jsonrpc: '2.0', id: 'gatehouse-unsubscribe', method: 'resources/unsubscribe', params: { uri } }).catch(() => undefined);
+      }
+    }
   }
 
   /**

@@ -43,8 +43,8 @@ export interface ModernListen {
   readonly honored: Record<string, unknown>;
   /** Backend name → the filter's resource URIs it owns. */
   readonly owned: ReadonlyMap<string, readonly string[]>;
-  /** Subscribes a legacy backend's session to URIs it owns (`resources/subscribe`). */
-  subscribe(link: BackendLink, uris: readonly string[]): void;
+  /** Subscribes a legacy backend's session `record` to URIs it owns (`resources/subscribe`). */
+  subscribe(link: BackendLink, uris: readonly string[], record: BackendSessionRecord): void;
   /** The subscription ended (the client left, or the gateway ended it). */
   ended(): void;
 }
@@ -206,7 +206,7 @@ export class ClientStream implements SessionStream, OpenStream {
     // A modern backend is asked for its part of what the client wants: a listen's filter, or everything a GET stream hears.
     const filter = this.#listen === null ? everything(backendSession.capabilities, this.#session.subscriptionsOf(link.name)) : backendPart(this.#listen.spec.filter, backendSession.capabilities, owned);
     if ((modern || this.#listen !== null) && !asksAnything(filter)) return;
-    if (!modern && owned.length > 0) this.#listen!.subscribe(link, owned);
+    if (!modern && owned.length > 0) this.#listen!.subscribe(link, owned, backendSession);
     const listen = modern ? towardModern(listenRequest(filter), this.ctx.envelope ?? this.#session.envelope, backendSession.protocolVersion) : undefined;
     let headers: string[] | GatewayError;
     try {

@@ -65,6 +65,35 @@ export class AggregatedSession {
     return (this.#tails ??= new EnvelopeTails());
   }
 
+  /**
+   * Resources subscribed on legacy backends for modern clients' listens (resources/subscribe on
+   * the backend session): backend → URI → how many listens follow it. Several listens of one
+   * implicit session may follow one resource: the last to end unsubscribes.
+   */
+  #listenHolds: Map<string, Map<string, number>> | null = null;
+
+  /** A listen follows `uri` on backend `name`. */
+  holdSubscription(name: string, uri: string): void {
+    const all = (this.#listenHolds ??= new Map());
+    let byUri = all.get(name);
+    if (byUri === undefined) all.set(name, (byUri = new Map()));
+    byUri.set(uri, (byUri.get(uri) ?? 0) + 1);
+  }
+
+  /** A listen no longer follows `uri` on backend `name`; true when no listen does any more. */
+  releaseSubscription(name: string, uri: string): boolean {
+    const byUri = this.#listenHolds?.get(name);
+    const listens = byUri?.get(uri);
+    if (byUri === undefined || listens === undefined) return false;
+    if (listens > 1) {
+      byUri.set(uri, listens - 1);
+      return false;
+    }
+    byUri.delete(uri);
+    if (byUri.size === 0) this.#listenHolds!.delete(name);
+    return true;
+  }
+
   /** Resource URIs the client subscribed to on modern backends (which take listens, not subscribe), by backend. */
   #subscriptions: Map<string, Set<string>> | null = null;
 
