@@ -5,10 +5,14 @@
  * server started from its config, git itself, listeners on loopback standing for internal hosts.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { constants } from 'node:fs';
+import { mkdir, open, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startTestRegistry, type TestRegistry } from '../registry/helpers/registry.ts';
+import { startTestRegistry, tempDir, type TestRegistry } from '../registry/helpers/registry.ts';
 
 interface Status {
   phase: string;
@@ -137,5 +141,79 @@ database: {type: memory}
     assert.match(put.json().error_description ?? '', /syncPolicy\.interval.*at least 1m/);
     const minute = await registry.request('PUT', '/v1/sources/paced', { body: { api: { url }, syncPolicy: { interval: '1m' } } });
     assert.equal(minute.status, 201, minute.text);
+  });
+});
+
+describe('file sources created through the admin API read only files under sync.fileRoot', () => {
+  let registry: TestRegistry;
+  let root: string;
+  let outside: string;
+  const fifos: string[] = [];
+  const sync = async (name: string) => {
+    const res = await Promise.race([registry.request('POST', `/v1/sources/${name}/sync`), new Promise<null>((resolve) => setTimeout(resolve, 8_000, null).unref())]);
+    assert.ok(res !== null, 'the sync did not end within 8 s');
+    return res.json<{ status: Status }>().status;
+  };
+  const names = async (source: string) =>
+    (await registry.request('GET', `/v1/sources/${source}/entries`)).json<{ entries: { name: string }[] }>().entries.map((entry) => entry.name);
+
+  before(async () => {
+    const dir = await tempDir();
+    root = join(dir, 'catalogs');
+    outside = join(dir, 'private');
+    await mkdir(root);
+    await mkdir(outside);
+    await writeFile(join(outside, 'secret.json'), JSON.stringify({ data: { servers: [{ name: 'io.secret/internal-tool', version: '1.0.0', description: 'not for callers' }] } }));
+    registry = await startTestRegistry(
+      `auth: {mode: anonymous}
+sources: [{name: internal, managed: {}}]
+registries: [{name: main, sources: [internal]}]
+sync: {fileRoot: ./catalogs}
+database: {type: memory}
+`,
+      dir,
+    );
+  });
+  after(async () => {
+    // A reader blocked in open() on a FIFO is released by a writer.
+    for (const fifo of fifos) await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).then((handle) => handle.close()).catch(() => {});
+    await registry?.stop();
+  });
+
+  it('a file swapped for a symbolic link out of the root after the PUT is not read', async () => {
+    const path = join(root, 'team.json');
+    await writeFile(path, JSON.stringify({ data: { servers: [{ name: 'io.team/tool', version: '1.0.0', description: 'the team tool' }] } }));
+    const put = await registry.request('PUT', '/v1/sources/team', { body: { file: { path }, syncPolicy: { interval: '1h' } } });
+    assert.equal(put.status, 201, put.text);
+    assert.equal((await sync('team')).phase, 'ok');
+    await rm(path);
+    await symlink(join(outside, 'secret.json'), path);
+    const status = await sync('team');
+    assert.deepEqual(await names('team'), ['io.team/tool'], 'a file outside sync.fileRoot was read');
+    assert.equal(status.phase, 'failed');
+    assert.match(status.message ?? '', /sync\.fileRoot/);
+  });
+
+  it('a FIFO under the root fails at once instead of holding a thread of the process for ever', async () => {
+    for (let i = 0; i < 5; i++) {
+      const fifo = join(root, `pipe-${i}.json`);
+      await new Promise<void>((resolve, reject) => execFile('mkfifo', [fifo], (err) => (err === null ? resolve() : reject(err))));
+      fifos.push(fifo);
+      const put = await registry.request('PUT', `/v1/sources/pipe-${i}`, { body: { file: { path: fifo }, syncPolicy: { interval: '1h' } } });
+      assert.equal(put.status, 201, put.text);
+      const status = await sync(`pipe-${i}`);
+      assert.equal(status.phase, 'failed');
+      assert.match(status.message ?? '', /not a regular file/);
+    }
+  });
+
+  it('the status of a file that is not JSON does not quote it', async () => {
+    const path = join(root, 'notes.json');
+    await writeFile(path, 'db_password=SECRET-hunter2 and the rest of the file');
+    assert.equal((await registry.request('PUT', '/v1/sources/notes', { body: { file: { path }, syncPolicy: { interval: '1h' } } })).status, 201);
+    const status = await sync('notes');
+    assert.equal(status.phase, 'failed');
+    assert.match(status.message ?? '', /not valid JSON/);
+    assert.doesNotMatch(status.message ?? '', /SECRET|hunter2|db_pass/);
   });
 });

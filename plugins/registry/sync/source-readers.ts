@@ -34,8 +34,13 @@ export function sourceReaders(context: ReaderContext): ReaderFactory {
   const trusted = (source: SourceRecord): boolean => source.origin === 'config' || context.settings.allowPrivateAddresses;
   return (source: SourceRecord): SourceReader => {
     switch (source.kind) {
-      case 'file':
-        return createFileReader(source.file!.path);
+      case 'file': {
+        if (source.origin === 'config') return createFileReader(source.file!.path);
+        // What the API created reads under sync.fileRoot only, checked again at every read.
+        const root = context.settings.fileRoot;
+        if (root === null) throw new SyncFailure('file sources created through the API read under sync.fileRoot, and the configuration names none now');
+        return createFileReader(source.file!.path, { root });
+      }
       case 'api': {
         const api = source.api!;
         const token = api.tokenSecretRef === null ? null : secretValue(context.secrets, api.tokenSecretRef, 'api.tokenSecretRef');

@@ -77,7 +77,9 @@ export function parseUpstreamFile(content: string): UpstreamParse {
   try {
     json = JSON.parse(content);
   } catch (err) {
-    return { ok: false, message: `the file is not valid JSON: ${(err as Error).message}` };
+    // Not the parser's message: it quotes the file (what a file source names may not be the caller's to read).
+    const position = /at position (\d+)/.exec((err as Error).message)?.[1];
+    return { ok: false, message: `the file is not valid JSON${position === undefined ? '' : ` (at position ${position})`}` };
   }
   if (!isObject(json) || !isObject(json.data)) {
     return { ok: false, message: 'the file is not in the upstream format: expected {"data": {"servers": [...], "skills": [...]}}' };
