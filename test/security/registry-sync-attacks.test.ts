@@ -207,6 +207,20 @@ database: {type: memory}
     }
   });
 
+  it('an invalid item is named in a short line, however long what it holds', async () => {
+    const path = join(root, 'bloated.json');
+    // Each invalid variable is named by its JSON path, and so by its key: here 100 KB long.
+    const variables = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`v${i}${'x'.repeat(100_000)}`, 1]));
+    const bloated = { name: 'io.team/bloated', version: '1.0.0', description: 'x', remotes: [{ type: 'streamable-http', url: 'https://x.example.com/mcp', variables }] };
+    await writeFile(path, JSON.stringify({ data: { servers: Array(50).fill(bloated) } }));
+    assert.equal((await registry.request('PUT', '/v1/sources/bloated', { body: { file: { path }, syncPolicy: { interval: '1h' } } })).status, 201);
+    assert.equal((await sync('bloated')).phase, 'ok');
+    const shown = await registry.request('GET', '/v1/sources/bloated');
+    assert.ok(shown.text.length < 20_000, `the source's status is ${shown.text.length} bytes`);
+    const skipped = shown.json<{ status: { skipped: string[]; skippedCount: number } }>().status.skipped;
+    assert.ok(skipped.length > 0 && skipped.every((line) => line.length <= 401), 'each skipped item is named in at most 400 characters');
+  });
+
   it('the status of a file that is not JSON does not quote it', async () => {
     const path = join(root, 'notes.json');
     await writeFile(path, 'db_password=SECRET-hunter2 and the rest of the file');

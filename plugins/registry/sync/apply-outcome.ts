@@ -21,6 +21,17 @@ export interface Applied {
   readonly revision?: string | null;
 }
 
+/** How a status names skipped items, at most: lines, and characters a line (a source's text may be anything). */
+const MAX_SKIPPED_LINES = 101;
+const MAX_SKIPPED_LINE = 400;
+
+/** The skipped items as the status keeps them: bounded in number and length, whatever a reader returned. */
+export function boundedSkipped(skipped: readonly string[]): string[] {
+  const lines = skipped.slice(0, MAX_SKIPPED_LINES).map((line) => (line.length > MAX_SKIPPED_LINE ? `${line.slice(0, MAX_SKIPPED_LINE)}…` : line));
+  if (skipped.length > MAX_SKIPPED_LINES) lines[MAX_SKIPPED_LINES - 1] = `… and more items skipped (${skipped.length - MAX_SKIPPED_LINES + 1} not named)`;
+  return lines;
+}
+
 export async function applyReadOutcome(store: Store, source: SourceRecord, outcome: ReadOutcome): Promise<Applied> {
   if (outcome.type === 'unchanged') return { written: false, ...(outcome.revision == null ? {} : { revision: outcome.revision }) };
   if (outcome.type === 'changes') {
@@ -29,7 +40,7 @@ export async function applyReadOutcome(store: Store, source: SourceRecord, outco
     store.statistics.noteChanges(changes.inserted + changes.updated + changes.deleted);
     // What the source now holds is the last good data plus these changes: count it.
     const counts = await store.sources.liveVersions(source.name);
-    return { written: true, changes, ...counts, skipped: outcome.skipped, revision: outcome.revision };
+    return { written: true, changes, ...counts, skipped: boundedSkipped(outcome.skipped), revision: outcome.revision };
   }
   const changes = await writeSourceEntries(store.db, source.name, source.claims, outcome.items);
   if (changes === false) throw new SyncFailure(`source ${source.name} no longer exists`);
@@ -41,7 +52,7 @@ export async function applyReadOutcome(store: Store, source: SourceRecord, outco
     changes,
     servers,
     skills: outcome.items.length - servers,
-    skipped: outcome.skipped,
+    skipped: boundedSkipped(outcome.skipped),
     digest: outcome.digest,
     revision: outcome.revision ?? null,
   };

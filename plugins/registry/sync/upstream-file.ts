@@ -55,6 +55,16 @@ export function contentDigest(content: string | Buffer): string {
  * item's name and version once those are valid.
  */
 export function checkUpstreamItem(kind: EntryKind, document: unknown, where: string): ItemCheck {
+  const checked = checkItem(kind, document, where);
+  // A problem names JSON paths, and so the keys on them, which may be any length.
+  if ('problem' in checked && checked.problem.length > MAX_PROBLEM_LENGTH) return { problem: `${checked.problem.slice(0, MAX_PROBLEM_LENGTH)}…` };
+  return checked;
+}
+
+/** Longest problem named for one item. */
+const MAX_PROBLEM_LENGTH = 400;
+
+function checkItem(kind: EntryKind, document: unknown, where: string): ItemCheck {
   if (!isObject(document)) return { problem: `${where}: must be an object` };
   const name = kind === 'skill' && typeof document.namespace === 'string' && typeof document.name === 'string' ? `${document.namespace}/${document.name}` : document.name;
   const nameProblem = entryNameProblem(name);
