@@ -231,3 +231,48 @@ database: {type: memory}
     assert.doesNotMatch(status.message ?? '', /SECRET|hunter2|db_pass/);
   });
 });
+
+describe("sources created through the admin API cannot hold up the operator's syncs", () => {
+  let registry: TestRegistry;
+  let dir: string;
+  const held: import('node:http').ServerResponse[] = [];
+  const peer = createHttpServer((_req, res) => void held.push(res));
+
+  before(async () => {
+    await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
+    dir = await tempDir();
+    await writeFile(join(dir, 'catalog.json'), JSON.stringify({ data: { servers: [{ name: 'io.acme/one', version: '1.0.0', description: 'one' }] } }));
+    registry = await startTestRegistry(
+      `auth: {mode: anonymous}
+sources: [{name: catalog, file: {path: ./catalog.json}, syncPolicy: {interval: 1h}}]
+registries: [{name: main, sources: [catalog]}]
+sync: {allowPrivateAddresses: true, maxConcurrent: 2}
+database: {type: memory}
+`,
+      dir,
+    );
+  });
+  after(async () => {
+    for (const res of held) res.destroy();
+    peer.closeAllConnections();
+    await registry?.stop();
+    await new Promise<void>((resolve) => peer.close(() => resolve()));
+  });
+
+  it('syncs stuck on a peer the caller names leave a slot for the config file\'s sources, which go first', async () => {
+    const url = `http://127.0.0.1:${(peer.address() as { port: number }).port}`;
+    for (let i = 0; i < 3; i++) {
+      const put = await registry.request('PUT', `/v1/sources/stuck-${i}`, { body: { api: { url }, syncPolicy: { interval: '1h' } } });
+      assert.equal(put.status, 201, put.text);
+    }
+    const deadline = Date.now() + 5_000;
+    while (held.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(held.length > 0, 'the stuck syncs started');
+    await writeFile(join(dir, 'catalog.json'), JSON.stringify({ data: { servers: ['one', 'two'].map((n) => ({ name: `io.acme/${n}`, version: '1.0.0', description: n })) } }));
+    const started = Date.now();
+    const synced = await registry.request('POST', '/v1/sources/catalog/sync');
+    const status = synced.json<{ status: Status }>().status;
+    assert.deepEqual([status.phase, status.servers], ['ok', 2]);
+    assert.ok(Date.now() - started < 3_000, `the operator's sync waited ${Date.now() - started} ms behind the caller's`);
+  });
+});

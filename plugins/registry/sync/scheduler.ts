@@ -6,7 +6,9 @@
  *   own timer: `syncPolicy.interval` after a success, and after a failure an exponential
  *   back-off (5 s, 10 s, 20 s, …) capped at the interval. A failure keeps the last good data.
  * - At most `maxConcurrent` syncs run at once, each bounded in time, so one slow or broken
- *   source never starves the others.
+ *   source never starves the others. Sources created through the admin API hold at most
+ *   `maxConcurrent - 1` slots and wait behind the config file's, so however many a caller
+ *   creates, and however their peers stall, the operator's sources keep syncing.
  * - Across processes on one database, a source is synced by one process at a time (a database
  *   lock held for the length of the sync and freed when its holder dies); the status row is
  *   shared, so a replica whose turn comes right after another's sync finds it not due.
@@ -68,9 +70,12 @@ export class SyncScheduler {
   readonly #store: Store;
   readonly #options: Required<Omit<SchedulerOptions, 'metrics'>> & { metrics: SyncMetrics | null };
   readonly #tracked = new Map<string, Tracked>();
-  readonly #waiting: (() => void)[] = [];
+  /** Syncs waiting for a slot; `config`: of a source the config file defines. */
+  readonly #waiting: { config: boolean; resolve: () => void }[] = [];
   readonly #stopping = new AbortController();
   #active = 0;
+  /** Slots held by syncs of sources created through the admin API. */
+  #activeApi = 0;
   #reconciler: NodeJS.Timeout | null = null;
   #stopped = false;
 
@@ -144,7 +149,10 @@ export class SyncScheduler {
     this.#stopped = true;
     this.#stopping.abort();
     if (this.#reconciler !== null) clearInterval(this.#reconciler);
-    for (const resolve of this.#waiting.splice(0)) resolve();
+    for (const waiter of this.#waiting.splice(0)) {
+      this.#take(waiter.config);
+      waiter.resolve();
+    }
     const running = [...this.#tracked.values()].map((tracked) => tracked.running).filter((run) => run !== null);
     await Promise.allSettled(running);
     for (const [name, tracked] of this.#tracked) await this.#drop(name, tracked);
@@ -179,7 +187,8 @@ export class SyncScheduler {
   }
 
   async #run(name: string, tracked: Tracked, force: boolean): Promise<SyncStatus | null> {
-    await this.#slot();
+    const config = tracked.source.origin === 'config';
+    await this.#slot(config);
     try {
       if (this.#stopped) return null;
       const release = await this.#store.db.tryLock(SYNC_LOCK_SPACE, name);
@@ -210,7 +219,7 @@ export class SyncScheduler {
         await release();
       }
     } finally {
-      this.#release();
+      this.#release(config);
     }
   }
 
@@ -294,18 +303,38 @@ export class SyncScheduler {
     tracked.timer.unref();
   }
 
-  async #slot(): Promise<void> {
-    if (this.#active < this.#options.maxConcurrent) {
-      this.#active++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    this.#active++;
+  /**
+   * Slots: the syncs of sources created through the admin API (whose peers a caller names, and
+   * may make stall) hold at most `maxConcurrent - 1` of them, and the syncs of the config file's
+   * sources are served first; so a caller's sources never hold up the operator's.
+   */
+  #mayRun(config: boolean): boolean {
+    const max = this.#options.maxConcurrent;
+    return this.#active < max && (config || max === 1 || this.#activeApi < max - 1);
   }
 
-  #release(): void {
+  #take(config: boolean): void {
+    this.#active++;
+    if (!config) this.#activeApi++;
+  }
+
+  async #slot(config: boolean): Promise<void> {
+    const ahead = this.#waiting.some((waiter) => waiter.config || !config);
+    if (!ahead && this.#mayRun(config)) return this.#take(config);
+    await new Promise<void>((resolve) => this.#waiting.push({ config, resolve }));
+  }
+
+  #release(config: boolean): void {
     this.#active--;
-    this.#waiting.shift()?.();
+    if (!config) this.#activeApi--;
+    for (;;) {
+      const first = this.#waiting.findIndex((waiter) => waiter.config);
+      const next = first !== -1 && this.#mayRun(true) ? first : this.#waiting.findIndex((waiter) => !waiter.config && this.#mayRun(false));
+      if (next === -1) return;
+      const [waiter] = this.#waiting.splice(next, 1);
+      this.#take(waiter!.config);
+      waiter!.resolve();
+    }
   }
 
   async #closeReader(tracked: Tracked): Promise<void> {
