@@ -333,7 +333,15 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     const creating = (async (): Promise<AggregatedSession | Reply> => {
       const created = await initializeSession(ctx, ctx.message as JsonRpcRequest, this.#initOptions(), id);
       if (created instanceof Reply) return created;
-      for (const ended of await this.#o.store.save(created.session.record)) void this.endBackends(null, ended);
+      const stored = await this.#o.store.create(created.session.record);
+      if (!stored.created) {
+        // Another replica opened this client's implicit session meanwhile: its backend sessions
+        // serve, the ones opened here end (on this request's credentials) rather than linger.
+        this.#o.log.debug({ session: sessionTag(id) }, 'an implicit session was opened by another replica at the same time: ending the backend sessions opened here');
+        void this.endBackends(ctx, created.session.record).catch(() => undefined);
+        return this.#adopt(ctx, id, stored.existing);
+      }
+      for (const ended of stored.ended) void this.endBackends(null, ended);
       this.#local.set(id, created.session);
       return created.session;
     })().finally(() => this.#creating.delete(id));

@@ -17,7 +17,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../../observe/log.ts';
-import { ownerKey, type SessionRecord, type SessionStore } from './session-store.ts';
+import { ownerKey, type CreateOutcome, type SessionRecord, type SessionStore } from './session-store.ts';
 
 /** Why a session ended without a DELETE. */
 export type SessionEndReason = 'expired' | 'evicted';
@@ -111,6 +111,12 @@ export class MemorySessionStore implements SessionStore {
       if (old !== undefined) removed.push(old);
     }
     return removed;
+  }
+
+  async create(record: SessionRecord): Promise<CreateOutcome> {
+    const existing = this.#cache.get(record.id);
+    if (existing !== undefined) return { created: false, existing };
+    return { created: true, ended: await this.save(record) };
   }
 
   async update(record: SessionRecord): Promise<boolean> {

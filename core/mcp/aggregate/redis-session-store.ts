@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../../observe/log.ts';
-import { ownerKey, sessionTag, type SessionOwner, type SessionRecord, type SessionStore } from './session-store.ts';
+import { ownerKey, sessionTag, type CreateOutcome, type SessionOwner, type SessionRecord, type SessionStore } from './session-store.ts';
 
 export interface RedisSessionStoreOptions {
   /** Sliding time to live of a session, in ms (a positive integer). */
@@ -80,7 +80,7 @@ function parseSessionRecord(id: string, raw: string): SessionRecord | { invalid:
  *   KEYS[1] session key, KEYS[2] owner index key
  *   ARGV[1] record JSON, ARGV[2] ttl ms, ARGV[3] session id, ARGV[4] max, ARGV[5] session key prefix
  */
-const SAVE_OWNED = `
+const SAVE_OWNED_STEPS = `
 pcall(redis.replicate_commands)
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -102,7 +102,28 @@ while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) do
   redis.call('DEL', ARGV[5] .. oldest)
   if value then table.insert(removed, value) end
 end
-return removed
+`;
+const SAVE_OWNED = SAVE_OWNED_STEPS + 'return removed\n';
+
+/**
+ * `create` of an owned session: as SAVE_OWNED when no session has the id, else nothing written.
+ * Returns {1, removed...} when it saved, {0, the stored value} when one was there.
+ */
+const CREATE_OWNED = `
+local existing = redis.call('GET', KEYS[1])
+if existing then return {0, existing} end
+` + SAVE_OWNED_STEPS + `
+local out = {1}
+for _, value in ipairs(removed) do table.insert(out, value) end
+return out
+`;
+
+/** `create` of a session without an owner. KEYS[1] session key; ARGV[1] record JSON, ARGV[2] ttl ms. */
+const CREATE_PLAIN = `
+local existing = redis.call('GET', KEYS[1])
+if existing then return {0, existing} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1}
 `;
 
 export class RedisSessionStore implements SessionStore {
@@ -175,6 +196,11 @@ export class RedisSessionStore implements SessionStore {
       this.#maxPerOwner,
       this.key(''),
     )) as string[];
+    return this.#records(removed);
+  }
+
+  /** The records among stored values (an owner's sessions a save ended); values that are not one are left out. */
+  #records(removed: readonly string[]): SessionRecord[] {
     const records: SessionRecord[] = [];
     for (const raw of removed) {
       let id: unknown;
@@ -187,6 +213,24 @@ export class RedisSessionStore implements SessionStore {
       if (!('invalid' in parsed)) records.push(parsed);
     }
     return records;
+  }
+
+  async create(session: SessionRecord): Promise<CreateOutcome> {
+    if (!SESSION_ID.test(session.id)) {
+      throw new Error(`RedisSessionStore: session id must be 1-256 visible ASCII characters (got ${JSON.stringify(session.id.slice(0, 64))})`);
+    }
+    const json = JSON.stringify(session);
+    const reply = (
+      session.owner === null
+        ? await this.#client.eval(CREATE_PLAIN, 1, this.key(session.id), json, this.#ttlMs)
+        : await this.#client.eval(CREATE_OWNED, 2, this.key(session.id), this.ownerIndexKey(session.owner), json, this.#ttlMs, session.id, this.#maxPerOwner, this.key(''))
+    ) as [number, ...string[]];
+    if (reply[0] === 1) return { created: true, ended: this.#records(reply.slice(1) as string[]) };
+    const existing = parseSessionRecord(session.id, reply[1] as string);
+    if (!('invalid' in existing)) return { created: false, existing };
+    // What is stored under the id is not a session: it is replaced, as save would.
+    this.#log?.warn({ session: sessionTag(session.id), reason: existing.invalid }, 'replacing a stored session that is not a valid session record');
+    return { created: true, ended: await this.save(session) };
   }
 
   async update(session: SessionRecord): Promise<boolean> {

@@ -63,6 +63,14 @@ export interface SessionStore {
    */
   save(record: SessionRecord): Promise<readonly SessionRecord[]>;
   /**
+   * Creates a session unless one with its id exists already, in one atomic step: an implicit
+   * session (implicit-session.ts) is named by its principal and capabilities, so two replicas
+   * may open one for the same client at once. The first wins (`created`, and what `save` would
+   * return); the other gets the record stored, and uses it instead of its own, whose backend
+   * sessions it ends. Otherwise as `save`.
+   */
+  create(record: SessionRecord): Promise<CreateOutcome>;
+  /**
    * Replaces a session that still exists (a backend joined it); false when it is gone (deleted,
    * expired): a session is never brought back by anything but its own initialize.
    */
@@ -70,6 +78,9 @@ export interface SessionStore {
   delete(id: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/** What `SessionStore.create` did: stored the record (ending an owner's oldest sessions past its maximum), or found one. */
+export type CreateOutcome = { readonly created: true; readonly ended: readonly SessionRecord[] } | { readonly created: false; readonly existing: SessionRecord };
 
 /**
  * Whether `principal` (the request's, null when anonymous) owns `record`. A session answers only
