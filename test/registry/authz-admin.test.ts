@@ -70,6 +70,15 @@ describe('sources', () => {
     assert.equal(res.json().error, 'source_in_use');
     assert.deepEqual(res.json().registries, ['platform-reg']);
   });
+  it('delete a source a registry the caller cannot see uses: 409, naming only the registries the caller can see', async () => {
+    assert.equal((await call('PUT', '/v1/registries/data-team-reg', 'dataAdmin', { sources: ['platform-publish'], claims: { org: 'acme', team: 'data' } })).status, 201);
+    const res = await call('DELETE', '/v1/sources/platform-publish', 'platformAdmin');
+    assert.equal(res.status, 409);
+    assert.deepEqual(res.json().registries, ['platform-reg']);
+    assert.doesNotMatch(res.text, /data-team-reg/);
+    assert.match(res.json().error_description ?? '', /"platform-reg" and 1 other registry/);
+    assert.equal((await call('DELETE', '/v1/registries/data-team-reg', 'dataAdmin')).status, 204);
+  });
   it('config-defined sources are read-only through the API: 409 config_managed', async () => {
     assert.equal((await call('DELETE', '/v1/sources/internal', 'superAdmin')).json().error, 'config_managed');
     assert.equal((await call('PUT', '/v1/sources/internal', 'superAdmin', { managed: {} })).status, 409);

@@ -125,6 +125,16 @@ export function sourceRoutes(deps: ApiDeps): RouteDef[] {
   async function deleteSource(ctx: Context): Promise<Reply> {
     const source = required(ctx.get(SOURCE), 'source');
     if (source.origin === 'config') throw configManaged('source', source.name);
+    // The registries that use it, named only when the caller may see them (the store's refusal names them all).
+    const users = await store.sources.registriesUsing(source.name);
+    if (users.length > 0) {
+      const caller = callerOf(ctx);
+      const records = await Promise.all(users.map((name) => store.registries.get(name)));
+      const seen = users.filter((_, i) => records[i] !== null && canAccess(caller, records[i]!.claims));
+      const others = users.length - seen.length;
+      const named = [...seen.map(q), ...(others === 0 ? [] : [`${others} other registr${others === 1 ? 'y' : 'ies'}`])].join(' and ');
+      throw registryError('source_in_use', `source ${q(source.name)} is used by ${named}: remove it from them first`, { extra: { registries: seen } });
+    }
     if (!(await store.sources.delete(source.name))) throw new GatewayError('not_found', `source ${q(source.name)} not found`);
     await deps.sync?.refresh();
     return Reply.empty(204);
