@@ -94,10 +94,13 @@ export class App {
     return value;
   }
 
-  /** Creates the HTTP server (once), with the chain and the challenge a plugin already set. */
-  serve(options: Omit<ServerOptions, 'log' | 'metrics' | 'chain'>): GatewayServer {
+  /**
+   * Creates the HTTP server (once), with the chain of plugins() (or one given: a server whose
+   * plugins are a reloadable generation, see reload/generation.ts) and the challenge a plugin already set.
+   */
+  serve(options: Omit<ServerOptions, 'log' | 'metrics' | 'chain'> & { chain?: Chain }): GatewayServer {
     if (this.#server !== null) throw new Error('App: serve() is called once');
-    const server = new GatewayServer({ ...options, log: this.log, metrics: this.metrics, chain: this.chain });
+    const server = new GatewayServer({ ...options, log: this.log, metrics: this.metrics, chain: options.chain ?? this.chain });
     if (this.#challenge !== null) server.setAuthChallenge(this.#challenge);
     this.#server = server;
     return server;

@@ -101,7 +101,25 @@ type Handler = (ctx: Context) => HookOutcome | Promise<HookOutcome> | Reply | Ga
 const kCtx = Symbol('gatehouse.ctx');
 const kLastRequestSeen = Symbol('gatehouse.lastRequestSeen');
 type LastRequestSocket = HttpRequest['socket'] & { [kLastRequestSeen]?: true };
-type TrackedResponse = HttpResponse & { [kCtx]?: Context };
+const kLive = Symbol('gatehouse.live');
+type TrackedResponse = HttpResponse & { [kCtx]?: Context; [kLive]?: Live };
+
+/**
+ * What the server routes requests to, replaced as a whole by a reload (`swap`): the chain (auth
+ * hooks and plugin routes), the MCP endpoint, the public URLs the origin guard accepts. A
+ * request keeps the one it started on to its end; `inflight` counts them, for the drain.
+ */
+export interface Routes {
+  readonly chain: Chain;
+  readonly mcp: McpEndpoint | null;
+  readonly publicUrls: readonly string[];
+}
+
+interface Live extends Routes {
+  readonly router: Router;
+  readonly mcpHandle: Handler | null;
+  inflight: number;
+}
 
 interface ServerScope extends RequestScope {
   readonly metrics: GatewayMetrics;
@@ -111,6 +129,7 @@ interface ServerScope extends RequestScope {
 /** Records the request when its response is done (finished, or the client went away). */
 function onResponseClose(this: TrackedResponse): void {
   const ctx = this[kCtx]!;
+  this[kLive]!.inflight--;
   ctx.inflight?.cancel();
   const scope = ctx.scope as ServerScope;
   scope.metrics.inflight--;
@@ -128,11 +147,10 @@ export class GatewayServer {
   readonly log: Logger;
   readonly #options: ServerOptions;
   readonly #scope: ServerScope;
-  readonly #router = new Router();
+  #live: Live;
   readonly #mcpMetrics: RouteMetrics;
   readonly #builtinMetrics: RouteMetrics;
   readonly #notFoundMetrics: RouteMetrics;
-  readonly #mcpHandle: Handler | null;
   #guard: OriginGuard | null = null;
   #ready = false;
   #draining = false;
@@ -147,9 +165,7 @@ export class GatewayServer {
     this.#mcpMetrics = metrics.route('mcp');
     this.#builtinMetrics = metrics.route('builtin');
     this.#notFoundMetrics = metrics.route('not_found');
-    for (const route of options.chain.routes) this.#router.add(route, route.plugin, metrics.route(route.path));
-    const mcp = options.mcp;
-    this.#mcpHandle = mcp === null ? null : (ctx) => mcp.handle(ctx);
+    this.#live = this.#compile(options);
     const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     // node:http wants the head's limit within the request's.
     const headersTimeoutMs = requestTimeoutMs > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) : HEADERS_TIMEOUT_MS;
@@ -160,6 +176,41 @@ export class GatewayServer {
             this.#onRequest,
           )
         : new WireServer(this.#onRequest as WireHandler, { keepAliveTimeoutMs: KEEP_ALIVE_MS, headersTimeoutMs, requestTimeoutMs });
+  }
+
+  #compile(routes: Routes): Live {
+    const router = new Router();
+    for (const route of routes.chain.routes) router.add(route, route.plugin, this.#options.metrics.route(route.path));
+    const mcp = routes.mcp;
+    return { chain: routes.chain, mcp, publicUrls: routes.publicUrls, router, mcpHandle: mcp === null ? null : (ctx) => mcp.handle(ctx), inflight: 0 };
+  }
+
+  /**
+   * Routes new requests to `next` (a reload); those in flight finish where they started. Resolves
+   * once the requests on the previous routes are done, or the shutdown grace period is over
+   * (false: some were still running). Standalone streams never end by themselves: the caller
+   * drains them before waiting.
+   */
+  swap(next: Routes): { readonly drained: Promise<boolean> } {
+    const previous = this.#live;
+    this.#live = this.#compile(next);
+    if (this.#address !== null) this.#guard = this.#originGuard(this.#address);
+    const deadline = Date.now() + this.#options.shutdownGraceMs;
+    const drained = (async () => {
+      while (previous.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+      return previous.inflight === 0;
+    })();
+    return { drained };
+  }
+
+  #originGuard(address: AddressInfo): OriginGuard {
+    return new OriginGuard({
+      host: this.#options.host,
+      port: address.port,
+      publicUrls: this.#live.publicUrls,
+      allowedHosts: this.#options.allowedHosts,
+      allowedOrigins: this.#options.allowedOrigins,
+    });
   }
 
   setAuthChallenge(challenge: AuthChallenge): void {
@@ -180,13 +231,7 @@ export class GatewayServer {
     const { host, port } = this.#options;
     await listenOn(this.http, port, host);
     this.#address = this.http.address() as AddressInfo;
-    this.#guard = new OriginGuard({
-      host,
-      port: this.#address.port,
-      publicUrls: this.#options.publicUrls,
-      allowedHosts: this.#options.allowedHosts,
-      allowedOrigins: this.#options.allowedOrigins,
-    });
+    this.#guard = this.#originGuard(this.#address);
     const admin = this.#options.admin;
     if (admin !== undefined && admin !== null) {
       const http = createServer({ noDelay: true, requestTimeout: 10_000, headersTimeout: 10_000 }, this.#onAdminRequest);
@@ -219,7 +264,10 @@ export class GatewayServer {
       return;
     }
     const ctx = new Context(req, res, this.#scope, performance.now());
+    const live = this.#live;
+    live.inflight++;
     (res as TrackedResponse)[kCtx] = ctx;
+    (res as TrackedResponse)[kLive] = live;
     res.on('close', onResponseClose);
     this.#scope.metrics.inflight++;
     if (this.#draining) res.setHeader('connection', 'close');
@@ -229,24 +277,24 @@ export class GatewayServer {
       res.setHeader('connection', 'close');
     }
     try {
-      respondWhenSettled(ctx, this.#route(ctx));
+      respondWhenSettled(ctx, this.#route(ctx, live));
     } catch (err) {
       ctx.fail(err);
     }
   };
 
-  #route(ctx: Context): ReturnType<Handler> {
+  #route(ctx: Context, live: Live): ReturnType<Handler> {
     // Which Host is meant is ambiguous (RFC 9112 §3.2): the origin guard must not pick one.
     if (ctx.head.hostCount > 1) throw new GatewayError('invalid_request', 'the request has more than one Host header');
     const path = ctx.path;
-    if (this.#mcpHandle !== null && path === this.#options.mcp!.path) {
+    if (live.mcpHandle !== null && path === live.mcp!.path) {
       ctx.mcp = true;
       ctx.route = 'mcp';
       ctx.routeMetrics = this.#mcpMetrics;
       this.#checkOrigin(ctx);
       if (ctx.req.method === 'OPTIONS') return this.#preflight(ctx, 'GET, POST, DELETE, OPTIONS');
       if (this.#draining) throw new GatewayError('shutting_down', 'the gateway is shutting down', { headers: { 'retry-after': '1' } });
-      return this.#authenticated(ctx, this.#mcpHandle);
+      return this.#authenticated(ctx, live.chain, live.mcpHandle);
     }
     switch (path) {
       case '/healthz':
@@ -254,15 +302,15 @@ export class GatewayServer {
         return this.#builtin(ctx, this.#probe(path));
       case '/metrics':
       case '/status':
-        if (this.#admin === null && (path === '/metrics' || this.#options.mcp !== null)) {
+        if (this.#admin === null && (path === '/metrics' || live.mcp !== null)) {
           this.#builtin(ctx, null);
           // Host and Origin too: with anonymous incoming auth nothing else stands in the way of a
           // page that rebinds a name to the gateway (scrapers reaching it by another name use server.admin).
           this.#checkOrigin(ctx);
-          return this.#authenticated(ctx, this.#adminDocument);
+          return this.#authenticated(ctx, live.chain, this.#adminDocument);
         }
     }
-    const match = this.#router.find(ctx.req.method ?? 'GET', path);
+    const match = live.router.find(ctx.req.method ?? 'GET', path);
     if (match === null) {
       ctx.route = 'not_found';
       ctx.routeMetrics = this.#notFoundMetrics;
@@ -274,7 +322,7 @@ export class GatewayServer {
     if (match.route.def.anyOrigin === true) this.#checkHost(ctx);
     else this.#checkOrigin(ctx);
     const handler = match.route.def.handler as Handler;
-    return match.route.auth ? this.#authenticated(ctx, handler) : handler(ctx);
+    return match.route.auth ? this.#authenticated(ctx, live.chain, handler) : handler(ctx);
   }
 
   #builtin<R>(ctx: Context, reply: R): R {
@@ -290,7 +338,7 @@ export class GatewayServer {
 
   /** /status or /metrics, wherever they are served. */
   readonly #adminDocument = (ctx: Context): Reply | Promise<Reply> => {
-    if (ctx.path === '/status') return Reply.json(200, this.#options.mcp!.status());
+    if (ctx.path === '/status') return Reply.json(200, this.#live.mcp!.status());
     const registry = this.#options.metrics.registry;
     return registry.metrics().then((text) => new Reply(200, text, { 'content-type': registry.contentType }));
   };
@@ -305,8 +353,8 @@ export class GatewayServer {
       const path = ctx.path;
       let outcome: Reply | Promise<Reply>;
       if (path === '/healthz' || path === '/readyz') outcome = this.#probe(path);
-      else if (path === '/metrics' || (path === '/status' && this.#options.mcp !== null)) outcome = this.#adminDocument(ctx);
-      else throw new GatewayError('not_found', `no route for ${ctx.req.method} ${path} on the admin listener (it serves /healthz, /readyz, /metrics${this.#options.mcp !== null ? ', /status' : ''})`);
+      else if (path === '/metrics' || (path === '/status' && this.#live.mcp !== null)) outcome = this.#adminDocument(ctx);
+      else throw new GatewayError('not_found', `no route for ${ctx.req.method} ${path} on the admin listener (it serves /healthz, /readyz, /metrics${this.#live.mcp !== null ? ', /status' : ''})`);
       respondWhenSettled(ctx, outcome);
     } catch (err) {
       ctx.fail(err);
@@ -334,16 +382,16 @@ export class GatewayServer {
    * authenticate, then authorize, then the handler; sync while every hook is. The branches are
    * written out rather than passed to `then()`: a closure per request is what the sync path saves.
    */
-  #authenticated(ctx: Context, handler: Handler): ReturnType<Handler> {
-    const hooks = this.#options.chain.authenticate;
-    if (hooks === null) return this.#authorized(ctx, handler);
+  #authenticated(ctx: Context, chain: Chain, handler: Handler): ReturnType<Handler> {
+    const hooks = chain.authenticate;
+    if (hooks === null) return this.#authorized(ctx, chain, handler);
     const outcome = runHooks(hooks, ctx, undefined);
-    if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#authorized(ctx, handler)));
-    return outcome !== undefined ? outcome : this.#authorized(ctx, handler);
+    if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#authorized(ctx, chain, handler)));
+    return outcome !== undefined ? outcome : this.#authorized(ctx, chain, handler);
   }
 
-  #authorized(ctx: Context, handler: Handler): ReturnType<Handler> {
-    const hooks = this.#options.chain.authorize;
+  #authorized(ctx: Context, chain: Chain, handler: Handler): ReturnType<Handler> {
+    const hooks = chain.authorize;
     if (hooks === null) return handler(ctx);
     const outcome = runHooks(hooks, ctx, undefined);
     if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : handler(ctx)));

@@ -1,25 +1,31 @@
 /**
  * Composes a running virtual MCP server from its resolved config on the application lifecycle
- * (app.ts): plugins and chain, connection pools, the MCP endpoint (transparent for one backend,
- * aggregated for a group) and the HTTP server. The composition root (the CLI, or a user's own
- * code) decides which plugins run; this file knows no identity provider.
+ * (app.ts): the session storage and the HTTP server, which live as long as the process, and a
+ * generation (reload/generation.ts: plugins and chain, connection pools, the MCP endpoint —
+ * transparent for one backend, aggregated for a group) that a reload replaces whole. The
+ * composition root (the CLI, or a user's own code) decides which plugins run; this file knows no
+ * identity provider.
+ *
+ * Reload (`RunningVmcp.reload`): the new configuration's generation is built and started beside
+ * the serving one, with the same session storage; the server then routes new requests to it
+ * (GatewayServer.swap), the old generation's standalone streams are ended (clients reopen them,
+ * on the new one), and it is closed once its requests are done (or the shutdown grace period is
+ * over). What needs a restart is in reload/diff.ts; such a reload is refused as a whole.
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { backendInfo, type BackendInfo } from './backend.ts';
+import type { BackendInfo } from './backend.ts';
 import { App } from './app.ts';
 import type { VmcpConfig } from './config/vmcp-types.ts';
-import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
-import { TransparentEndpoint } from './mcp/transparent-endpoint.ts';
-import { OpenStreams } from './mcp/streams.ts';
-import { createAggregated } from './mcp/aggregate/compose.ts';
-import { needsAggregation } from './mcp/aggregate/config.ts';
+import { createSessionStorage } from './mcp/aggregate/compose.ts';
 import { createLogger } from './observe/log.ts';
 import { GatewayMetrics } from './observe/metrics.ts';
-import { importPlugin, type PluginSpec } from './plugin-loader.ts';
-import { listenerOptions, type GatewayServer } from './gateway-server.ts';
+import type { PluginSpec } from './plugin-loader.ts';
+import { listenerOptions, type GatewayServer, type ShutdownHook } from './gateway-server.ts';
 import { httpUrlOf } from './http/address.ts';
-import { Upstreams, type UpstreamOptions } from './upstream/upstreams.ts';
+import type { UpstreamOptions } from './upstream/upstreams.ts';
+import { Generation, publicUrlsOf } from './reload/generation.ts';
+import { changesOf, nothingChanged, restartNeeded, type Changes, type RestartNeeded } from './reload/diff.ts';
 
 export interface StartVmcpOptions {
   config: VmcpConfig;
@@ -35,18 +41,28 @@ export interface StartVmcpOptions {
   upstreams?: Partial<UpstreamOptions>;
 }
 
+export type ReloadOutcome =
+  | { readonly status: 'applied'; readonly changes: Changes }
+  | { readonly status: 'unchanged' }
+  | { readonly status: 'restart-needed'; readonly parts: readonly RestartNeeded[] }
+  | { readonly status: 'failed'; readonly error: unknown };
+
 export interface RunningVmcp {
-  /** URL of the MCP endpoint on the bound address. */
+  /** URL of the MCP endpoint on the bound address (of the configuration it started with). */
   readonly url: string;
   readonly address: AddressInfo;
   readonly server: GatewayServer;
+  /** The backends of the configuration now served. */
   readonly backends: readonly BackendInfo[];
+  /** The configuration now served. */
+  readonly config: VmcpConfig;
+  /**
+   * Applies `config` to the running server (`builtins`: the plugins the composition root chose
+   * for it). Reloads run one at a time; it never rejects: the outcome says what happened, and
+   * has been logged.
+   */
+  reload(config: VmcpConfig, builtins?: readonly PluginSpec[]): Promise<ReloadOutcome>;
   stop(): Promise<void>;
-}
-
-function mcpPathOf(config: VmcpConfig): string {
-  const resourceUrl = config.incomingAuth.resourceUrl;
-  return resourceUrl === null ? '/mcp' : new URL(resourceUrl).pathname;
 }
 
 export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp> {
@@ -54,76 +70,168 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
   const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics() });
   const { log, metrics } = app;
   try {
-    const backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth));
-    const mcpPath = mcpPathOf(config);
+    const storage = app.own(await createSessionStorage(config, log), (s) => s.close(), 'session storage');
+    /** Generations not closed yet: the serving one, and those draining. */
+    const live = new Set<Generation>();
+    let current: Generation | null = null;
+    let server: GatewayServer | null = null;
+    const onChallenge = (generation: Generation, challenge: Parameters<GatewayServer['setAuthChallenge']>[0]): void => {
+      if (generation === current) server?.setAuthChallenge(challenge);
+    };
+    const build = async (next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> => {
+      const generation = await Generation.build({ config: next, log, metrics, storage, builtins, plugins: options.plugins ?? [], upstreams: options.upstreams, onChallenge });
+      live.add(generation);
+      return generation;
+    };
+    const close = async (generation: Generation): Promise<void> => {
+      await generation.close();
+      live.delete(generation);
+    };
 
-    // Plugins: built-ins first (incoming auth is the first phase of everything), then the config's, then code's.
-    const fromConfig: PluginSpec[] = [];
-    for (const ref of config.plugins) {
-      fromConfig.push({ definition: await importPlugin(ref.module, ref.yamlPath), config: ref.config, source: ref.yamlPath });
-    }
-    const chain = await app.plugins([...(options.builtins ?? []), ...fromConfig, ...(options.plugins ?? [])], { mcpPath, backends, configDir: config.dir });
-
-    const upstreams = app.own(new Upstreams(options.upstreams), (u) => u.close(), 'backend connections');
-    const streams = new OpenStreams(metrics);
-    const transparent = !needsAggregation(backends.length, config.aggregation);
-    // A transparent endpoint has one too, of its one backend under its own names: it serves the
-    // requests whose generation of MCP is not the backend's, and checks the backend's health.
-    const aggregated = app.own(
-      await createAggregated({
-        config: transparent ? { ...config, aggregation: { ...config.aggregation, conflictResolution: 'priority' } } : config,
-        path: mcpPath,
-        backends,
-        upstreams,
-        chain,
-        metrics,
-        streams,
-        log,
-      }),
-      (a) => a.close(),
-      transparent ? 'era bridge' : 'aggregated sessions',
-    );
-    const endpoint: McpEndpoint = app.own(
-      transparent
-        ? new TransparentEndpoint({
-            path: mcpPath,
-            bridge: app.own(aggregated.endpoint, (e) => e.close(), 'era bridge endpoint'),
-            backend: backends[0]!,
-            upstreams,
-            chain,
-            metrics: metrics.backend(backends[0]!.name),
-            streams,
-            maxBodyBytes: config.server.maxBodyBytes,
-          })
-        : aggregated.endpoint,
-      (e) => e.close(),
-      'MCP endpoint',
-    );
-    const server = app.serve({
+    const first = await build(config, options.builtins ?? []);
+    current = first;
+    app.own(live, async (all) => {
+      for (const generation of [...all]) await close(generation);
+    }, 'MCP endpoint, plugins and backend connections');
+    // The server tells every live generation's streams at shutdown, draining ones included.
+    const streams: ShutdownHook = {
+      drain: () => live.forEach((g) => g.streams.drain()),
+      abort: () => live.forEach((g) => g.streams.abort()),
+    };
+    server = app.serve({
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 4483,
-      mcp: endpoint,
+      mcp: first.endpoint,
+      chain: first.chain,
       shutdown: [streams],
-      publicUrls: [config.incomingAuth.resourceUrl, config.authServer?.issuer].filter((u): u is string => typeof u === 'string'),
+      publicUrls: publicUrlsOf(config),
       ...listenerOptions(config.server),
     });
-    app.onStart(() => aggregated.health.start());
+    if (first.challenge !== null) server.setAuthChallenge(first.challenge);
+    app.onStart(async () => {
+      await first.start();
+      first.activate();
+    });
 
     const address = await app.start();
-    const url = app.url(mcpPath);
+    const url = app.url(first.mcpPath);
     const admin = server.adminAddress;
     log.info(
       {
         url,
-        mode: transparent ? 'transparent' : 'aggregated',
-        backends: backends.map((b) => `${b.name}=${b.url.href}`),
+        mode: first.transparent ? 'transparent' : 'aggregated',
+        backends: first.backends.map((b) => `${b.name}=${b.url.href}`),
         ...(admin === null ? {} : { admin: httpUrlOf(admin) }),
       },
       'virtual MCP server listening',
     );
-    return { url, address, server, backends, stop: () => app.stop() };
+
+    const theServer = server;
+    let stopped = false;
+    let queue: Promise<unknown> = Promise.resolve();
+    const apply = async (next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<ReloadOutcome> => {
+      const old = current!;
+      if (stopped) return { status: 'failed', error: new Error('the server is stopping') };
+      const parts = restartNeeded(old.config, next);
+      if (parts.length > 0) {
+        for (const part of parts) log.error({ path: part.path, reason: part.reason }, `reload refused: ${part.path} needs a restart (${part.reason})`);
+        log.error({ file: next.file, needsRestart: parts.map((p) => p.path) }, 'reload refused: nothing was applied, the running configuration keeps serving');
+        return { status: 'restart-needed', parts };
+      }
+      const changes = changesOf(old.config, next);
+      if (nothingChanged(changes)) {
+        log.info({ file: next.file }, 'reload: the configuration is unchanged, nothing to apply');
+        return { status: 'unchanged' };
+      }
+      let generation: Generation;
+      try {
+        generation = await build(next, builtins);
+      } catch (err) {
+        log.error({ err, file: next.file }, 'reload refused: the new configuration could not be built; the running one keeps serving');
+        return { status: 'failed', error: err };
+      }
+      try {
+        await generation.start();
+      } catch (err) {
+        log.error({ err, file: next.file }, 'reload refused: a plugin of the new configuration failed to start; the running one keeps serving');
+        await close(generation);
+        return { status: 'failed', error: err };
+      }
+      if (stopped) {
+        await close(generation);
+        return { status: 'failed', error: new Error('the server is stopping') };
+      }
+      if (generation.transparent !== old.transparent) {
+        log.warn({ from: old.transparent ? 'transparent' : 'aggregated', to: generation.transparent ? 'transparent' : 'aggregated' }, 'reload: the endpoint changes mode, so the live sessions end (their clients are answered 404 and initialize again)');
+      }
+      current = generation;
+      generation.activate();
+      const { drained } = theServer.swap({ chain: generation.chain, mcp: generation.endpoint, publicUrls: publicUrlsOf(next) });
+      if (generation.challenge !== null) theServer.setAuthChallenge(generation.challenge);
+      old.streams.drain();
+      log.info(
+        {
+          file: next.file,
+          url: httpUrlOf(address, generation.mcpPath),
+          mode: generation.transparent ? 'transparent' : 'aggregated',
+          backendsAdded: changes.added,
+          backendsRemoved: changes.removed,
+          backendsChanged: changes.changed,
+          incomingAuth: changes.incomingAuth,
+          outgoingAuth: changes.outgoingAuth,
+          plugins: changes.plugins,
+          other: changes.other,
+          backends: generation.backends.map((b) => `${b.name}=${b.url.href}`),
+        },
+        `reload applied: ${describe(changes)}`,
+      );
+      // The old generation closes once its requests are done, without holding up the next reload.
+      void drained.then(async (done) => {
+        if (!done) log.warn({}, 'reload: requests on the previous configuration outlived the shutdown grace period, closing them');
+        old.streams.abort();
+        await close(old);
+      });
+      return { status: 'applied', changes };
+    };
+
+    return {
+      url,
+      address,
+      server: theServer,
+      get backends() {
+        return current!.backends;
+      },
+      get config() {
+        return current!.config;
+      },
+      reload(next, builtins = []) {
+        const run = queue.then(() => apply(next, builtins)).catch((err: unknown): ReloadOutcome => {
+          log.error({ err }, 'reload failed');
+          return { status: 'failed', error: err };
+        });
+        queue = run;
+        return run;
+      },
+      stop: () => {
+        stopped = true;
+        return app.stop();
+      },
+    };
   } catch (err) {
     await app.stop();
     throw err;
   }
+}
+
+/** "backends added: a, b; removed: c; auth: incoming; plugins". */
+export function describe(changes: Changes): string {
+  const parts: string[] = [];
+  if (changes.added.length > 0) parts.push(`backends added: ${changes.added.join(', ')}`);
+  if (changes.removed.length > 0) parts.push(`backends removed: ${changes.removed.join(', ')}`);
+  if (changes.changed.length > 0) parts.push(`backends changed: ${changes.changed.join(', ')}`);
+  const auth = [changes.incomingAuth ? 'incoming' : null, changes.outgoingAuth ? 'outgoing' : null].filter((a) => a !== null);
+  if (auth.length > 0) parts.push(`auth changed: ${auth.join(', ')}`);
+  if (changes.plugins) parts.push('plugins changed');
+  if (changes.other.length > 0) parts.push(`changed: ${changes.other.join(', ')}`);
+  return parts.join('; ');
 }

@@ -29,6 +29,20 @@ export interface AggregatedDeps {
   metrics: GatewayMetrics;
   streams: OpenStreams;
   log: Logger;
+  /** Sessions shared with other generations of the same server (a reload): not closed with this one. */
+  storage?: SessionStorage;
+}
+
+/**
+ * Where sessions live, created once per process and kept across reloads: the store, the relay,
+ * and which endpoint ends the backend sessions of a session the memory store expires.
+ */
+export interface SessionStorage {
+  readonly store: SessionStore;
+  readonly relay: Relay;
+  /** The endpoint now serving: the memory store's expiry ends backend sessions through it. */
+  serve(endpoint: AggregatedEndpoint): void;
+  close(): Promise<void>;
 }
 
 export interface Aggregated {
@@ -40,13 +54,9 @@ export interface Aggregated {
 
 const REDIS_READY_MS = 10_000;
 
-export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated> {
-  const { config, log } = deps;
-  const links = deps.backends.map((backend, i) => new BackendLink(i, backend, deps.upstreams, deps.metrics.backend(backend.name), deps.chain));
-  const failure = config.failureHandling;
-  const health = new HealthMonitor(links, failure.healthCheckIntervalMs, failure.unhealthyThreshold, log.child({ component: 'health' }));
-
-  let endpoint: AggregatedEndpoint | null = null;
+/** The session store and relay of `config.session.storage` (Redis: connected and subscribed). */
+export async function createSessionStorage(config: VmcpConfig, log: Logger): Promise<SessionStorage> {
+  let serving: AggregatedEndpoint | null = null;
   let store: SessionStore;
   let relay: Relay;
   let close = async (): Promise<void> => {};
@@ -81,7 +91,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
       log,
       onExpire: (record, reason) => {
         log.info({ session: sessionTag(record.id), reason }, 'aggregated session ended without DELETE: closing its backend sessions');
-        void endpoint?.endBackends(null, record);
+        void serving?.endBackends(null, record);
       },
     });
     store = memory;
@@ -89,7 +99,19 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     close = () => memory.close();
   }
 
-  endpoint = new AggregatedEndpoint({
+  return { store, relay, close, serve: (endpoint) => (serving = endpoint) };
+}
+
+export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated> {
+  const { config, log } = deps;
+  const links = deps.backends.map((backend, i) => new BackendLink(i, backend, deps.upstreams, deps.metrics.backend(backend.name), deps.chain));
+  const failure = config.failureHandling;
+  const health = new HealthMonitor(links, failure.healthCheckIntervalMs, failure.unhealthyThreshold, log.child({ component: 'health' }));
+  const storage = deps.storage ?? (await createSessionStorage(config, log));
+  const { store, relay } = storage;
+  const close = deps.storage === undefined ? () => storage.close() : async (): Promise<void> => {};
+
+  const endpoint = new AggregatedEndpoint({
     path: deps.path,
     name: config.name,
     links,
@@ -106,5 +128,6 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     // One backend, no tool configuration: a transparent endpoint's era bridge (virtual-mcp-server.ts).
     direct: !needsAggregation(deps.backends.length, config.aggregation),
   });
+  if (deps.storage === undefined) storage.serve(endpoint);
   return { endpoint, health, close };
 }

@@ -1,0 +1,88 @@
+/**
+ * What a reload may change, and what it changed.
+ *
+ * Reloaded (a new generation, reload.ts): the backends (added, removed, URL, timeout, outgoing
+ * auth), incoming auth (including its resourceUrl, hence the MCP path), aggregation,
+ * failure handling, the token-exchange cache, the plugins and their config, server.maxBodyBytes.
+ *
+ * Needs a restart (a reload that changes any of it is refused as a whole, nothing applied):
+ *  - metadata.name: it names the Redis connection and the server in every session;
+ *  - spec.server (but maxBodyBytes): the listener (engine, admin listener, timeouts, allowed
+ *    hosts and origins, trusted proxies, access log); host and port are command-line flags;
+ *  - spec.config.session: the session store is created once and shared by every generation;
+ *  - spec.authServerConfig, present before or after: the embedded authorization server keeps its
+ *    clients, codes and tokens in its plugin, which a new generation would start afresh.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { BackendConfig, VmcpConfig } from '../config/vmcp-types.ts';
+
+export interface RestartNeeded {
+  /** YAML path of what changed, e.g. `VirtualMCPServer/x spec.server`. */
+  readonly path: string;
+  readonly reason: string;
+}
+
+export interface Changes {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  readonly changed: readonly string[];
+  readonly incomingAuth: boolean;
+  readonly outgoingAuth: boolean;
+  readonly plugins: boolean;
+  /** Other reloadable sections that changed (aggregation, failureHandling, ...). */
+  readonly other: readonly string[];
+}
+
+function withoutBodyLimit(server: VmcpConfig['server']): unknown {
+  const { maxBodyBytes: _, ...rest } = server;
+  return rest;
+}
+
+/** Every part of `next` that differs from `current` and needs a restart; empty: the reload may go on. */
+export function restartNeeded(current: VmcpConfig, next: VmcpConfig): RestartNeeded[] {
+  const where = `VirtualMCPServer/${next.name}`;
+  const found: RestartNeeded[] = [];
+  if (current.name !== next.name) found.push({ path: `${where} metadata.name`, reason: `the name changed from "${current.name}" (it names the session store's connection and the server in every session)` });
+  if (!isDeepStrictEqual(withoutBodyLimit(current.server), withoutBodyLimit(next.server))) {
+    found.push({ path: `${where} spec.server`, reason: 'the listener settings changed (only maxBodyBytes reloads)' });
+  }
+  if (!isDeepStrictEqual(current.session, next.session)) found.push({ path: `${where} spec.config.session`, reason: 'the session store is created once and shared by every reload' });
+  if (current.authServer !== null || next.authServer !== null) {
+    found.push({ path: `${where} spec.authServerConfig`, reason: 'a server with an embedded authorization server reloads nothing: its clients, codes and tokens live in its plugin' });
+  }
+  return found;
+}
+
+function backendKey(backend: BackendConfig): unknown {
+  return { url: backend.url, timeoutMs: backend.timeoutMs, externalAuth: backend.externalAuth };
+}
+
+export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {
+  const before = new Map(current.backends.map((b) => [b.name, b]));
+  const after = new Map(next.backends.map((b) => [b.name, b]));
+  const added = [...after.keys()].filter((name) => !before.has(name));
+  const removed = [...before.keys()].filter((name) => !after.has(name));
+  const changed = [...after.keys()].filter((name) => before.has(name) && !isDeepStrictEqual(backendKey(before.get(name)!), backendKey(after.get(name)!)));
+  const outgoingAuth =
+    current.outgoingAuthSource !== next.outgoingAuthSource ||
+    [...after.keys()].some((name) => before.has(name) && !isDeepStrictEqual(before.get(name)!.externalAuth, after.get(name)!.externalAuth));
+  const other: string[] = [];
+  if (!isDeepStrictEqual(current.aggregation, next.aggregation)) other.push('aggregation');
+  if (!isDeepStrictEqual(current.failureHandling, next.failureHandling)) other.push('failureHandling');
+  if (!isDeepStrictEqual(current.tokenExchangeCache, next.tokenExchangeCache)) other.push('tokenExchangeCache');
+  if (current.server.maxBodyBytes !== next.server.maxBodyBytes) other.push('server.maxBodyBytes');
+  if (!isDeepStrictEqual(current.backends.map((b) => b.name), next.backends.map((b) => b.name)) && added.length === 0 && removed.length === 0) other.push('backend order');
+  return {
+    added,
+    removed,
+    changed,
+    incomingAuth: !isDeepStrictEqual(current.incomingAuth, next.incomingAuth),
+    outgoingAuth,
+    plugins: !isDeepStrictEqual(current.plugins, next.plugins),
+    other,
+  };
+}
+
+export function nothingChanged(changes: Changes): boolean {
+  return changes.added.length + changes.removed.length + changes.changed.length + changes.other.length === 0 && !changes.incomingAuth && !changes.outgoingAuth && !changes.plugins;
+}

@@ -1,0 +1,199 @@
+/**
+ * One generation of a virtual MCP server: what a reload builds anew from a configuration and
+ * swaps in whole (reload.ts) — the plugins and their chain, the backend connections, the MCP
+ * endpoint and its health monitor, the SSE streams it opened. The HTTP server, the metrics and
+ * the session storage are the process's and outlive every generation.
+ */
+import type { Logger } from 'pino';
+import { backendInfo, type BackendInfo } from '../backend.ts';
+import { Chain } from '../chain.ts';
+import type { VmcpConfig } from '../config/vmcp-types.ts';
+import type { AuthChallenge } from '../errors.ts';
+import type { McpEndpoint } from '../mcp/mcp-endpoint.ts';
+import { TransparentEndpoint } from '../mcp/transparent-endpoint.ts';
+import { OpenStreams } from '../mcp/streams.ts';
+import { createAggregated, type SessionStorage } from '../mcp/aggregate/compose.ts';
+import type { AggregatedEndpoint } from '../mcp/aggregate/aggregated-endpoint.ts';
+import { needsAggregation } from '../mcp/aggregate/config.ts';
+import type { GatewayMetrics } from '../observe/metrics.ts';
+import { createPlugins, importPlugin, type PluginSpec } from '../plugin-loader.ts';
+import type { MaybePromise, Plugin } from '../plugin.ts';
+import { Upstreams, type UpstreamOptions } from '../upstream/upstreams.ts';
+import { storageFor } from './sessions.ts';
+
+export interface GenerationOptions {
+  readonly config: VmcpConfig;
+  readonly log: Logger;
+  readonly metrics: GatewayMetrics;
+  readonly storage: SessionStorage;
+  /** Plugins the composition root chose for this config (incoming auth first). */
+  readonly builtins: readonly PluginSpec[];
+  /** Plugins given in code; they run after those of the config file. */
+  readonly plugins: readonly PluginSpec[];
+  readonly upstreams?: Partial<UpstreamOptions>;
+  /** Told when a plugin of this generation sets the auth challenge. */
+  readonly onChallenge: (generation: Generation, challenge: AuthChallenge) => void;
+}
+
+export function mcpPathOf(config: VmcpConfig): string {
+  const resourceUrl = config.incomingAuth.resourceUrl;
+  return resourceUrl === null ? '/mcp' : new URL(resourceUrl).pathname;
+}
+
+export function publicUrlsOf(config: VmcpConfig): string[] {
+  return [config.incomingAuth.resourceUrl, config.authServer?.issuer].filter((u): u is string => typeof u === 'string');
+}
+
+type Undo = () => MaybePromise<void>;
+
+export class Generation {
+  readonly config: VmcpConfig;
+  readonly backends: readonly BackendInfo[];
+  readonly mcpPath: string;
+  readonly transparent: boolean;
+  readonly streams: OpenStreams;
+  challenge: AuthChallenge | null = null;
+  #chain: Chain | null = null;
+  #endpoint: McpEndpoint | null = null;
+  #aggregated: AggregatedEndpoint | null = null;
+  #startHealth: (() => void) | null = null;
+  #activate: ((endpoint: AggregatedEndpoint) => void) | null = null;
+  #plugins: Plugin[] = [];
+  readonly #started: Plugin[] = [];
+  readonly #undo: { readonly what: string; readonly undo: Undo }[] = [];
+  readonly #log: Logger;
+  #closing: Promise<void> | null = null;
+
+  private constructor(config: VmcpConfig, log: Logger, metrics: GatewayMetrics) {
+    this.config = config;
+    this.#log = log;
+    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth));
+    this.mcpPath = mcpPathOf(config);
+    this.transparent = !needsAggregation(this.backends.length, config.aggregation);
+    this.streams = new OpenStreams(metrics);
+  }
+
+  /** Builds a generation (nothing started); what was acquired is released if it fails. */
+  static async build(options: GenerationOptions): Promise<Generation> {
+    const generation = new Generation(options.config, options.log, options.metrics);
+    try {
+      await generation.#build(options);
+      return generation;
+    } catch (err) {
+      await generation.close();
+      throw err;
+    }
+  }
+
+  async #build(options: GenerationOptions): Promise<void> {
+    const { config, log, metrics } = options;
+    const backends = this.backends;
+    // Plugins: built-ins first (incoming auth is the first phase of everything), then the config's, then code's.
+    const fromConfig: PluginSpec[] = [];
+    for (const ref of config.plugins) {
+      fromConfig.push({ definition: await importPlugin(ref.module, ref.yamlPath), config: ref.config, source: ref.yamlPath });
+    }
+    this.#plugins = await createPlugins([...options.builtins, ...fromConfig, ...options.plugins], (name) => ({
+      log: log.child({ plugin: name }),
+      metrics: metrics.registry,
+      mcpPath: this.mcpPath,
+      backends,
+      configDir: config.dir,
+      setAuthChallenge: (challenge) => {
+        this.challenge = challenge;
+        options.onChallenge(this, challenge);
+      },
+    }));
+    const chain = new Chain(this.#plugins, metrics.phaseTimer);
+    this.#chain = chain;
+    // Plugins stop last: what a resource does while it closes may still run hooks.
+    this.#own('plugins', () => this.#stopStarted());
+    const upstreams = new Upstreams(options.upstreams);
+    this.#own('backend connections', () => upstreams.close());
+    const shared = storageFor(options.storage, backends.map((b) => b.name));
+    const transparent = this.transparent;
+    // A transparent endpoint has one too, of its one backend under its own names: it serves the
+    // requests whose generation of MCP is not the backend's, and checks the backend's health.
+    const aggregated = await createAggregated({
+      config: transparent ? { ...config, aggregation: { ...config.aggregation, conflictResolution: 'priority' } } : config,
+      path: this.mcpPath,
+      backends,
+      upstreams,
+      chain,
+      metrics,
+      streams: this.streams,
+      log,
+      storage: shared.storage,
+    });
+    this.#own(transparent ? 'era bridge' : 'aggregated sessions', () => aggregated.close());
+    this.#aggregated = aggregated.endpoint;
+    this.#activate = shared.activate;
+    this.#startHealth = () => aggregated.health.start();
+    this.#endpoint = transparent
+      ? new TransparentEndpoint({
+          path: this.mcpPath,
+          bridge: aggregated.endpoint,
+          backend: backends[0]!,
+          upstreams,
+          chain,
+          metrics: metrics.backend(backends[0]!.name),
+          streams: this.streams,
+          maxBodyBytes: config.server.maxBodyBytes,
+        })
+      : aggregated.endpoint;
+    if (transparent) this.#own('era bridge endpoint', () => aggregated.endpoint.close());
+    const endpoint = this.#endpoint;
+    this.#own('MCP endpoint', () => endpoint.close());
+  }
+
+  get chain(): Chain {
+    return this.#chain!;
+  }
+
+  get endpoint(): McpEndpoint {
+    return this.#endpoint!;
+  }
+
+  /** Starts the plugins in order and the health monitor; on failure, what started is stopped and the error thrown. */
+  async start(): Promise<void> {
+    for (const plugin of this.#plugins) {
+      await plugin.start?.();
+      this.#started.push(plugin);
+    }
+    this.#startHealth?.();
+  }
+
+  /** This generation serves from now on (relay messages, session expiry). */
+  activate(): void {
+    this.#activate?.(this.#aggregated!);
+  }
+
+  /** Releases everything in reverse order; never rejects. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const { what, undo } of this.#undo.splice(0).reverse()) {
+        try {
+          await undo();
+        } catch (err) {
+          this.#log.error({ err, what }, `failed to stop ${what}`);
+        }
+      }
+    })();
+    return this.#closing;
+  }
+
+  #own(what: string, undo: Undo): void {
+    this.#undo.push({ what, undo });
+  }
+
+  async #stopStarted(): Promise<void> {
+    for (const plugin of this.#started.splice(0).reverse()) {
+      if (plugin.stop === undefined) continue;
+      try {
+        await plugin.stop();
+      } catch (err) {
+        this.#log.error({ err, what: `plugin ${plugin.name}` }, `failed to stop plugin ${plugin.name}`);
+      }
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * What a generation of the server (reload.ts) sees of the sessions every generation shares.
+ *
+ * A session's record names the backends it joined (and those that were down at initialize) by
+ * name, as the generation that created it had them. Seen through this view by a later
+ * generation, a record loses the backends the configuration no longer has (they leave its lists,
+ * and their backend sessions are no longer used), and lists the backends added since as missing:
+ * the session healer (core/mcp/aggregate/healing.ts) joins them on the session's next list, as
+ * it joins a backend that was down at initialize, and tells the client list_changed. What the
+ * healer writes back goes to the shared store, so the adjustment is made once per session.
+ *
+ * The relay's handler is held back until the generation serves (`activate`): a generation that
+ * fails to start must not take the messages of the one still serving.
+ */
+import type { SessionStorage } from '../mcp/aggregate/compose.ts';
+import type { AggregatedEndpoint } from '../mcp/aggregate/aggregated-endpoint.ts';
+import type { Relay, RelayHandler, RelayMessage } from '../mcp/aggregate/relay.ts';
+import type { SessionOwner, SessionRecord, SessionStore } from '../mcp/aggregate/session-store.ts';
+import { isPromise } from '../thenable.ts';
+
+/** `record` as seen by a generation whose backends are `names`; the same object when nothing differs. */
+export function recordFor(record: SessionRecord, names: ReadonlySet<string>): SessionRecord {
+  const joined = Object.keys(record.backends);
+  const gone = joined.filter((name) => !names.has(name));
+  const added = [...names].filter((name) => record.backends[name] === undefined && !record.missing.includes(name));
+  const goneMissing = record.missing.filter((name) => !names.has(name));
+  if (gone.length === 0 && added.length === 0 && goneMissing.length === 0) return record;
+  const backends = gone.length === 0 ? record.backends : Object.fromEntries(Object.entries(record.backends).filter(([name]) => names.has(name)));
+  return { ...record, backends, missing: [...record.missing.filter((name) => names.has(name)), ...added] };
+}
+
+/**
+ * The shared store as a generation sees it: what it reads (touch, and the record a create found)
+ * through `recordFor`; close does nothing (the store outlives every generation); the rest as is.
+ * A proxy, so that a method the store gains passes through without this file knowing it.
+ */
+function storeView(store: SessionStore, names: ReadonlySet<string>): SessionStore {
+  const seen = (record: SessionRecord | null): SessionRecord | null => (record === null ? null : recordFor(record, names));
+  const touch = (id: string, caller?: SessionOwner | null): SessionRecord | null | Promise<SessionRecord | null> => {
+    const record = store.touch(id, caller);
+    return isPromise(record) ? record.then(seen) : seen(record);
+  };
+  const close = async (): Promise<void> => {};
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'touch') return touch;
+      if (property === 'close') return close;
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (property === 'create') {
+        // A create that found the session already stored answers with that record: seen as touch sees it.
+        return async (record: SessionRecord) => {
+          const outcome = (await value.call(target, record)) as { created: boolean; existing?: SessionRecord };
+          return outcome.created || outcome.existing === undefined ? outcome : { ...outcome, existing: recordFor(outcome.existing, names) };
+        };
+      }
+      return value.bind(target);
+    },
+  });
+}
+
+class HeldRelay implements Relay {
+  readonly #relay: Relay;
+  #handler: RelayHandler | null = null;
+
+  constructor(relay: Relay) {
+    this.#relay = relay;
+  }
+
+  get replica(): string {
+    return this.#relay.replica;
+  }
+
+  get key(): Buffer {
+    return this.#relay.key;
+  }
+
+  async start(): Promise<void> {}
+
+  onMessage(handler: RelayHandler): void {
+    this.#handler = handler;
+  }
+
+  send(replica: string, message: RelayMessage): Promise<boolean> {
+    return this.#relay.send(replica, message);
+  }
+
+  async close(): Promise<void> {}
+
+  activate(): void {
+    if (this.#handler !== null) this.#relay.onMessage(this.#handler);
+  }
+}
+
+/** A generation's view of the shared storage, and what makes it the serving one. */
+export interface GenerationStorage {
+  readonly storage: SessionStorage;
+  /** This generation serves from now on: relay messages and memory-store expiry go to `endpoint`. */
+  activate(endpoint: AggregatedEndpoint): void;
+}
+
+export function storageFor(shared: SessionStorage, backends: readonly string[]): GenerationStorage {
+  const relay = new HeldRelay(shared.relay);
+  const storage: SessionStorage = {
+    store: storeView(shared.store, new Set(backends)),
+    relay,
+    serve: () => {},
+    close: async () => {},
+  };
+  return {
+    storage,
+    activate: (endpoint) => {
+      relay.activate();
+      shared.serve(endpoint);
+    },
+  };
+}
