@@ -17,12 +17,19 @@ export interface ServeOptions extends ValidateOptions {
   port: number;
   logLevel: LevelWithSilent;
   logFormat: LogFormat | undefined;
+  /** `vmcp serve --watch-config`: reload when the file changes. */
+  watchConfig?: boolean;
 }
 
 function parsePort(value: string): number {
   const port = Number(value);
   if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('It is not a port number (0-65535; 0 picks a free one)');
   return port;
+}
+
+/** `vmcp serve` only: the registry server does not reload. */
+export function watchConfigOption(): Option {
+  return new Option('--watch-config', 'reload the configuration when its file changes (as on SIGHUP); off by default');
 }
 
 export function configOption(what: string): Option {

@@ -7,7 +7,7 @@
 import { Command } from 'commander';
 import { benchCommand } from './bench/program.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.ts';
-import { configOption, serveOptions, type ServeOptions, type ValidateOptions } from './options.ts';
+import { configOption, serveOptions, watchConfigOption, type ServeOptions, type ValidateOptions } from './options.ts';
 import { VERSION } from './version.ts';
 
 const VMCP_PORT = 4483;
@@ -23,21 +23,27 @@ Exit codes:
      database unreachable, failed shutdown, a second stop signal)
   ${EXIT_USAGE}  the command line or the configuration is wrong; nothing was started`;
 
-const SIGNALS = `
+const STOP_SIGNALS = `
 Signals:
-  SIGTERM, SIGINT  drain in-flight requests and stop (a second one exits at once with ${EXIT_FAILURE})
-  SIGHUP           logged and ignored: reload is not implemented yet, restart to apply changes`;
+  SIGTERM, SIGINT  drain in-flight requests and stop (a second one exits at once with ${EXIT_FAILURE})`;
+const VMCP_SIGNALS = `${STOP_SIGNALS}
+  SIGHUP           re-read the configuration and apply it (backends, auth, plugins); a file with
+                   problems, or a change that needs a restart, is refused and logged, and the
+                   running configuration keeps serving`;
+const REGISTRY_SIGNALS = `${STOP_SIGNALS}
+  SIGHUP           logged and ignored: the registry server does not reload, restart to apply changes`;
 
 type Action<O> = (options: O) => Promise<void>;
 
-function system(name: string, description: string, configWhat: string, port: number, serve: Action<ServeOptions>, validate: Action<ValidateOptions>): Command {
+function system(name: string, description: string, configWhat: string, port: number, serve: Action<ServeOptions>, validate: Action<ValidateOptions>, reloads: boolean): Command {
   const command = new Command(name).description(description);
   const serveCommand = command
     .command('serve')
     .description(`start ${description} and run until stopped`)
     .addOption(configOption(configWhat));
   for (const option of serveOptions(port)) serveCommand.addOption(option);
-  serveCommand.addHelpText('after', `${SIGNALS}\n${EXIT_CODES}`).action(serve);
+  if (reloads) serveCommand.addOption(watchConfigOption());
+  serveCommand.addHelpText('after', `${reloads ? VMCP_SIGNALS : REGISTRY_SIGNALS}\n${EXIT_CODES}`).action(serve);
   command
     .command('validate')
     .description('check a configuration file and print every problem with its line and YAML path')
@@ -55,10 +61,10 @@ export function buildProgram(): Command {
   const vmcp = (): Promise<typeof import('./vmcp-commands.ts')> => import('./vmcp-commands.ts');
   const registry = (): Promise<typeof import('./registry-commands.ts')> => import('./registry-commands.ts');
   program.addCommand(
-    system('vmcp', 'the virtual MCP server', VMCP_CONFIG, VMCP_PORT, async (o) => (await vmcp()).vmcpServe(o), async (o) => (await vmcp()).vmcpValidate(o)),
+    system('vmcp', 'the virtual MCP server', VMCP_CONFIG, VMCP_PORT, async (o) => (await vmcp()).vmcpServe(o), async (o) => (await vmcp()).vmcpValidate(o), true),
   );
   program.addCommand(
-    system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, async (o) => (await registry()).registryServe(o), async (o) => (await registry()).registryValidate(o)),
+    system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, async (o) => (await registry()).registryServe(o), async (o) => (await registry()).registryValidate(o), false),
   );
   program.addCommand(benchCommand());
   everyCommand(program, (command) =>

@@ -1,17 +1,21 @@
 /**
  * What `vmcp serve` and `registry serve` share: refuse a bad file before starting anything,
  * log in the format asked for, explain a failed start in one line (start-failure.ts), then run
- * until a signal.
+ * until a signal; SIGHUP (and with `--watch-config` a change of the file) reloads a server that
+ * can (reload.ts).
  */
 import { formatProblems, type Validation } from '../../core/config/problems.ts';
 import { createLogger, defaultLogFormat, type Logger } from '../../core/observe/log.ts';
 import { InvalidConfigError } from './exit-codes.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
+import { watchConfig, type ReloadTrigger } from './reload.ts';
 import { stopOnSignals } from './signals.ts';
 import { asStartupError } from './start-failure.ts';
 
 export interface Running {
   stop(): Promise<void>;
+  /** Re-reads the file and applies it (never rejects); absent: the server cannot reload. */
+  reload?(trigger: ReloadTrigger): Promise<void>;
 }
 
 /** The resolved configuration of `--config`, or an InvalidConfigError listing every problem. */
@@ -21,16 +25,40 @@ export async function loadConfig<C>(options: ValidateOptions, validateFile: (fil
   return result.config;
 }
 
-export async function serve<C>(options: ServeOptions, validateFile: (file: string) => Promise<Validation<C>>, start: (config: C, log: Logger) => Promise<Running>): Promise<void> {
+export async function serve<C>(
+  options: ServeOptions,
+  validateFile: (file: string) => Promise<Validation<C>>,
+  start: (config: C, log: Logger) => Promise<Running>,
+  reloadable = false,
+): Promise<void> {
   const config = await loadConfig(options, validateFile);
   const log = createLogger(options.logLevel, options.logFormat ?? defaultLogFormat());
+  let watcher: { close(): void } | null = null;
   const starting = start(config, log);
+  const reload = (trigger: ReloadTrigger): void => {
+    void starting.then(
+      (running) => running.reload?.(trigger),
+      () => {},
+    );
+  };
   // Before the start ends: "listening" is logged within it, and a SIGTERM that follows that line
   // at once must drain and exit 0 like any other, not kill the process (Node's default).
-  stopOnSignals(() => starting.then((running) => running.stop()), log);
+  stopOnSignals(
+    () =>
+      starting.then((running) => {
+        watcher?.close();
+        return running.stop();
+      }),
+    log,
+    reloadable ? () => reload('SIGHUP') : undefined,
+  );
   try {
     await starting;
   } catch (err) {
     throw asStartupError(err, options);
+  }
+  if (reloadable && options.watchConfig === true) {
+    watcher = watchConfig(options.config, () => reload('file watch'), log);
+    log.info({ file: options.config }, 'watching the configuration file: a change reloads it');
   }
 }

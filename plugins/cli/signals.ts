@@ -3,17 +3,17 @@
  *
  * SIGTERM / SIGINT: stop (drain in-flight requests, close streams), then exit 0; a second one
  * exits at once with 1.
- * SIGHUP: conventionally "reload the configuration". Reload does not exist yet, and Node's
- * default for SIGHUP is to end the process without a word, which would take a gateway down when
- * an operator (or a tool such as a config-map reloader) asks it to reload. So it is logged and
- * otherwise ignored until reload exists.
+ * SIGHUP: reload the configuration (`vmcp serve`: reload.ts). A server that cannot reload
+ * (`registry serve`) logs it and goes on: Node's default for SIGHUP is to end the process
+ * without a word, which would take a gateway down when an operator (or a tool such as a
+ * config-map reloader) asks it to reload.
  */
 import type { Logger } from '../../core/observe/log.ts';
 import { EXIT_FAILURE, EXIT_OK } from './exit-codes.ts';
 
-export const SIGHUP_MESSAGE = 'SIGHUP received: reload is not implemented yet, restart the process to apply configuration changes';
+export const SIGHUP_MESSAGE = 'SIGHUP received: reload is not implemented for this server, restart the process to apply configuration changes';
 
-export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info' | 'warn' | 'error' | 'flush'>): void {
+export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info' | 'warn' | 'error' | 'flush'>, reload?: () => void): void {
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
     if (++signals > 1) {
@@ -37,5 +37,9 @@ export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
-  process.on('SIGHUP', () => log.warn({ signal: 'SIGHUP' }, SIGHUP_MESSAGE));
+  process.on('SIGHUP', () => {
+    if (signals > 0) return; // stopping: nothing to reload
+    if (reload === undefined) log.warn({ signal: 'SIGHUP' }, SIGHUP_MESSAGE);
+    else reload();
+  });
 }

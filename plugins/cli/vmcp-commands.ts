@@ -5,6 +5,7 @@ import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { startVmcp } from '../../core/virtual-mcp-server.ts';
 import { vmcpBuiltins } from './vmcp-builtins.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
+import { fileReload } from './reload.ts';
 import { loadConfig, serve } from './serve.ts';
 
 export async function vmcpValidate(options: ValidateOptions): Promise<void> {
@@ -14,5 +15,16 @@ export async function vmcpValidate(options: ValidateOptions): Promise<void> {
 }
 
 export function vmcpServe(options: ServeOptions): Promise<void> {
-  return serve(options, validateVmcpFile, (config, log) => startVmcp({ config, host: options.host, port: options.port, log, builtins: vmcpBuiltins(config) }));
+  return serve(
+    options,
+    validateVmcpFile,
+    async (config, log) => {
+      const running = await startVmcp({ config, host: options.host, port: options.port, log, builtins: vmcpBuiltins(config) });
+      return {
+        stop: () => running.stop(),
+        reload: fileReload(options.config, validateVmcpFile, (next) => running.reload(next, vmcpBuiltins(next)), log),
+      };
+    },
+    true,
+  );
 }

@@ -51,7 +51,13 @@ describe('gatehouse --help', () => {
         assert.match(help, new RegExp(`--port <PORT> .*\\(default: ${port}\\)`));
         assert.match(help, /--log-level <LEVEL> .*default: "info", env: GATEHOUSE_LOG_LEVEL\)/);
         assert.match(help, /--log-format <FORMAT> .*pretty when stdout is a terminal, json otherwise \(choices: "json", "pretty", env: GATEHOUSE_LOG_FORMAT\)/);
-        assert.match(help, /SIGHUP +logged and ignored: reload is not implemented yet/);
+        if (system === 'vmcp') {
+          assert.match(help, /--watch-config +reload the configuration when its file changes/);
+          assert.match(help, /SIGHUP +re-read the configuration and apply it/);
+        } else {
+          assert.doesNotMatch(help, /--watch-config/);
+          assert.match(help, /SIGHUP +logged and ignored: the registry server does not reload/);
+        }
         assert.match(help, /Exit codes:/);
       }
     }
