@@ -1,0 +1,221 @@
+/**
+ * Reloading a running virtual MCP server: a new configuration applied to the live gateway
+ * (core/virtual-mcp-server.ts `reload`), from the file (plugins/cli/reload.ts), and through the
+ * real CLI with SIGHUP and --watch-config. Real sockets, the official SDK client, real backends.
+ */
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import pino, { type Logger } from 'pino';
+import { loadVmcpConfig, validateVmcpFile } from '../../core/config/vmcp-config.ts';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { connectClient, textOf, withClient } from '../fixtures/client.ts';
+import { waitFor } from '../fixtures/processes.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { startTestGateway, vmcpYaml, writeConfig, type TestBackend, type VmcpYamlOptions } from '../helpers/gateway.ts';
+import { serveCli } from '../helpers/cli.ts';
+import { fileReload, coalesce, type ReloadTrigger } from '../../plugins/cli/reload.ts';
+import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
+
+type Line = Record<string, unknown>;
+
+function capturingLogger(): { log: Logger; lines: Line[] } {
+  const lines: Line[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const text of chunk.toString().split('\n')) if (text.trim() !== '') lines.push(JSON.parse(text) as Line);
+      done();
+    },
+  });
+  return { log: pino({ level: 'info' }, stream), lines };
+}
+
+/** The configuration of `options`, as the gateway would load it from a file. */
+async function configOf(options: VmcpYamlOptions) {
+  return loadVmcpConfig(await writeConfig(vmcpYaml(options)));
+}
+
+async function reloadTo(gateway: RunningVmcp, options: VmcpYamlOptions) {
+  const config = await configOf(options);
+  return gateway.reload(config, vmcpBuiltins(config));
+}
+
+const toolNames = async (c: Awaited<ReturnType<typeof connectClient>>): Promise<string[]> => (await c.client.listTools()).tools.map((t) => t.name).sort();
+
+describe('reload of a running aggregated gateway', () => {
+  let alpha: SdkServer;
+  let beta: SdkServer;
+  let gamma: SdkServer;
+  let gateway: RunningVmcp;
+  let captured: ReturnType<typeof capturingLogger>;
+  const A: TestBackend[] = [];
+
+  before(async () => {
+    alpha = await startSdkServer({ name: 'alpha', tools: ['echo'] });
+    beta = await startSdkServer({ name: 'beta', tools: ['echo'] });
+    gamma = await startSdkServer({ name: 'gamma', tools: ['echo', 'add'] });
+    A.push({ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url });
+    captured = capturingLogger();
+    gateway = await startTestGateway({ backends: A, log: captured.log });
+  });
+  after(async () => {
+    await gateway.stop();
+    await Promise.all([alpha.close(), beta.close(), gamma.close()]);
+  });
+
+  it('adds a backend: a live session keeps its backend sessions, sees the new tools, and its old tools still work', async () => {
+    const c = await connectClient(gateway.url);
+    try {
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'beta_echo']);
+      const alphaSessions = alpha.sessionIds();
+      const outcome = await reloadTo(gateway, { backends: [...A, { name: 'gamma', url: gamma.url }] });
+      assert.equal(outcome.status, 'applied');
+      assert.equal(outcome.status === 'applied' && outcome.changes.added.join(), 'gamma');
+      const applied = captured.lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('reload applied'))!;
+      assert.match(applied.msg as string, /backends added: gamma/);
+      assert.deepEqual(applied.backendsAdded, ['gamma']);
+
+      // The old generation ended the client's GET stream cleanly; the SDK client opens it again
+      // (after its reconnection delay, 1 s), on the new generation.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // The same session, on the new generation: the old tools answer through the same backend session.
+      assert.match(textOf(await c.client.callTool({ name: 'alpha_echo', arguments: { text: 'still here' } })), /still here/);
+      assert.deepEqual(alpha.sessionIds(), alphaSessions, 'alpha was not initialized again');
+      // gamma joins the live session on its next list; the client is told the list changed.
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'beta_echo', 'gamma_add', 'gamma_echo']);
+      await c.waitForNotification('notifications/tools/list_changed', undefined, 5_000);
+      assert.match(textOf(await c.client.callTool({ name: 'gamma_add', arguments: { a: 2, b: 3 } })), /5/);
+      assert.equal(gateway.backends.length, 3);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('removes a backend: its tools leave the lists and calling one is an error; the others keep working', async () => {
+    const c = await connectClient(gateway.url);
+    try {
+      assert.ok((await toolNames(c)).includes('beta_echo'));
+      const outcome = await reloadTo(gateway, { backends: [A[0]!, { name: 'gamma', url: gamma.url }] });
+      assert.equal(outcome.status, 'applied');
+      assert.deepEqual(outcome.status === 'applied' && outcome.changes.removed, ['beta']);
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'gamma_add', 'gamma_echo']);
+      const refused = await c.client.callTool({ name: 'beta_echo', arguments: { text: 'x' } }).then(
+        (result) => JSON.stringify(result),
+        (err: Error) => err.message,
+      );
+      assert.match(refused, /beta_echo/);
+      assert.match(textOf(await c.client.callTool({ name: 'alpha_echo', arguments: { text: 'ok' } })), /ok/);
+    } finally {
+      await c.close();
+    }
+    // A new session sees only the backends of the configuration now served.
+    await withClient(gateway.url, {}, async (n) => assert.deepEqual(await toolNames(n), ['alpha_echo', 'gamma_add', 'gamma_echo']));
+  });
+
+  it('refuses, as a whole, a change that needs a restart, and names it', async () => {
+    const before = gateway.config;
+    const outcome = await reloadTo(gateway, { backends: A, spec: '  server: {accessLog: true}' });
+    assert.equal(outcome.status, 'restart-needed');
+    assert.deepEqual(outcome.status === 'restart-needed' && outcome.parts.map((p) => p.path), ['VirtualMCPServer/vmcp spec.server']);
+    assert.equal(gateway.config, before, 'nothing applied: the backends did not change either');
+    const lines = captured.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('reload refused'));
+    assert.ok(lines.some((l) => /spec\.server needs a restart/.test(l.msg as string)), JSON.stringify(lines));
+    await withClient(gateway.url, {}, async (n) => assert.deepEqual(await toolNames(n), ['alpha_echo', 'gamma_add', 'gamma_echo']));
+  });
+
+  it('refuses a file with problems, logging each with file:line:col, and keeps serving the old configuration', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'beta', url: 'not a url' }], config: 'session: {ttl: -3}' }));
+    const before = gateway.config;
+    const count = captured.lines.length;
+    await fileReload(file, validateVmcpFile, (next) => gateway.reload(next, vmcpBuiltins(next)), captured.log)('SIGHUP');
+    const lines = captured.lines.slice(count);
+    assert.equal(lines[0]!.msg, 'reload started');
+    const problems = lines.filter((l) => typeof l.problem === 'string');
+    assert.ok(problems.length >= 2, JSON.stringify(lines));
+    for (const p of problems) assert.ok((p.problem as string).startsWith(`${file}:`) && /:\d+:\d+ /.test(p.problem as string), p.problem as string);
+    assert.match(lines.at(-1)!.msg as string, /reload refused: the configuration has \d+ problems; the running configuration keeps serving/);
+    assert.equal(gateway.config, before);
+    await withClient(gateway.url, {}, async (n) => assert.match(textOf(await n.client.callTool({ name: 'alpha_echo', arguments: { text: 'old' } })), /old/));
+  });
+});
+
+describe('coalescing reloads', () => {
+  it('a reload asked for while one runs makes one more run after it, however many were asked', async () => {
+    const runs: ReloadTrigger[] = [];
+    let release!: () => void;
+    const reload = coalesce(async (trigger) => {
+      runs.push(trigger);
+      if (runs.length === 1) await new Promise<void>((resolve) => (release = resolve));
+    });
+    const first = reload('SIGHUP');
+    await reload('SIGHUP');
+    await reload('file watch');
+    await reload('SIGHUP');
+    release();
+    await first;
+    assert.deepEqual(runs, ['SIGHUP', 'SIGHUP']);
+  });
+});
+
+describe('gatehouse vmcp serve: SIGHUP and --watch-config', () => {
+  let alpha: SdkServer;
+  let beta: SdkServer;
+  let gamma: SdkServer;
+  before(async () => {
+    alpha = await startSdkServer({ name: 'alpha', tools: ['echo'] });
+    beta = await startSdkServer({ name: 'beta', tools: ['echo'] });
+    gamma = await startSdkServer({ name: 'gamma', tools: ['echo'] });
+  });
+  after(async () => {
+    await Promise.all([alpha.close(), beta.close(), gamma.close()]);
+  });
+
+  const logged = (logs: Line[], msg: RegExp): Line[] => logs.filter((l) => typeof l.msg === 'string' && msg.test(l.msg));
+
+  it('SIGHUP applies the changed file; a second SIGHUP with a bad file is refused and the gateway keeps serving', async () => {
+    const two = [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }];
+    const file = await writeConfig(vmcpYaml({ backends: two }));
+    const served = await serveCli('vmcp', file);
+    try {
+      const c = await connectClient(served.url);
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'beta_echo']);
+      await writeFile(file, vmcpYaml({ backends: [...two, { name: 'gamma', url: gamma.url }] }));
+      served.child.kill('SIGHUP');
+      const applied = await waitFor(() => logged(served.logs, /^reload applied/)[0], 10_000);
+      assert.deepEqual(applied.backendsAdded, ['gamma']);
+      assert.equal(logged(served.logs, /^reload started/)[0]!.trigger, 'SIGHUP');
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'beta_echo', 'gamma_echo']);
+      assert.match(textOf(await c.client.callTool({ name: 'gamma_echo', arguments: { text: 'new' } })), /new/);
+
+      await writeFile(file, 'apiVersion: nope\n');
+      served.child.kill('SIGHUP');
+      await waitFor(() => logged(served.logs, /^reload refused: the configuration has/)[0], 10_000);
+      assert.match(textOf(await c.client.callTool({ name: 'alpha_echo', arguments: { text: 'old' } })), /old/);
+      await c.close();
+      assert.equal(await served.stop(), 0);
+    } finally {
+      served.child.kill('SIGKILL');
+    }
+  });
+
+  it('--watch-config reloads when the file changes; a change that needs a restart is refused and named', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }] }));
+    const served = await serveCli('vmcp', file, ['--watch-config']);
+    try {
+      await waitFor(() => logged(served.logs, /^watching the configuration file/)[0], 5_000);
+      await writeFile(file, vmcpYaml({ backends: [{ name: 'alpha', url: alpha.url }] }));
+      const applied = await waitFor(() => logged(served.logs, /^reload applied/)[0], 10_000);
+      assert.deepEqual(applied.backendsRemoved, ['beta']);
+      assert.equal(applied.mode, 'transparent', 'one backend: the new generation is transparent');
+      await withClient(served.url, {}, async (c) => assert.deepEqual(await toolNames(c), ['echo']));
+
+      await writeFile(file, vmcpYaml({ backends: [{ name: 'alpha', url: alpha.url }], config: 'session: {ttl: 5m}' }));
+      const refused = await waitFor(() => logged(served.logs, /^reload refused: .* needs a restart/)[0], 10_000);
+      assert.equal(refused.path, 'VirtualMCPServer/vmcp spec.config.session');
+      assert.equal(await served.stop(), 0);
+    } finally {
+      served.child.kill('SIGKILL');
+    }
+  });
+});
