@@ -140,6 +140,52 @@ describe('reload of a running aggregated gateway', () => {
   });
 });
 
+describe('reload of plugins and auth', () => {
+  const SECRET = 'apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {key: "k-123"}';
+  const API_KEY = 'apiVersion: gatehouse.dev/v1alpha1\nkind: MCPExternalAuthConfig\nmetadata: {name: api-key}\nspec: {type: headerInjection, headerInjection: {headerName: X-API-Key, valueSecretRef: {name: creds, key: key}}}';
+  const allowlist = (allow: string[]): string => `  plugins:\n    - {name: tool-allowlist, module: "${new URL('../../examples/plugins/tool-allowlist.ts', import.meta.url).pathname}", config: {allow: [${allow.join(', ')}]}}`;
+  let alpha: SdkServer;
+  let beta: SdkServer;
+  let gateway: RunningVmcp;
+
+  before(async () => {
+    alpha = await startSdkServer({ name: 'alpha', tools: ['echo'] });
+    beta = await startSdkServer({ name: 'beta', tools: ['echo'] });
+    gateway = await startTestGateway({ backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }], spec: allowlist(['alpha_echo', 'beta_echo']) });
+  });
+  after(async () => {
+    await gateway.stop();
+    await Promise.all([alpha.close(), beta.close()]);
+  });
+
+  it("a plugin's new config and a backend's new outgoing auth apply to a live session", async () => {
+    const c = await connectClient(gateway.url);
+    try {
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'beta_echo']);
+      assert.ok(alpha.received.every((r) => r.headers['x-api-key'] === undefined));
+      const outcome = await reloadTo(gateway, {
+        backends: [{ name: 'alpha', url: alpha.url, externalAuthConfigRef: 'api-key' }, { name: 'beta', url: beta.url }],
+        spec: allowlist(['alpha_echo']),
+        documents: `${SECRET}\n---\n${API_KEY}`,
+      });
+      assert.equal(outcome.status, 'applied');
+      if (outcome.status !== 'applied') return;
+      assert.deepEqual([outcome.changes.plugins, outcome.changes.outgoingAuth, outcome.changes.incomingAuth, outcome.changes.changed], [true, true, false, ['alpha']]);
+      assert.deepEqual(await toolNames(c), ['alpha_echo']);
+      const refused = await c.client.callTool({ name: 'beta_echo', arguments: { text: 'x' } }).then(
+        (result) => JSON.stringify(result),
+        (err: Error) => err.message,
+      );
+      assert.match(refused, /beta_echo/);
+      assert.match(textOf(await c.client.callTool({ name: 'alpha_echo', arguments: { text: 'keyed' } })), /keyed/);
+      const call = alpha.received.findLast((r) => r.rpcMethods.includes('tools/call'))!;
+      assert.equal(call.headers['x-api-key'], 'k-123', 'the new outgoing auth');
+    } finally {
+      await c.close();
+    }
+  });
+});
+
 describe('coalescing reloads', () => {
   it('a reload asked for while one runs makes one more run after it, however many were asked', async () => {
     const runs: ReloadTrigger[] = [];
