@@ -186,6 +186,28 @@ describe('reload of plugins and auth', () => {
   });
 });
 
+describe('reload refused when the new generation cannot be built', () => {
+  it('a plugin config its plugin refuses: nothing applied, the old configuration keeps serving', async () => {
+    const alpha = await startSdkServer({ name: 'alpha', tools: ['echo'] });
+    const captured = capturingLogger();
+    const backends = [{ name: 'alpha', url: alpha.url }];
+    const gateway = await startTestGateway({ backends, log: captured.log });
+    try {
+      const module = new URL('../../examples/plugins/tool-allowlist.ts', import.meta.url).pathname;
+      const outcome = await reloadTo(gateway, { backends, spec: `  plugins:\n    - {name: tool-allowlist, module: "${module}", config: {allow: []}}` });
+      assert.equal(outcome.status, 'failed');
+      const line = captured.lines.find((l) => l.msg === 'reload refused: the new configuration could not be built; the running one keeps serving');
+      assert.ok(line !== undefined, JSON.stringify(captured.lines.map((l) => l.msg)));
+      assert.match(JSON.stringify(line.err), /spec\.plugins\[0\]\.config/);
+      assert.equal(gateway.config.plugins.length, 0);
+      await withClient(gateway.url, {}, async (c) => assert.match(textOf(await c.client.callTool({ name: 'echo', arguments: { text: 'old' } })), /old/));
+    } finally {
+      await gateway.stop();
+      await alpha.close();
+    }
+  });
+});
+
 describe('coalescing reloads', () => {
   it('a reload asked for while one runs makes one more run after it, however many were asked', async () => {
     const runs: ReloadTrigger[] = [];
