@@ -5,6 +5,7 @@
  * the session storage are the process's and outlive every generation.
  */
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { backendInfo, type BackendInfo } from '../backend.ts';
 import { Chain } from '../chain.ts';
 import type { VmcpConfig } from '../config/vmcp-types.ts';
@@ -46,6 +47,11 @@ export function publicUrlsOf(config: VmcpConfig): string[] {
 
 type Undo = () => MaybePromise<void>;
 
+/** prom-client's metrics have a name, which its types leave out of Metric. */
+function nameOf(metric: Parameters<Registry['registerMetric']>[0]): string {
+  return (metric as unknown as { name: string }).name;
+}
+
 export class Generation {
   readonly config: VmcpConfig;
   readonly backends: readonly BackendInfo[];
@@ -59,6 +65,8 @@ export class Generation {
   #startHealth: (() => void) | null = null;
   #activate: ((endpoint: AggregatedEndpoint) => void) | null = null;
   #plugins: Plugin[] = [];
+  /** Metrics a plugin registered under a name the serving generation's plugin holds: they take it over on activate. */
+  readonly #metricsToTakeOver: Parameters<Registry['registerMetric']>[0][] = [];
   readonly #started: Plugin[] = [];
   readonly #undo: { readonly what: string; readonly undo: Undo }[] = [];
   readonly #log: Logger;
@@ -95,7 +103,7 @@ export class Generation {
     }
     this.#plugins = await createPlugins([...options.builtins, ...fromConfig, ...options.plugins], (name) => ({
       log: log.child({ plugin: name }),
-      metrics: metrics.registry,
+      metrics: this.#registryFor(metrics.registry),
       mcpPath: this.mcpPath,
       backends,
       configDir: config.dir,
@@ -163,9 +171,38 @@ export class Generation {
     this.#startHealth?.();
   }
 
-  /** This generation serves from now on (relay messages, session expiry). */
+  /** This generation serves from now on (relay messages, session expiry, its plugins' metrics). */
   activate(): void {
     this.#activate?.(this.#aggregated!);
+    for (const metric of this.#metricsToTakeOver.splice(0)) {
+      this.#registry?.removeSingleMetric(nameOf(metric));
+      this.#registry?.registerMetric(metric);
+    }
+  }
+
+  #registry: Registry | null = null;
+
+  /**
+   * The process's registry as this generation's plugins see it: a metric whose name the serving
+   * generation's plugin registered (the same plugin, reloaded) is held until this one serves, and
+   * then replaces it (its counts start again from zero, as after a restart). Registered at once,
+   * prom-client would refuse the name, and the reload with it.
+   */
+  #registryFor(registry: Registry): Registry {
+    this.#registry = registry;
+    const held = this.#metricsToTakeOver;
+    return new Proxy(registry, {
+      get(target, property) {
+        if (property === 'registerMetric') {
+          return (metric: Parameters<Registry['registerMetric']>[0]) => {
+            if (target.getSingleMetric(nameOf(metric)) === undefined) target.registerMetric(metric);
+            else held.push(metric);
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
   }
 
   /** Releases everything in reverse order; never rejects. Idempotent. */

@@ -8,6 +8,9 @@ import { writeFile } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino, { type Logger } from 'pino';
+import { Counter } from 'prom-client';
+import { definePlugin } from '../../core/plugin.ts';
+import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { loadVmcpConfig, validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { connectClient, textOf, withClient } from '../fixtures/client.ts';
@@ -205,6 +208,48 @@ describe('reload refused when the new generation cannot be built', () => {
       await gateway.stop();
       await alpha.close();
     }
+  });
+});
+
+describe('reload of plugins that hold state', () => {
+  it('the new plugins start before the old ones stop, and a metric the plugin registers passes to the new one', async () => {
+    const alpha = await startSdkServer({ name: 'alpha', tools: ['echo'] });
+    const beta = await startSdkServer({ name: 'beta', tools: ['echo'] });
+    const events: string[] = [];
+    let instances = 0;
+    const definition = definePlugin({
+      name: 'counting',
+      create: (_config, host) => {
+        const instance = ++instances;
+        const counter = new Counter({ name: 'test_reload_starts_total', help: 'starts of this instance', registers: [] });
+        host.metrics.registerMetric(counter);
+        return {
+          name: 'counting',
+          start() {
+            counter.inc(instance * 10);
+            events.push(`start ${instance}`);
+          },
+          stop() {
+            events.push(`stop ${instance}`);
+          },
+        };
+      },
+    });
+    const spec: PluginSpec = { definition: definition as PluginSpec['definition'], config: undefined, source: 'test counting' };
+    const backends = [{ name: 'alpha', url: alpha.url }];
+    const gateway = await startTestGateway({ backends, plugins: [spec] });
+    try {
+      const outcome = await reloadTo(gateway, { backends: [...backends, { name: 'beta', url: beta.url }] });
+      assert.equal(outcome.status, 'applied');
+      await waitFor(() => events.includes('stop 1') || undefined, 15_000);
+      assert.deepEqual(events, ['start 1', 'start 2', 'stop 1']);
+      const metrics = await (await fetch(new URL('/metrics', gateway.url))).text();
+      assert.match(metrics, /^test_reload_starts_total 20$/m, 'the new instance\'s counter');
+    } finally {
+      await gateway.stop();
+      await Promise.all([alpha.close(), beta.close()]);
+    }
+    assert.deepEqual(events, ['start 1', 'start 2', 'stop 1', 'stop 2']);
   });
 });
 
