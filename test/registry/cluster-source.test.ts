@@ -496,6 +496,14 @@ describe('a cluster source watching Kubernetes', () => {
     assert.equal(snapshotOf(await reader.read(context())).items.length, 4);
   });
 
+  it('a list page holding more JSON values than a read may is refused before it is parsed (a hostile API server)', async () => {
+    // 4.1 million empty objects: 12 MiB of text, ~90 MiB of heap parsed; a 32 MiB page ~700 MiB.
+    const bloated = toolhive('bloated', 'ns');
+    await startApi([{ ...bloated, spec: { ...bloated.spec, padding: Array.from({ length: 4_100_000 }, () => ({})) } }]);
+    const { reader } = open();
+    await assert.rejects(reader.read(context()), /more than 4000000 JSON values/);
+  });
+
   it('a malformed event drops the watch too, and the set stays right', async () => {
     await startApi([toolhive('a', 'ns')]);
     const { reader } = open();

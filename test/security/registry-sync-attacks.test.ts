@@ -276,3 +276,55 @@ database: {type: memory}
     assert.ok(Date.now() - started < 3_000, `the operator's sync waited ${Date.now() - started} ms behind the caller's`);
   });
 });
+
+describe('a hostile peer or file cannot make a sync hold the heap of the process', () => {
+  let registry: TestRegistry;
+  let dir: string;
+  let peer: ReturnType<typeof createHttpServer>;
+  // 8 MiB of "{}," is 2.8 million empty objects: ~170 MiB of heap once parsed (21 times its
+  // size). The api source reads 32 such pages (256 MiB) before it judges an item: ~5.5 GiB, past
+  // the heap's limit: the process dies.
+  const objects = (bytes: number) => `[${'{},'.repeat(Math.floor(bytes / 3) - 1)}{}]`;
+  const page = (n: number) => `{"servers": [{"server": {"name": "io.evil/p${n}", "version": "1.0.0", "description": "x", "x": ${objects(8 * 1024 * 1024 - 200)}}}], "metadata": {"nextCursor": "p${n + 1}", "count": 1}}`;
+
+  before(async () => {
+    peer = createHttpServer((req, res) => {
+      const n = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('cursor')?.slice(1) ?? '1');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(page(n));
+    });
+    await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
+    dir = await tempDir();
+    await mkdir(join(dir, 'catalogs'));
+    registry = await startTestRegistry(
+      `auth: {mode: anonymous}
+sources: [{name: internal, managed: {}}]
+registries: [{name: main, sources: [internal]}]
+sync: {allowPrivateAddresses: true, fileRoot: ./catalogs}
+database: {type: memory}
+`,
+      dir,
+    );
+  });
+  after(async () => {
+    await registry?.stop();
+    peer.closeAllConnections();
+    await new Promise<void>((resolve) => peer.close(() => resolve()));
+  });
+
+  it('an api read is refused past a bound on its JSON values, before they are parsed', { timeout: 120_000 }, async () => {
+    const url = `http://127.0.0.1:${(peer.address() as { port: number }).port}`;
+    assert.equal((await registry.request('PUT', '/v1/sources/bomb', { body: { api: { url }, syncPolicy: { interval: '1h' } } })).status, 201);
+    const status = (await registry.request('POST', '/v1/sources/bomb/sync')).json<{ status: Status }>().status;
+    assert.equal(status.phase, 'failed', JSON.stringify(status));
+    assert.match(status.message ?? '', /more than 4000000 JSON values/);
+  });
+
+  it('an upstream file is refused past the same bound, before it is parsed', async () => {
+    const path = join(dir, 'catalogs', 'bomb.json');
+    await writeFile(path, `{"data": {"servers": ${objects(13 * 1024 * 1024)}}}`);
+    assert.equal((await registry.request('PUT', '/v1/sources/file-bomb', { body: { file: { path }, syncPolicy: { interval: '1h' } } })).status, 201);
+    const status = (await registry.request('POST', '/v1/sources/file-bomb/sync')).json<{ status: Status }>().status;
+    assert.equal(status.phase, 'failed', JSON.stringify(status));
+    assert.match(status.message ?? '', /more than 4000000 JSON values/);
+  });
+});

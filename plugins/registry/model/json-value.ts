@@ -47,3 +47,32 @@ export function jsonValueProblem(value: unknown): string | null {
   }
   return null;
 }
+
+/** JSON values a synced read may hold (parsed, a value takes up to ~80 bytes of heap; ~40 make a server.json). */
+export const MAX_SYNCED_JSON_VALUES = 4_000_000;
+
+const COMMA = 0x2c;
+const BRACKET = 0x5b;
+const BRACE = 0x7b;
+
+/**
+ * An upper bound on the JSON values in `text`, counted before it is parsed: every value but the
+ * first of a container follows a comma, and every container opens with a bracket or a brace
+ * (those inside strings are counted too). Parsing takes up to ~20 times the text's size in heap
+ * (`[{},{},…]`), so a read is judged on this count rather than on its bytes alone.
+ */
+export function jsonValueBound(text: string | Uint8Array): number {
+  let count = 1;
+  if (typeof text === 'string') {
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === COMMA || c === BRACKET || c === BRACE) count++;
+    }
+  } else {
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (c === COMMA || c === BRACKET || c === BRACE) count++;
+    }
+  }
+  return count;
+}

@@ -8,6 +8,7 @@
  * items or bytes than the read allows. Items are returned as they are; judging them is the
  * caller's (one bad item is skipped, not fatal).
  */
+import { jsonValueBound } from '../model/json-value.ts';
 import { PeerHttp, PeerHttpError, shortUrl } from './api-http.ts';
 
 export type ListName = 'servers' | 'skills';
@@ -22,8 +23,11 @@ export interface ListRequest {
 export interface ReadBudget {
   items: number;
   bytes: number;
+  /** JSON values of the pages read (an upper bound, counted before each page is parsed). */
+  values: number;
   readonly maxItems: number;
   readonly maxBytes: number;
+  readonly maxValues: number;
 }
 
 export interface RawItem {
@@ -96,6 +100,9 @@ export async function readList(
     }
     budget.bytes += response.body.length;
     if (budget.bytes > budget.maxBytes) throw fail(`the read is over its bound of ${budget.maxBytes} bytes in all`);
+    // Parsed, a page takes up to ~20 times its size: what it holds is bounded before it is parsed.
+    budget.values += jsonValueBound(response.body);
+    if (budget.values > budget.maxValues) throw fail(`the read holds more than ${budget.maxValues} JSON values: it is refused before they are parsed`);
 
     let text: string;
     try {

@@ -14,11 +14,14 @@
  *   refuses `updated_since` (400) gets a full read instead.
  * - An invalid item is skipped and named (`page 3 item 17 (io.github.x/y 1.0.0): …`); a bad page
  *   fails the read (SyncFailure naming the page and the problem), and the source keeps its last
- *   good data. Every request, page and the whole read are bounded in time and size.
+ *   good data. Every request, page and the whole read are bounded in time and size, and the
+ *   JSON values of the pages are counted before each is parsed (parsed, a page of `{},{},…`
+ *   takes ~20 times its size: 256 MiB of them would take the process's whole heap).
  * - Addresses go through the incoming auth's guard: unless `allowPrivateAddresses` (sources of
  *   the config file), private, loopback and link-local addresses are refused, and only https is
  *   spoken. The token goes to the peer's origin only and never appears in a message.
  */
+import { MAX_SYNCED_JSON_VALUES } from '../model/json-value.ts';
 import type { SyncItem } from '../store/source-sync-writer.ts';
 import { PeerHttp } from './api-http.ts';
 import { checkPeerItem, type PeerItem } from './api-item.ts';
@@ -45,6 +48,8 @@ export interface ApiReaderOptions {
   readonly maxTotalBytes?: number;
   /** Most items one read may list, deleted and invalid ones included (default 100,000). */
   readonly maxItems?: number;
+  /** Most JSON values one read's pages may hold, counted before they are parsed (default 4,000,000). */
+  readonly maxValues?: number;
   /** Whether private, loopback and link-local addresses, and plain http, are allowed (default false: sources created through the admin API). */
   readonly allowPrivateAddresses?: boolean;
   /** How old the last full read may be before the next read is a full one again (default 24 h). */
@@ -98,6 +103,7 @@ export function createApiReader(settings: ApiReaderSettings, options: ApiReaderO
   const syncTimeoutMs = options.syncTimeoutMs ?? 5 * 60_000;
   const maxItems = options.maxItems ?? 100_000;
   const maxTotalBytes = options.maxTotalBytes ?? 256 * 1024 * 1024;
+  const maxValues = options.maxValues ?? MAX_SYNCED_JSON_VALUES;
   const fullSyncEveryMs = options.fullSyncEveryMs ?? 24 * 60 * 60_000;
   const overlapMs = options.overlapMs ?? 60_000;
   const allowPrivate = options.allowPrivateAddresses ?? false;
@@ -111,7 +117,7 @@ export function createApiReader(settings: ApiReaderSettings, options: ApiReaderO
 
   /** Both lists; null when the peer refuses `updated_since` (the caller reads everything instead). */
   async function readLists(updatedSince: string | null, signal: AbortSignal, deadline: number): Promise<ReadLists | null> {
-    const budget: ReadBudget = { items: 0, bytes: 0, maxItems, maxBytes: maxTotalBytes };
+    const budget: ReadBudget = { items: 0, bytes: 0, values: 0, maxItems, maxBytes: maxTotalBytes, maxValues };
     const incremental = updatedSince !== null;
     const lists: { list: ListName; raw: readonly RawItem[] }[] = [];
     for (const list of ['servers', 'skills'] as const) {

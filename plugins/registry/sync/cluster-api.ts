@@ -16,6 +16,7 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
+import { jsonValueBound, MAX_SYNCED_JSON_VALUES } from '../model/json-value.ts';
 import { SyncFailure } from './source-reader.ts';
 
 /** A failure of one request to the API server. */
@@ -118,8 +119,11 @@ export class ClusterApi {
         if (size > bounds.maxBytes) throw new ClusterApiError(`the list response of ${path} is larger than ${bounds.maxBytes} bytes`, null);
         chunks.push(chunk as Buffer);
       }
+      const body = Buffer.concat(chunks, size);
+      // Parsed, JSON takes up to ~20 times its size (`[{},{},…]`): what a page holds is bounded first.
+      if (jsonValueBound(body) > MAX_SYNCED_JSON_VALUES) throw new ClusterApiError(`the list response of ${path} holds more than ${MAX_SYNCED_JSON_VALUES} JSON values`, null);
       try {
-        return JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
+        return JSON.parse(body.toString('utf8'));
       } catch {
         throw new ClusterApiError(`the API server answered ${path} with something that is not JSON`, null);
       }

@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { documentDigest } from '../store/entries-store.ts';
 import type { EntryKind } from '../store/records.ts';
 import type { SyncItem } from '../store/source-sync-writer.ts';
-import { jsonValueProblem } from '../model/json-value.ts';
+import { jsonValueBound, jsonValueProblem, MAX_SYNCED_JSON_VALUES } from '../model/json-value.ts';
 import { entryNameProblem, versionProblem } from '../model/names.ts';
 import { describeProblems, serverJsonProblems } from '../model/server-json.ts';
 
@@ -82,7 +82,10 @@ function checkItem(kind: EntryKind, document: unknown, where: string): ItemCheck
   return { item: { kind, name: name as string, version: version as string, document, digest: documentDigest(document) } };
 }
 
-export function parseUpstreamFile(content: string): UpstreamParse {
+export function parseUpstreamFile(content: string, maxValues = MAX_SYNCED_JSON_VALUES): UpstreamParse {
+  if (jsonValueBound(content) > maxValues) {
+    return { ok: false, message: `the file holds more than ${maxValues} JSON values: it is refused before it is parsed` };
+  }
   let json: unknown;
   try {
     json = JSON.parse(content);
