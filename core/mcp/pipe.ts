@@ -5,8 +5,7 @@
  * backpressure from a slow client pauses the backend read.
  */
 import type { Context } from '../context.ts';
-import type { GatewayError } from '../errors.ts';
-import { errorBody } from '../errors.ts';
+import { errorBody, GatewayError } from '../errors.ts';
 import { isCorsHeader, pushCorsHeaders } from '../http/cors.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import type { BackendInfo } from '../backend.ts';
@@ -79,6 +78,26 @@ export function forwardHeaders(headers: string[], dropped: DroppedHeaders): Forw
   return { list, sse, contentType };
 }
 
+const JSON_MEDIA = /^application\/(?:[\w.+-]+\+)?json\b/i;
+
+/**
+ * Whether a backend's answer to a client's POST says it is not an MCP endpoint: a 404 or 405
+ * that is neither JSON nor an event stream, to a request that named no session (with a session,
+ * a 404 is MCP's "unknown session", which the client must see). It is what a backend URL
+ * without its path (`http://host:port` for `…/mcp`) gets: an error page the client could not
+ * read, so the gateway answers with a JSON-RPC error naming the backend, and logs it.
+ */
+export function notMcpAnswer(status: number, contentType: string | null, ctx: Context, backend: BackendInfo): GatewayError | null {
+  if ((status !== 404 && status !== 405) || ctx.head.sessionId !== undefined || ctx.req.method !== 'POST') return null;
+  if (contentType !== null && (JSON_MEDIA.test(contentType) || EVENT_STREAM.test(contentType))) return null;
+  const type = contentType === null ? 'no content type' : contentType.split(';')[0]!.trim().slice(0, 60);
+  return new GatewayError(
+    'backend_error',
+    `backend "${backend.name}" at ${backend.url.href} answered HTTP ${status} (${type}), not as an MCP server: check its URL (MCP servers usually serve /mcp)`,
+    { extra: { backend: backend.name } },
+  );
+}
+
 /** The transparent path's headers toward the client: the backend's, the request id, CORS. */
 export function clientHeaders(headers: string[], ctx: Context): ForwardedHeaders {
   const forwarded = forwardHeaders(headers, TRANSPARENT_DROPPED);
@@ -115,7 +134,11 @@ export class PipeExchange extends Exchange implements OpenStream {
 
   protected head(status: number, headers: string[]): boolean {
     const res = this.ctx.res;
-    const { list, sse } = clientHeaders(headers, this.ctx);
+    const { list, sse, contentType } = clientHeaders(headers, this.ctx);
+    if (status >= 404 && !this.standalone) {
+      const notMcp = notMcpAnswer(status, contentType, this.ctx, this.backend);
+      if (notMcp !== null) return this.refuse(notMcp);
+    }
     res.writeHead(status, list);
     if (sse) {
       this.#sse = true;
@@ -144,6 +167,13 @@ export class PipeExchange extends Exchange implements OpenStream {
     if (held === null) this.ctx.res.end();
     else this.ctx.res.end(held);
     this.#settle();
+  }
+
+  /** Stops the backend's answer and gives the client `error` instead. */
+  refuse(error: GatewayError): false {
+    this.cancel();
+    this.fail(error);
+    return false;
   }
 
   protected fail(error: GatewayError): void {

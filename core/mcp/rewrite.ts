@@ -15,7 +15,7 @@ import type { BackendMetrics } from '../observe/metrics.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
 import { HookedEvents, responseTo, type HookedEventsHost } from './hooked-events.ts';
-import { clientHeaders } from './pipe.ts';
+import { clientHeaders, notMcpAnswer } from './pipe.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 import { SseParser, formatSseEvent, type SseEvent } from './sse.ts';
 
@@ -72,6 +72,14 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
 
   protected head(status: number, headers: string[]): boolean {
     const { list, sse, contentType } = clientHeaders(headers, this.ctx);
+    if (status >= 404 && !this.standalone) {
+      const notMcp = notMcpAnswer(status, contentType, this.ctx, this.backend);
+      if (notMcp !== null) {
+        this.cancel();
+        this.fail(notMcp);
+        return false;
+      }
+    }
     this.#status = status;
     if (sse) {
       this.#mode = 'sse';

@@ -231,6 +231,15 @@ export class BackendLink {
 
   /** A failure of `result` as the client should see it, naming this backend; null when it is a success. */
   problem(result: CallResult, what: string): GatewayError | null {
+    // An initialize names no session: its 404 (or 405) says the URL is not an MCP endpoint.
+    if (what === 'initialize' && (result.status === 404 || result.status === 405) && result.response === null) {
+      const detail = result.text.length > 200 ? result.text.slice(0, 200) + '…' : result.text;
+      return new GatewayError(
+        'backend_error',
+        `backend "${this.name}" at ${this.backend.url.href} answered HTTP ${result.status} to initialize, not as an MCP server: check its URL (MCP servers usually serve /mcp)`,
+        { detail, extra: { backend: this.name } },
+      );
+    }
     if (result.status === 404 && result.response === null) {
       return new GatewayError('session_not_found', `backend "${this.name}" no longer knows this session`, { status: 404, extra: { backend: this.name } });
     }
