@@ -50,6 +50,7 @@ import { initializeSession, reasonOf, type InitOptions } from './init.ts';
 import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
 import { completed, discoverResult, LEGACY_ONLY_METHODS, serverInfo, withCacheHints } from './modern-answers.ts';
 import { LEGACY_VERSIONS, META, UNNAMED_CLIENT, type ClientEnvelope, type Era } from '../era.ts';
+import { InputStream, type InputStreamOwner } from './input-stream.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
 import { AggregatedSession } from './session.ts';
 import { ownedBy, ownerKey, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
@@ -92,6 +93,26 @@ function targetKey(ctx: Context): string {
 function inputResponsesOf(request: JsonRpcRequest): Record<string, unknown> {
   const given = request.params?.['inputResponses'];
   return typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {};
+}
+
+/** How long a call waits for the backend to open the stream its requests for input may come on. */
+const HOLD_STREAM_WAIT_MS = 1_000;
+/** How long a backend that refused that stream is not asked again. */
+const HOLD_STREAM_RETRY_MS = 30_000;
+/** The calls a 2026-07-28 server may answer input_required (MRTR). */
+const ASKABLE_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+/** Whether a call may be asked for input by a legacy backend on its session's stream: a modern client's, which declared it can be asked. */
+function mayBeAsked(ctx: Context, session: AggregatedSession, backend: BackendSessionRecord): boolean {
+  const capabilities = ctx.envelope?.capabilities;
+  if (capabilities === undefined || (capabilities['elicitation'] === undefined && capabilities['sampling'] === undefined && capabilities['roots'] === undefined)) return false;
+  return session.record.modern === true && backend.sessionId !== null && !isModernVersion(backend.protocolVersion) && ASKABLE_METHODS.has(ctx.rpcMethod ?? '');
+}
+
+/** `promise`, or after `ms` whatever it does. */
+function waitAtMost(promise: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer));
 }
 
 /** JSON-RPC error codes the gateway answers with itself. */
@@ -559,7 +580,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       else this.#listens.delete(who);
       this.#unsubscribe(ctx, session, held);
     };
-    new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended }).open();
+    const asked = (link: BackendLink, record: BackendSessionRecord, asking: JsonRpcRequest): void => this.#streamRequest(session, link, record, ctx, asking);
+    new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended, request: asked }).open();
     return undefined;
   }
 
@@ -735,11 +757,85 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   #dispatchTo(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean, headers: string[] | GatewayError): HookOutcome | Promise<HookOutcome> {
     if (headers instanceof GatewayError) return this.#credentialFailure(ctx, link, headers);
     headers.push('content-type', 'application/json');
+    if (!mayBeAsked(ctx, session, backend)) return this.#start(ctx, session, link, backend, body, mayRetry, headers, false);
+    // The backend may ask this call for input on its session's own stream: that stream is open first.
+    const opening = this.#holdStream(ctx, session, link, backend);
+    if (opening === null) return this.#start(ctx, session, link, backend, body, mayRetry, headers, true);
+    return opening.then(() => this.#start(ctx, session, link, backend, body, mayRetry, headers, true));
+  }
+
+  #start(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean, headers: string[], askable: boolean): HookOutcome {
     if (ctx.res.destroyed) return undefined;
     if (ctx.rpcId !== null) session.inflight.set(ctx.rpcId, link.index);
     const createsTask = (ctx.message as JsonRpcRequest).params?.task !== undefined;
-    new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, this.#o.chain.responseHooks(ctx.rpcMethod), createsTask, body, mayRetry).dispatch(link.pool, 'POST', headers, body);
+    const exchange = new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, this.#o.chain.responseHooks(ctx.rpcMethod), createsTask, body, mayRetry);
+    if (askable) session.callStarted(link.name, exchange);
+    exchange.dispatch(link.pool, 'POST', headers, body);
     return undefined;
+  }
+
+  /**
+   * The GET stream of a legacy backend's session, held for the modern clients of an implicit
+   * session (input-stream.ts): null when it is open (or refused lately, or no stream connection
+   * is free: the call goes without); else it is being opened, and the call waits for the
+   * backend's answer to it (at most HOLD_STREAM_WAIT_MS), since a backend drops what it would
+   * send on a stream that is not open yet.
+   */
+  #holdStream(ctx: Context, session: AggregatedSession, link: BackendLink, record: BackendSessionRecord): Promise<unknown> | null {
+    const held = session.heldStreams.get(link.name);
+    if (held !== undefined && held.record === record) {
+      if (held instanceof InputStream) return held.isOpen ? null : waitAtMost(held.opened, HOLD_STREAM_WAIT_MS);
+      if (!('close' in held) && performance.now() - held.refusedAt < HOLD_STREAM_RETRY_MS) return null;
+    }
+    if (held !== undefined && 'close' in held) held.close(); // of a backend session that is gone
+    session.heldStreams.delete(link.name);
+    if (link.streamPool.refusal() !== null) return null;
+    const stream = new InputStream(this.#streamOwner(session), ctx, link, record);
+    session.heldStreams.set(link.name, stream);
+    const open = (headers: string[] | GatewayError): void => {
+      if (headers instanceof GatewayError || stream.cancelled) stream.close();
+      else stream.dispatch(link.streamPool, 'GET', headers, null);
+    };
+    const headers = link.headers(ctx, record, 'text/event-stream');
+    if (isPromise(headers)) headers.then(open, () => stream.close());
+    else open(headers);
+    return waitAtMost(stream.opened, HOLD_STREAM_WAIT_MS);
+  }
+
+  /** What a held stream of `session` reports to (made once per stream opened). */
+  #streamOwner(session: AggregatedSession): InputStreamOwner {
+    return {
+      request: (stream, request) => this.#streamRequest(session, stream.link, stream.record, stream.ctx, request),
+      notification: (_stream, message) => this.#observe(session, message),
+      ended: (stream, status) => {
+        if (session.heldStreams.get(stream.link.name) !== stream) return;
+        // Refused (no GET stream there, or another stream of the session has it): not asked again at once. A lost session heals through the calls.
+        if (status !== null && status !== 404) session.heldStreams.set(stream.link.name, { refusedAt: performance.now(), record: stream.record });
+        else session.heldStreams.delete(stream.link.name);
+      },
+    };
+  }
+
+  /**
+   * A request a legacy backend sent a modern client on its session's own stream (a held one, or a
+   * listen's). 2026-07-28 takes a server's request only as the input_required answer of a call
+   * (tools/call, prompts/get, resources/read) and carries none on subscriptions/listen, and the
+   * stream does not say which call it is for: it is asked in the one call of the session in
+   * flight on that backend session. With none, or several (the session is shared by the
+   * principal's clients with these capabilities), the backend hears at once that it cannot be
+   * asked, rather than wait for an answer that cannot come. A ping is answered here.
+   */
+  #streamRequest(session: AggregatedSession, link: BackendLink, record: BackendSessionRecord, ctx: Context, request: JsonRpcRequest): void {
+    const answer = (response: Omit<JsonRpcResponse, 'jsonrpc' | 'id'>): void =>
+      void this.#healer.send(ctx, session, link, record, { jsonrpc: '2.0', id: request.id, ...response }).catch(() => undefined);
+    if (request.method === 'ping') return answer({ result: {} });
+    const calls = session.callsOn(link.name, record);
+    if (calls.length === 1 && calls[0]!.askFromStream(request)) return;
+    const why =
+      calls.length === 0
+        ? 'no call of this client is in flight to ask it in: a 2026-07-28 client is asked for input only in the answer to a call'
+        : `the gateway cannot tell which of ${calls.length} calls in flight this request is for (the client speaks 2026-07-28: it is asked in the answer to a call, and this request came on the session's stream)`;
+    answer({ error: { code: INTERNAL_ERROR, message: why } });
   }
 
   /**

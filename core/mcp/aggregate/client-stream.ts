@@ -15,7 +15,7 @@ import { GatewayError } from '../../errors.ts';
 import { addCorsHeaders } from '../../http/cors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import { upstreamError } from '../../upstream/upstreams.ts';
-import type { JsonRpcMessage } from '../jsonrpc.ts';
+import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { saysSessionLost, type BackendLink } from './backend-link.ts';
@@ -47,6 +47,8 @@ export interface ModernListen {
   subscribe(link: BackendLink, uris: readonly string[], record: BackendSessionRecord): void;
   /** The subscription ended (the client left, or the gateway ended it). */
   ended(): void;
+  /** A legacy backend asked the client something on its session's stream, which this listen holds (it is asked in a call, not here). */
+  request(link: BackendLink, record: BackendSessionRecord, request: JsonRpcRequest): void;
 }
 
 /** The GET stream of one backend session, feeding the client's stream. */
@@ -236,6 +238,11 @@ export class ClientStream implements SessionStream, OpenStream {
     const message = eventMessage(event);
     if (message !== null) this.#observe(this.#session, message);
     if (this.#listen !== null) {
+      // A legacy backend's request: never on a subscription (2026-07-28), but maybe for a call of the session.
+      if (message !== null && 'method' in message && 'id' in message && !isModernVersion(stream.record.protocolVersion)) {
+        this.#listen.request(link, stream.record, message as JsonRpcRequest);
+        return;
+      }
       // A subscription carries only what its filter asks for, each tagged with its id.
       if (message !== null && wanted(this.#listen.spec.filter, message)) {
         this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(tagged(message, this.#listen.spec.subscriptionId)) }));

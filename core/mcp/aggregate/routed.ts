@@ -33,7 +33,7 @@ import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
-import type { AggregatedSession } from './session.ts';
+import type { AggregatedSession, AskableCall } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { isModernVersion, logWanted } from '../era.ts';
 import { isInputRequired } from './input-relay.ts';
@@ -84,7 +84,7 @@ export interface RouteListener {
 
 type Mode = 'json' | 'sse' | 'refused';
 
-export class RoutedExchange extends Exchange implements HookedEventsHost, OpenStream {
+export class RoutedExchange extends Exchange implements HookedEventsHost, OpenStream, AskableCall {
   /** The client's request this answers: the retry's, once a parked call resumes. */
   ctx: Context;
   readonly link: BackendLink;
@@ -119,8 +119,12 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
    * backend sends meanwhile, replayed into the retry's answer; null while not parked.
    */
   #held: SseEvent[] | null = null;
-  /** The backend's stream ended while the call was parked. */
+  /** The backend's stream (or JSON answer) ended while the call was parked. */
   #endedParked = false;
+  /** A retry resumed the call: its answer goes to the retry as an event stream (opened at the resumption). */
+  #resumed = false;
+  /** Requests for input that came on the backend session's own stream while the call was parked: asked next. */
+  #asks: JsonRpcRequest[] | null = null;
   /** Keys of the backend's requests already asked of the client (input_required keys stay unique). */
   #asked = 0;
   /** Which responses this exchange carries: its request's, or, resumed, those that broke off. */
@@ -232,13 +236,18 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
         this.#refused();
         return;
       case 'json':
+        // Parked on a request that came on the backend session's stream: the answer waits for the retry.
+        if (this.#held !== null) {
+          this.#endedParked = true;
+          return;
+        }
         this.#json();
     }
   }
 
   /** The whole JSON answer is here: it must be this request's response (or say the session is lost). */
   #json(): void {
-    if (this.#passesAsBytes()) {
+    if (this.#passesAsBytes() && !this.#resumed) {
       const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#size);
       const spliced = completeResultBytes(body, JSON.stringify(this.ctx.rpcId));
       if (spliced !== null) {
@@ -261,15 +270,17 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" answered with something other than a JSON-RPC response`, { detail: text.slice(0, 200), extra: { backend: this.link.name } }), null);
       return;
     }
-    const response = value as JsonRpcResponse;
+    let response = value as JsonRpcResponse;
     if (this.#lost(response, '')) return;
-    if (response.id !== this.ctx.rpcId) {
+    if (response.id !== this.#backendId) {
       this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" answered a request other than this one`, { detail: `id ${JSON.stringify(response.id)}`.slice(0, 200), extra: { backend: this.link.name } }), null);
       return;
     }
     if (this.#handsOver(response)) return;
     this.#noteTask(response);
     this.#done(null);
+    // Resumed: the answer is the retry's, under its id.
+    if (this.#resumed) response = { ...response, id: this.ctx.rpcId };
     this.#respond(response);
   }
 
@@ -354,6 +365,11 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     // Written from what the hooks passed (or what was read), never the backend's bytes.
     // A response no hook touched is the one this exchange parsed: it is completed in place.
     const shaped = this.ctx.envelope === null ? response : this.#hooks === null ? completeOwned(response) : completed(response);
+    if (this.#resumed) {
+      // The retry's answer is an event stream already (resumeWith): the response is its last event.
+      if (!this.ctx.res.writableEnded) this.ctx.res.end(formatSseEvent({ event: 'message', data: JSON.stringify(shaped) }));
+      return;
+    }
     this.#writeBody(Buffer.from(JSON.stringify(shaped)));
   }
 
@@ -435,11 +451,32 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     if (state === null) return '';
     const { id: _id, jsonrpc: _jsonrpc, ...embedded } = request;
     const answer = { jsonrpc: '2.0', id: this.ctx.rpcId, result: { resultType: 'input_required', inputRequests: { [key]: embedded }, requestState: state } };
-    // The client's answer ends here; the backend's stream does not: what it sends is held.
+    // The client's answer ends here; the backend's stream (or pending JSON answer) does not: what it sends is held.
     this.#held = [];
     if (this.ctx.inflight === this) this.ctx.inflight = null;
-    if (!this.ctx.res.writableEnded) this.ctx.res.end(formatSseEvent({ event: 'message', data: JSON.stringify(answer) }));
+    const res = this.ctx.res;
+    if (res.writableEnded) return '';
+    // On an event stream (the call's, or a resumed one's) as its last event; else, a JSON answer not begun yet, as the whole answer.
+    if (res.headersSent) res.end(formatSseEvent({ event: 'message', data: JSON.stringify(answer) }));
+    else this.#writeBody(Buffer.from(JSON.stringify(answer)));
     return '';
+  }
+
+  /**
+   * A request for input the backend sent on its session's own stream (a legacy server in JSON
+   * response mode asks there), which the listener found this call to be the one in flight to
+   * ask it in (a modern client takes requests only as input_required answers of its calls). It
+   * is asked as one on the call's stream would be; while the call is parked, it is asked next.
+   * False when this call can take no more requests (its answer is written, or it ended).
+   */
+  askFromStream(request: JsonRpcRequest): boolean {
+    if (this.cancelled || this.#answered || this.#handedOver || this.ctx.envelope === null) return false;
+    if (this.#held !== null) {
+      (this.#asks ??= []).push(request);
+      return true;
+    }
+    this.#park(request);
+    return true;
   }
 
   #holdEvents(events: Iterable<SseEvent>): boolean {
@@ -463,6 +500,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     }
     const held = this.#held ?? [];
     this.#held = null;
+    this.#resumed = true;
     this.ctx = ctx;
     ctx.inflight = this;
     this.#events?.retarget(ctx);
@@ -471,9 +509,14 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     ctx.res.writeHead(200, list);
     ctx.res.flushHeaders();
     if (this.#events !== null) this.#events.push(held);
-    else this.write(held.map((event) => this.#render(event, null)).join(''));
-    if (this.#endedParked) this.end();
-    else this.resume();
+    else if (held.length > 0) this.write(held.map((event) => this.#render(event, null)).join(''));
+    // A request the backend's session stream brought meanwhile is the next round (unless a held one parked the call again).
+    const next = this.#held === null ? this.#asks?.shift() : undefined;
+    if (next !== undefined) this.#park(next);
+    if (this.#endedParked && this.#held === null) {
+      this.#endedParked = false;
+      this.end();
+    } else this.resume();
   }
 
   /** A parked call nobody resumed: the backend's stream is closed. */
@@ -546,6 +589,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
 
   /** Forgets the request: in-flight routing, the open stream, the context's abort hook. */
   #settle(): void {
+    this.session.callEnded(this.link.name, this);
     if (this.ctx.rpcId !== null && this.body !== null) this.session.inflight.delete(this.ctx.rpcId);
     if (this.#parser !== null) this.#streams.delete(this);
     if (this.ctx.inflight === this) this.ctx.inflight = null;

@@ -5,7 +5,7 @@
  */
 import type { Context } from '../../context.ts';
 import { EnvelopeTails, LEGACY_VERSIONS, type ClientEnvelope } from '../era.ts';
-import type { JsonRpcId, JsonRpcMessage } from '../jsonrpc.ts';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
 import type { ListCache, ListKind } from './lists.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
 
@@ -17,6 +17,20 @@ export interface SessionStream {
   deliver(backendIndex: number, message: JsonRpcMessage): void;
   /** A backend joined the session (or joined it again): its GET stream is opened. */
   backendJoined(name: string): void;
+  close(): void;
+}
+
+/** A modern client's call in flight on a legacy backend, which a request on that backend session's own stream may be for. */
+export interface AskableCall {
+  /** The backend session the call was sent on. */
+  readonly backendSession: BackendSessionRecord;
+  /** Asks the client `request` in this call (as input_required); false when the call can take none now. */
+  askFromStream(request: JsonRpcRequest): boolean;
+}
+
+/** What the session holds of a backend's stream for its modern clients (input-stream.ts). */
+export interface HeldStream {
+  readonly record: BackendSessionRecord;
   close(): void;
 }
 
@@ -58,6 +72,36 @@ export class AggregatedSession {
   listVersion = 0;
   /** What its initialize answered, in the process that created it (server/discover reuses it). */
   initializeResult: Record<string, unknown> | null = null;
+  /** Modern clients' calls in flight that may be asked for input, by backend (made when first needed). */
+  #calls: Map<string, Set<AskableCall>> | null = null;
+
+  /** A modern client's call that may be asked for input was sent to backend `name`. */
+  callStarted(name: string, call: AskableCall): void {
+    const calls = (this.#calls ??= new Map());
+    let set = calls.get(name);
+    if (set === undefined) calls.set(name, (set = new Set()));
+    set.add(call);
+  }
+
+  /** The call ended (answered, failed, or its client left while it was parked). */
+  callEnded(name: string, call: AskableCall): void {
+    const set = this.#calls?.get(name);
+    if (set === undefined || !set.delete(call)) return;
+    if (set.size === 0) this.#calls!.delete(name);
+  }
+
+  /** The calls in flight on backend `name`'s session `record`. */
+  callsOn(name: string, record: BackendSessionRecord): AskableCall[] {
+    const set = this.#calls?.get(name);
+    return set === undefined ? [] : [...set].filter((call) => call.backendSession === record);
+  }
+
+  /**
+   * The streams the gateway holds on legacy backends' sessions for its modern clients, by backend
+   * (input-stream.ts), or the time one was refused (performance.now()): not asked again at once.
+   */
+  readonly heldStreams = new Map<string, HeldStream | { readonly refusedAt: number; readonly record: BackendSessionRecord }>();
+
   #tails: EnvelopeTails | null = null;
 
   /** How its modern clients write their envelope, for cutting it out of their bytes (era.ts). */
@@ -242,6 +286,8 @@ export class AggregatedSession {
   close(): void {
     this.stream?.close();
     this.stream = null;
+    for (const held of [...this.heldStreams.values()]) if ('close' in held) held.close();
+    this.heldStreams.clear();
   }
 }
 
