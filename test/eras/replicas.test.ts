@@ -30,6 +30,8 @@ interface Routed {
 describe('eras across replicas: requests for input answered through the other replica', () => {
   let redis: LocalRedis | Skip;
   let legacy: SdkServer;
+  /** A legacy backend in JSON response mode: it asks on its session's stream, which the replica of the call holds. */
+  let json: SdkServer;
   let modern: Sdk2Server;
   const replicas: RunningVmcp[] = [];
   let balancer: Server;
@@ -40,13 +42,14 @@ describe('eras across replicas: requests for input answered through the other re
     redis = await openLocalRedis();
     if ('skip' in redis) return;
     legacy = await startSdkServer({ name: 'l', tools: ['echo', 'elicit'] });
+    json = await startSdkServer({ name: 'j', tools: ['elicit'], jsonResponse: true });
     modern = await startSdk2Server({ name: 'm', posture: 'modern' });
     const port = await freePort();
     url = `http://127.0.0.1:${port}/mcp`;
     for (let i = 0; i < 2; i++) {
       replicas.push(
         await startTestGateway({
-          backends: [{ name: 'l', url: legacy.url }, { name: 'm', url: modern.url }],
+          backends: [{ name: 'l', url: legacy.url }, { name: 'm', url: modern.url }, { name: 'j', url: json.url }],
           incomingAuth: `  incomingAuth: {type: anonymous, resourceUrl: "${url}"}`,
           config: `session: {storage: {type: redis, redis: {addr: "${redis.config.address}", keyPrefix: "${redis.keyPrefix}"}}}`,
         }),
@@ -76,6 +79,7 @@ describe('eras across replicas: requests for input answered through the other re
     await new Promise<void>((resolve) => balancer.close(() => resolve()));
     for (const replica of replicas) await replica.stop();
     await legacy.close();
+    await json.close();
     await modern.close();
     await redis.cleanup();
   });
@@ -91,6 +95,25 @@ describe('eras across replicas: requests for input answered through the other re
       for (let i = 0; i < 2; i++) {
         const result = await client.callTool({ name: 'l_elicit', arguments: { message: `who? ${i}` } });
         assert.deepEqual(result.structuredContent, { action: 'accept', content: { name: 'Ann' } });
+      }
+    } finally {
+      await client.close();
+    }
+    const calls = routed.filter((r) => r.what === 'tools/call');
+    assert.ok(calls.some((call, i) => call.retry && i > 0 && !calls[i - 1]!.retry && calls[i - 1]!.replica !== call.replica), `a retry crossed replicas: ${JSON.stringify(calls)}`);
+  });
+
+  it('a modern client: a request asked on a JSON-mode backend\'s session stream, the retry on the other replica', async (t) => {
+    if (skipIf(t, 'skip' in redis ? redis : null)) return;
+    routed.length = 0;
+    const client = new ModernClient({ name: 'modern-json', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } as never }, capabilities: { elicitation: { form: {} }, experimental: { json: {} } } });
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Jo' } }));
+    await client.connect(new ModernTransport(new URL(url)));
+    try {
+      await client.listTools();
+      for (let i = 0; i < 2; i++) {
+        const result = await client.callTool({ name: 'j_elicit', arguments: { message: `who? ${i}` } });
+        assert.deepEqual(result.structuredContent, { action: 'accept', content: { name: 'Jo' } });
       }
     } finally {
       await client.close();
