@@ -1,7 +1,8 @@
 /**
  * Requests for input across eras when the client's requests land on different replicas (two
  * gateways sharing Redis behind a round-robin proxy): a modern client's retry of a call parked
- * on one replica reaches the other, and a legacy client's answer to a request for input held by
+ * on one replica reaches the other (asked on the call's stream, or on the session stream of a
+ * backend in JSON response mode), and a legacy client's answer to a request for input held by
  * one replica is posted to the other. Both still complete. Skipped with a reason when Redis does
  * not answer, except under CI=true.
  */
