@@ -353,9 +353,9 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   /**
    * Whether a JSON answer may reach the client as the backend's bytes, `resultType` added
    * (completeResultBytes): for a modern client, when no onResponse hook is to see it and no task
-   * is to be noted. Only a plain `{"jsonrpc","id","result"}` with this request's id, each key
-   * once, passes so; anything else is read and written anew below. What the bytes hold inside the
-   * result is the backend's, as on the transparent path: the gateway reads none of it.
+   * is to be noted. Only valid JSON that is a plain `{"jsonrpc","id","result"}` with this
+   * request's id, each key once, passes so; anything else is read and written anew below. With no
+   * hook to show it to, the gateway has nothing to read in the result but its keys.
    */
   #passesAsBytes(): boolean {
     return this.ctx.envelope !== null && this.#hooks === null && !this.#createsTask && this.ctx.rpcId !== null;
