@@ -15,6 +15,7 @@ export const CALLER = defineSlot<Caller>('registry.caller');
 
 /** The startup warnings of the two modes without claims filtering (README, registry `auth.authz.roles`). */
 const AUTH_ONLY_WARNING = 'authorization is not configured and per-entry claims filtering is disabled (auth-only mode)';
+const METRICS_REFUSED = '/metrics names every source, including those scoped to claims you do not hold: it needs superAdmin (or scrape it on the server.admin listener)';
 const ANONYMOUS_WARNING = 'auth.mode is anonymous: no authentication, every source, registry and entry is accessible to anyone (development only)';
 
 export interface RegistryAuthzConfig {
@@ -42,7 +43,11 @@ export const registryAuthz = definePlugin<RegistryAuthzConfig>({
         }
         const principal = ctx.principal;
         if (principal === null) return badBearerRequest('this resource requires a bearer token in the Authorization header');
-        ctx.set(CALLER, authenticatedCaller(mode, principal.subject, principal.claims, roles));
+        const caller = authenticatedCaller(mode, principal.subject, principal.claims, roles);
+        // /metrics on the main listener names every source and counts its entries: under full
+        // authorization it is the superAdmin's (sources are 404 to callers outside their claims).
+        if (ctx.path === '/metrics' && !caller.unrestricted) throw new GatewayError('insufficient_permissions', METRICS_REFUSED);
+        ctx.set(CALLER, caller);
         return undefined;
       },
       start() {
