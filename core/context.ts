@@ -133,6 +133,8 @@ export class Context implements ErrorTarget {
   envelope: ClientEnvelope | null;
   /** The backend exchange in flight, cancelled if the client goes away first. */
   inflight: Cancellable | null;
+  /** The MCP session this request counts against (`server.maxSessionRequests`) until it ends, or null. */
+  countedSession: string | null;
   readonly #slots: unknown[];
 
   constructor(req: HttpRequest, res: HttpResponse, scope: RequestScope, now: number) {
@@ -159,6 +161,7 @@ export class Context implements ErrorTarget {
     this.corsOrigin = null;
     this.envelope = null;
     this.inflight = null;
+    this.countedSession = null;
     this.#slots = slotCount === 0 ? EMPTY_SLOTS : new Array(slotCount);
   }
 

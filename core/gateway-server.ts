@@ -23,11 +23,12 @@
 import type { EventEmitter } from 'node:events';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
-import { WireServer, type WireHandler } from './http/wire/server.ts';
+import { WireServer, type DropReason, type WireHandler } from './http/wire/server.ts';
+import { SessionRequestLimit } from './mcp/session-request-limit.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { runHooks, type Chain, type HookOutcome } from './chain.ts';
-import type { AdminListenerConfig, ServerEngine, ServerSettings } from './config/server-settings.ts';
+import type { AdminListenerConfig, ConnectionLimits, ServerEngine, ServerSettings } from './config/server-settings.ts';
 import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
 import { ClientAddresses } from './http/client-address.ts';
@@ -64,12 +65,16 @@ export interface ServerOptions {
   admin?: AdminListenerConfig | null;
   /** Proxies whose X-Forwarded-For names the client (`server.trustedProxies`). */
   trustedProxies?: readonly string[];
+  /** What one client may hold (`server.maxConnections` and the rest); defaults as the config's. */
+  limits?: ConnectionLimits;
 }
 
 /** The server options that come from a `server` section of either configuration. */
-export function listenerOptions(settings: ServerSettings): Pick<ServerOptions, 'allowedHosts' | 'allowedOrigins' | 'shutdownGraceMs' | 'requestTimeoutMs' | 'accessLog' | 'engine' | 'admin' | 'trustedProxies'> {
-  const { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin, trustedProxies } = settings;
-  return { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin, trustedProxies };
+export function listenerOptions(
+  settings: ServerSettings,
+): Pick<ServerOptions, 'allowedHosts' | 'allowedOrigins' | 'shutdownGraceMs' | 'requestTimeoutMs' | 'accessLog' | 'engine' | 'admin' | 'trustedProxies' | 'limits'> {
+  const { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin, trustedProxies, limits } = settings;
+  return { allowedHosts, allowedOrigins, shutdownGraceMs, requestTimeoutMs, accessLog, engine, admin, trustedProxies, limits };
 }
 
 /**
@@ -124,6 +129,7 @@ interface Live extends Routes {
 interface ServerScope extends RequestScope {
   readonly metrics: GatewayMetrics;
   readonly accessLog: boolean;
+  readonly sessionLimit: SessionRequestLimit | null;
 }
 
 /** Records the request when its response is done (finished, or the client went away). */
@@ -132,6 +138,7 @@ function onResponseClose(this: TrackedResponse): void {
   this[kLive]!.inflight--;
   ctx.inflight?.cancel();
   const scope = ctx.scope as ServerScope;
+  if (ctx.countedSession !== null) scope.sessionLimit!.leave(ctx.countedSession);
   scope.metrics.inflight--;
   const seconds = (performance.now() - ctx.startedAt) / 1000;
   // 499 (nginx's "client closed request") only when the client left before any answer.
@@ -160,7 +167,15 @@ export class GatewayServer {
   constructor(options: ServerOptions) {
     this.#options = options;
     this.log = options.log;
-    this.#scope = { log: options.log, challenge: null, metrics: options.metrics, accessLog: options.accessLog, clientAddresses: new ClientAddresses(options.trustedProxies ?? []) };
+    const limits = options.limits ?? DEFAULT_LIMITS;
+    this.#scope = {
+      log: options.log,
+      challenge: null,
+      metrics: options.metrics,
+      accessLog: options.accessLog,
+      clientAddresses: new ClientAddresses(options.trustedProxies ?? []),
+      sessionLimit: limits.maxSessionRequests > 0 ? new SessionRequestLimit(limits.maxSessionRequests) : null,
+    };
     const metrics = options.metrics;
     this.#mcpMetrics = metrics.route('mcp');
     this.#builtinMetrics = metrics.route('builtin');
@@ -169,20 +184,52 @@ export class GatewayServer {
     const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     // node:http wants the head's limit within the request's.
     const headersTimeoutMs = requestTimeoutMs > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) : HEADERS_TIMEOUT_MS;
-    this.http =
-      options.engine === 'node'
-        ? createServer(
-            { noDelay: true, requestTimeout: requestTimeoutMs, headersTimeout: headersTimeoutMs, keepAliveTimeout: KEEP_ALIVE_MS, connectionsCheckingInterval: 1_000 },
-            this.#onRequest,
-          )
-        : new WireServer(this.#onRequest as WireHandler, { keepAliveTimeoutMs: KEEP_ALIVE_MS, headersTimeoutMs, requestTimeoutMs });
+    if (options.engine === 'node') {
+      // node:http enforces only the connection limit (it closes the extra socket without an answer).
+      const http = createServer(
+        { noDelay: true, requestTimeout: requestTimeoutMs, headersTimeout: headersTimeoutMs, keepAliveTimeout: KEEP_ALIVE_MS, connectionsCheckingInterval: 1_000 },
+        this.#onRequest,
+      );
+      if (limits.maxConnections > 0) http.maxConnections = limits.maxConnections;
+      http.on('drop', () => metrics.limited('max_connections'));
+      this.http = http;
+    } else {
+      const wire = new WireServer(this.#onRequest as WireHandler, {
+        keepAliveTimeoutMs: KEEP_ALIVE_MS,
+        headersTimeoutMs,
+        requestTimeoutMs,
+        maxConnections: limits.maxConnections,
+        maxPipelinedRequests: limits.maxPipelinedRequests,
+        maxStreamBuffer: limits.maxStreamBuffer,
+        sendTimeoutMs: limits.sendTimeoutMs,
+      });
+      wire.on('dropped', (reason: DropReason) => metrics.limited(reason));
+      metrics.connections = () => wire.connectionCount;
+      this.http = wire;
+    }
   }
 
   #compile(routes: Routes): Live {
     const router = new Router();
     for (const route of routes.chain.routes) router.add(route, route.plugin, this.#options.metrics.route(route.path));
     const mcp = routes.mcp;
-    return { chain: routes.chain, mcp, publicUrls: routes.publicUrls, router, mcpHandle: mcp === null ? null : (ctx) => mcp.handle(ctx), inflight: 0 };
+    const limit = this.#scope.sessionLimit;
+    let mcpHandle: Handler | null = null;
+    if (mcp !== null) {
+      // After authentication (the chain runs first): only the session's principal counts against it.
+      mcpHandle =
+        limit === null
+          ? (ctx) => mcp.handle(ctx)
+          : (ctx) => {
+              const session = ctx.head.sessionId;
+              if (session !== undefined) {
+                if (!limit.enter(session)) return tooManySessionRequests(ctx, limit.max);
+                ctx.countedSession = session;
+              }
+              return mcp.handle(ctx);
+            };
+    }
+    return { chain: routes.chain, mcp, publicUrls: routes.publicUrls, router, mcpHandle, inflight: 0 };
   }
 
   /**
@@ -424,6 +471,15 @@ export class GatewayServer {
     this.http.closeAllConnections();
     await closed;
   }
+}
+
+const DEFAULT_LIMITS: ConnectionLimits = { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 };
+
+function tooManySessionRequests(ctx: Context, max: number): GatewayError {
+  (ctx.scope as ServerScope).metrics.limited('session_requests');
+  return new GatewayError('too_many_requests', `the session has ${max} requests in flight, as many as server.maxSessionRequests allows: retry when one has ended`, {
+    headers: { 'retry-after': '1' },
+  });
 }
 
 /** Listens, or rejects with the listen error (EADDRINUSE, EACCES...). */

@@ -35,6 +35,21 @@ export interface ServerSettings {
   readonly admin: AdminListenerConfig | null;
   /** Proxies (addresses, CIDR ranges) whose X-Forwarded-For names the client (default none). */
   readonly trustedProxies: readonly string[];
+  readonly limits: ConnectionLimits;
+}
+
+/** What one client may hold of the server (`server.maxConnections` and the rest; 0: no limit). */
+export interface ConnectionLimits {
+  /** Open client connections (default 10,000): one more is answered 503 and closed. */
+  readonly maxConnections: number;
+  /** Unanswered requests on one connection before it stops being read (default 16). */
+  readonly maxPipelinedRequests: number;
+  /** Requests in flight in one MCP session, its GET stream included (default 64): more get 429. */
+  readonly maxSessionRequests: number;
+  /** Bytes waiting for a client past which a stream's next write drops the connection (default 4 MiB). */
+  readonly maxStreamBuffer: number;
+  /** How long bytes may wait for a client that takes none before the connection is dropped (default 60 s). */
+  readonly sendTimeoutMs: number;
 }
 
 /** The section's schema, with the body cap defaulting to `defaultMaxBodyBytes`; resolves to ServerSettings. */
@@ -50,6 +65,11 @@ export function serverSettingsSchema(defaultMaxBodyBytes: number) {
       admin: adminListener.optional(),
       engine: z.enum(['gatehouse', 'node']).default('gatehouse'),
       trustedProxies: z.array(trustedProxy).default([]),
+      maxConnections: z.int().min(0).default(10_000),
+      maxPipelinedRequests: z.int().min(1).max(1024).default(16),
+      maxSessionRequests: z.int().min(0).default(64),
+      maxStreamBuffer: sizeSchema.default(4 * 1024 * 1024),
+      sendTimeout: durationSchema({ allowZero: true }).default(60_000),
     })
     .transform(
       (server): ServerSettings => ({
@@ -62,6 +82,13 @@ export function serverSettingsSchema(defaultMaxBodyBytes: number) {
         engine: server.engine,
         admin: server.admin === undefined ? null : { host: server.admin.address, port: server.admin.port },
         trustedProxies: server.trustedProxies,
+        limits: {
+          maxConnections: server.maxConnections,
+          maxPipelinedRequests: server.maxPipelinedRequests,
+          maxSessionRequests: server.maxSessionRequests,
+          maxStreamBuffer: server.maxStreamBuffer,
+          sendTimeoutMs: server.sendTimeout,
+        },
       }),
     )
     .prefault({});

@@ -74,15 +74,22 @@ export class GatewayMetrics {
   readonly #backendLatency = new HistogramFamily('gatehouse_backend_response_seconds', 'Time until a backend sent its response headers, by backend', ['backend'], LATENCY_BUCKETS);
   readonly #backendOutcomes = new CounterFamily('gatehouse_backend_requests_total', 'Requests sent to backends, by backend and outcome', ['backend', 'outcome']);
   readonly #phase = new HistogramFamily('gatehouse_plugin_phase_seconds', 'Time spent in each plugin hook, by plugin and phase', ['plugin', 'phase'], PHASE_BUCKETS);
+  readonly #limited = new CounterFamily(
+    'gatehouse_limit_refusals_total',
+    'Connections and requests refused or dropped at a limit of server (max_connections, session_requests, stream_buffer, send_timeout)',
+    ['limit'],
+  );
   /** Plain counters, read by the gauges at scrape time (no metric call per request). */
   inflight = 0;
   streams = 0;
+  /** Open client connections, asked at scrape time (the server sets it when it listens). */
+  connections: (() => number) | null = null;
 
   constructor(options: { processMetrics?: boolean } = {}) {
     const registry = new client.Registry();
     this.registry = registry;
     if (options.processMetrics !== false) client.collectDefaultMetrics({ register: registry, prefix: 'gatehouse_' });
-    for (const family of [this.#requests, this.#duration, this.#backendLatency, this.#backendOutcomes, this.#phase]) {
+    for (const family of [this.#requests, this.#duration, this.#backendLatency, this.#backendOutcomes, this.#phase, this.#limited]) {
       registry.registerMetric(family as never);
     }
     const metrics = this;
@@ -95,6 +102,14 @@ export class GatewayMetrics {
       },
     });
     new client.Gauge({
+      name: 'gatehouse_connections_open',
+      help: 'Client connections open on the public listener',
+      registers: [registry],
+      collect() {
+        this.set(metrics.connections?.() ?? 0);
+      },
+    });
+    new client.Gauge({
       name: 'gatehouse_sse_streams_open',
       help: 'SSE streams open to clients',
       registers: [registry],
@@ -102,6 +117,11 @@ export class GatewayMetrics {
         this.set(metrics.streams);
       },
     });
+  }
+
+  /** A connection or request refused or dropped at one of server's limits. */
+  limited(limit: 'max_connections' | 'session_requests' | 'stream_buffer' | 'send_timeout'): void {
+    this.#limited.child(limit).value++;
   }
 
   route(name: string): RouteMetrics {

@@ -33,7 +33,7 @@ test('the minimal file resolves, with every default', async () => {
     aggregation: { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 },
     session: { ttlMs: 30 * 60_000, maxSessions: 10_000, maxSessionsPerPrincipal: 100, storage: { type: 'memory' } },
     failureHandling: { partialFailureMode: 'bestEffort', healthCheckIntervalMs: 30_000, unhealthyThreshold: 3 },
-    server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [] },
+    server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 } },
     plugins: [],
   });
 });
@@ -222,7 +222,7 @@ spec:
     db: 0,
     keyPrefix: 'gatehouse:',
   });
-  assert.deepEqual(config.server, { maxBodyBytes: 1_048_576, allowedHosts: ['*'], allowedOrigins: ['*'], shutdownGraceMs: 0, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [] });
+  assert.deepEqual(config.server, { maxBodyBytes: 1_048_576, allowedHosts: ['*'], allowedOrigins: ['*'], shutdownGraceMs: 0, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 } });
 });
 
 test('only the MCPServers of the group are backends, in document order', () => {

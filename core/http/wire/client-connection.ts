@@ -23,16 +23,18 @@ export interface ConnectionOwner {
   readonly handler: (req: WireRequest, res: WireResponse) => void;
   readonly keepAliveSeconds: number;
   readonly maxHeaderSize: number;
+  readonly maxPipelinedRequests: number;
+  readonly maxStreamBuffer: number;
   /** No new keep-alive (graceful shutdown). */
   readonly closing: boolean;
   forget(connection: Connection): void;
+  /** The connection was cut because its client stopped reading. */
+  dropped(reason: 'stream_buffer'): void;
 }
 
 const kConnection = Symbol('gatehouse.wire.connection');
 type Tagged<T> = T & { [kConnection]: Connection };
 
-/** Unanswered pipelined requests at which the connection stops reading until one is answered. */
-export const PIPELINE_LIMIT = 16;
 /**
  * Bytes a pipelined response may hold while an earlier one is still being written (an SSE stream
  * in front never ends): past it, its writes report backpressure, so the backend behind it pauses.
@@ -111,7 +113,7 @@ function onData(this: Tagged<Socket>, chunk: Buffer): void {
   if (connection.lastRequestDone) return;
   if (typeof result !== 'number') connection.malformed(result);
   // A client that pipelines without reading answers gets no more handler calls for a while.
-  else if (connection.queue.length >= PIPELINE_LIMIT) connection.pauseForPipeline();
+  else if (connection.queue.length >= connection.maxPipelined) connection.pauseForPipeline();
 }
 
 function onEnd(this: Tagged<Socket>): void {
@@ -125,7 +127,9 @@ function onEnd(this: Tagged<Socket>): void {
 }
 
 function onDrain(this: Tagged<Socket>): void {
-  this[kConnection].queue[0]?.emit('drain');
+  const connection = this[kConnection];
+  connection.blockedSince = 0;
+  connection.queue[0]?.emit('drain');
 }
 
 function onClose(this: Tagged<Socket>): void {
@@ -167,12 +171,19 @@ export class Connection implements ResponseSink, BodySource {
   lastRequest = false;
   lastRequestDone = false;
   lastActive: number;
+  /** performance.now() when a write last found the socket's buffer full, until it drains (0: not blocked). */
+  blockedSince = 0;
+  /** Bytes the socket had handed to the kernel when `blockedSince` was last set. */
+  #sentWhenBlocked = 0;
+  /** Unanswered requests at which reading pauses until one is answered (`maxPipelinedRequests`). */
+  readonly maxPipelined: number;
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
   #paused = 0;
   #gone = false;
 
   constructor(socket: Socket, owner: ConnectionOwner) {
     this.#owner = owner;
+    this.maxPipelined = owner.maxPipelinedRequests;
     this.socket = socket as Tagged<Socket>;
     this.socket[kConnection] = this;
     socket.setNoDelay(true);
@@ -286,7 +297,7 @@ export class Connection implements ResponseSink, BodySource {
   // ---- ResponseSink ----
 
   send(response: WireResponse, data: string | Buffer, last: boolean): boolean {
-    if (this.#gone || this.socket.writableEnded) return false;
+    if (this.#gone || this.socket.writableEnded || this.socket.destroyed) return false;
     if (this.queue[0] !== response) {
       // A pipelined response waits for the ones before it, within bounds.
       let held = this.#held.get(response);
@@ -306,9 +317,36 @@ export class Connection implements ResponseSink, BodySource {
       return false;
     }
     this.lastActive = performance.now();
-    if (!last) return data.length === 0 ? true : this.socket.write(data);
+    const socket = this.socket;
+    if (!last) {
+      if (data.length === 0) return true;
+      // A writer that does not wait for 'drain' (events the gateway sends itself) would make the
+      // socket buffer grow for as long as the client does not read: past the limit, it is dropped.
+      if (socket.writableLength > this.#owner.maxStreamBuffer) {
+        this.destroy();
+        this.#owner.dropped('stream_buffer');
+        return false;
+      }
+      if (socket.write(data)) return true;
+      this.#blocked();
+      return false;
+    }
     this.#finishing.push(response);
-    this.socket.write(data, this.#afterLastWrite);
+    if (!socket.write(data, this.#afterLastWrite)) this.#blocked();
+    return true;
+  }
+
+  #blocked(): void {
+    if (this.blockedSince !== 0) return;
+    this.blockedSince = this.lastActive;
+    this.#sentWhenBlocked = this.socket.bytesWritten - this.socket.writableLength;
+  }
+
+  /** Whether the client took bytes since the connection was last found blocked (and notes how many it has now). */
+  sentSinceBlocked(): boolean {
+    const sent = this.socket.bytesWritten - this.socket.writableLength;
+    if (sent === this.#sentWhenBlocked) return false;
+    this.#sentWhenBlocked = sent;
     return true;
   }
 
@@ -316,7 +354,7 @@ export class Connection implements ResponseSink, BodySource {
   #completed(response: WireResponse): void {
     if (this.queue[0] !== response) return;
     this.queue.shift();
-    if (this.queue.length < PIPELINE_LIMIT) this.#resume(PAUSED_BY_PIPELINE);
+    if (this.queue.length < this.maxPipelined) this.#resume(PAUSED_BY_PIPELINE);
     response.finished();
     response.request?.destroyRequest();
     if (!response.keepAlive) {

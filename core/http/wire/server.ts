@@ -9,6 +9,14 @@
  * `headersTimeoutMs` (slow-loris), the whole request, body included, within `requestTimeoutMs`
  * (a body that stalls holds a connection no longer than that), and an idle keep-alive
  * connection closes after `keepAliveTimeoutMs`.
+ *
+ * Resource limits an operator sets (`server.*` in the config): at most `maxConnections` open
+ * connections (one more is answered 503 and closed, so a client learns why rather than hanging);
+ * at most `maxPipelinedRequests` unanswered requests per connection (past it the connection
+ * stops being read); and a client that stops reading is dropped rather than buffered for: its
+ * connection closes when more than `maxStreamBuffer` bytes are still waiting for it when a
+ * response (an SSE stream, typically) writes again, or when what is waiting has not moved for
+ * `sendTimeoutMs` (nginx's send_timeout).
  */
 import { EventEmitter } from 'node:events';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
@@ -25,7 +33,28 @@ export interface WireServerOptions {
   requestTimeoutMs?: number;
   /** Largest request head, bytes (default 16 KiB, as node:http). */
   maxHeaderSize?: number;
+  /** Open connections at most (default 10,000; 0: no limit). */
+  maxConnections?: number;
+  /** Unanswered requests per connection before it stops being read (default 16). */
+  maxPipelinedRequests?: number;
+  /** Bytes waiting for a client past which a response's next write drops the connection (default 4 MiB). */
+  maxStreamBuffer?: number;
+  /** How long bytes waiting for a client may go without moving before the connection is dropped (default 60 s; 0: no limit). */
+  sendTimeoutMs?: number;
 }
+
+/** Why the server dropped or refused a connection (the `dropped` event). */
+export type DropReason = 'max_connections' | 'stream_buffer' | 'send_timeout';
+
+const TOO_MANY_CONNECTIONS_BODY = JSON.stringify({
+  error: 'too_many_connections',
+  error_description: 'the server has as many connections open as it allows (server.maxConnections): retry later',
+});
+const TOO_MANY_CONNECTIONS =
+  'HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n' +
+  `content-length: ${Buffer.byteLength(TOO_MANY_CONNECTIONS_BODY)}\r\nconnection: close\r\n\r\n${TOO_MANY_CONNECTIONS_BODY}`;
+
+function ignore(): void {}
 
 export type WireHandler = (req: WireRequest, res: WireResponse) => void;
 
@@ -33,12 +62,16 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
   readonly handler: WireHandler;
   readonly keepAliveSeconds: number;
   readonly maxHeaderSize: number;
+  readonly maxPipelinedRequests: number;
+  readonly maxStreamBuffer: number;
   closing = false;
   readonly #net: NetServer;
   readonly #connections = new Set<Connection>();
   readonly #keepAliveMs: number;
   readonly #headersMs: number;
   readonly #requestMs: number;
+  readonly #sendMs: number;
+  readonly #maxConnections: number;
   #sweeper: NodeJS.Timeout | null = null;
 
   constructor(handler: WireHandler, options: WireServerOptions = {}) {
@@ -49,7 +82,15 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
     this.#requestMs = options.requestTimeoutMs ?? 60_000;
     this.keepAliveSeconds = Math.floor(this.#keepAliveMs / 1000);
     this.maxHeaderSize = options.maxHeaderSize ?? 16 * 1024;
+    this.maxPipelinedRequests = options.maxPipelinedRequests ?? 16;
+    this.maxStreamBuffer = options.maxStreamBuffer ?? 4 * 1024 * 1024;
+    this.#sendMs = options.sendTimeoutMs ?? 60_000;
+    this.#maxConnections = options.maxConnections ?? 10_000;
     this.#net = createNetServer({ allowHalfOpen: true, noDelay: true }, (socket: Socket) => {
+      if (this.#maxConnections > 0 && this.#connections.size >= this.#maxConnections) {
+        this.#refuse(socket);
+        return;
+      }
       this.#connections.add(new Connection(socket, this));
     });
     this.#net.on('error', (err) => this.emit('error', err));
@@ -68,8 +109,27 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
     return this.#net.address();
   }
 
+  /** Open connections (the `gatehouse_connections_open` gauge). */
+  get connectionCount(): number {
+    return this.#connections.size;
+  }
+
   forget(connection: Connection): void {
     this.#connections.delete(connection);
+  }
+
+  /** A connection was cut for a limit (a stream's client stopped reading). */
+  dropped(reason: DropReason): void {
+    this.emit('dropped', reason);
+  }
+
+  /** One connection too many: a 503 that says so, and close (the socket never reaches a parser). */
+  #refuse(socket: Socket): void {
+    socket.on('error', ignore);
+    socket.end(TOO_MANY_CONNECTIONS);
+    // A client that never reads its refusal does not keep the socket.
+    setTimeout(() => socket.destroy(), 5_000).unref();
+    this.emit('dropped', 'max_connections');
   }
 
   #sweep(): void {
@@ -79,6 +139,14 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
         connection.malformed(Object.assign(new Error('request head not complete in time'), { code: 'HPE_HEADERS_TIMEOUT' }));
       } else if (this.#requestMs > 0 && connection.request !== null && now - connection.requestStartedAt > this.#requestMs) {
         connection.requestTimedOut(this.#requestMs);
+      } else if (this.#sendMs > 0 && connection.blockedSince !== 0 && now - connection.blockedSince > this.#sendMs) {
+        // What is waiting for the client has not moved for that long: a reader that stopped is
+        // dropped (a slow one that still takes bytes gets another period).
+        if (connection.sentSinceBlocked()) connection.blockedSince = now;
+        else {
+          connection.destroy();
+          this.dropped('send_timeout');
+        }
       } else if (connection.idle && now - connection.lastActive > this.#keepAliveMs) {
         connection.destroy();
       }
