@@ -39,8 +39,15 @@ export async function importPlugin(module: string, source: string): Promise<Plug
   return definition;
 }
 
-/** Validates each plugin's config (all problems at once), then creates the plugins in order. */
-export async function createPlugins(specs: readonly PluginSpec[], host: (name: string) => PluginHost): Promise<Plugin[]> {
+/**
+ * Validates each plugin's config (all problems at once), then creates the plugins in order;
+ * `existing` gives the instance to take instead of creating one (a plugin kept across reloads).
+ */
+export async function createPlugins(
+  specs: readonly PluginSpec[],
+  host: (name: string) => PluginHost,
+  existing: (definition: PluginDefinition<unknown>) => Plugin | undefined = () => undefined,
+): Promise<Plugin[]> {
   const problems: string[] = [];
   const configs: unknown[] = [];
   for (const spec of specs) {
@@ -64,7 +71,7 @@ export async function createPlugins(specs: readonly PluginSpec[], host: (name: s
   const plugins: Plugin[] = [];
   for (let i = 0; i < specs.length; i++) {
     const definition = specs[i]!.definition;
-    plugins.push(await definition.create(configs[i], host(definition.name)));
+    plugins.push(existing(definition) ?? (await definition.create(configs[i], host(definition.name))));
   }
   return plugins;
 }

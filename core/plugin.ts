@@ -85,6 +85,13 @@ export interface PluginDefinition<C = unknown> {
   readonly name: string;
   /** Schema of the plugin's config; problems are reported with the YAML path of the plugin's config. */
   readonly config?: ZodType<C>;
+  /**
+   * The instance outlives a config reload (state a new one could not rebuild: the embedded
+   * authorization server's clients, codes and tokens in memory). The reloaded generation takes
+   * the serving one's instance of the same definition as it is, started, instead of creating
+   * one; the composition root must refuse a reload that would give it another config.
+   */
+  readonly keptAcrossReloads?: boolean;
   create(config: C, host: PluginHost): MaybePromise<Plugin>;
 }
 

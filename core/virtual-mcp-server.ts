@@ -79,7 +79,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
       if (generation === current) server?.setAuthChallenge(challenge);
     };
     const build = async (next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> => {
-      const generation = await Generation.build({ config: next, log, metrics, storage, builtins, plugins: options.plugins ?? [], upstreams: options.upstreams, onChallenge });
+      const generation = await Generation.build({ config: next, log, metrics, storage, builtins, plugins: options.plugins ?? [], upstreams: options.upstreams, onChallenge, previous: current });
       live.add(generation);
       return generation;
     };

@@ -10,8 +10,10 @@
  *  - spec.server (but maxBodyBytes): the listener (engine, admin listener, timeouts, allowed
  *    hosts and origins, trusted proxies, access log); host and port are command-line flags;
  *  - spec.config.session: the session store is created once and shared by every generation;
- *  - spec.authServerConfig, present before or after: the embedded authorization server keeps its
- *    clients, codes and tokens in its plugin, which a new generation would start afresh.
+ *  - spec.authServerConfig added, removed or changed, and with it the incomingAuth fields it is
+ *    built from (resourceUrl, scopes): the embedded authorization server may keep its clients,
+ *    codes and tokens in its plugin, which a reload carries over as it is (keptAcrossReloads),
+ *    so it can only carry over the same server.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { BackendConfig, VmcpConfig } from '../config/vmcp-types.ts';
@@ -47,10 +49,18 @@ export function restartNeeded(current: VmcpConfig, next: VmcpConfig): RestartNee
     found.push({ path: `${where} spec.server`, reason: 'the listener settings changed (only maxBodyBytes reloads)' });
   }
   if (!isDeepStrictEqual(current.session, next.session)) found.push({ path: `${where} spec.config.session`, reason: 'the session store is created once and shared by every reload' });
-  if (current.authServer !== null || next.authServer !== null) {
-    found.push({ path: `${where} spec.authServerConfig`, reason: 'a server with an embedded authorization server reloads nothing: its clients, codes and tokens live in its plugin' });
+  if (!isDeepStrictEqual(current.authServer, next.authServer)) {
+    found.push({ path: `${where} spec.authServerConfig`, reason: 'the embedded authorization server changed: it keeps its clients, codes and tokens, and a reload carries over only the same server' });
+  } else if (next.authServer !== null && !isDeepStrictEqual(authServerInputs(current), authServerInputs(next))) {
+    found.push({ path: `${where} spec.incomingAuth`, reason: 'resourceUrl or scopes changed, which the embedded authorization server is built from' });
   }
   return found;
+}
+
+/** The parts of incomingAuth the embedded authorization server is built from. */
+function authServerInputs(config: VmcpConfig): unknown {
+  const incoming = config.incomingAuth;
+  return { resourceUrl: incoming.resourceUrl, scopes: incoming.type === 'oidc' ? incoming.scopes : null };
 }
 
 function backendKey(backend: BackendConfig): unknown {

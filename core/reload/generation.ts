@@ -18,7 +18,7 @@ import type { AggregatedEndpoint } from '../mcp/aggregate/aggregated-endpoint.ts
 import { needsAggregation } from '../mcp/aggregate/config.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
 import { createPlugins, importPlugin, type PluginSpec } from '../plugin-loader.ts';
-import type { MaybePromise, Plugin } from '../plugin.ts';
+import type { MaybePromise, Plugin, PluginDefinition } from '../plugin.ts';
 import { Upstreams, type UpstreamOptions } from '../upstream/upstreams.ts';
 import { storageFor } from './sessions.ts';
 
@@ -34,6 +34,8 @@ export interface GenerationOptions {
   readonly upstreams?: Partial<UpstreamOptions>;
   /** Told when a plugin of this generation sets the auth challenge. */
   readonly onChallenge: (generation: Generation, challenge: AuthChallenge) => void;
+  /** The generation serving now (a reload): its plugins kept across reloads are taken over. */
+  readonly previous?: Generation | null;
 }
 
 export function mcpPathOf(config: VmcpConfig): string {
@@ -65,6 +67,10 @@ export class Generation {
   #startHealth: (() => void) | null = null;
   #activate: ((endpoint: AggregatedEndpoint) => void) | null = null;
   #plugins: Plugin[] = [];
+  /** Plugins built for this generation's definitions, for the next generation to take over the kept ones. */
+  readonly #byDefinition = new Map<PluginDefinition<unknown>, Plugin>();
+  /** Plugins taken over from the previous generation: started already, and its until this one serves. */
+  #inherited: { readonly from: Generation; readonly plugins: Plugin[] } | null = null;
   /** Metrics a plugin registered under a name the serving generation's plugin holds: they take it over on activate. */
   readonly #metricsToTakeOver: Parameters<Registry['registerMetric']>[0][] = [];
   readonly #started: Plugin[] = [];
@@ -101,7 +107,15 @@ export class Generation {
     for (const ref of config.plugins) {
       fromConfig.push({ definition: await importPlugin(ref.module, ref.yamlPath), config: ref.config, source: ref.yamlPath });
     }
-    this.#plugins = await createPlugins([...options.builtins, ...fromConfig, ...options.plugins], (name) => ({
+    const previous = options.previous ?? null;
+    const inherited: Plugin[] = [];
+    const existing = (definition: PluginDefinition<unknown>): Plugin | undefined => {
+      const plugin = definition.keptAcrossReloads === true && previous !== null ? previous.#byDefinition.get(definition) : undefined;
+      if (plugin !== undefined) inherited.push(plugin);
+      return plugin;
+    };
+    const specs = [...options.builtins, ...fromConfig, ...options.plugins];
+    this.#plugins = await createPlugins(specs, (name) => ({
       log: log.child({ plugin: name }),
       metrics: this.#registryFor(metrics.registry),
       mcpPath: this.mcpPath,
@@ -111,7 +125,9 @@ export class Generation {
         this.challenge = challenge;
         options.onChallenge(this, challenge);
       },
-    }));
+    }), existing);
+    specs.forEach((spec, i) => this.#byDefinition.set(spec.definition, this.#plugins[i]!));
+    if (previous !== null && inherited.length > 0) this.#inherited = { from: previous, plugins: inherited };
     const chain = new Chain(this.#plugins, metrics.phaseTimer);
     this.#chain = chain;
     // Plugins stop last: what a resource does while it closes may still run hooks.
@@ -164,7 +180,9 @@ export class Generation {
 
   /** Starts the plugins in order and the health monitor; on failure, what started is stopped and the error thrown. */
   async start(): Promise<void> {
+    const inherited = this.#inherited?.plugins ?? [];
     for (const plugin of this.#plugins) {
+      if (inherited.includes(plugin)) continue; // running already, in the serving generation
       await plugin.start?.();
       this.#started.push(plugin);
     }
@@ -173,6 +191,13 @@ export class Generation {
 
   /** This generation serves from now on (relay messages, session expiry, its plugins' metrics). */
   activate(): void {
+    // The plugins taken over are this generation's from now on: it stops them, the previous one no longer does.
+    const inherited = this.#inherited;
+    if (inherited !== null) {
+      this.#inherited = null;
+      inherited.from.#release(inherited.plugins);
+      this.#started.push(...inherited.plugins);
+    }
     this.#activate?.(this.#aggregated!);
     for (const metric of this.#metricsToTakeOver.splice(0)) {
       this.#registry?.removeSingleMetric(nameOf(metric));
@@ -217,6 +242,14 @@ export class Generation {
       }
     })();
     return this.#closing;
+  }
+
+  /** `plugins` now belong to the generation that took them over: closing this one leaves them running. */
+  #release(plugins: readonly Plugin[]): void {
+    for (const plugin of plugins) {
+      const i = this.#started.indexOf(plugin);
+      if (i !== -1) this.#started.splice(i, 1);
+    }
   }
 
   #own(what: string, undo: Undo): void {

@@ -100,6 +100,9 @@ export function metadataPaths(issuerPath: string): string[] {
 
 export const authServer = definePlugin<AuthServerPluginConfig>({
   name: 'auth-server',
+  // Its clients, codes, sessions and tokens may live in this process (memory storage): a reload
+  // keeps the running server (the config reload refuses a change to what it was built from).
+  keptAcrossReloads: true,
   async create(given, host) {
     const config = { ...given, scopes: given.scopes.length > 0 ? given.scopes : DEFAULT_SCOPES };
     const { authServer: settings } = config;

@@ -1,4 +1,10 @@
-/** The built-in plugins a vMCP config asks for, in chain order (incoming auth first). */
+/**
+ * The built-in plugins a vMCP config asks for, in chain order (incoming auth first). Across
+ * reloads (`VmcpBuiltins`), what the embedded authorization server shares with the other plugins
+ * is made once: its keys (generated ones too, else incoming auth would refuse the tokens the
+ * kept server goes on signing) and the handle its upstream tokens are read through.
+ */
+import { isDeepStrictEqual } from 'node:util';
 import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { anonymousAuth } from '../incoming-auth/anonymous.ts';
@@ -11,16 +17,47 @@ import { staticCredentials } from '../outgoing-auth/static-credentials.ts';
 import { tokenExchange, type TokenExchangePluginConfig } from '../outgoing-auth/token-exchange.ts';
 import { upstreamInject, type UpstreamInjectConfig } from '../outgoing-auth/upstream-inject.ts';
 
+/** What the plugins of one configuration share with the embedded authorization server. */
+interface Shared {
+  readonly authServer: VmcpConfig['authServer'];
+  readonly keys: ReturnType<typeof loadServerKeys> | null;
+  readonly upstreamTokens: UpstreamTokenHandle;
+}
+
+/** The built-ins of each configuration a process serves, its reloads included. */
+export class VmcpBuiltins {
+  #shared: Shared | null = null;
+
+  /** The plugins for `config`; the authorization server's keys and token handle carry over while its config is the same. */
+  for(config: VmcpConfig): PluginSpec[] {
+    const previous = this.#shared;
+    const shared: Shared =
+      previous !== null && isDeepStrictEqual(previous.authServer, config.authServer)
+        ? previous
+        : {
+            authServer: config.authServer,
+            // With the embedded authorization server, incoming auth checks its tokens with its keys, in
+            // this process (validate made incomingAuth oidc inline, with the server's issuer).
+            keys: config.authServer === null ? null : loadServerKeys(config.authServer.signingKeys, config.authServer.hmacSecrets),
+            upstreamTokens: new UpstreamTokenHandle(),
+          };
+    this.#shared = shared;
+    return builtinsWith(config, shared);
+  }
+}
+
+/** The built-ins of one configuration, served once (no reload). */
 export function vmcpBuiltins(config: VmcpConfig): PluginSpec[] {
+  return new VmcpBuiltins().for(config);
+}
+
+function builtinsWith(config: VmcpConfig, shared: Shared): PluginSpec[] {
   const where = `VirtualMCPServer/${config.name}`;
   const specs: PluginSpec[] = [];
 
   const incoming = config.incomingAuth;
   const authServerConfig = config.authServer;
-  // With the embedded authorization server, incoming auth checks its tokens with its keys, in
-  // this process (validate made incomingAuth oidc inline, with the server's issuer).
-  const keys = authServerConfig === null ? null : loadServerKeys(authServerConfig.signingKeys, authServerConfig.hmacSecrets);
-  const upstreamTokens = new UpstreamTokenHandle();
+  const { keys, upstreamTokens } = shared;
   if (incoming.type === 'anonymous') {
     specs.push({ definition: anonymousAuth, config: undefined, source: `${where} spec.incomingAuth` });
   } else {

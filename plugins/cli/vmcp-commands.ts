@@ -3,7 +3,7 @@
  */
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { startVmcp } from '../../core/virtual-mcp-server.ts';
-import { vmcpBuiltins } from './vmcp-builtins.ts';
+import { VmcpBuiltins } from './vmcp-builtins.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { fileReload } from './reload.ts';
 import { loadConfig, serve } from './serve.ts';
@@ -19,10 +19,11 @@ export function vmcpServe(options: ServeOptions): Promise<void> {
     options,
     validateVmcpFile,
     async (config, log) => {
-      const running = await startVmcp({ config, host: options.host, port: options.port, log, builtins: vmcpBuiltins(config) });
+      const builtins = new VmcpBuiltins();
+      const running = await startVmcp({ config, host: options.host, port: options.port, log, builtins: builtins.for(config) });
       return {
         stop: () => running.stop(),
-        reload: fileReload(options.config, validateVmcpFile, (next) => running.reload(next, vmcpBuiltins(next)), log),
+        reload: fileReload(options.config, validateVmcpFile, (next) => running.reload(next, builtins.for(next)), log),
       };
     },
     true,

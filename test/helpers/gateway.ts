@@ -11,7 +11,7 @@ import { createLogger, type Logger } from '../../core/observe/log.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
 import type { UpstreamOptions } from '../../core/upstream/upstreams.ts';
 import { startVmcp, type RunningVmcp } from '../../core/virtual-mcp-server.ts';
-import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
+import { VmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 
 export interface TestBackend {
   name: string;
@@ -85,6 +85,8 @@ export interface StartOptions extends VmcpYamlOptions {
   logLevel?: 'silent' | 'debug' | 'info' | 'warn';
   /** Connection limits toward the backends (small ones, to reach them in a test). */
   upstreams?: Partial<UpstreamOptions>;
+  /** The built-ins of this gateway and its reloads (what `gatehouse vmcp serve` keeps across reloads); default a fresh one. */
+  builtins?: VmcpBuiltins;
 }
 
 export async function startTestGateway(options: StartOptions): Promise<RunningVmcp & { file: string }> {
@@ -98,7 +100,7 @@ export async function startTestGateway(options: StartOptions): Promise<RunningVm
     config,
     port: options.port ?? 0,
     log: options.log ?? createLogger(level),
-    builtins: vmcpBuiltins(config),
+    builtins: (options.builtins ?? new VmcpBuiltins()).for(config),
     ...(options.plugins ? { plugins: options.plugins } : {}),
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
   });

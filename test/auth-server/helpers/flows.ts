@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
+import type { VmcpBuiltins } from '../../../plugins/cli/vmcp-builtins.ts';
 import { startTestGateway, type TestBackend } from '../../helpers/gateway.ts';
 import { captureLog, type CapturedLog } from '../../store/helpers/log.ts';
 import { Browser } from './browser.ts';
@@ -33,6 +34,8 @@ export interface YamlGatewayOptions {
   readonly moreBackends?: readonly TestBackend[];
   readonly documents?: string;
   readonly log?: CapturedLog;
+  /** The built-ins the gateway starts with, kept for its reloads. */
+  readonly builtins?: VmcpBuiltins;
 }
 
 export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVmcp> {
@@ -41,6 +44,7 @@ export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVm
   return startTestGateway({
     port: o.port,
     log: (o.log ?? captureLog('info')).log,
+    ...(o.builtins === undefined ? {} : { builtins: o.builtins }),
     backends: [{ name: 'echo', url: o.backendUrl, ...(o.upstreamInject === true ? { externalAuthConfigRef: 'corp-inject' } : {}) }, ...(o.moreBackends ?? [])],
     incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${issuer}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${issuer}/mcp"}}`,
     spec:
