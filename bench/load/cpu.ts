@@ -8,73 +8,19 @@
  * - A target names root pids; accounting covers the roots and all their descendants found at
  *   snapshot time (nginx master + worker; a gateway that re-executes itself).
  * - Peak RSS: VmHWM of /proc/<pid>/status, summed over the process tree.
+ *
+ * /proc/<pid>/stat is read by `gatehouse bench`'s own accounting (plugins/cli/bench/cpu.ts):
+ * one parser for both.
  */
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-
-let clkTck: number | undefined;
+import { readFileSync } from 'node:fs';
+import { clockTicks, stat as readStat, tree } from '../../plugins/cli/bench/cpu.ts';
 
 /** Clock ticks per second of /proc/<pid>/stat times. */
-export function clockTicksPerSecond(): number {
-  if (clkTck === undefined) {
-    try {
-      const n = Number.parseInt(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim(), 10);
-      clkTck = Number.isFinite(n) && n > 0 ? n : 100;
-    } catch {
-      clkTck = 100;
-    }
-  }
-  return clkTck;
-}
-
-interface ProcStat {
-  ppid: number;
-  /** utime + stime in clock ticks */
-  ticks: number;
-  /** cutime + cstime: CPU of exited children this process has waited for */
-  childTicks: number;
-}
-
-/** Parses /proc/<pid>/stat; undefined when the process is gone. */
-function readStat(pid: number): ProcStat | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // The command name (field 2) is in parentheses and may itself contain spaces or ')'.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is field 3 (state): field N is fields[N - 3].
-  const ppid = Number(fields[1]);
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  return { ppid, ticks: utime + stime, childTicks: Number(fields[13]) + Number(fields[14]) };
-}
+export const clockTicksPerSecond = clockTicks;
 
 /** The roots and all their live descendants. */
 export function processTree(roots: readonly number[]): number[] {
-  const byParent = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    const st = readStat(pid);
-    if (st === undefined) continue;
-    const list = byParent.get(st.ppid);
-    if (list === undefined) byParent.set(st.ppid, [pid]);
-    else list.push(pid);
-  }
-  const out: number[] = [];
-  const queue = [...roots];
-  const seen = new Set<number>();
-  while (queue.length > 0) {
-    const pid = queue.shift();
-    if (pid === undefined || seen.has(pid)) continue;
-    seen.add(pid);
-    out.push(pid);
-    queue.push(...(byParent.get(pid) ?? []));
-  }
-  return out;
+  return tree(...roots);
 }
 
 /** CPU ticks per pid of a process tree at one instant. */

@@ -3,13 +3,15 @@
  * /proc/<pid>/stat, which cover every thread of the process (the event loop, libuv's pool,
  * V8's GC and compiler threads). In clock ticks (`getconf CLK_TCK`, usually 100: 10 ms), so a
  * measured run of several seconds keeps the rounding well under 1 %. Elsewhere: null.
+ * The repository's own benchmarks (bench/load/cpu.ts) read /proc through the same functions.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 let ticksPerSecond: number | undefined;
 
-function clockTicks(): number {
+/** Clock ticks per second of /proc/<pid>/stat times. */
+export function clockTicks(): number {
   if (ticksPerSecond === undefined) {
     try {
       const n = Number.parseInt(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim(), 10);
@@ -21,8 +23,16 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
-/** ppid and utime + stime (ticks) of a pid, or undefined when it is gone. */
-function stat(pid: number): { ppid: number; ticks: number } | undefined {
+export interface ProcStat {
+  readonly ppid: number;
+  /** utime + stime, in clock ticks. */
+  readonly ticks: number;
+  /** cutime + cstime: the CPU of exited children this process has waited for. */
+  readonly childTicks: number;
+}
+
+/** What /proc/<pid>/stat says of a pid, or undefined when it is gone. */
+export function stat(pid: number): ProcStat | undefined {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -31,24 +41,30 @@ function stat(pid: number): { ppid: number; ticks: number } | undefined {
   }
   // Field 2, the command, is in parentheses and may hold spaces: fields are counted after it.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+  return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), childTicks: Number(fields[13]) + Number(fields[14]) };
 }
 
 export const cpuAvailable = (): boolean => process.platform === 'linux' && existsSync('/proc/self/stat');
 
-/** `root` and its live descendants. */
-function tree(root: number): number[] {
+/** The `roots` and their live descendants. */
+export function tree(...roots: number[]): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     const s = stat(pid);
-    if (s !== undefined) children.set(s.ppid, [...(children.get(s.ppid) ?? []), pid]);
+    if (s === undefined) continue;
+    const list = children.get(s.ppid);
+    if (list === undefined) children.set(s.ppid, [pid]);
+    else list.push(pid);
   }
   const out: number[] = [];
-  const queue = [root];
+  const seen = new Set<number>();
+  const queue = [...roots];
   while (queue.length > 0) {
     const pid = queue.shift()!;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
     out.push(pid);
     queue.push(...(children.get(pid) ?? []));
   }
