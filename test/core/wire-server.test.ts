@@ -339,6 +339,24 @@ describe('wire server', () => {
     }
   });
 
+  it('writes header values as latin1 bytes whether or not a body follows (as node:http does)', async () => {
+    for (const respond of [
+      (res: WireResponse) => res.writeHead(204, { 'x-name': 'caf\u00e9' }).end(),
+      (res: WireResponse) => res.writeHead(200, { 'x-name': 'caf\u00e9' }).end('body'),
+      (res: WireResponse) => {
+        res.writeHead(200, { 'x-name': 'caf\u00e9', 'content-type': 'text/event-stream' });
+        res.flushHeaders();
+        setTimeout(() => res.end(), 20);
+      },
+    ]) {
+      handler = (_req, res) => respond(res);
+      const out = await exchange('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      // exchange() reads latin1: one byte 0xE9 reads back as é; its UTF-8 encoding would read as Ã©.
+      assert.match(out, /x-name: caf\u00e9\r\n/);
+      assert.doesNotMatch(out, /\u00c3/);
+    }
+  });
+
   it('ignores Upgrade (RFC 9110 §7.8): a websocket GET and an h2c POST are served as HTTP/1.1, and are the connection\'s last', async () => {
     const seen: string[] = [];
     handler = (req, res) => void readBody(req).then((body) => (seen.push(`${req.method} ${req.url}`), res.end(`${req.method} ${req.url} ${body}`)));

@@ -327,12 +327,13 @@ export class Connection implements ResponseSink, BodySource {
         this.#owner.dropped('stream_buffer');
         return false;
       }
-      if (socket.write(data)) return true;
+      // A string is a response head (bodies are Buffers by now): header bytes are latin1, as node:http writes them.
+      if (typeof data === 'string' ? socket.write(data, 'latin1') : socket.write(data)) return true;
       this.#blocked();
       return false;
     }
     this.#finishing.push(response);
-    if (!socket.write(data, this.#afterLastWrite)) this.#blocked();
+    if (!(typeof data === 'string' ? socket.write(data, 'latin1', this.#afterLastWrite) : socket.write(data, this.#afterLastWrite))) this.#blocked();
     return true;
   }
 
