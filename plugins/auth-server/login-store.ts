@@ -7,7 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
-import { replicated } from './redis-adapter.ts';
+import { replicated, storage } from './redis-adapter.ts';
 import type { UpstreamIdentity, UpstreamTokens } from './upstream-providers.ts';
 
 /** One leg of a login in progress: what its callback must match. */
@@ -221,8 +221,9 @@ export class RedisLoginStore implements LoginStore {
     await replicated(this.#client, this.#durable);
   }
 
+  /** Asked by the provider (the claims of the tokens it issues): a Redis failure is its 503. */
   async identity(sub: string): Promise<UpstreamIdentity | null> {
-    const raw = await this.#client.get(`${this.#prefix}identity:${sub}`);
+    const raw = await storage(() => this.#client.get(`${this.#prefix}identity:${sub}`));
     return raw === null ? null : (JSON.parse(raw) as UpstreamIdentity);
   }
 }

@@ -6,9 +6,15 @@
  * (`consumed`, for replay detection) is a key of its own beside it with the same expiry, so a
  * payload is never rewritten. The indexes the provider needs (by uid, by user code, the records
  * of a grant) are keys too, written in the same transaction as the record.
+ *
+ * When Redis cannot answer (down, a Sentinel failover under way, a command timed out) the
+ * provider's request fails with 503 `temporarily_unavailable` and `Retry-After: 1`, not the
+ * provider's generic 500 `server_error`: the client's client, code or refresh token may well be
+ * fine, it is to try again shortly.
  */
 import type { Redis } from 'ioredis';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import requestContext from 'oidc-provider/lib/helpers/als.js';
 
 /** Sets the "consumed" mark of a record with the record's remaining lifetime (nothing when it is gone). */
 const CONSUME = `
@@ -33,6 +39,30 @@ export const REPLICATION_WAIT_MS = 1_000;
 
 export async function replicated(client: Redis, durable: boolean): Promise<void> {
   if (durable) await client.wait(1, REPLICATION_WAIT_MS);
+}
+
+/** Seconds a client is told to wait when Redis cannot answer (a Sentinel failover takes a few). */
+const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * A Redis failure as the provider answers it: 503 temporarily_unavailable (its own error class,
+ * so its error handler shows it as it is), and Retry-After on the request being handled.
+ */
+async function storageUnavailable(err: unknown): Promise<Error> {
+  const { errors } = await import('oidc-provider');
+  const unavailable = new errors.TemporarilyUnavailable("the authorization server's storage cannot be reached; try again shortly", { cause: err });
+  Object.assign(unavailable, { status: 503, statusCode: 503, expose: true });
+  (requestContext.getStore() as { set?(field: string, value: string): void } | undefined)?.set?.('retry-after', String(RETRY_AFTER_SECONDS));
+  return unavailable;
+}
+
+/** `command`'s result; a Redis failure as storageUnavailable (for what the provider reads or writes). */
+export async function storage<T>(command: () => Promise<T>): Promise<T> {
+  try {
+    return await command();
+  } catch (err) {
+    throw await storageUnavailable(err);
+  }
 }
 
 export class RedisAdapter implements Adapter {
@@ -75,47 +105,54 @@ export class RedisAdapter implements Adapter {
       // The index lives as long as its longest record (a grant outlives its tokens).
       if (ttl !== null) tx.expire(grantKey, ttl, 'NX').expire(grantKey, ttl, 'GT');
     }
-    await tx.exec();
-    await replicated(this.#client, this.#durable);
+    await storage(async () => {
+      await tx.exec();
+      await replicated(this.#client, this.#durable);
+    });
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
     const key = this.#key(id);
     if (this.#idleSeconds !== null) {
       // A registered client's use keeps it (its idle time starts again); clients are never consumed.
-      const raw = await this.#client.getex(key, 'EX', this.#idleSeconds);
+      const idle = this.#idleSeconds;
+      const raw = await storage(() => this.#client.getex(key, 'EX', idle));
       return raw === null ? undefined : (JSON.parse(raw) as AdapterPayload);
     }
-    const [raw, consumed] = await this.#client.mget(key, `${key}:consumed`);
+    const [raw, consumed] = await storage(() => this.#client.mget(key, `${key}:consumed`));
     if (raw === null || raw === undefined) return undefined;
     const payload = JSON.parse(raw) as AdapterPayload;
     return consumed === null || consumed === undefined ? payload : { ...payload, consumed: Number(consumed) };
   }
 
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-    const id = await this.#client.get(`${this.#prefix}uid:${uid}`);
+    const id = await storage(() => this.#client.get(`${this.#prefix}uid:${uid}`));
     return id === null ? undefined : this.find(id);
   }
 
   async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-    const id = await this.#client.get(`${this.#prefix}usercode:${userCode}`);
+    const id = await storage(() => this.#client.get(`${this.#prefix}usercode:${userCode}`));
     return id === null ? undefined : this.find(id);
   }
 
   async consume(id: string): Promise<void> {
     const key = this.#key(id);
-    await this.#client.eval(CONSUME, 2, key, `${key}:consumed`, String(Math.floor(Date.now() / 1000)));
-    await replicated(this.#client, this.#durable);
+    await storage(async () => {
+      await this.#client.eval(CONSUME, 2, key, `${key}:consumed`, String(Math.floor(Date.now() / 1000)));
+      await replicated(this.#client, this.#durable);
+    });
   }
 
   async destroy(id: string): Promise<void> {
     const key = this.#key(id);
-    await this.#client.del(key, `${key}:consumed`);
+    await storage(() => this.#client.del(key, `${key}:consumed`));
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
-    await this.#client.eval(REVOKE, 1, `${this.#prefix}grant:${grantId}`);
-    await replicated(this.#client, this.#durable);
+    await storage(async () => {
+      await this.#client.eval(REVOKE, 1, `${this.#prefix}grant:${grantId}`);
+      await replicated(this.#client, this.#durable);
+    });
   }
 }
 

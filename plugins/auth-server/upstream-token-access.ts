@@ -61,7 +61,9 @@ function reauthenticate(provider: string, why: string): GatewayError {
 }
 
 function storageDown(err: unknown): GatewayError {
-  return new GatewayError('not_ready', 'the authorization server\'s storage cannot be reached', { detail: err instanceof Error ? err.message : String(err), cause: err });
+  // Retry-After: a failover of the storage takes a few seconds (an aggregated group answers the
+  // backend's call with a JSON-RPC error of the same code, data.error not_ready, instead).
+  return new GatewayError('not_ready', 'the authorization server\'s storage cannot be reached', { detail: err instanceof Error ? err.message : String(err), cause: err, headers: { 'retry-after': '1' } });
 }
 
 export class UpstreamTokenAccess {

@@ -6,8 +6,13 @@
  *
  * A stored value that is not a valid v2 record for that id (corrupt, written by something else,
  * or by a future format) is treated as absent: `touch` logs it and returns null; it is left to
- * expire (GETEX gave it the session TTL). Connection errors and timeouts do propagate: the
- * endpoint decides how to answer when the store is unreachable.
+ * expire (GETEX gave it the session TTL).
+ *
+ * When Redis cannot answer (down, a Sentinel failover under way, a command timed out) every
+ * operation rejects with a 503 `not_ready` GatewayError with `Retry-After: 1` ("the session
+ * storage cannot be reached; try again shortly"), the Redis error kept as its logged detail.
+ * The client's session is not lost: it is there again once Redis is (any other error would be
+ * the generic 500, which no client takes for "try again").
  *
  * Ownership: the caller owns `client` (created with `createRedisClient`) and closes it;
  * `close()` here does nothing, so one client can serve several stores.
@@ -15,6 +20,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { GatewayError } from '../../errors.ts';
 import type { Logger } from '../../observe/log.ts';
 import { ownerKey, sessionTag, type CreateOutcome, type SessionOwner, type SessionRecord, type SessionStore } from './session-store.ts';
 
@@ -126,6 +132,28 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1}
 `;
 
+/** Seconds a client is told to wait when Redis cannot answer (a Sentinel failover takes a few). */
+const RETRY_AFTER_SECONDS = 1;
+
+/** What a request gets when Redis cannot answer: retryable, with what Redis said kept for the log. */
+function storageUnavailable(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  return new GatewayError('not_ready', 'the session storage cannot be reached; try again shortly', {
+    detail: `session store: ${err instanceof Error ? err.message : String(err)}`,
+    headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+    cause: err,
+  });
+}
+
+/** `command`'s result; a Redis failure as storageUnavailable. */
+async function redis<T>(command: () => Promise<T>): Promise<T> {
+  try {
+    return await command();
+  } catch (err) {
+    throw storageUnavailable(err);
+  }
+}
+
 export class RedisSessionStore implements SessionStore {
   readonly #client: Redis;
   readonly #ttlMs: number;
@@ -158,15 +186,14 @@ export class RedisSessionStore implements SessionStore {
 
   async touch(id: string, caller: SessionOwner | null = null): Promise<SessionRecord | null> {
     if (!SESSION_ID.test(id)) return null;
-    let raw: string | null;
-    if (caller === null) raw = await this.#client.getex(this.key(id), 'PX', this.#ttlMs);
-    else {
+    const raw = await redis(async () => {
+      if (caller === null) return this.#client.getex(this.key(id), 'PX', this.#ttlMs);
       // One round trip: the session's TTL and the caller's session index's TTL slide together.
       const replies = await this.#client.pipeline().getex(this.key(id), 'PX', this.#ttlMs).pexpire(this.ownerIndexKey(caller), this.#ttlMs).exec();
       const [failure, value] = replies?.[0] ?? [new Error('no reply'), null];
       if (failure) throw failure;
-      raw = value as string | null;
-    }
+      return value as string | null;
+    });
     if (raw === null) return null;
     const parsed = parseSessionRecord(id, raw);
     if ('invalid' in parsed) {
@@ -181,20 +208,13 @@ export class RedisSessionStore implements SessionStore {
     if (!SESSION_ID.test(session.id)) {
       throw new Error(`RedisSessionStore: session id must be 1-256 visible ASCII characters (got ${JSON.stringify(session.id.slice(0, 64))})`);
     }
-    if (session.owner === null) {
-      await this.#client.set(this.key(session.id), JSON.stringify(session), 'PX', this.#ttlMs);
+    const owner = session.owner;
+    if (owner === null) {
+      await redis(() => this.#client.set(this.key(session.id), JSON.stringify(session), 'PX', this.#ttlMs));
       return [];
     }
-    const removed = (await this.#client.eval(
-      SAVE_OWNED,
-      2,
-      this.key(session.id),
-      this.ownerIndexKey(session.owner),
-      JSON.stringify(session),
-      this.#ttlMs,
-      session.id,
-      this.#maxPerOwner,
-      this.key(''),
+    const removed = (await redis(() =>
+      this.#client.eval(SAVE_OWNED, 2, this.key(session.id), this.ownerIndexKey(owner), JSON.stringify(session), this.#ttlMs, session.id, this.#maxPerOwner, this.key('')),
     )) as string[];
     return this.#records(removed);
   }
@@ -220,11 +240,12 @@ export class RedisSessionStore implements SessionStore {
       throw new Error(`RedisSessionStore: session id must be 1-256 visible ASCII characters (got ${JSON.stringify(session.id.slice(0, 64))})`);
     }
     const json = JSON.stringify(session);
-    const reply = (
-      session.owner === null
-        ? await this.#client.eval(CREATE_PLAIN, 1, this.key(session.id), json, this.#ttlMs)
-        : await this.#client.eval(CREATE_OWNED, 2, this.key(session.id), this.ownerIndexKey(session.owner), json, this.#ttlMs, session.id, this.#maxPerOwner, this.key(''))
-    ) as [number, ...string[]];
+    const owner = session.owner;
+    const reply = (await redis(() =>
+      owner === null
+        ? this.#client.eval(CREATE_PLAIN, 1, this.key(session.id), json, this.#ttlMs)
+        : this.#client.eval(CREATE_OWNED, 2, this.key(session.id), this.ownerIndexKey(owner), json, this.#ttlMs, session.id, this.#maxPerOwner, this.key('')),
+    )) as [number, ...string[]];
     if (reply[0] === 1) return { created: true, ended: this.#records(reply.slice(1) as string[]) };
     const existing = parseSessionRecord(session.id, reply[1] as string);
     if (!('invalid' in existing)) return { created: false, existing };
@@ -235,12 +256,12 @@ export class RedisSessionStore implements SessionStore {
 
   async update(session: SessionRecord): Promise<boolean> {
     if (!SESSION_ID.test(session.id)) return false;
-    return (await this.#client.set(this.key(session.id), JSON.stringify(session), 'PX', this.#ttlMs, 'XX')) === 'OK';
+    return (await redis(() => this.#client.set(this.key(session.id), JSON.stringify(session), 'PX', this.#ttlMs, 'XX'))) === 'OK';
   }
 
   async delete(id: string): Promise<void> {
     if (!SESSION_ID.test(id)) return;
-    await this.#client.del(this.key(id));
+    await redis(() => this.#client.del(this.key(id)));
   }
 
   /** Does nothing: the caller owns the client. */
