@@ -7,7 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
-import { replicated, storage } from './redis-adapter.ts';
+import { durably, storage } from './redis-adapter.ts';
 import type { UpstreamIdentity, UpstreamTokens } from './upstream-providers.ts';
 
 /** One leg of a login in progress: what its callback must match. */
@@ -172,8 +172,7 @@ export class RedisLoginStore implements LoginStore {
   }
 
   async putConsent(uid: string, pending: PendingConsent): Promise<void> {
-    await this.#client.set(`${this.#prefix}consent:${uid}`, JSON.stringify(pending), 'PX', LEG_TTL_MS);
-    await replicated(this.#client, this.#durable);
+    await durably(this.#client, this.#durable, () => this.#client.set(`${this.#prefix}consent:${uid}`, JSON.stringify(pending), 'PX', LEG_TTL_MS));
   }
 
   async takeConsent(uid: string): Promise<PendingConsent | null> {
@@ -182,8 +181,7 @@ export class RedisLoginStore implements LoginStore {
   }
 
   async putLeg(state: string, leg: PendingLeg): Promise<void> {
-    await this.#client.set(`${this.#prefix}leg:${state}`, JSON.stringify(leg), 'PX', LEG_TTL_MS);
-    await replicated(this.#client, this.#durable);
+    await durably(this.#client, this.#durable, () => this.#client.set(`${this.#prefix}leg:${state}`, JSON.stringify(leg), 'PX', LEG_TTL_MS));
   }
 
   async takeLeg(state: string): Promise<PendingLeg | null> {
@@ -193,13 +191,13 @@ export class RedisLoginStore implements LoginStore {
 
   async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {
     const key = `${this.#prefix}attempt:${attempt}`;
-    await this.#client.multi().hset(key, provider, JSON.stringify(tokens)).pexpire(key, LEG_TTL_MS).exec();
-    await replicated(this.#client, this.#durable);
+    await durably(this.#client, this.#durable, () => this.#client.multi().hset(key, provider, JSON.stringify(tokens)).pexpire(key, LEG_TTL_MS).exec());
   }
 
   async keepTokens(attempt: string, tsid: string, identity: UpstreamIdentity): Promise<void> {
-    await this.#client.eval(KEEP, 3, `${this.#prefix}attempt:${attempt}`, `${this.#prefix}tokens:${tsid}`, `${this.#prefix}identity:${identity.sub}`, String(this.#grantTtlMs), JSON.stringify(identity));
-    await replicated(this.#client, this.#durable);
+    await durably(this.#client, this.#durable, () =>
+      this.#client.eval(KEEP, 3, `${this.#prefix}attempt:${attempt}`, `${this.#prefix}tokens:${tsid}`, `${this.#prefix}identity:${identity.sub}`, String(this.#grantTtlMs), JSON.stringify(identity)),
+    );
   }
 
   async dropAttempt(attempt: string): Promise<void> {
@@ -212,13 +210,11 @@ export class RedisLoginStore implements LoginStore {
   }
 
   async dropGrant(tsid: string): Promise<void> {
-    await this.#client.del(`${this.#prefix}tokens:${tsid}`);
-    await replicated(this.#client, this.#durable);
+    await durably(this.#client, this.#durable, () => this.#client.del(`${this.#prefix}tokens:${tsid}`));
   }
 
   async updateTokens(tsid: string, provider: string, tokens: UpstreamTokens): Promise<void> {
-    await this.#client.eval(UPDATE, 1, `${this.#prefix}tokens:${tsid}`, provider, JSON.stringify(tokens));
-    await replicated(this.#client, this.#durable);
+    await durably(this.#client, this.#durable, () => this.#client.eval(UPDATE, 1, `${this.#prefix}tokens:${tsid}`, provider, JSON.stringify(tokens)));
   }
 
   /** Asked by the provider (the claims of the tokens it issues): a Redis failure is its 503. */

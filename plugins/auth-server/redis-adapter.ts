@@ -34,11 +34,105 @@ return #keys`;
  * With Sentinel there are replicas: a write is answered once one of them has it too (WAIT, up to
  * REPLICATION_WAIT_MS), so a failover right after loses nothing the provider acknowledged.
  * Best effort: past the wait the write stands on the master alone.
+ *
+ * WAIT holds the connection it is sent on, and every command of the server (the reads of
+ * upstream tokens on each proxied call too) shares one. So:
+ * - it is sent only while the master has a replica online (INFO replication, asked again at most
+ *   every REPLICAS_RECHECK_MS and after every reconnect, which may have landed on another node).
+ *   A master without one (the replica just promoted by a failover, until a new replica syncs)
+ *   would hold the connection for the whole wait on every write, for nothing: the commands
+ *   queued behind the waits timed out, and requests failed for as long as writes kept coming. A
+ *   wait that no replica answered in time counts as none online until the next check;
+ * - one WAIT at a time: it covers every write sent on the connection before it, so the writes
+ *   that come meanwhile share the next one. Concurrent writes each sending its own would hold
+ *   the connection a second each when the replica has just gone.
+ * A user whom ACLs refuse INFO waits as before, and after a wait that no replica answered skips
+ * waits for NO_INFO_RECHECK_MS.
  */
 export const REPLICATION_WAIT_MS = 1_000;
+const REPLICAS_RECHECK_MS = 1_000;
+const NO_INFO_RECHECK_MS = 5_000;
 
-export async function replicated(client: Redis, durable: boolean): Promise<void> {
-  if (durable) await client.wait(1, REPLICATION_WAIT_MS);
+interface Replication {
+  /** Replicas online at the master this client is connected to (null: not known). */
+  online: number | null;
+  checkedAt: number;
+  /** The INFO under way, which concurrent writes share. */
+  asking: Promise<void> | null;
+  /** INFO is refused to this user. */
+  noInfo: boolean;
+  /** Writes issued through `durably` on this client so far: a write's ticket is its number. */
+  issued: number;
+  /** The WAIT in flight and the last ticket it covers (the writes issued before it). */
+  waiting: { readonly covers: number; readonly acked: Promise<number> } | null;
+}
+
+const replications = new WeakMap<Redis, Replication>();
+
+function replicationOf(client: Redis): Replication {
+  let state = replications.get(client);
+  if (state === undefined) {
+    const created: Replication = { online: null, checkedAt: 0, asking: null, noInfo: false, issued: 0, waiting: null };
+    client.on('ready', () => {
+      created.online = null;
+    });
+    replications.set(client, (state = created));
+  }
+  return state;
+}
+
+/** Replicas online (INFO, shared by concurrent writes), unless what is known is fresh. */
+async function onlineReplicas(client: Redis, state: Replication): Promise<number> {
+  if (state.online !== null && Date.now() - state.checkedAt < (state.noInfo ? NO_INFO_RECHECK_MS : REPLICAS_RECHECK_MS)) return state.online;
+  if (state.noInfo) return 1;
+  state.asking ??= client
+    .info('replication')
+    .then(
+      (info) => {
+        state.online = (info.match(/^slave\d+:[^\r\n]*state=online/gm) ?? []).length;
+        state.checkedAt = Date.now();
+      },
+      (err: Error) => {
+        if (!/NOPERM/.test(err.message)) throw err;
+        state.noInfo = true;
+      },
+    )
+    .finally(() => {
+      state.asking = null;
+    });
+  await state.asking;
+  return state.online ?? 1;
+}
+
+/**
+ * Issues `write` (commands sent when it is called) and answers its result once a replica has
+ * it, when `durable` and the master has one online (see above).
+ */
+export async function durably<T>(client: Redis, durable: boolean, write: () => Promise<T>): Promise<T> {
+  if (!durable) return write();
+  const state = replicationOf(client);
+  // Taken as the write is issued: ioredis sends a client's commands in the order they are issued.
+  const ticket = ++state.issued;
+  const result = await write();
+  for (;;) {
+    if ((await onlineReplicas(client, state)) === 0) return result;
+    const inFlight = state.waiting;
+    if (inFlight === null) break;
+    if (inFlight.covers >= ticket) {
+      await inFlight.acked;
+      return result;
+    }
+    // Sent before this write, so it does not cover it: the next one does (one for all waiting).
+    await inFlight.acked.catch(() => undefined);
+  }
+  const entry = { covers: state.issued, acked: client.wait(1, REPLICATION_WAIT_MS) };
+  state.waiting = entry;
+  try {
+    if ((await entry.acked) === 0) [state.online, state.checkedAt] = [0, Date.now()];
+  } finally {
+    if (state.waiting === entry) state.waiting = null;
+  }
+  return result;
 }
 
 /** Seconds a client is told to wait when Redis cannot answer (a Sentinel failover takes a few). */
@@ -105,10 +199,7 @@ export class RedisAdapter implements Adapter {
       // The index lives as long as its longest record (a grant outlives its tokens).
       if (ttl !== null) tx.expire(grantKey, ttl, 'NX').expire(grantKey, ttl, 'GT');
     }
-    await storage(async () => {
-      await tx.exec();
-      await replicated(this.#client, this.#durable);
-    });
+    await storage(() => durably(this.#client, this.#durable, () => tx.exec()));
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
@@ -137,10 +228,7 @@ export class RedisAdapter implements Adapter {
 
   async consume(id: string): Promise<void> {
     const key = this.#key(id);
-    await storage(async () => {
-      await this.#client.eval(CONSUME, 2, key, `${key}:consumed`, String(Math.floor(Date.now() / 1000)));
-      await replicated(this.#client, this.#durable);
-    });
+    await storage(() => durably(this.#client, this.#durable, () => this.#client.eval(CONSUME, 2, key, `${key}:consumed`, String(Math.floor(Date.now() / 1000)))));
   }
 
   async destroy(id: string): Promise<void> {
@@ -149,10 +237,7 @@ export class RedisAdapter implements Adapter {
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
-    await storage(async () => {
-      await this.#client.eval(REVOKE, 1, `${this.#prefix}grant:${grantId}`);
-      await replicated(this.#client, this.#durable);
-    });
+    await storage(() => durably(this.#client, this.#durable, () => this.#client.eval(REVOKE, 1, `${this.#prefix}grant:${grantId}`)));
   }
 }
 

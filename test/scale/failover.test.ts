@@ -9,6 +9,9 @@
  * - Redis not answering for a while (CLIENT PAUSE on a plain redis-server): an MCP request is a
  *   503 with Retry-After, a refresh a 503 temporarily_unavailable with Retry-After (not a 500);
  *   afterwards the same session and the same refresh token serve.
+ * - A Sentinel master whose replica died: a burst of writes does not hold the authorization
+ *   server's one Redis connection a second per write (WAIT), and a call reading an upstream token
+ *   meanwhile is answered.
  *
  * Skipped without redis-server, a failure under CI=true (test/store/helpers/service.ts).
  */
@@ -35,6 +38,7 @@ import { startTestGateway } from '../helpers/gateway.ts';
 import { captureLog, type CapturedLog } from '../store/helpers/log.ts';
 import { redisServerBinary, startRedisProcess, withProbe, type RedisProcess } from '../store/helpers/redis-process.ts';
 import { skipIf, unavailable, type Skip } from '../store/helpers/service.ts';
+import { startRedisTopology, type RedisTopology } from '../store/helpers/topology.ts';
 
 const PASSWORD = 'failover-data-secret-3e81';
 const SENTINEL_PASSWORD = 'failover-sentinel-secret-b27c';
@@ -42,6 +46,7 @@ const SESSION_PREFIX = 'failover-sessions:';
 const AUTH_PREFIX = 'failover-auth:';
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const SIGNING_KEY = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
 const HMAC = randomBytes(32).toString('base64url');
 
@@ -102,6 +107,10 @@ async function startStack(redis: (prefix: string) => string): Promise<Stack> {
     throw err;
   }
 }
+
+const sentinelRedis = (topology: RedisTopology) => (prefix: string): string =>
+  `{sentinelConfig: {masterName: ${topology.masterName}, sentinelAddrs: [${topology.sentinelAddresses.map((a) => `"${a}"`).join(', ')}], ` +
+  `sentinelPasswordRef: {name: redis, key: sentinel}}, passwordRef: {name: redis, key: password}, keyPrefix: "${prefix}"}`;
 
 const plainRedis = (node: RedisProcess) => (prefix: string): string => `{addr: "${node.address}", passwordRef: {name: redis, key: password}, keyPrefix: "${prefix}"}`;
 
@@ -274,5 +283,61 @@ describe('Redis does not answer for a while (CLIENT PAUSE): retryable answers, t
     const again = (await caller.client.callTool({ name: 'echo_echo', arguments: { text: 'after' } })) as CallToolResult;
     assert.deepEqual(again.content, [{ type: 'text', text: 'echo: after' }]);
     assert.equal(caller.transport.sessionId, caller.sessionId);
+  });
+});
+
+// ---- a Sentinel master that lost its replica ----
+
+describe('a Sentinel master whose replica died: writes do not hold the connection waiting for it', () => {
+  let topology: RedisTopology | Skip | null = null;
+  let stack: Stack | null = null;
+  let caller: Caller | null = null;
+
+  before(async () => {
+    topology = await startRedisTopology({ replicas: 1, sentinels: 1, password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+  });
+  after(async () => {
+    if (caller !== null) await closeCaller(caller);
+    await stack?.stop();
+    if (topology !== null && !('skip' in topology)) await topology.stop();
+  });
+
+  it('a burst of registrations right after the replica died is answered at once, and so is a call reading an upstream token', { timeout: 120_000 }, async (t) => {
+    if (skipIf(t, topology !== null && 'skip' in topology ? topology : null)) return;
+    const redis = topology as RedisTopology;
+    stack = await startStack(sentinelRedis(redis));
+    caller = await connectCaller(stack, 0);
+    await redis.replicas[0]!.kill();
+    await waitFor(() => withProbe(redis.master.port, PASSWORD, async (c) => (await c.info('replication')).includes('connected_slaves:0')), 10_000, 20);
+
+    // Each registration is a write the server waited (WAIT, up to 1 s) for a replica to have. On
+    // the one connection of the authorization server, a wait holds every command behind it.
+    const started = Date.now();
+    const register = async (i: number): Promise<number> => {
+      const agent = new Agent({ connect: { localAddress: `127.0.0.${100 + i}` } });
+      try {
+        const res = await undiciFetch(`${stack!.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }), dispatcher: agent });
+        await res.arrayBuffer();
+        return res.status;
+      } finally {
+        await agent.close();
+      }
+    };
+    const [statuses, call] = await Promise.all([
+      Promise.all(Array.from({ length: 8 }, (_, i) => register(i))),
+      (async () => {
+        await sleep(50);
+        const callStarted = Date.now();
+        const result = (await caller!.client.callTool({ name: 'echo_echo', arguments: { text: 'during the writes' } })) as CallToolResult;
+        return { result, ms: Date.now() - callStarted };
+      })(),
+    ]);
+    const elapsed = Date.now() - started;
+    console.log(`# a master without its replica: 8 registrations in ${elapsed} ms, a call reading an upstream token meanwhile in ${call.ms} ms`);
+    assert.deepEqual(statuses, Array(8).fill(201));
+    assert.deepEqual(call.result.content, [{ type: 'text', text: 'echo: during the writes' }]);
+    // At most one wait for the replica that is gone (1 s), not one per write.
+    assert.ok(elapsed < 2_500, `8 registrations took ${elapsed} ms`);
+    assert.ok(call.ms < 2_500, `the call took ${call.ms} ms`);
   });
 });
