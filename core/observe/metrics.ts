@@ -6,6 +6,7 @@
  */
 import client, { type Registry } from 'prom-client';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './fast-metrics.ts';
+import { redisConnections } from '../store/redis-health.ts';
 
 export type Observe = (seconds: number) => void;
 
@@ -101,6 +102,34 @@ export class GatewayMetrics {
         this.set(metrics.inflight);
       },
     });
+    // Redis connections (sessions, the authorization server): read at scrape time.
+    new client.Gauge({
+      name: 'gatehouse_redis_up',
+      help: 'Whether each Redis connection is connected and ready (Sentinel: to the master), by connection',
+      labelNames: ['connection'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [name, health] of redisConnections()) this.set({ connection: name }, health.up ? 1 : 0);
+      },
+    });
+    for (const [field, name, help] of [
+      ['errors', 'gatehouse_redis_errors_total', 'Errors each Redis connection reported (connection, command, sentinel), by connection'],
+      ['reconnects', 'gatehouse_redis_reconnects_total', 'Times each Redis connection became ready again after losing its connection, by connection'],
+      ['switches', 'gatehouse_redis_master_switches_total', 'Sentinel master switches each Redis connection followed, by connection'],
+    ] as const) {
+      // A counter read from the connections' own tallies (prom-client counters cannot be set).
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ['connection'],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const [connection, health] of redisConnections()) this.set({ connection }, health[field]);
+        },
+      });
+    }
     new client.Gauge({
       name: 'gatehouse_connections_open',
       help: 'Client connections open on the public listener',

@@ -21,6 +21,7 @@ import { isIP, type Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../observe/log.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
+import { trackRedisConnection, type RedisConnectionHealth } from './redis-health.ts';
 
 export type HostPort = { readonly host: string; readonly port: number };
 
@@ -96,8 +97,9 @@ const states = new WeakMap<Redis, { phase: Phase; lastError: string | null }>();
 
 const errorCode = ({ code }: Error & { code?: unknown }): string | undefined => (typeof code === 'string' ? code : undefined);
 
-/** Logs connection state changes, and each kind of error once per state. */
-function watch(client: Redis, log: Logger): void {
+/** Logs connection state changes, and each kind of error once per state; counts them for /metrics (redis-health.ts). */
+function watch(client: Redis, log: Logger, tracked: ReturnType<typeof trackRedisConnection>): void {
+  const health = tracked.health;
   const state = { phase: 'connecting' as Phase, lastError: null as string | null };
   states.set(client, state);
   let seen = new Set<string>();
@@ -109,6 +111,7 @@ function watch(client: Redis, log: Logger): void {
   };
   const onError = (kind: 'error' | 'sentinel error') => (err: Error) => {
     state.lastError = err.message;
+    health.errors += 1;
     // Retry delays and ports vary between repeats of the same problem: they are one kind.
     const key = `${kind}:${errorCode(err) ?? ''}:${err.message.replace(/\d+/g, '#')}`;
     if (seen.has(key) || seen.size >= MAX_LOGGED_KINDS) return void (suppressed += 1);
@@ -119,16 +122,22 @@ function watch(client: Redis, log: Logger): void {
   client.on('sentinelError', onError('sentinel error'));
   client.on('ready', () => {
     const wasDown = state.phase === 'down';
+    health.up = true;
+    if (wasDown) health.reconnects += 1;
     const repeats = enter('ready');
     state.lastError = null;
     log.info({ repeatedErrors: repeats }, wasDown ? 'redis reconnected' : 'redis ready');
   });
   client.on('close', () => {
+    health.up = false;
     if (state.phase !== 'ready') return;
     enter('down');
     log.warn('redis connection lost; reconnecting');
   });
-  client.on('end', () => log.info({ repeatedErrors: suppressed }, 'redis connection ended (no more reconnects)'));
+  client.on('end', () => {
+    tracked.forget();
+    log.info({ repeatedErrors: suppressed }, 'redis connection ended (no more reconnects)');
+  });
 }
 
 /**
@@ -138,14 +147,15 @@ function watch(client: Redis, log: Logger): void {
 export function createRedisClient(config: RedisConnectionConfig, log: Logger, name: string): Redis {
   const options = redisOptions(config, name);
   const clientLog = log.child({ component: 'redis', connection: name, target: describeRedisTarget(options) });
+  const tracked = trackRedisConnection(name);
   if (config.sentinel === null) {
     const client = new Redis(options);
-    watch(client, clientLog);
+    watch(client, clientLog, tracked);
     return client;
   }
   const client = new SentinelClient({ ...options, replyMapping: 'legacy' });
-  watch(client, clientLog);
-  followSwitches(client, clientLog);
+  watch(client, clientLog, tracked);
+  followSwitches(client, clientLog, tracked.health);
   return client;
 }
 
@@ -157,7 +167,7 @@ export function createRedisClient(config: RedisConnectionConfig, log: Logger, na
  * answered) is redone. (ioredis' own `failoverDetector` has no error listener on its
  * subscribers: a sentinel outage would end up as unlogged stderr noise.)
  */
-function followSwitches(client: SentinelClient, log: Logger): void {
+function followSwitches(client: SentinelClient, log: Logger, health: RedisConnectionHealth): void {
   const options = client.options;
   let expected: { host: string; port: number; until: number } | null = null;
   let announced = '';
@@ -195,7 +205,10 @@ function followSwitches(client: SentinelClient, log: Logger): void {
       // "<master name> <old ip> <old port> <new ip> <new port>", once from each sentinel.
       const [master, , , newHost, newPort] = message.split(' ');
       if (master !== options.name || newHost === undefined) return;
-      if (announced !== `${newHost}:${newPort}`) log.warn({ master: (announced = `${newHost}:${newPort}`) }, 'sentinel switched the master');
+      if (announced !== `${newHost}:${newPort}`) {
+        health.switches += 1;
+        log.warn({ master: (announced = `${newHost}:${newPort}`) }, 'sentinel switched the master');
+      }
       expected = { host: newHost, port: Number(newPort), until: Date.now() + SWITCH_WINDOW_MS };
       checkMaster();
     });

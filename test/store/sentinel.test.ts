@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { RedisSessionStore } from '../../core/mcp/aggregate/redis-session-store.ts';
 import type { RedisConnectionConfig } from '../../core/store/redis-config.ts';
+import { GatewayMetrics } from '../../core/observe/metrics.ts';
 import { createRedisClient, waitReady } from '../../core/store/redis.ts';
 import { waitFor } from '../fixtures/processes.ts';
 import { captureLog } from './helpers/log.ts';
@@ -173,5 +174,11 @@ describe('redis through Sentinel when the master crashes', () => {
     assert.ok(messages.includes('redis connection lost; reconnecting') && messages.includes('redis reconnected'), messages.join(', '));
     // Logged once per kind and state, not once per reconnect attempt.
     assert.ok(messages.filter((m) => m === 'redis error' || m === 'redis sentinel error').length <= 10, messages.join(', '));
+    // And /metrics tells the outage: the connection is up again, after errors and a reconnect.
+    const text = await new GatewayMetrics({ processMetrics: false }).registry.metrics();
+    const value = (name: string): number => Number(new RegExp(`^${name}\\{connection="crash"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? -1);
+    assert.equal(value('gatehouse_redis_up'), 1, text);
+    assert.ok(value('gatehouse_redis_errors_total') >= 1, text);
+    assert.ok(value('gatehouse_redis_reconnects_total') >= 1, text);
   });
 });
