@@ -134,3 +134,12 @@ export const INITIALIZE = JSON.stringify({
   method: 'initialize',
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw-test', version: '1' } },
 });
+
+/** A raw 2025-11-25 session: initialize, then notifications/initialized; the headers its requests carry. */
+export async function openRawSession(url: string): Promise<Record<string, string>> {
+  const init = await post(url, INITIALIZE);
+  if (init.status !== 200) throw new Error(`initialize answered ${init.status}: ${init.text}`);
+  const headers: Record<string, string> = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+  await post(url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', headers);
+  return headers;
+}

@@ -17,15 +17,9 @@ import { randomUUID } from 'node:crypto';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { INITIALIZE, post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+import { openRawSession, post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 
-async function session(url: string): Promise<Record<string, string>> {
-  const init = await post(url, INITIALIZE);
-  assert.equal(init.status, 200, init.text);
-  const headers: Record<string, string> = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
-  await post(url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', headers);
-  return headers;
-}
+const session = openRawSession;
 
 const call = (id: number, name: string, args: Record<string, unknown>): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 

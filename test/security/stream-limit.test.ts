@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
+import { openRawSession, post, startTestGateway } from '../helpers/gateway.ts';
 
 /** Connections per backend for requests, and for streams: small, to reach both in a test. */
 const LIMITS = { connections: 4, streams: 2 };
@@ -18,13 +18,7 @@ const STREAMS = 5;
 /** The backends' response-header timeout: a request queued behind the streams fails after it. */
 const TIMEOUT_MS = 2000;
 
-async function session(url: string): Promise<Record<string, string>> {
-  const init = await post(url, INITIALIZE);
-  assert.equal(init.status, 200, init.text);
-  const headers: Record<string, string> = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
-  await post(url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', headers);
-  return headers;
-}
+const session = openRawSession;
 
 interface StreamAnswer {
   /** HTTP status, or 0 when no answer came within the wait (the stream was queued). */
