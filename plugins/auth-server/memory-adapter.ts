@@ -7,6 +7,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { refreshRetry, type RotationAware } from './refresh-retry.ts';
 
 /**
  * Records kept per model at most, by number and by size (their JSON): a flood of registrations
@@ -23,7 +24,7 @@ const MAX_BYTES = 32 * 1024 * 1024;
  */
 const KEPT_MODELS = new Set(['Client', 'Grant', 'Session', 'RefreshToken']);
 
-export class MemoryAdapter implements Adapter {
+export class MemoryAdapter implements Adapter, RotationAware {
   readonly #records: LRUCache<string, AdapterPayload>;
   readonly #kept: boolean;
   readonly #model: string;
@@ -33,6 +34,11 @@ export class MemoryAdapter implements Adapter {
   readonly #byGrant = new Map<string, Set<string>>();
   readonly #byUid = new Map<string, string>();
   readonly #byUserCode = new Map<string, string>();
+  /**
+   * Refresh tokens used whose rotation has not completed (refresh-retry.ts): id → its grant and
+   * until when a retry is allowed. Dropped when a refresh of the grant completes.
+   */
+  readonly #pending = new LRUCache<string, { grantId: string; until: number }>({ max: MAX_RECORDS });
 
   constructor(model: string, clientIdleSeconds: number) {
     this.#model = model;
@@ -69,7 +75,13 @@ export class MemoryAdapter implements Adapter {
 
   async find(id: string): Promise<AdapterPayload | undefined> {
     // A registered client's use keeps it (its idle time starts again).
-    return this.#records.get(id, this.#idleMs === null ? undefined : { updateAgeOnGet: true });
+    const payload = this.#records.get(id, this.#idleMs === null ? undefined : { updateAgeOnGet: true });
+    if (payload?.consumed === undefined || this.#model !== 'RefreshToken') return payload;
+    // A refresh token whose rotation did not complete, within the window: not used yet.
+    const pending = this.#pending.get(id);
+    if (pending === undefined || pending.until <= Date.now()) return payload;
+    const { consumed: _used, ...unused } = payload;
+    return unused;
   }
 
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
@@ -84,18 +96,32 @@ export class MemoryAdapter implements Adapter {
 
   async consume(id: string): Promise<void> {
     const payload = this.#records.get(id);
-    if (payload !== undefined) payload.consumed = Math.floor(Date.now() / 1000);
+    if (payload === undefined) return;
+    payload.consumed = Math.floor(Date.now() / 1000);
+    // A refresh token's rotation starts: it may be retried until the refresh completes (the
+    // window counts from its first use).
+    if (this.#model === 'RefreshToken' && typeof payload.grantId === 'string' && !this.#pending.has(id)) {
+      this.#pending.set(id, { grantId: payload.grantId, until: Date.now() + refreshRetry.windowMs });
+    }
+  }
+
+  async rotated(grantId: string): Promise<void> {
+    for (const id of this.#byGrant.get(grantId) ?? []) this.#pending.delete(id);
   }
 
   async destroy(id: string): Promise<void> {
     this.#records.delete(id);
+    this.#pending.delete(id);
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
     const ids = this.#byGrant.get(grantId);
     if (ids === undefined) return;
     this.#byGrant.delete(grantId);
-    for (const id of ids) this.#records.delete(id);
+    for (const id of ids) {
+      this.#records.delete(id);
+      this.#pending.delete(id);
+    }
   }
 }
 

@@ -7,7 +7,8 @@
  *  - an access token is a JWT for one resource (RFC 8707): the MCP endpoint this gateway serves,
  *    which is also the default; any other `resource` is `invalid_target`;
  *  - refresh tokens are issued to clients allowed the grant and rotate on every use; a replayed
- *    code or refresh token is `invalid_grant` and revokes the grant (the provider's own rule);
+ *    code or refresh token is `invalid_grant` and revokes the grant (the provider's own rule),
+ *    except a retry, shortly after, of a refresh whose rotation did not complete (refresh-retry.ts);
  *  - lifespans come from `tokenLifespans`; keys from keys.ts; records from the adapter;
  *  - routes sit under the issuer's path: /oauth/authorize, /oauth/token, /oauth/register and
  *    /.well-known/jwks.json; the login itself (the upstream providers) is the interaction.
@@ -18,6 +19,7 @@ import requestContext from 'oidc-provider/lib/helpers/als.js';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { ServerKeys } from './keys.ts';
 import { escapeHtml } from './html.ts';
+import type { RotationAware } from './refresh-retry.ts';
 import { DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 
 export interface ProviderOptions {
@@ -203,6 +205,24 @@ export function createProvider(options: ProviderOptions): Provider {
     if (ctx.oidc?.route === 'registration' && body?.['token_endpoint_auth_method'] === 'none') {
       delete body['client_secret'];
       delete body['client_secret_expires_at'];
+    }
+  });
+  // A refresh that rotated its token completes once its answer is ready: from then on the old
+  // token used again is a replay, not a retry of a rotation that failed (refresh-retry.ts). When
+  // the storage cannot take that, the answer is not sent: 503, and the client's retry with its
+  // old token rotates again (the successor stored meanwhile was never handed out).
+  const refreshTokens = new (options.adapter as unknown as new (model: string) => Partial<RotationAware>)('RefreshToken');
+  provider.use(async (ctx, next) => {
+    await next();
+    const rotated = (ctx.oidc?.entities as { RotatedRefreshToken?: { grantId?: string } } | undefined)?.RotatedRefreshToken;
+    if (ctx.oidc?.route !== 'token' || ctx.status !== 200 || rotated?.grantId === undefined || refreshTokens.rotated === undefined) return;
+    try {
+      await refreshTokens.rotated(rotated.grantId);
+    } catch (err) {
+      ctx.status = 503;
+      ctx.set('retry-after', '1');
+      ctx.set('cache-control', 'no-store');
+      ctx.body = { error: 'temporarily_unavailable', error_description: (err as { error_description?: string }).error_description ?? 'the refresh could not be completed; try again shortly' };
     }
   });
   return provider;

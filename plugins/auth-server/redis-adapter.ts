@@ -11,10 +11,18 @@
  * provider's request fails with 503 `temporarily_unavailable` and `Retry-After: 1`, not the
  * provider's generic 500 `server_error`: the client's client, code or refresh token may well be
  * fine, it is to try again shortly.
+ *
+ * A refresh token whose rotation did not complete may be retried for a short while
+ * (refresh-retry.ts). Its first use also writes `<key>:rotation`, expiring with the window,
+ * holding a ticket drawn from its grant's counter `<prefix>oidc:rotations:<grantId>`; a completed
+ * refresh of the grant bumps the counter. The token reads as unused while its ticket is the
+ * counter's value. Each step is one script, so the marks replicate with the use itself, and
+ * replicas of the gateway agree (no clocks compared).
  */
 import type { Redis } from 'ioredis';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import requestContext from 'oidc-provider/lib/helpers/als.js';
+import { refreshRetry, type RotationAware } from './refresh-retry.ts';
 
 /** Sets the "consumed" mark of a record with the record's remaining lifetime (nothing when it is gone). */
 const CONSUME = `
@@ -23,10 +31,52 @@ if ttl == -2 then return 0 end
 if ttl == -1 then redis.call('SET', KEYS[2], ARGV[1]) else redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) end
 return 1`;
 
+/**
+ * A refresh token's use: the consumed mark as CONSUME, and its rotation ticket (see the top):
+ * a new ticket from the grant's counter (which lives at least the window from now), kept in
+ * `:rotation` with the window of the first use (a retry keeps that deadline).
+ * KEYS: record, consumed mark, rotation mark; ARGV: now (s), window (ms), counter key prefix.
+ * The counter's key is named from the record's grantId (not in KEYS: no Redis Cluster here).
+ */
+const CONSUME_REFRESH = `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return 0 end
+if ttl == -1 then redis.call('SET', KEYS[2], ARGV[1]) else redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) end
+local ok, payload = pcall(cjson.decode, redis.call('GET', KEYS[1]))
+if not ok or type(payload) ~= 'table' or type(payload.grantId) ~= 'string' then return 1 end
+local counter = ARGV[3] .. payload.grantId
+local ticket = redis.call('INCR', counter)
+local window = tonumber(ARGV[2])
+if redis.call('PTTL', counter) < window then redis.call('PEXPIRE', counter, window) end
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('SET', KEYS[3], ticket, 'KEEPTTL') else redis.call('SET', KEYS[3], ticket, 'PX', window) end
+return 1`;
+
+/**
+ * A refresh token: its record, and its consumed mark unless its rotation may be retried (its
+ * ticket is still its grant's counter). KEYS: record, consumed mark, rotation mark; ARGV: counter
+ * key prefix. Answers [record or nil, consumed mark or nil].
+ */
+const FIND_REFRESH = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {} end
+local consumed = redis.call('GET', KEYS[2])
+if not consumed then return {raw} end
+local ticket = redis.call('GET', KEYS[3])
+if ticket then
+  local ok, payload = pcall(cjson.decode, raw)
+  if ok and type(payload) == 'table' and type(payload.grantId) == 'string' and redis.call('GET', ARGV[1] .. payload.grantId) == ticket then return {raw} end
+end
+return {raw, consumed}`;
+
+/** A refresh of a grant completed: its counter moves on, so no earlier ticket matches (nothing when no use is pending). */
+const ROTATED = `
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('INCR', KEYS[1]) end
+return 1`;
+
 /** Deletes every record of a grant, their marks, and the grant's index. */
 const REVOKE = `
 local keys = redis.call('SMEMBERS', KEYS[1])
-for _, key in ipairs(keys) do redis.call('DEL', key, key .. ':consumed') end
+for _, key in ipairs(keys) do redis.call('DEL', key, key .. ':consumed', key .. ':rotation') end
 redis.call('DEL', KEYS[1])
 return #keys`;
 
@@ -159,7 +209,7 @@ export async function storage<T>(command: () => Promise<T>): Promise<T> {
   }
 }
 
-export class RedisAdapter implements Adapter {
+export class RedisAdapter implements Adapter, RotationAware {
   readonly #client: Redis;
   readonly #prefix: string;
   readonly #model: string;
@@ -173,6 +223,11 @@ export class RedisAdapter implements Adapter {
     this.#model = model;
     this.#durable = durable;
     this.#idleSeconds = model === 'Client' ? clientIdleSeconds : null;
+  }
+
+  /** Prefix of the grants' rotation counters (see the top). */
+  get #rotations(): string {
+    return `${this.#prefix}rotations:`;
   }
 
   #key(id: string): string {
@@ -210,7 +265,10 @@ export class RedisAdapter implements Adapter {
       const raw = await storage(() => this.#client.getex(key, 'EX', idle));
       return raw === null ? undefined : (JSON.parse(raw) as AdapterPayload);
     }
-    const [raw, consumed] = await storage(() => this.#client.mget(key, `${key}:consumed`));
+    const [raw, consumed] =
+      this.#model === 'RefreshToken'
+        ? ((await storage(() => this.#client.eval(FIND_REFRESH, 3, key, `${key}:consumed`, `${key}:rotation`, this.#rotations))) as (string | null | undefined)[])
+        : await storage(() => this.#client.mget(key, `${key}:consumed`));
     if (raw === null || raw === undefined) return undefined;
     const payload = JSON.parse(raw) as AdapterPayload;
     return consumed === null || consumed === undefined ? payload : { ...payload, consumed: Number(consumed) };
@@ -228,12 +286,23 @@ export class RedisAdapter implements Adapter {
 
   async consume(id: string): Promise<void> {
     const key = this.#key(id);
-    await storage(() => durably(this.#client, this.#durable, () => this.#client.eval(CONSUME, 2, key, `${key}:consumed`, String(Math.floor(Date.now() / 1000)))));
+    const now = String(Math.floor(Date.now() / 1000));
+    await storage(() =>
+      durably(this.#client, this.#durable, () =>
+        this.#model === 'RefreshToken'
+          ? this.#client.eval(CONSUME_REFRESH, 3, key, `${key}:consumed`, `${key}:rotation`, now, String(refreshRetry.windowMs), this.#rotations)
+          : this.#client.eval(CONSUME, 2, key, `${key}:consumed`, now),
+      ),
+    );
+  }
+
+  async rotated(grantId: string): Promise<void> {
+    await storage(() => durably(this.#client, this.#durable, () => this.#client.eval(ROTATED, 1, `${this.#rotations}${grantId}`)));
   }
 
   async destroy(id: string): Promise<void> {
     const key = this.#key(id);
-    await storage(() => this.#client.del(key, `${key}:consumed`));
+    await storage(() => this.#client.del(key, `${key}:consumed`, `${key}:rotation`));
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
