@@ -85,6 +85,10 @@ class HeldRelay implements Relay {
     return this.#relay.send(replica, message);
   }
 
+  claim(name: string, ttlMs: number): boolean | Promise<boolean> {
+    return this.#relay.claim(name, ttlMs);
+  }
+
   async close(): Promise<void> {}
 
   activate(): void {

@@ -15,7 +15,11 @@ describe('aggregated ids', () => {
   });
 
   it('event ids route a resumption to one backend, or to every backend where it was', () => {
-    assert.deepEqual(parseEventId(routedEventId(2, 'abc.def')), { kind: 'routed', backendIndex: 2, eventId: 'abc.def' });
+    assert.deepEqual(parseEventId(routedEventId(2, 'abc.def')), { kind: 'routed', backendIndex: 2, eventId: 'abc.def', ticket: null });
+    // With a ticket (resume-tickets.ts: base64url payload ~ 22-character MAC) before the backend's id.
+    const ticket = `${Buffer.from('["n1",7,1]').toString('base64url')}~${'A'.repeat(22)}`;
+    assert.equal(routedEventId(2, 'abc.def', ticket), `2~${ticket}.abc.def`);
+    assert.deepEqual(parseEventId(routedEventId(2, 'abc.def', ticket)), { kind: 'routed', backendIndex: 2, eventId: 'abc.def', ticket });
     const positions = new Map([[0, 'e-1'], [2, 'e-9']]);
     const parsed = parseEventId(multiplexEventId(positions));
     assert.equal(parsed?.kind, 'multiplex');
@@ -33,5 +37,11 @@ describe('aggregated ids', () => {
     assert.equal(parseEventId('m.' + Buffer.from('[[0,"a","extra"]]').toString('base64url')), null);
     assert.equal(parseEventId('1e3.abc'), null);
     assert.equal(parseEventId('1234567.abc'), null);
+    // A ticketed id with a position it could not have issued, or a ticket of another form.
+    const ticket = `abc~${'A'.repeat(22)}`;
+    assert.equal(parseEventId(`0~${ticket}.x\r\nx-injected: yes`), null);
+    assert.equal(parseEventId(`0~${ticket}.`), null);
+    assert.equal(parseEventId(`0~abc~${'A'.repeat(21)}.e1`), null);
+    assert.equal(parseEventId(`0~a.b~${'A'.repeat(22)}.e1`), null);
   });
 });

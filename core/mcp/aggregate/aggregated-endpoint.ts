@@ -44,6 +44,7 @@ import { CAPABILITY_OF, InputWaits, relayInput } from './input-relay.ts';
 import { isGatewayState, MAX_PARKED_PER_BACKEND, MAX_PARKED_PER_PRINCIPAL, ParkedCalls } from './parked-calls.ts';
 import { replicaOf, type Relay, type RelayMessage } from './relay.ts';
 import { relayedContext, RemoteAnswers } from './remote-resume.ts';
+import { ResumeTickets } from './resume-tickets.ts';
 import { SessionHealer } from './healing.ts';
 import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
@@ -172,6 +173,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   readonly #remote = new RemoteAnswers();
   /** Calls parked here and resumed by a retry on another replica, by resume id (the client may leave). */
   readonly #resumedElsewhere = new Map<string, RoutedExchange>();
+  /** Which response a resumed request stream may carry, through any replica (RouteListener). */
+  readonly tickets: ResumeTickets;
 
   constructor(options: AggregatedOptions) {
     this.path = options.path;
@@ -181,6 +184,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     this.#serverMeta = JSON.stringify({ [META.serverInfo]: serverInfo(options.name) });
     this.#waits = new InputWaits(options.relay.replica);
     this.#parked = new ParkedCalls<RoutedExchange>(options.relay.key, options.relay.replica);
+    this.tickets = new ResumeTickets(options.relay);
     options.relay.onMessage((message) => this.#relayed(message));
     this.#healer = new SessionHealer({ links: options.links, store: options.store, health: options.health, log: options.log, sink: (session, link) => this.#sink(session, link) });
     this.#local = new LRUCache<string, AggregatedSession>({
@@ -1092,18 +1096,20 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     const lastEventId = ctx.header('last-event-id');
     const parsed = lastEventId === undefined ? null : parseEventId(lastEventId);
     if (parsed?.kind === 'routed') {
-      // Resuming a request's stream: that backend replays it (from the session it was sent on).
+      // Resuming a request's stream: that backend replays it (from the session it was sent on), and
+      // the response it may carry is the one the ticket names, if this gateway issued it (resume-tickets.ts).
       const link = this.#o.links[parsed.backendIndex];
       const backend = link === undefined ? undefined : session.usable(link.name);
       if (link === undefined || backend === undefined) throw new GatewayError('invalid_request', 'Last-Event-ID does not belong to this session');
       if (this.#o.chain.hasResponseHooks) {
-        // The replayed response would reach the client without its method's hooks (the event id
-        // does not say which request it answers, and a client could forge one that did).
+        // The replayed response would reach the client without its method's hooks: a resumed
+        // stream is a GET, not the request, and runs none of them.
         throw new GatewayError('invalid_request', 'Resuming a routed request\'s stream is not available on a gateway with onResponse hooks: send the request again');
       }
       const headers = await link.headers(ctx, backend, 'text/event-stream', parsed.eventId);
       if (headers instanceof GatewayError) return headers;
-      new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, null, false, null, false).dispatch(link.streamPool, 'GET', headers, null);
+      const ticket = parsed.ticket === null ? null : this.tickets.open(session.id, link.name, parsed.ticket);
+      new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, null, false, null, false, ticket).dispatch(link.streamPool, 'GET', headers, null);
       return undefined;
     }
     session.stream?.close(); // one standalone stream per session, as backends allow

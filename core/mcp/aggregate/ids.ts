@@ -7,8 +7,10 @@
  *    own id. Ids from different backends can never collide: the backend is part of the id.
  *  - Requests for input the gateway asks a legacy client on a modern backend's behalf (its
  *    `input_required` answer, input-relay.ts): `g<backend index>~i<wait id>:<position>`.
- *  - SSE event ids of a request's stream: `<backend index>.<backend's event id>`; a client that
- *    resumes with it as Last-Event-ID is sent to that backend with the backend's own id.
+ *  - SSE event ids of a request's stream: `<backend index>~<ticket>.<backend's event id>`, or
+ *    `<backend index>.<backend's event id>` without a ticket; a client that resumes with one as
+ *    Last-Event-ID is sent to that backend with the backend's own id. The ticket, sealed, names
+ *    the request whose response the resumed stream may carry (resume-tickets.ts).
  *  - SSE event ids of the multiplexed GET stream: `m.<base64url of [[index, id], ...]>`, the last
  *    event id seen from each backend, so that resuming resumes every backend where it was.
  * Backend indexes are positions in the group, the same in every process of one config.
@@ -54,8 +56,8 @@ export function unwrapInputRequestId(id: JsonRpcId): { backendIndex: number; wai
   return match === null ? null : { backendIndex: Number(match[1]), waitId: match[2]!, position: Number(match[3]) };
 }
 
-export function routedEventId(backendIndex: number, eventId: string): string {
-  return `${backendIndex}.${eventId}`;
+export function routedEventId(backendIndex: number, eventId: string, ticket: string | null = null): string {
+  return ticket === null ? `${backendIndex}.${eventId}` : `${backendIndex}~${ticket}.${eventId}`;
 }
 
 export function multiplexEventId(positions: ReadonlyMap<number, string>): string {
@@ -63,8 +65,11 @@ export function multiplexEventId(positions: ReadonlyMap<number, string>): string
 }
 
 export type ParsedEventId =
-  | { readonly kind: 'routed'; readonly backendIndex: number; readonly eventId: string }
+  | { readonly kind: 'routed'; readonly backendIndex: number; readonly eventId: string; readonly ticket: string | null }
   | { readonly kind: 'multiplex'; readonly positions: ReadonlyMap<number, string> };
+
+/** A routed event id with a ticket (base64url payload ~ 22-character MAC): whether it is genuine is resume-tickets.ts's question. */
+const TICKETED = /^(\d{1,6})~([A-Za-z0-9_-]{1,1024}~[A-Za-z0-9_-]{22})\.([\s\S]*)$/;
 
 /** Decodes a Last-Event-ID this gateway could have issued; null for anything else. */
 export function parseEventId(value: string): ParsedEventId | null {
@@ -82,10 +87,15 @@ export function parseEventId(value: string): ParsedEventId | null {
       return null;
     }
   }
+  const ticketed = TICKETED.exec(value);
+  if (ticketed !== null) {
+    const eventId = ticketed[3]!;
+    return isResumableEventId(eventId) ? { kind: 'routed', backendIndex: Number(ticketed[1]), eventId, ticket: ticketed[2]! } : null;
+  }
   const dot = value.indexOf('.');
   if (dot <= 0 || dot > 6) return null;
   const index = Number(value.slice(0, dot));
   const eventId = value.slice(dot + 1);
   if (!/^\d+$/.test(value.slice(0, dot)) || !isResumableEventId(eventId)) return null;
-  return { kind: 'routed', backendIndex: index, eventId };
+  return { kind: 'routed', backendIndex: index, eventId, ticket: null };
 }

@@ -6,9 +6,13 @@
  * other knows whom to tell; and all of them share one key, the seal of the `requestState`s they
  * issue.
  *
+ * They also claim things once among themselves (`claim`): the response a resumed stream may
+ * deliver (resume-tickets.ts) is delivered by one of them, once.
+ *
  * With Redis session storage, the replicas talk over Redis pub/sub (a channel per replica, on a
- * connection of its own that resubscribes after a failover) and share the key through one Redis
- * key written once. In memory, the process is the only replica.
+ * connection of its own that resubscribes after a failover), share the key through one Redis
+ * key written once, and claim with SET NX under `<keyPrefix>vmcp:claim:<name>`. In memory, the
+ * process is the only replica.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -34,8 +38,17 @@ export interface Relay {
   onMessage(handler: RelayHandler): void;
   /** Sends `message` to `replica`; resolves false when nobody there heard it. */
   send(replica: string, message: RelayMessage): Promise<boolean>;
+  /**
+   * Claims `name` among the replicas for `ttlMs`: true for the first claim, false for every later
+   * one until it expires — and false when the replicas cannot be asked (nothing is claimed twice).
+   * In one process the answer is at once.
+   */
+  claim(name: string, ttlMs: number): boolean | Promise<boolean>;
   close(): Promise<void>;
 }
+
+/** Claims one process remembers at once (LocalRelay): past it, the oldest are forgotten. */
+const MAX_LOCAL_CLAIMS = 65_536;
 
 /** The replica that holds something whose id starts with its id. */
 export function replicaOf(id: string): string {
@@ -62,6 +75,20 @@ export class LocalRelay implements Relay {
     if (replica !== this.replica || this.#handler === null) return false;
     const handler = this.#handler;
     queueMicrotask(() => handler(message));
+    return true;
+  }
+
+  /** Name → when its claim expires (performance.now()), oldest claim first. */
+  readonly #claims = new Map<string, number>();
+
+  claim(name: string, ttlMs: number): boolean {
+    const claims = this.#claims;
+    const now = performance.now();
+    const until = claims.get(name);
+    if (until !== undefined && until > now) return false;
+    claims.delete(name);
+    claims.set(name, now + ttlMs);
+    if (claims.size > MAX_LOCAL_CLAIMS) claims.delete(claims.keys().next().value!);
     return true;
   }
 
@@ -129,6 +156,15 @@ export class RedisRelay implements Relay {
       return (await this.#client.publish(this.#channel(replica), JSON.stringify(message))) > 0;
     } catch (err) {
       this.#log.warn({ err: (err as Error).message }, 'a message to another replica could not be sent');
+      return false;
+    }
+  }
+
+  async claim(name: string, ttlMs: number): Promise<boolean> {
+    try {
+      return (await this.#client.set(`${this.#prefix}vmcp:claim:${name}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX')) === 'OK';
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'a claim could not be made among the replicas');
       return false;
     }
   }

@@ -9,8 +9,9 @@
  *    request's id; it goes out as the gateway read it (written anew, so a key sent twice cannot
  *    show the client something the hooks did not see).
  *  - SSE (200): event by event (toward-client.ts): event ids name the backend (so a resumption
- *    finds it), the backend's requests get ids that name it, and a response passes only if it
- *    answers this request.
+ *    finds it) and carry a sealed ticket naming this request (so a resumption through any replica
+ *    may deliver its response, once: resume-tickets.ts), the backend's requests get ids that name
+ *    it, and a response passes only if it answers this request.
  *  - Anything else (a 4xx/5xx, another 2xx or 3xx, an encoded body the gateway did not ask for,
  *    another media type): a JSON-RPC error of this request (HTTP 200) naming the backend —
  *    unless the backend says it lost the session, then the request is handed back to be sent
@@ -33,6 +34,7 @@ import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { saysSessionLost, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
+import type { ResumeTickets, Ticket } from './resume-tickets.ts';
 import type { AggregatedSession, AskableCall } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { isModernVersion, logWanted } from '../era.ts';
@@ -80,6 +82,8 @@ export interface RouteListener {
    * null when it cannot (the listener then answered the backend's request itself).
    */
   park(exchange: RoutedExchange, requests: ReadonlyMap<string, JsonRpcRequest>): string | null;
+  /** Issues the tickets of SSE answers' event ids, and says whether a resumed stream may deliver a response. */
+  readonly tickets: ResumeTickets;
 }
 
 type Mode = 'json' | 'sse' | 'refused';
@@ -127,8 +131,19 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   #asks: JsonRpcRequest[] | null = null;
   /** Keys of the backend's requests already asked of the client (input_required keys stay unique). */
   #asked = 0;
-  /** Which responses this exchange carries: its request's, or, resumed, those that broke off. */
+  /** Which responses this exchange carries: its request's; none on a resumed stream, whose response passes by its ticket. */
   readonly #answering: Answering;
+  /**
+   * The ticket in this answer's event ids (resume-tickets.ts): the request a stream resumed from
+   * them may answer. Issued with the first event id the client gets (undefined until then; null
+   * for none: a modern client, who resumes nothing, or an id too long to carry). A resumed stream
+   * has the one it was resumed with (null when that was not genuine: no response passes).
+   */
+  #ticket: Ticket | null | undefined;
+  /** A resumed stream's response is waiting for its claim among the replicas: the events after it, held meanwhile. */
+  #claiming: SseEvent[] | null = null;
+  /** The backend's stream ended while the claim was pending. */
+  #endedClaiming = false;
 
   constructor(
     ctx: Context,
@@ -141,6 +156,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     createsTask: boolean,
     body: Buffer | null,
     mayRetry: boolean,
+    /** A resumed stream (`body` null): the ticket of the Last-Event-ID it resumes from, if genuine. */
+    resumes: Ticket | null = null,
   ) {
     super(link.backend, link.metrics);
     this.ctx = ctx;
@@ -155,7 +172,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     this.#hooks = hooks;
     this.#createsTask = createsTask;
     this.#backendId = ctx.rpcId;
-    this.#answering = body !== null ? ctx.rpcId : { answers: (id) => session.takeResumed(id, link.index) };
+    this.#answering = body !== null ? ctx.rpcId : null;
+    this.#ticket = body !== null ? undefined : resumes;
     ctx.inflight = this;
   }
 
@@ -227,6 +245,10 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       case 'sse':
         if (this.#held !== null) {
           this.#endedParked = true;
+          return;
+        }
+        if (this.#claiming !== null) {
+          this.#endedClaiming = true;
           return;
         }
         if (this.#events !== null) this.#events.end();
@@ -412,13 +434,19 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       this.#held.push(event);
       return '';
     }
+    // A resumed stream's response waits for its claim: what follows it waits too (bounded: nothing of a request's stream comes after its response).
+    if (this.#claiming !== null) {
+      if (this.#claiming.length < MAX_HELD_EVENTS) this.#claiming.push(event);
+      return '';
+    }
     const index = this.link.index;
-    const id = isResumableEventId(event.id) ? routedEventId(index, event.id) : null;
+    const id = this.#eventId(event.id);
     if (response === null) {
       let message = eventMessage(event);
+      if (this.body === null && message !== null && !('method' in message)) return this.#resumedResponse(event, id, message);
       if (message !== null && !('method' in message) && message.id === this.#backendId) {
         if (this.#handsOver(message)) return '';
-        this.#answered = true;
+        this.#delivered();
         if (this.ctx.envelope !== null) return this.#modernResponse(message, id, event);
       }
       if (message !== null && this.ctx.envelope !== null && 'method' in message) {
@@ -430,11 +458,68 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       return eventTowardClient(event, id, index, this.#answering, message);
     }
     if (this.#handsOver(response)) return '';
-    this.#answered = true;
+    this.#delivered();
     this.#noteTask(response);
     if (this.ctx.envelope !== null) return this.#modernResponse(response, id, event);
     const rewritten = towardClient(index, response, this.ctx.rpcId);
     return rewritten === null ? '' : formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(rewritten) });
+  }
+
+  /** The id the client gets for a backend's event id: the backend's index, this answer's ticket (issued with the first one), the backend's id. */
+  #eventId(backendId: string | null): string | null {
+    if (!isResumableEventId(backendId)) return null;
+    let ticket = this.#ticket;
+    if (ticket === undefined) {
+      // Only a legacy client resumes streams (a modern one has no GET): no ticket for a modern one.
+      ticket = this.#ticket = this.ctx.envelope === null ? this.#listener.tickets.issue(this.session.id, this.link.name, this.#backendId) : null;
+    }
+    return routedEventId(this.link.index, backendId, ticket === null ? null : ticket.token);
+  }
+
+  /** This request's response is the client's now (or on its way): a resumption through this replica does not deliver it again. */
+  #delivered(): void {
+    this.#answered = true;
+    if (this.#ticket) this.#listener.tickets.delivered(this.#ticket);
+  }
+
+  // ---- a resumed stream's response ----
+
+  /**
+   * A response on a resumed stream: it passes if it answers the request its ticket names, and
+   * only for the first stream that claims the ticket (whichever replica it is on); any other
+   * response is dropped — a backend cannot answer on a resumed stream what it was not asked
+   * there. A claim Redis must answer holds the rest of the stream until it has.
+   */
+  #resumedResponse(event: SseEvent, id: string | null, message: JsonRpcResponse): string {
+    const ticket = this.#ticket;
+    if (ticket === null || ticket === undefined || this.#answered || message.id !== ticket.requestId) return '';
+    const claimed = this.#listener.tickets.claim(ticket);
+    if (typeof claimed === 'boolean') return claimed ? this.#passResumed(event, id, message) : '';
+    this.#claiming = [];
+    claimed.then(
+      (won) => this.#claimed(won, event, id, message),
+      () => this.#claimed(false, event, id, message),
+    );
+    return '';
+  }
+
+  #passResumed(event: SseEvent, id: string | null, message: JsonRpcResponse): string {
+    this.#answered = true;
+    return eventTowardClient(event, id, this.link.index, message.id, message);
+  }
+
+  /** The claim is settled: the response (if it won), then what was held, then the end if it came. */
+  #claimed(won: boolean, event: SseEvent, id: string | null, message: JsonRpcResponse): void {
+    const held = this.#claiming ?? [];
+    this.#claiming = null;
+    if (this.cancelled || this.ctx.res.writableEnded || this.ctx.res.destroyed) return;
+    let out = won ? this.#passResumed(event, id, message) : '';
+    for (const next of held) out += this.#render(next, null);
+    this.write(out);
+    if (this.#endedClaiming && this.#claiming === null) {
+      this.#endedClaiming = false;
+      this.end();
+    }
   }
 
   /** The response as a modern client gets it: complete, and under its request's id (a retry's, after a park). */
@@ -533,7 +618,6 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
 
   finish(): void {
     if (this.#handedOver) return; // the stream is the relay's now
-    this.#brokeOff();
     if (!this.ctx.res.writableEnded) {
       const rest = this.#parser?.rest() ?? '';
       this.ctx.res.end(rest.length > 0 ? rest : undefined);
@@ -567,13 +651,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   /** The client left, or the gateway is closing the stream: the backend exchange stops too. */
   override cancel(): void {
     super.cancel();
-    this.#brokeOff();
     this.#settle();
-  }
-
-  /** An SSE answer that ends without its response: the client may resume it (Last-Event-ID). */
-  #brokeOff(): void {
-    if (this.#parser !== null && !this.#answered && this.body !== null && this.ctx.rpcId !== null) this.session.awaitResumption(this.ctx.rpcId, this.link.index);
   }
 
   /** OpenStream: shutdown ends a routed SSE answer (after the grace period) or a resumed stream (at once). */

@@ -46,8 +46,6 @@ export interface BackendAbsence {
 
 /** Tasks a session routes at once: a task older than the newest this many is not found. */
 const MAX_TASKS = 1024;
-/** Broken-off routed answers a session remembers for resumption. */
-const MAX_AWAITING = 256;
 
 export class AggregatedSession {
   #record: SessionRecord;
@@ -195,27 +193,6 @@ export class AggregatedSession {
   /** The backend's session when it can be used as it is: joined, and not lost. */
   usable(name: string): BackendSessionRecord | undefined {
     return this.#lost?.has(name) === true ? undefined : this.#backends.get(name);
-  }
-
-  /**
-   * Client requests whose routed SSE answer broke off before their response (the backend closed
-   * it, or the client left): request id → backend index. A stream resumed with Last-Event-ID
-   * may carry only these responses, from that backend, once each.
-   */
-  #awaiting: Map<JsonRpcId, number> | null = null;
-
-  /** Request `id`, routed to backend `index`, may have its response on a resumed stream. */
-  awaitResumption(id: JsonRpcId, index: number): void {
-    const awaiting = (this.#awaiting ??= new Map());
-    awaiting.set(id, index);
-    if (awaiting.size > MAX_AWAITING) awaiting.delete(awaiting.keys().next().value!);
-  }
-
-  /** Whether a resumed stream of backend `index` may answer request `id` (true once). */
-  takeResumed(id: JsonRpcId, index: number): boolean {
-    if (this.#awaiting?.get(id) !== index) return false;
-    this.#awaiting.delete(id);
-    return true;
   }
 
   /** A routed call created task `taskId` on backend `index`; past MAX_TASKS the oldest is forgotten. */

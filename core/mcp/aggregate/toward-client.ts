@@ -16,14 +16,13 @@ import { formatSseEvent, type SseEvent } from '../sse.ts';
 import { wrapRequestId } from './ids.ts';
 
 /**
- * Which responses an exchange may carry: the id of the client's request it answers; a check
- * (a resumed stream: the requests whose answers broke off on that backend); null for none.
+ * Which response an exchange may carry: the id of the client's request it answers; null for none
+ * (a resumed stream lets its one response through by its ticket, routed.ts and resume-tickets.ts).
  */
-export type Answering = JsonRpcId | { answers(id: JsonRpcId): boolean } | null;
+export type Answering = JsonRpcId;
 
 function answers(answering: Answering, id: JsonRpcId): boolean {
-  if (answering === null) return false;
-  return typeof answering === 'object' ? answering.answers(id) : id === answering;
+  return answering !== null && id === answering;
 }
 
 /** `message` from backend `index` as the client gets it; null when it must not reach the client. */
