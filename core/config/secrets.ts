@@ -93,6 +93,17 @@ export class SecretStore {
     if (!this.#secrets.has(name)) this.#secrets.set(name, readSecretValues(resource));
   }
 
+  /** Whether `other` holds the same Secrets with the same values (a reload compares them). */
+  sameAs(other: SecretStore): boolean {
+    if (other.#secrets.size !== this.#secrets.size) return false;
+    for (const [name, values] of this.#secrets) {
+      const theirs = other.#secrets.get(name);
+      if (theirs === undefined || theirs.size !== values.size) return false;
+      for (const [key, value] of values) if (!theirs.has(key) || theirs.get(key) !== value) return false;
+    }
+    return true;
+  }
+
   resolve(ref: { readonly name: string; readonly key: string }): SecretLookup {
     const secret = this.#secrets.get(ref.name);
     if (secret === undefined) {

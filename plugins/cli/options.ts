@@ -27,7 +27,7 @@ function parsePort(value: string): number {
   return port;
 }
 
-/** `vmcp serve` only: the registry server does not reload. */
+/** `serve` of either server: a change of the file reloads it, as SIGHUP does. */
 export function watchConfigOption(): Option {
   return new Option('--watch-config', 'reload the configuration when its file changes (as on SIGHUP); off by default');
 }

@@ -31,19 +31,21 @@ const VMCP_SIGNALS = `${STOP_SIGNALS}
                    problems, or a change that needs a restart, is refused and logged, and the
                    running configuration keeps serving`;
 const REGISTRY_SIGNALS = `${STOP_SIGNALS}
-  SIGHUP           logged and ignored: the registry server does not reload, restart to apply changes`;
+  SIGHUP           re-read the configuration and apply its sources, registries and Secrets; a file
+                   with problems, or a change that needs a restart (database, server, sync, auth),
+                   is refused and logged, and the running configuration keeps serving`;
 
 type Action<O> = (options: O) => Promise<void>;
 
-function system(name: string, description: string, configWhat: string, port: number, serve: Action<ServeOptions>, validate: Action<ValidateOptions>, reloads: boolean): Command {
+function system(name: string, description: string, configWhat: string, port: number, serve: Action<ServeOptions>, validate: Action<ValidateOptions>, signals: string): Command {
   const command = new Command(name).description(description);
   const serveCommand = command
     .command('serve')
     .description(`start ${description} and run until stopped`)
     .addOption(configOption(configWhat));
   for (const option of serveOptions(port)) serveCommand.addOption(option);
-  if (reloads) serveCommand.addOption(watchConfigOption());
-  serveCommand.addHelpText('after', `${reloads ? VMCP_SIGNALS : REGISTRY_SIGNALS}\n${EXIT_CODES}`).action(serve);
+  serveCommand.addOption(watchConfigOption());
+  serveCommand.addHelpText('after', `${signals}\n${EXIT_CODES}`).action(serve);
   command
     .command('validate')
     .description('check a configuration file and print every problem with its line and YAML path')
@@ -61,10 +63,10 @@ export function buildProgram(): Command {
   const vmcp = (): Promise<typeof import('./vmcp-commands.ts')> => import('./vmcp-commands.ts');
   const registry = (): Promise<typeof import('./registry-commands.ts')> => import('./registry-commands.ts');
   program.addCommand(
-    system('vmcp', 'the virtual MCP server', VMCP_CONFIG, VMCP_PORT, async (o) => (await vmcp()).vmcpServe(o), async (o) => (await vmcp()).vmcpValidate(o), true),
+    system('vmcp', 'the virtual MCP server', VMCP_CONFIG, VMCP_PORT, async (o) => (await vmcp()).vmcpServe(o), async (o) => (await vmcp()).vmcpValidate(o), VMCP_SIGNALS),
   );
   program.addCommand(
-    system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, async (o) => (await registry()).registryServe(o), async (o) => (await registry()).registryValidate(o), false),
+    system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, async (o) => (await registry()).registryServe(o), async (o) => (await registry()).registryValidate(o), REGISTRY_SIGNALS),
   );
   program.addCommand(benchCommand());
   everyCommand(program, (command) =>

@@ -4,6 +4,7 @@
 import { validateRegistryFile } from '../registry/config/registry-config.ts';
 import { authzModeOf, startRegistry } from '../registry/registry-server.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
+import { fileReload } from './reload.ts';
 import { loadConfig, serve } from './serve.ts';
 
 const MODE_LABEL = { anonymous: 'anonymous mode', authOnly: 'auth-only mode', full: 'full authorization' } as const;
@@ -17,5 +18,13 @@ export async function registryValidate(options: ValidateOptions): Promise<void> 
 }
 
 export function registryServe(options: ServeOptions): Promise<void> {
-  return serve(options, validateRegistryFile, (config, log) => startRegistry({ config, host: options.host, port: options.port, log }));
+  return serve(
+    options,
+    validateRegistryFile,
+    async (config, log) => {
+      const running = await startRegistry({ config, host: options.host, port: options.port, log });
+      return { stop: () => running.stop(), reload: fileReload(options.config, validateRegistryFile, (next) => running.reload(next), log) };
+    },
+    true,
+  );
 }

@@ -21,6 +21,7 @@ import type { ValidatorFactory } from './auth/issuer-validators.ts';
 import { registryApi } from './api-plugin.ts';
 import { applyConfig } from './store/apply-config.ts';
 import { openStore, type Store } from './store/store.ts';
+import { reloadRegistry, type RegistryReloadOutcome } from './registry-reload.ts';
 import { SyncScheduler } from './sync/scheduler.ts';
 import { SyncMetrics } from './sync/sync-metrics.ts';
 import { sourceReaders } from './sync/source-readers.ts';
@@ -43,6 +44,10 @@ export interface RunningRegistry {
   readonly store: Store;
   readonly server: GatewayServer;
   readonly sync: SyncScheduler;
+  /** The configuration now served. */
+  readonly config: RegistryConfig;
+  /** Applies `next` (its sources, registries and Secrets; the rest needs a restart); never rejects. */
+  reload(next: RegistryConfig): Promise<RegistryReloadOutcome>;
   stop(): Promise<void>;
 }
 
@@ -67,9 +72,15 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     const roles = config.auth.mode === 'oauth' ? (config.auth.authz?.roles ?? {}) : {};
     specs.push({ definition: registryAuthz as PluginSpec['definition'], config: { mode, roles }, source: `${config.file} auth` });
     // Syncs start below, once the routes are in place; the admin API tells them of changes.
+    // The readers resolve secrets through this context: a reload gives it the file's new Secrets.
+    const readerContext: { settings: RegistryConfig['sync']; secrets: RegistryConfig['secrets']; log: Logger } = {
+      settings: config.sync,
+      secrets: config.secrets,
+      log: log.child({ component: 'sync' }),
+    };
     const sync = app.own(
       new SyncScheduler(store, {
-        readers: sourceReaders({ settings: config.sync, secrets: config.secrets, log: log.child({ component: 'sync' }) }),
+        readers: sourceReaders(readerContext),
         log: log.child({ component: 'sync' }),
         metrics: new SyncMetrics(app.metrics.registry),
         maxConcurrent: config.sync.maxConcurrent,
@@ -94,7 +105,28 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     const address = await app.start();
     const url = app.url();
     log.info({ url, mode, database: config.database.type, sources: config.sources.length, registries: config.registries.length }, 'registry server listening');
-    return { url, address, mode, store, server, sync, stop: () => app.stop() };
+    let served = config;
+    const reload = async (next: RegistryConfig): Promise<RegistryReloadOutcome> => {
+      const outcome = await reloadRegistry({ store, sync, readerContext, log }, served, next).catch((error: unknown): RegistryReloadOutcome => {
+        log.error({ err: error, file: next.file }, 'reload failed; the running configuration keeps serving');
+        return { status: 'failed', error };
+      });
+      if (outcome.status === 'applied' || outcome.status === 'unchanged') served = next;
+      return outcome;
+    };
+    return {
+      url,
+      address,
+      mode,
+      store,
+      server,
+      sync,
+      get config() {
+        return served;
+      },
+      reload,
+      stop: () => app.stop(),
+    };
   } catch (err) {
     await app.stop();
     throw err;

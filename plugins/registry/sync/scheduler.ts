@@ -137,6 +137,18 @@ export class SyncScheduler {
     }
   }
 
+  /**
+   * The credentials sources read with may have changed (a reload brought new Secret values):
+   * every tracked source gets a new reader, made with them, and syncs soon.
+   */
+  async renewReaders(): Promise<void> {
+    if (this.#stopped) return;
+    for (const [name, tracked] of this.#tracked) {
+      await this.#closeReader(tracked);
+      if (this.#reconciler !== null) this.#soon(name, 0, true);
+    }
+  }
+
   /** Syncs `name` now, whatever its timer says (the admin API's sync); joins a sync under way. */
   async syncNow(name: string): Promise<SyncStatus | null> {
     if (!this.#tracked.has(name)) await this.refresh();
