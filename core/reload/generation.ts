@@ -60,6 +60,8 @@ export class Generation {
   readonly mcpPath: string;
   readonly transparent: boolean;
   readonly streams: OpenStreams;
+  /** Backends of earlier generations this one has not (live sessions may still name their tools). */
+  readonly removedBackends: readonly string[];
   challenge: AuthChallenge | null = null;
   #chain: Chain | null = null;
   #endpoint: McpEndpoint | null = null;
@@ -78,8 +80,11 @@ export class Generation {
   readonly #log: Logger;
   #closing: Promise<void> | null = null;
 
-  private constructor(config: VmcpConfig, log: Logger, metrics: GatewayMetrics) {
+  private constructor(config: VmcpConfig, log: Logger, metrics: GatewayMetrics, previous: Generation | null) {
     this.config = config;
+    const names = new Set(config.backends.map((b) => b.name));
+    const before = previous === null ? [] : [...previous.removedBackends, ...previous.config.backends.map((b) => b.name)];
+    this.removedBackends = [...new Set(before)].filter((name) => !names.has(name));
     this.#log = log;
     this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth));
     this.mcpPath = mcpPathOf(config);
@@ -89,7 +94,7 @@ export class Generation {
 
   /** Builds a generation (nothing started); what was acquired is released if it fails. */
   static async build(options: GenerationOptions): Promise<Generation> {
-    const generation = new Generation(options.config, options.log, options.metrics);
+    const generation = new Generation(options.config, options.log, options.metrics, options.previous ?? null);
     try {
       await generation.#build(options);
       return generation;
@@ -148,6 +153,7 @@ export class Generation {
       streams: this.streams,
       log,
       storage: shared.storage,
+      removedBackends: this.removedBackends,
     });
     this.#own(transparent ? 'era bridge' : 'aggregated sessions', () => aggregated.close());
     this.#aggregated = aggregated.endpoint;

@@ -80,6 +80,8 @@ export interface AggregatedOptions {
    * lists, as on the transparent path (the backend answers for what it lacks).
    */
   direct?: boolean;
+  /** Backends a config reload removed (sessions may still call their tools): named when one is called. */
+  removedBackends?: readonly string[];
 }
 
 /** Methods a direct bridge sends to its backend as they name it (their ctx.target as the transparent path's). */
@@ -505,6 +507,10 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
         if (session.has(link.name) && failed === undefined) continue;
         const reason = failed ?? session.absence(link.name)?.reason ?? `backend "${link.name}" is unavailable`;
         return { code: INTERNAL_ERROR, message: `${what} ${name} cannot be called now: ${reason}` };
+      }
+      // A session from before a reload may still call what a removed backend offered.
+      for (const removed of this.#o.removedBackends ?? []) {
+        if (name.startsWith(prefixFor(prefixFormat, removed))) return { code: INVALID_PARAMS, message: `Unknown ${what}: ${name} (backend "${removed}" was removed from the configuration)` };
       }
     }
     return { code: INVALID_PARAMS, message: `Unknown ${what}: ${name}` };

@@ -31,6 +31,8 @@ export interface AggregatedDeps {
   log: Logger;
   /** Sessions shared with other generations of the same server (a reload): not closed with this one. */
   storage?: SessionStorage;
+  /** Backends earlier configurations had and this one has not (reload). */
+  removedBackends?: readonly string[];
 }
 
 /**
@@ -127,6 +129,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     log,
     // One backend, no tool configuration: a transparent endpoint's era bridge (virtual-mcp-server.ts).
     direct: !needsAggregation(deps.backends.length, config.aggregation),
+    removedBackends: deps.removedBackends ?? [],
   });
   if (deps.storage === undefined) storage.serve(endpoint);
   return { endpoint, health, close };
