@@ -121,6 +121,28 @@ const PROMISE_SINK: BodySink<Settle> = {
   bodyFailed: (settle, error) => settle.reject(error),
 };
 
+/**
+ * Drops, as it arrives, the body of a request whose handler does not read one (a GET or DELETE
+ * that carries a body). Left unread, it would stop the connection being read past a small
+ * buffer: the requests after it would wait, and a client that went away would go unnoticed for
+ * as long as the answer lasts (a GET stream: for good, holding its stream to the backend). A
+ * body past `limit` bytes ends the connection, as an oversize POST body does.
+ */
+export function discardBody(req: HttpRequest, limit: number): void {
+  let size = 0;
+  const drop = (chunk: Buffer): void => {
+    size += chunk.length;
+    if (size <= limit) return;
+    req.removeListener('data', drop);
+    req.socket.destroy();
+  };
+  req.on('data', drop);
+  // The client leaving mid-body is no one's error here.
+  req.on('error', ignore);
+}
+
+function ignore(): void {}
+
 /** Promise form, for plugin routes. */
 export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => readBodyInto(req, limit, PROMISE_SINK, { resolve, reject }));

@@ -13,7 +13,7 @@ import type { BackendInfo } from '../backend.ts';
 import { runHooks, type Chain, type HookOutcome } from '../chain.ts';
 import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
-import { startReading, type BodySink } from '../http/body.ts';
+import { discardBody, startReading, type BodySink } from '../http/body.ts';
 import { removeHeader } from '../http/header-list.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../outgoing-headers.ts';
@@ -83,6 +83,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
         return undefined;
       case 'GET':
       case 'DELETE': {
+        // Not forwarded: a body sent with them is dropped as it arrives.
+        if (ctx.head.hasBody) discardBody(ctx.req, this.#maxBodyBytes);
         const refused = modernMethodNotAllowed(ctx);
         if (refused !== null) throw refused;
         // A legacy stream or session end: the backend's own, unless the bridge holds legacy sessions for a modern backend.

@@ -23,7 +23,7 @@ import { runHooks, type Chain, type HookOutcome } from '../../chain.ts';
 import type { Context } from '../../context.ts';
 import { randomBytes } from 'node:crypto';
 import { GatewayError, rpcErrorResponse, untrusted } from '../../errors.ts';
-import { startReading, type BodySink } from '../../http/body.ts';
+import { discardBody, startReading, type BodySink } from '../../http/body.ts';
 import { Reply } from '../../reply.ts';
 import { respond, respondWhenSettled } from '../../respond.ts';
 import { runResponseHooks } from '../../chain.ts';
@@ -205,9 +205,10 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
         startReading(ctx.req, this.#o.maxBodyBytes, this, ctx);
         return undefined;
       case 'GET':
-        return modernMethodNotAllowed(ctx) ?? this.#stream(ctx);
       case 'DELETE':
-        return modernMethodNotAllowed(ctx) ?? this.#delete(ctx);
+        // A body sent with them is not read: it is dropped as it arrives.
+        if (ctx.head.hasBody) discardBody(ctx.req, this.#o.maxBodyBytes);
+        return modernMethodNotAllowed(ctx) ?? (ctx.req.method === 'GET' ? this.#stream(ctx) : this.#delete(ctx));
       default:
         throw methodNotAllowed(ctx);
     }
