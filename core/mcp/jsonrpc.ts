@@ -106,6 +106,14 @@ export function parseMessages(body: Buffer): JsonRpcMessage | JsonRpcMessage[] {
   return value as JsonRpcMessage;
 }
 
+/**
+ * `table[key]` for a key a client or a backend chose (a method name, say): only the table's own
+ * entries, never what every object inherits (`constructor`, `__proto__`, `toString`...).
+ */
+export function ownEntry<T>(table: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 /** The methods whose `Mcp-Name` header mirrors a body field, and which field. */
 const NAME_FIELD: Record<string, 'name' | 'uri'> = {
   'tools/call': 'name',
@@ -117,7 +125,7 @@ const NAME_FIELD: Record<string, 'name' | 'uri'> = {
 
 /** The body field mirrored by `Mcp-Name` for this message, or undefined. */
 export function nameOf(msg: JsonRpcRequest | JsonRpcNotification): string | undefined {
-  const field = NAME_FIELD[msg.method];
+  const field = ownEntry(NAME_FIELD, msg.method);
   if (field === undefined || msg.params === undefined) return undefined;
   const value = msg.params[field];
   return typeof value === 'string' ? value : undefined;

@@ -31,7 +31,7 @@ import type { MessageTarget } from '../../context.ts';
 import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from '../intake.ts';
 import { isModernVersion } from '../era.ts';
-import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
+import { ownEntry, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import { callerMustReauthenticate, forBackend, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
@@ -628,7 +628,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   /** A request the gateway answers itself (lists, ping) or sends to every backend (logging). */
   async #request(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
-    const list = LIST_METHODS[request.method];
+    const list = ownEntry(LIST_METHODS, request.method);
     if (list !== undefined) {
       const cursor = request.params?.cursor;
       // A first page is served fresh (each part's ttlMs); the next pages come from the same list.
@@ -905,7 +905,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     };
     const capabilities = ctx.envelope?.capabilities ?? {};
     for (const request of requests.values()) {
-      const needed = CAPABILITY_OF[request.method];
+      const needed = ownEntry(CAPABILITY_OF, request.method);
       if (needed === undefined || capabilities[needed] === undefined) return refuse(request, `the client did not declare the ${needed ?? request.method} capability`);
     }
     const asked = new Map([...requests].map(([key, request]) => [key, { id: request.id, method: request.method, params: request.params }]));
@@ -1068,7 +1068,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   readonly #observe = (session: AggregatedSession, message: JsonRpcMessage): void => {
     if ('method' in message && !('id' in message)) {
-      const kind = LIST_CHANGED[message.method];
+      const kind = ownEntry(LIST_CHANGED, message.method);
       if (kind !== undefined) session.invalidate(kind);
     }
   };

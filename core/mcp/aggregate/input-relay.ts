@@ -15,7 +15,7 @@ import { GatewayError, rpcErrorResponse } from '../../errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';
 import type { ResponseHook } from '../../plugin.ts';
 import { runResponseHooks } from '../../chain.ts';
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
+import { ownEntry, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
 import { formatSseEvent } from '../sse.ts';
 import type { BackendLink, CallResult, MessageSink } from './backend-link.ts';
 import { wrapInputRequestId } from './ids.ts';
@@ -174,7 +174,7 @@ export async function relayInput(o: InputRelayOptions, first: JsonRpcResponse): 
       if (inputRequests.length > 0) {
         const capabilities = o.session.record.clientCapabilities;
         for (const [, request] of inputRequests) {
-          const needed = typeof request?.method === 'string' ? CAPABILITY_OF[request.method] : undefined;
+          const needed = typeof request?.method === 'string' ? ownEntry(CAPABILITY_OF, request.method) : undefined;
           if (needed === undefined || capabilities[needed] === undefined) {
             throw new GatewayError('backend_error', `backend "${o.link.name}" asked the client for ${typeof request?.method === 'string' ? request.method.slice(0, 64) : 'an unknown request'}, which the client did not declare it can answer`, { extra: { backend: o.link.name } });
           }

@@ -7,7 +7,7 @@
  * client's filter and, for a modern client, carries its subscription's id.
  */
 import { META } from '../era.ts';
-import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
+import { ownEntry, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.ts';
 
 /** What a `subscriptions/listen` asks for (2026-07-28 `notifications` filter). */
 export interface ListenFilter {
@@ -48,7 +48,7 @@ export function parseFilter(params: Record<string, unknown> | undefined): Listen
 /** Whether `message` (from a backend's stream) is one the filter asks for. */
 export function wanted(filter: ListenFilter, message: JsonRpcMessage): boolean {
   if (!('method' in message) || 'id' in message) return false;
-  const flag = LIST_FLAGS[message.method];
+  const flag = ownEntry(LIST_FLAGS, message.method);
   if (flag !== undefined) return filter[flag];
   if (message.method === 'notifications/resources/updated') {
     const uri = message.params?.['uri'];
