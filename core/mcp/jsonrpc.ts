@@ -83,10 +83,48 @@ export function messageProblem(value: unknown): string | null {
 }
 
 /**
+ * How deep a request's JSON may nest (arrays and objects). JSON.parse reads any depth, but the
+ * gateway writes messages anew (aggregated mode, the era bridge, hooks) and walks parts of them
+ * (the implicit session's key), and JSON.stringify runs out of stack a few thousand levels down:
+ * a deeper request is refused here, before anything reads it. MCP messages nest a few levels.
+ */
+export const MAX_NESTING = 256;
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Whether `body` opens more than `limit` arrays or objects inside one another (strings skipped).
+ * A body too short to hold that much nesting is not scanned.
+ */
+export function nestsDeeperThan(body: Buffer, limit: number): boolean {
+  if (body.length <= 2 * limit) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]!;
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > limit) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}
+
+/**
  * Parses a request body into one message or a batch. Throws `parse_error` for bytes that are not
- * JSON and `invalid_jsonrpc` for JSON that is not JSON-RPC, naming the problem.
+ * JSON and `invalid_jsonrpc` for JSON that is not JSON-RPC (or nested deeper than MAX_NESTING),
+ * naming the problem.
  */
 export function parseMessages(body: Buffer): JsonRpcMessage | JsonRpcMessage[] {
+  if (nestsDeeperThan(body, MAX_NESTING)) throw invalid(`the body nests arrays and objects more than ${MAX_NESTING} levels deep`);
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
