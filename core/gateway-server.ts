@@ -306,8 +306,9 @@ export class GatewayServer {
     const socket = req.socket as LastRequestSocket;
     if (socket[kLastRequestSeen] === true) {
       // Bytes after a request that asked to switch protocols are not HTTP to be trusted (node:http
-      // frames them anyway; the own server never parses them): the connection ends here.
-      socket.destroy();
+      // frames them anyway, and so does the own server when Upgrade comes without Connection:
+      // upgrade): not served. The connection closes after the answer to the Upgrade request (it
+      // says `connection: close`), which must not be lost to this one: the server aborts it then.
       return;
     }
     const ctx = new Context(req, res, this.#scope, performance.now());

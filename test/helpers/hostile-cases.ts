@@ -682,9 +682,9 @@ export function exchangeOf(t: Target, a: AnyCase): { writes: Buffer[]; options: 
     }
     case 'headers': {
       const c = a.c;
-      // A request that carries Upgrade is the connection's last: gateway-server.ts destroys the
-      // connection when another request follows it, before the first is answered (reported, a
-      // todo test in hostile-headers.test.ts). Such a case waits for its answer instead.
+      // A request that carries Upgrade is the connection's last: a request after it is not served
+      // (the connection closes after the first answer; hostile-headers.test.ts checks that the
+      // first is answered). Such a case waits for its answer instead of sending the sentinel.
       const upgrade = c.headers.some(([n]) => n.toLowerCase() === 'upgrade');
       const ending = upgrade ? { kind: 'responses' as const, count: 1 } : { kind: 'sentinel' as const, bytes: sentinelBytes(t) };
       return { writes: [requestBytes('POST', path, c.headers, c.body)], options: { ending, methods: ['POST'] } };

@@ -102,6 +102,9 @@ function onData(this: Tagged<Socket>, chunk: Buffer): void {
   // HTTP: none of it is read as a request (it would be a smuggled one).
   if (connection.lastRequestDone) return;
   connection.lastActive = performance.now();
+  // A chunk that starts a message when nothing is in progress starts with its method: kept for a
+  // refusal of that message before its head is complete (a HEAD request's has no body).
+  if (connection.idle) connection.methodSeen = chunk.length >= 5 && chunk[0] === 0x48 && chunk.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : null;
   let result: number | Error;
   try {
     result = connection.parser.execute(chunk);
@@ -173,6 +176,8 @@ export class Connection implements ResponseSink, BodySource {
   lastActive: number;
   /** performance.now() when a write last found the socket's buffer full, until it drains (0: not blocked). */
   blockedSince = 0;
+  /** 'HEAD' when the message being read began with that method, as far as its first chunk tells (else null). */
+  methodSeen: string | null = null;
   /** Bytes the socket had handed to the kernel when `blockedSince` was last set. */
   #sentWhenBlocked = 0;
   /** Unanswered requests at which reading pauses until one is answered (`maxPipelinedRequests`). */
@@ -291,7 +296,9 @@ export class Connection implements ResponseSink, BodySource {
     }
     const body = JSON.stringify({ error: 'invalid_request', error_description: description });
     const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
-    this.socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    // The answer to a HEAD request has no body (RFC 9110 §9.3.2), only the length it would have.
+    const head = only?.forHead === true || this.methodSeen === 'HEAD';
+    this.socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${head ? '' : body}`);
   }
 
   // ---- ResponseSink ----
@@ -359,6 +366,9 @@ export class Connection implements ResponseSink, BodySource {
     response.finished();
     response.request?.destroyRequest();
     if (!response.keepAlive) {
+      // The connection ends with this response: what was pipelined behind it will never be
+      // written, so it is aborted now (its handlers see 'close') and nothing more is read.
+      this.#abandonQueued();
       this.socket.end();
       return;
     }
@@ -376,6 +386,21 @@ export class Connection implements ResponseSink, BodySource {
 
   destroy(): void {
     this.socket.destroy();
+  }
+
+  /** Aborts every response still queued (their requests too) and reads no more requests. */
+  #abandonQueued(): void {
+    this.lastRequest = this.lastRequestDone = true;
+    // Out of the queue first: a handler told of its request's end may answer at once, and that
+    // answer must not reach the socket after the one that closes it.
+    const queued = this.queue.splice(0);
+    for (const response of queued) response.abort();
+    this.request?.destroyRequest(new Error('the connection is closing'));
+    this.request = null;
+    for (const response of queued) response.request?.destroyRequest(new Error('the connection is closing'));
+    this.#held.clear();
+    this.#heldBytes = 0;
+    this.#resume(PAUSED_BY_BODY | PAUSED_BY_PIPELINE);
   }
 
   // ---- BodySource ----

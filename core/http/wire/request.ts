@@ -87,6 +87,9 @@ export class WireRequest extends EventEmitter {
 
   /** A body chunk from the parser. */
   push(chunk: Buffer): void {
+    // Answered already, or gone: nobody will read it, so it is not kept (nor does it stop the
+    // connection being read: behind it may be the client's FIN that ends a stream).
+    if (this.#discarding) return;
     if (this.#flowing && this.#pending.length === 0 && !this.#flushScheduled) {
       this.emit('data', chunk);
       return;
@@ -145,6 +148,18 @@ export class WireRequest extends EventEmitter {
       this.#scheduleFlush();
     }
     return this;
+  }
+
+  #discarding = false;
+
+  /** Its response has ended: what is left of the body is dropped as it arrives. */
+  discardBody(): void {
+    if (this.#discarding || this.#endEmitted) return;
+    this.#discarding = true;
+    const wasLimited = this.#pendingBytes > UNREAD_LIMIT;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    if (wasLimited) this.#source.resumeReading();
   }
 
   /** The request is over (its body was delivered, or the client left): `close`, once. */

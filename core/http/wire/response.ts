@@ -52,13 +52,18 @@ export class WireResponse extends EventEmitter {
   /** Whether the connection stays open after this response. */
   keepAlive: boolean;
   /** The request this answers; told `close` when the exchange is over. */
-  request: { destroyRequest(error?: Error): void } | null = null;
+  request: { destroyRequest(error?: Error): void; discardBody?(): void } | null = null;
   readonly #sink: ResponseSink;
   readonly #noBodyRequest: boolean;
   readonly #http10: boolean;
   #headers: (string | number)[] = [];
   #extra: Map<string, [string, string]> | null = null;
   #chunked = false;
+
+  /** The answer to a HEAD request: headers only. */
+  get forHead(): boolean {
+    return this.#noBodyRequest;
+  }
 
   constructor(sink: ResponseSink, method: string, http10: boolean, keepAlive: boolean) {
     super();
@@ -179,6 +184,8 @@ export class WireResponse extends EventEmitter {
       this.writableEnded = true;
       return this;
     }
+    // Answered: the rest of the request's body is not wanted (and must not hold the connection).
+    this.request?.discardBody?.();
     const body = chunk === undefined || this.#noBodyRequest ? null : chunk;
     // A bad header throws here, before anything is sent or the response counts as ended.
     const head = this.headersSent ? '' : this.#head(chunk === undefined ? 0 : Buffer.byteLength(chunk));
