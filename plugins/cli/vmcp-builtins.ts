@@ -24,16 +24,22 @@ interface Shared {
   readonly upstreamTokens: UpstreamTokenHandle;
 }
 
-/** The built-ins of each configuration a process serves, its reloads included. */
+/**
+ * The built-ins of each configuration a process serves, its reloads included. What the serving
+ * configuration shares with its authorization server carries over to a reload whose server is
+ * the same; a reload is only a candidate until it is applied (`served`): one refused (its server
+ * changed) must not replace the keys and handle the running server goes on with.
+ */
 export class VmcpBuiltins {
   #shared: Shared | null = null;
+  readonly #candidates = new WeakMap<VmcpConfig, Shared>();
 
-  /** The plugins for `config`; the authorization server's keys and token handle carry over while its config is the same. */
+  /** The plugins for `config`; the authorization server's keys and token handle carry over while its config is the serving one's. */
   for(config: VmcpConfig): PluginSpec[] {
-    const previous = this.#shared;
+    const serving = this.#shared;
     const shared: Shared =
-      previous !== null && isDeepStrictEqual(previous.authServer, config.authServer)
-        ? previous
+      serving !== null && isDeepStrictEqual(serving.authServer, config.authServer)
+        ? serving
         : {
             authServer: config.authServer,
             // With the embedded authorization server, incoming auth checks its tokens with its keys, in
@@ -41,8 +47,15 @@ export class VmcpBuiltins {
             keys: config.authServer === null ? null : loadServerKeys(config.authServer.signingKeys, config.authServer.hmacSecrets),
             upstreamTokens: new UpstreamTokenHandle(),
           };
-    this.#shared = shared;
+    if (serving === null) this.#shared = shared; // the configuration the process starts with
+    else this.#candidates.set(config, shared);
     return builtinsWith(config, shared);
+  }
+
+  /** `config` (given to `for`) now serves: what it shares is the serving one's. */
+  served(config: VmcpConfig): void {
+    const shared = this.#candidates.get(config);
+    if (shared !== undefined) this.#shared = shared;
   }
 }
 

@@ -23,7 +23,16 @@ export function vmcpServe(options: ServeOptions): Promise<void> {
       const running = await startVmcp({ config, host: options.host, port: options.port, log, builtins: builtins.for(config) });
       return {
         stop: () => running.stop(),
-        reload: fileReload(options.config, validateVmcpFile, (next) => running.reload(next, builtins.for(next)), log),
+        reload: fileReload(
+          options.config,
+          validateVmcpFile,
+          async (next) => {
+            const outcome = await running.reload(next, builtins.for(next));
+            if (outcome.status === 'applied') builtins.served(next);
+            return outcome;
+          },
+          log,
+        ),
       };
     },
     true,

@@ -57,7 +57,9 @@ describe('reload with the embedded authorization server (memory storage, keys of
     const { readFile } = await import('node:fs/promises');
     await writeFile(file, edit(await readFile(file, 'utf8')));
     const next = await loadVmcpConfig(file);
-    return gateway.reload(next, builtins.for(next));
+    const outcome = await gateway.reload(next, builtins.for(next));
+    if (outcome.status === 'applied') builtins.served(next);
+    return outcome;
   }
 
   async function callTool(access: string, name: string): Promise<{ status: number; text: string }> {
@@ -118,6 +120,15 @@ describe('reload with the embedded authorization server (memory storage, keys of
     assert.deepEqual(changedScopes.status === 'restart-needed' ? changedScopes.parts.map((p) => p.path) : [], ['VirtualMCPServer/vmcp spec.incomingAuth']);
     await writeFile((gateway as { file: string }).file, original);
     assert.equal(await flows.mcpStatus(tokens.access), 200);
-    assert.equal((await flows.refresh(clientId, tokens.refresh)).status, 200);
+    const refreshed = await flows.refresh(clientId, tokens.refresh);
+    assert.equal(refreshed.status, 200);
+    // A refused reload left nothing behind: the same server's config with one more change
+    // applies, and the server, its keys and its upstream tokens go on.
+    const applied = await reloadWith((text) => text.replace('  outgoingAuth:', '  server: {maxBodySize: 2Mi}\n  outgoingAuth:'));
+    assert.equal(applied.status, 'applied', JSON.stringify(applied));
+    assert.equal(await flows.mcpStatus(String(refreshed.body.access_token)), 200, 'a token of the kept server, checked with its keys');
+    const call = await callTool(String(refreshed.body.access_token), 'echo_run');
+    assert.equal(call.status, 200, call.text);
+    assert.match(call.text, /profile ran/, 'the upstream token, read through the handle the kept server fills');
   });
 });
