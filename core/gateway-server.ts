@@ -223,8 +223,12 @@ export class GatewayServer {
           : (ctx) => {
               const session = ctx.head.sessionId;
               if (session !== undefined) {
-                if (!limit.enter(session)) return tooManySessionRequests(ctx, limit.max);
-                ctx.countedSession = session;
+                // Counted per principal and session: a party that learned a session's id but is
+                // not its principal cannot fill its count (the endpoint refuses it the session).
+                const principal = ctx.principal;
+                const key = principal === null ? session : `${principal.issuer ?? ''}\0${principal.subject}\0${session}`;
+                if (!limit.enter(key)) return tooManySessionRequests(ctx, limit.max);
+                ctx.countedSession = key;
               }
               return mcp.handle(ctx);
             };
@@ -309,6 +313,9 @@ export class GatewayServer {
       // frames them anyway, and so does the own server when Upgrade comes without Connection:
       // upgrade): not served. The connection closes after the answer to the Upgrade request (it
       // says `connection: close`), which must not be lost to this one: the server aborts it then.
+      // node:http would frame and queue every request that follows for as long as that answer
+      // streams: nothing more is read.
+      socket.pause();
       return;
     }
     const ctx = new Context(req, res, this.#scope, performance.now());

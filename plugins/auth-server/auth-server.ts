@@ -198,7 +198,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       async stop() {
         await bridge.stop();
         await Promise.all(upstreams.map((upstream) => upstream.close()));
-        await redis?.quit().catch(() => undefined);
+        await redis?.quit().catch(() => redis.disconnect());
         await metadataHttp.close();
       },
     };

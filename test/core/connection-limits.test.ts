@@ -170,3 +170,46 @@ describe('connection limits of the own HTTP server', () => {
     }
   });
 });
+
+describe('a client that stops reading, or reads slowly, in the cases review found', () => {
+  it('keeps a slow reader of one large answer: the bytes libuv has yet to write count as progress', async () => {
+    let dropped = false;
+    const body = Buffer.alloc(24 * 1024 * 1024, 'z');
+    const { port, dropped: reasons } = await start({ sendTimeoutMs: 1500 }, (_req, res) => {
+      res.on('close', () => (dropped = !res.writableFinished));
+      res.end(body); // one write: writableLength only moves when all of it is out
+    });
+    const socket = await open(port);
+    let received = 0;
+    // One read (at most 64 KiB) every 10 ms: several seconds for the whole answer, more than the
+    // send timeout, with bytes taken all along.
+    socket.on('data', (d: Buffer) => {
+      received += d.length;
+      socket.pause();
+    });
+    socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\n');
+    const reader = setInterval(() => socket.resume(), 10);
+    try {
+      await until(() => received >= body.length || dropped, 20_000, 'the whole answer');
+    } finally {
+      clearInterval(reader);
+    }
+    assert.equal(dropped, false, `dropped after ${received} bytes`);
+    assert.deepEqual(reasons, []);
+  });
+
+  it('notices a client leaving a stream whose request body stalled past the request timeout', async () => {
+    let closed = false;
+    const { port } = await start({ requestTimeoutMs: 1000 }, (_req, res) => {
+      res.writeHead(200, ['content-type', 'text/event-stream']);
+      res.flushHeaders();
+      res.on('close', () => (closed = true));
+    });
+    const socket = await open(port);
+    socket.write('GET /events HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n0123456789');
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // the request timeout passes
+    socket.write(Buffer.alloc(200 * 1024, ' '));
+    socket.end();
+    await until(() => closed, 5000, 'the stream to end once its client left');
+  });
+});

@@ -15,6 +15,9 @@ import { connect, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
+import { freePort } from '../fixtures/processes.ts';
+import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
+import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { openRawSession, post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
@@ -203,5 +206,58 @@ describe('server limits in the config', () => {
     const file = await writeConfig(vmcpYaml({ backends: [{ name: 'alpha', url: 'http://127.0.0.1:9/mcp' }] }));
     const config = await loadVmcpConfig(file);
     assert.deepEqual(config.server.limits, { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 });
+  });
+});
+
+describe('server.maxSessionRequests is counted per principal', () => {
+  let issuer: KeyIssuer;
+  let alpha: SdkServer;
+  let beta: SdkServer;
+  let gateway: RunningVmcp;
+  let resource: string;
+
+  before(async () => {
+    issuer = await KeyIssuer.start();
+    await issuer.addKey('ES256');
+    alpha = await startSdkServer({ name: 'alpha' });
+    beta = await startSdkServer({ name: 'beta' });
+    const port = await freePort();
+    resource = `http://127.0.0.1:${port}/mcp`;
+    gateway = await startTestGateway({
+      port,
+      backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
+      incomingAuth: inlineOidcYaml({ issuer: issuer.url, audience: resource, resourceUrl: resource }),
+      spec: '  server: {maxSessionRequests: 2, requestTimeout: 10s}',
+    });
+  });
+  after(async () => {
+    await gateway.stop();
+    await Promise.all([alpha.close(), beta.close(), issuer.close()]);
+  });
+
+  it("another principal holding requests open with the session's id does not use up its count", async () => {
+    const owner = await issuer.mint(issuer.claims(resource));
+    const other = await issuer.mint(issuer.claims(resource, { sub: 'user-2' }));
+    const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+    const init = await post(resource, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }), auth(owner));
+    const session = init.headers.get('mcp-session-id')!;
+    const headers = { ...auth(owner), 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    await post(resource, '{"jsonrpc":"2.0","method":"notifications/initialized"}', headers);
+    // Two requests of the other principal with the owner's session id, their bodies trickling.
+    const { port } = new URL(resource);
+    const stalled = [0, 1].map(() => {
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer ${other}\r\nMcp-Session-Id: ${session}\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`);
+      return socket;
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const answer = await post(resource, call(2, 'alpha_echo', { text: 'mine' }), headers);
+      assert.equal(answer.status, 200, answer.text);
+      assert.match(answer.text, /mine/);
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
   });
 });

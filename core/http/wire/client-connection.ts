@@ -49,11 +49,14 @@ const PAUSED_BY_PIPELINE = 2;
 
 function onMessageBegin(this: Tagged<NativeParser>): void {
   const connection = this[kConnection];
+  // After the connection's last request, what llhttp still frames in the same read is dropped.
+  if (connection.lastRequestDone) return;
   connection.headersStartedAt = connection.requestStartedAt = performance.now();
 }
 
 function onHeaders(this: Tagged<NativeParser>, headers: string[], url: string): void {
   const connection = this[kConnection];
+  if (connection.lastRequestDone) return;
   (connection.partialHeaders ??= []).push(...headers);
   connection.partialUrl += url;
 }
@@ -71,6 +74,7 @@ function onHeadersComplete(
   keepAlive: boolean,
 ): number {
   const connection = this[kConnection];
+  if (connection.lastRequestDone) return 0;
   let all = headers ?? [];
   let target = url ?? '';
   if (connection.partialHeaders !== null) {
@@ -178,7 +182,7 @@ export class Connection implements ResponseSink, BodySource {
   blockedSince = 0;
   /** 'HEAD' when the message being read began with that method, as far as its first chunk tells (else null). */
   methodSeen: string | null = null;
-  /** Bytes the socket had handed to the kernel when `blockedSince` was last set. */
+  /** `#unsent()` when `blockedSince` was last set or renewed. */
   #sentWhenBlocked = 0;
   /** Unanswered requests at which reading pauses until one is answered (`maxPipelinedRequests`). */
   readonly maxPipelined: number;
@@ -231,7 +235,10 @@ export class Connection implements ResponseSink, BodySource {
       this.#refuse(response, 501, 'CONNECT is not supported');
       return;
     }
-    if (upgrade) {
+    // Upgrade without `Connection: upgrade` is framed by llhttp as a plain request; it is the
+    // connection's last all the same (gateway-server.ts answers it with `connection: close`), so
+    // nothing after it is read and piled up behind an answer that may stream for long.
+    if (upgrade || hasHeader(headers, 'upgrade')) {
       this.lastRequest = true;
       response.keepAlive = false;
     }
@@ -264,6 +271,15 @@ export class Connection implements ResponseSink, BodySource {
     const request = this.request;
     if (request === null) return;
     this.request = null;
+    const answering = this.queue.find((r) => r.request === request);
+    if (answering !== undefined && answering.headersSent) {
+      // Its answer is under way (a stream): the rest of the body is dropped and nothing more is
+      // read as a request, but the socket keeps being read, so that the client leaving is seen.
+      this.lastRequest = this.lastRequestDone = true;
+      answering.keepAlive = false;
+      request.destroyRequest(Object.assign(new Error(`the request was not received within ${Math.round(limitMs / 1000)} s`), { code: 'ERR_REQUEST_TIMEOUT' }));
+      return;
+    }
     this.#pause(PAUSED_BY_BODY);
     const description = `the request was not received within ${Math.round(limitMs / 1000)} s`;
     request.destroyRequest(Object.assign(new Error(description), { code: 'ERR_REQUEST_TIMEOUT' }));
@@ -347,14 +363,24 @@ export class Connection implements ResponseSink, BodySource {
   #blocked(): void {
     if (this.blockedSince !== 0) return;
     this.blockedSince = this.lastActive;
-    this.#sentWhenBlocked = this.socket.bytesWritten - this.socket.writableLength;
+    this.#sentWhenBlocked = this.#unsent();
   }
 
-  /** Whether the client took bytes since the connection was last found blocked (and notes how many it has now). */
+  /**
+   * Bytes not yet taken by the kernel: what waits in the socket's buffer, and what libuv still
+   * holds of the write under way (which shrinks as a large write goes out in parts, where
+   * `writableLength` only moves when a whole write completes).
+   */
+  #unsent(): number {
+    const handle = (this.socket as unknown as { _handle?: { writeQueueSize?: number } | null })._handle;
+    return this.socket.writableLength + (handle?.writeQueueSize ?? 0) - this.socket.bytesWritten;
+  }
+
+  /** Whether the client took bytes since the connection was last found blocked (and notes where it is now). */
   sentSinceBlocked(): boolean {
-    const sent = this.socket.bytesWritten - this.socket.writableLength;
-    if (sent === this.#sentWhenBlocked) return false;
-    this.#sentWhenBlocked = sent;
+    const unsent = this.#unsent();
+    if (unsent === this.#sentWhenBlocked) return false;
+    this.#sentWhenBlocked = unsent;
     return true;
   }
 

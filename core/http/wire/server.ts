@@ -127,8 +127,12 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
   #refuse(socket: Socket): void {
     socket.on('error', ignore);
     socket.end(TOO_MANY_CONNECTIONS);
-    // A client that never reads its refusal does not keep the socket.
-    setTimeout(() => socket.destroy(), 5_000).unref();
+    // Whatever the client sends is read and dropped, so its FIN ends the socket at once; one that
+    // never reads its refusal or never closes does not keep it past 5 s.
+    socket.resume();
+    const timer = setTimeout(() => socket.destroy(), 5_000);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
     this.emit('dropped', 'max_connections');
   }
 
