@@ -146,6 +146,7 @@ test('the rich file resolves every field', async () => {
     engine: 'gatehouse',
     admin: { host: '127.0.0.1', port: 9464 },
     trustedProxies: ['10.0.0.0/8', 'fd00::/8'],
+    limits: { maxConnections: 2000, maxPipelinedRequests: 8, maxSessionRequests: 32, maxStreamBuffer: 1024 * 1024, sendTimeoutMs: 30_000 },
   });
   assert.deepEqual(config.plugins, [
     {
