@@ -14,6 +14,7 @@
  *   - the heap does not grow past a stated limit over the runs.
  */
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { connect } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -463,4 +464,39 @@ export class Tally {
   toString(): string {
     return [...this.#counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k}:${n}`).join(' ');
   }
+}
+
+/**
+ * One measured property: 20 warm-up runs (the first requests allocate the gateway's caches and
+ * pools, seed ^ 0xffff), then the budgeted runs between two settled heap readings; prints the
+ * figures under `label` and fails when the heap grew by `heapLimit` or more. `fresh` gives the
+ * tally the cases count into from then on.
+ */
+export async function measuredProperty<C>(
+  label: string,
+  arbitrary: fc.Arbitrary<C>,
+  run: (c: C) => Promise<void>,
+  budget: Budget,
+  heapLimit: number,
+  fresh: () => Tally,
+): Promise<void> {
+  await fc.assert(fc.asyncProperty(arbitrary, run), { seed: budget.seed ^ 0xffff, numRuns: 20 });
+  const heapBefore = await settledHeap();
+  const tally = fresh();
+  const started = performance.now();
+  let runs = 0;
+  await fc.assert(
+    fc.asyncProperty(arbitrary, async (c) => {
+      runs++;
+      await run(c);
+    }),
+    { ...budget, markInterruptAsFailure: false },
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const heapAfter = await settledHeap();
+  const growth = heapAfter - heapBefore;
+  console.log(
+    `${label}: seed ${budget.seed}, ${runs} runs in ${seconds.toFixed(1)} s, heap ${(heapBefore / MiB).toFixed(1)} -> ${(heapAfter / MiB).toFixed(1)} MiB (${growth >= 0 ? '+' : ''}${(growth / MiB).toFixed(1)}, limit ${heapLimit / MiB}); first statuses ${tally}`,
+  );
+  assert.ok(growth < heapLimit, `heap grew by ${(growth / MiB).toFixed(1)} MiB over the runs`);
 }

@@ -13,7 +13,6 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import fc from 'fast-check';
 import type { SpawnedFixture } from '../fixtures/processes.ts';
 import { describeFramingCase, exchangeOf, framingCaseArb, type FramingCase } from '../helpers/hostile-cases.ts';
 import {
@@ -26,7 +25,7 @@ import {
   openSession,
   requestBytes,
   sentinelBytes,
-  settledHeap,
+  measuredProperty,
   startBackendChild,
   startRig,
   Tally,
@@ -80,25 +79,7 @@ for (const mode of ['transparent', 'aggregated'] as const) {
     after(() => rig.stop());
 
     it('every case ends within the bound, answered well-formed without a 5xx, and the gateway keeps serving; the heap stays bounded', { timeout: 120_000 }, async () => {
-      const budget = BUDGETS[mode];
-      // A warm-up (first requests allocate the gateway's caches and pools), then the baseline.
-      await fc.assert(fc.asyncProperty(framingCaseArb(rig), (c) => runCase(rig, c)), { seed: budget.seed ^ 0xffff, numRuns: 20 });
-      const heapBefore = await settledHeap();
-      tally = new Tally();
-      const started = performance.now();
-      let runs = 0;
-      await fc.assert(
-        fc.asyncProperty(framingCaseArb(rig), async (c) => {
-          runs++;
-          await runCase(rig, c);
-        }),
-        { ...budget, markInterruptAsFailure: false },
-      );
-      const seconds = (performance.now() - started) / 1000;
-      const heapAfter = await settledHeap();
-      const growth = heapAfter - heapBefore;
-      console.log(`hostile-framing ${mode}: seed ${budget.seed}, ${runs} runs in ${seconds.toFixed(1)} s, heap ${(heapBefore / MiB).toFixed(1)} -> ${(heapAfter / MiB).toFixed(1)} MiB (${growth >= 0 ? '+' : ''}${(growth / MiB).toFixed(1)}, limit ${HEAP_LIMIT / MiB}); first statuses ${tally}`);
-      assert.ok(growth < HEAP_LIMIT, `heap grew by ${(growth / MiB).toFixed(1)} MiB over the runs`);
+      await measuredProperty(`hostile-framing ${mode}`, framingCaseArb(rig), (c) => runCase(rig, c), BUDGETS[mode], HEAP_LIMIT, () => (tally = new Tally()));
     });
 
     // ---- Counterexamples the properties found, kept as plain cases ----

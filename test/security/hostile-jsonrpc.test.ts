@@ -29,7 +29,7 @@ import {
   requestBytes,
   RIG_SPEC,
   sessionHeaders,
-  settledHeap,
+  measuredProperty,
   startBackendChild,
   startRig,
   Tally,
@@ -103,24 +103,7 @@ for (const mode of ['transparent', 'aggregated'] as const) {
     after(() => rig.stop());
 
     it('every case is answered within the bound with JSON-RPC, without a 5xx, and the gateway keeps serving; the heap stays bounded', { timeout: 120_000 }, async () => {
-      const budget = BUDGETS[mode];
-      await fc.assert(fc.asyncProperty(jsonRpcCaseArb(rig), (c) => runCase(rig, c)), { seed: budget.seed ^ 0xffff, numRuns: 20 });
-      const heapBefore = await settledHeap();
-      tally = new Tally();
-      const started = performance.now();
-      let runs = 0;
-      await fc.assert(
-        fc.asyncProperty(jsonRpcCaseArb(rig), async (c) => {
-          runs++;
-          await runCase(rig, c);
-        }),
-        { ...budget, markInterruptAsFailure: false },
-      );
-      const seconds = (performance.now() - started) / 1000;
-      const heapAfter = await settledHeap();
-      const growth = heapAfter - heapBefore;
-      console.log(`hostile-jsonrpc ${mode}: seed ${budget.seed}, ${runs} runs in ${seconds.toFixed(1)} s, heap ${(heapBefore / MiB).toFixed(1)} -> ${(heapAfter / MiB).toFixed(1)} MiB (${growth >= 0 ? '+' : ''}${(growth / MiB).toFixed(1)}, limit ${HEAP_LIMIT / MiB}); first statuses ${tally}`);
-      assert.ok(growth < HEAP_LIMIT, `heap grew by ${(growth / MiB).toFixed(1)} MiB over the runs`);
+      await measuredProperty(`hostile-jsonrpc ${mode}`, jsonRpcCaseArb(rig), (c) => runCase(rig, c), BUDGETS[mode], HEAP_LIMIT, () => (tally = new Tally()));
     });
 
     // ---- Counterexamples the properties found, kept as plain cases ----
