@@ -4,12 +4,12 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { App } from '../../core/app.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
 import { definePlugin } from '../../core/plugin.ts';
 import type { PluginSpec } from '../../core/plugin-loader.ts';
+import { acceptsConnections } from '../fixtures/processes.ts';
 
 const HOST_INFO = { mcpPath: null, backends: [], configDir: process.cwd() };
 
@@ -39,17 +39,6 @@ function serve(app: App): void {
   app.serve({ host: '127.0.0.1', port: 0, mcp: null, publicUrls: [], allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, accessLog: false });
 }
 
-/** True when something accepts connections on the port. */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 describe('App lifecycle', () => {
   it('stops the server first, then releases resources in reverse order, and the plugins last', async () => {
@@ -66,7 +55,7 @@ describe('App lifecycle', () => {
 
     await app.stop();
     assert.deepEqual(events, ['start a', 'start b', 'start hook', 'release store', 'release pool', 'stop b', 'stop a']);
-    assert.equal(await listening(address.port), false, 'the port is closed');
+    assert.equal(await acceptsConnections(address.port), false, 'the port is closed');
     await app.stop(); // idempotent
     assert.equal(events.length, 7);
   });
@@ -80,7 +69,7 @@ describe('App lifecycle', () => {
     app.onStart(() => void events.push('start hook'));
     await assert.rejects(app.start(), /b cannot start/);
     assert.deepEqual(events, ['start a', 'release store', 'stop a'], 'c never started, b never stopped, no start hook');
-    assert.equal(await listening(app.server.address.port), false);
+    assert.equal(await acceptsConnections(app.server.address.port), false);
   });
 
   it('a release that throws is logged; the others still run and stop() resolves', async () => {
