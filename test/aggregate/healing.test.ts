@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { connectClient, textOf, type ConnectedClient } from '../fixtures/client.ts';
 import { freePort, spawnFixture, waitFor, type SpawnedFixture } from '../fixtures/processes.ts';
+import type { UnknownSessionStyle } from '../fixtures/http-host.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
@@ -71,16 +72,18 @@ async function everythingOn(port: number): Promise<Restartable> {
   return new Restartable(port, 'test/fixtures/everything-server.ts', []).start();
 }
 
-async function sdkOn(port: number, name: string): Promise<Restartable> {
-  return new Restartable(port, 'test/fixtures/sdk-server.ts', ['--name', name]).start();
+async function sdkOn(port: number, name: string, unknownSession?: UnknownSessionStyle): Promise<Restartable> {
+  return new Restartable(port, 'test/fixtures/sdk-server.ts', ['--name', name, ...(unknownSession === undefined ? [] : ['--unknown-session', unknownSession])]).start();
 }
 
 /**
  * A backend that initializes and lists one tool, then answers every tools/call with HTTP
  * `status`, an HTML page and a header of its own: what a broken upstream or a proxy in front of
- * it sends.
+ * it sends. `body` replaces the page (a JSON-RPC answer, say); a ping is answered as MCP asks,
+ * and `methods` lists every JSON-RPC method it was sent, in order.
  */
-async function startRefusingBackend(status: number): Promise<{ url: string; server: Server }> {
+async function startRefusingBackend(status: number, body?: (id: number | string | undefined) => string): Promise<{ url: string; server: Server; methods: string[] }> {
+  const methods: string[] = [];
   const server = createServer((req, res) => {
     let text = '';
     req.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -90,14 +93,21 @@ async function startRefusingBackend(status: number): Promise<{ url: string; serv
         return;
       }
       const message = JSON.parse(text) as { id?: number | string; method: string };
+      methods.push(message.method);
       const reply = (result: unknown): void => {
         res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'refusing-1' });
         res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
       };
       if (message.method === 'initialize') return reply({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'refusing', version: '1' } });
       if (message.method === 'tools/list') return reply({ tools: [{ name: 'work', inputSchema: { type: 'object' } }] });
+      if (message.method === 'ping') return reply({});
       if (message.id === undefined) {
         res.writeHead(202).end();
+        return;
+      }
+      if (body !== undefined) {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(body(message.id));
         return;
       }
       res.writeHead(status, { 'content-type': 'text/html', 'x-powered-by': 'Express', 'set-cookie': 'backend=1' });
@@ -105,7 +115,7 @@ async function startRefusingBackend(status: number): Promise<{ url: string; serv
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, server };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, server, methods };
 }
 
 describe('aggregated: sessions that heal', () => {
@@ -171,6 +181,73 @@ describe('aggregated: sessions that heal', () => {
       await phoenix.stop();
     }
   });
+
+  for (const style of ['invalid-or-missing', 'gone'] as const) {
+    it(`a restarted backend heals whatever words its refusal has: ${style === 'gone' ? 'a bare 410' : '400 "Invalid or missing session ID"'}, for calls, lists and its GET stream`, async () => {
+      const phoenix = await sdkOn(await freePort(), 'phoenix', style);
+      const gateway = await startTestGateway({
+        backends: [{ name: 'alpha', url: alpha.url }, { name: 'phoenix', url: phoenix.url }],
+        config: 'operational: {failureHandling: {healthCheckInterval: 0s}}',
+      });
+      try {
+        const c = await connectClient(gateway.url);
+        assert.equal(textOf(await c.client.callTool({ name: 'phoenix_echo', arguments: { text: 'before' } })), 'phoenix: before');
+        // The first call after the restart is served (before: a JSON-RPC error naming the backend's refusal).
+        await phoenix.restart();
+        assert.equal(textOf(await c.client.callTool({ name: 'phoenix_echo', arguments: { text: 'after' } })), 'phoenix: after');
+        await c.waitForNotification('notifications/tools/list_changed');
+        // Its GET stream reopened on the new backend session: the backend's own notification reaches the client.
+        const before = c.notifications.filter((n) => n.method === 'notifications/tools/list_changed').length;
+        await c.client.callTool({ name: 'phoenix_add_tool', arguments: { name: 'fresh' } });
+        await waitFor(() => c.notifications.filter((n) => n.method === 'notifications/tools/list_changed').length > before, 5000);
+        // Restarted again with the list cached: the list heals too.
+        await phoenix.restart();
+        assert.ok((await toolNames(c)).includes('phoenix_echo'));
+        await c.close();
+      } finally {
+        await gateway.stop();
+        await phoenix.stop();
+      }
+    });
+  }
+
+  it("a 400 that is the request's own is answered as it is: the backend, asked with a ping, still knows the session", async () => {
+    const refusing = await startRefusingBackend(400);
+    const gateway = await startTestGateway({
+      backends: [{ name: 'alpha', url: alpha.url }, { name: 'refusing', url: refusing.url }],
+      config: 'operational: {failureHandling: {healthCheckInterval: 0s}}',
+    });
+    try {
+      const c = await connectClient(gateway.url, { waitForStandaloneStream: false });
+      const err = await callError(c, 'refusing_work');
+      assert.match(err.message, /backend "refusing" refused the request \(HTTP 400\)/);
+      // Sent once, the session asked about once, and no new session opened for it.
+      assert.deepEqual(refusing.methods.filter((m) => ['initialize', 'tools/call', 'ping'].includes(m)), ['initialize', 'tools/call', 'ping']);
+      await c.close();
+    } finally {
+      await gateway.stop();
+      await new Promise((resolve) => refusing.server.close(resolve));
+    }
+  });
+
+  for (const status of [400, 404, 410]) {
+    it(`a request the backend answered with a result is never sent again, even under HTTP ${status}`, async () => {
+      const refusing = await startRefusingBackend(status, (id) => JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ran' }] } }));
+      const gateway = await startTestGateway({
+        backends: [{ name: 'alpha', url: alpha.url }, { name: 'refusing', url: refusing.url }],
+        config: 'operational: {failureHandling: {healthCheckInterval: 0s}}',
+      });
+      try {
+        const c = await connectClient(gateway.url, { waitForStandaloneStream: false });
+        await callError(c, 'refusing_work');
+        assert.deepEqual(refusing.methods.filter((m) => m === 'tools/call' || m === 'initialize'), ['initialize', 'tools/call']);
+        await c.close();
+      } finally {
+        await gateway.stop();
+        await new Promise((resolve) => refusing.server.close(resolve));
+      }
+    });
+  }
 
   it('a backend down at initialize joins the live session when it comes up: list_changed, then its tools', async () => {
     const port = await freePort();

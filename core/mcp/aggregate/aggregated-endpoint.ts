@@ -583,7 +583,6 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
         void this.#healer.call(ctx, session, link, { jsonrpc: '2.0', id: 'gatehouse-subscribe', method: 'resources/subscribe', params: { uri } }).catch(() => undefined);
       }
     };
-    const rejoin = (streamCtx: Context, link: BackendLink): Promise<unknown> => this.#healer.join(streamCtx, session, link);
     this.#listens.set(who, open + 1);
     const ended = (): void => {
       const left = (this.#listens.get(who) ?? 1) - 1;
@@ -592,7 +591,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       this.#unsubscribe(ctx, session, held);
     };
     const asked = (link: BackendLink, record: BackendSessionRecord, asking: JsonRpcRequest): void => this.#streamRequest(session, link, record, ctx, asking);
-    new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended, request: asked }).open();
+    new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, this.#healer, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended, request: asked }).open();
     return undefined;
   }
 
@@ -879,6 +878,10 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
       );
   }
 
+  stillKnown(exchange: RoutedExchange): Promise<boolean> {
+    return this.#healer.stillKnown(exchange.ctx, exchange.link, exchange.backendSession);
+  }
+
   inputRequired(exchange: RoutedExchange, response: JsonRpcResponse): void {
     const { ctx, session, link, backendSession } = exchange;
     const request = JSON.parse(exchange.body!.toString('utf8')) as JsonRpcRequest;
@@ -1122,8 +1125,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     session.stream?.close(); // one standalone stream per session, as backends allow
     const refusal = streamRefusal(session, this.#links);
     if (refusal !== null) return refusal;
-    const rejoin = (streamCtx: Context, link: BackendLink): Promise<unknown> => this.#healer.join(streamCtx, session, link);
-    const stream = new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, rejoin, parsed?.kind === 'multiplex' ? parsed.positions : new Map());
+    const stream = new ClientStream(ctx, session, this.#links, this.#o.streams, this.#observe, this.#healer, parsed?.kind === 'multiplex' ? parsed.positions : new Map());
     session.stream = stream;
     stream.open();
     return undefined;

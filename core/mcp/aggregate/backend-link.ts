@@ -37,26 +37,39 @@ const EVENT_STREAM = /^text\/event-stream/i;
 const MAX_BODY = 32 * 1024 * 1024;
 
 /**
- * How servers word "I do not know that session": the SDKs' "Session not found", the reference
- * servers' "No valid session ID provided", "session expired / terminated / invalid".
+ * How some servers word "I do not know that session" inside a 2xx answer, where the status says
+ * nothing: the SDKs' "Session not found", "No valid session ID provided", "session expired /
+ * terminated / invalid". Only a reason to ask the backend (see `sessionVerdict`), never a verdict.
  */
-const SESSION_GONE = /\bsession\b[^]{0,40}\b(not found|unknown|expired|terminated|invalid|missing|does not exist)\b|\b(no valid|unknown|invalid|expired|terminated) session\b/i;
+const SESSION_WORDS = /\bsession\b[^]{0,40}\b(not found|unknown|expired|terminated|invalid|missing|does not exist)\b|\b(no valid|unknown|invalid|expired|terminated) session\b/i;
 
 /**
- * Whether a backend's answer to a request on one of its sessions says that it no longer knows
- * that session (it restarted, or ended it): a 404 (what MCP prescribes), or a 400/410 that says
- * so (what some servers send instead). A request refused that way was not run, so it may be sent
- * again. A JSON-RPC error in a 2xx answer counts only with a session error code (-32001, or the
- * generic -32000) and a message that opens by saying so: a tool's error that quotes the client's
- * input must not make the gateway start over and run the request twice.
+ * What a backend's answer to a request on one of its sessions says about that session:
+ *  - `kept`: nothing (an answer with a result, or an error that is the request's own): the
+ *    answer stands, and a request answered with a result is never sent again;
+ *  - `lost`: a 404 without a result, what MCP prescribes for a session the server does not know
+ *    (it restarted, or ended it): the request was not run and may be sent on a new session;
+ *  - `unsure`: a 400 or 410 without a result (what many servers send instead of 404, each in its
+ *    own words: "Invalid or missing session ID", "No valid session ID provided", a bare "Gone"),
+ *    or a 2xx JSON-RPC session error (-32001, or the generic -32000, opening with such words).
+ *    Whether the session is gone is then asked of the backend itself (a ping on that session,
+ *    `BackendLink.stillKnows`), so healing never depends on how a server words its refusal, and
+ *    a request the backend refused for a reason of its own is not run on a new session.
  */
-export function saysSessionLost(status: number, response: JsonRpcResponse | null, text: string): boolean {
-  if (status === 404) return true;
+export type SessionVerdict = 'kept' | 'lost' | 'unsure';
+
+export function sessionVerdict(status: number, response: JsonRpcResponse | null): SessionVerdict {
+  if (response !== null && response.result !== undefined) return 'kept';
+  if (status === 404) return 'lost';
+  if (status === 400 || status === 410) return 'unsure';
   const error = response?.error;
   const message = typeof error?.message === 'string' ? error.message : undefined;
-  if (status === 400 || status === 410) return SESSION_GONE.test(message ?? text.slice(0, 1024));
-  return status < 300 && (error?.code === -32001 || error?.code === -32000) && message !== undefined && SESSION_GONE.test(message.slice(0, 60));
+  if (status < 300 && (error?.code === -32001 || error?.code === -32000) && message !== undefined && SESSION_WORDS.test(message.slice(0, 60))) return 'unsure';
+  return 'kept';
 }
+
+/** The id of the gateway's ping that asks a backend whether it still knows a session. */
+const PROBE_ID = 'gatehouse-session-probe';
 
 function parseMessage(text: string): JsonRpcMessage | null {
   try {
@@ -224,9 +237,23 @@ export class BackendLink {
     return (await call.result).status;
   }
 
-  /** Whether `result`, the answer to a request on `session`, says the backend no longer knows it. */
-  lostSession(session: BackendSessionRecord | null, result: CallResult): boolean {
-    return session !== null && session.sessionId !== null && saysSessionLost(result.status, result.response, result.text);
+  /** What `result`, the answer to a request on `session`, says about that session (see `sessionVerdict`). */
+  sessionVerdict(session: BackendSessionRecord | null, result: CallResult): SessionVerdict {
+    return session === null || session.sessionId === null ? 'kept' : sessionVerdict(result.status, result.response);
+  }
+
+  /**
+   * Whether the backend still knows `session`, asked with a ping on it (MCP requires every server
+   * to answer one): any JSON-RPC answer to the ping in a 2xx says yes; a refusal, or no answer at
+   * all, says no. On `ctx`'s credentials, as the request that raised the question.
+   */
+  async stillKnows(ctx: Context | null, session: BackendSessionRecord): Promise<boolean> {
+    try {
+      const result = await this.call(ctx, session, { jsonrpc: '2.0', id: PROBE_ID, method: 'ping' });
+      return result.status >= 200 && result.status < 300 && result.response !== null;
+    } catch {
+      return false;
+    }
   }
 
   /** A failure of `result` as the client should see it, naming this backend; null when it is a success. */

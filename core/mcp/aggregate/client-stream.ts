@@ -7,8 +7,9 @@
  * carry the last position of every backend (ids.ts), so a client that reconnects with
  * Last-Event-ID resumes each backend where it was. A backend stream that drops is reopened with
  * backoff while the client is connected; one the backend refuses because it lost the session (a
- * restart) is reopened on a new session once the backend has joined again (healing.ts), and so is
- * the stream of a backend that joins the session late.
+ * restart: a 404, or a 400/410 when the backend, asked, no longer knows the session) is reopened on
+ * a new session once the backend has joined again (healing.ts), and so is the stream of a backend
+ * that joins the session late.
  */
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
@@ -18,7 +19,7 @@ import { upstreamError } from '../../upstream/upstreams.ts';
 import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
-import { saysSessionLost, type BackendLink } from './backend-link.ts';
+import { sessionVerdict, type BackendLink, type SessionVerdict } from './backend-link.ts';
 import { isResumableEventId, multiplexEventId } from './ids.ts';
 import { isModernVersion, META, towardModern } from '../era.ts';
 import { asksAnything, backendPart, everything, listenRequest, tagged, wanted, type ListenSpec } from './listen.ts';
@@ -33,8 +34,13 @@ const RETRY_MAX_MS = 30_000;
 /** Side effects of what a backend says, wherever it says it (list caches). */
 export type BackendObserver = (session: AggregatedSession, message: JsonRpcMessage) => void;
 
-/** Joins a backend to the session again (or for the first time); rejects when it cannot now. */
-export type Rejoin = (ctx: Context, link: BackendLink) => Promise<unknown>;
+/** What a client stream needs of the session's healing (healing.ts). */
+export interface StreamHealing {
+  /** Joins a backend to the session again (or for the first time); rejects when it cannot now. */
+  join(ctx: Context, session: AggregatedSession, link: BackendLink): Promise<unknown>;
+  /** Whether the backend still knows its session `record` (asked with a ping on it). */
+  stillKnown(ctx: Context, link: BackendLink, record: BackendSessionRecord): Promise<boolean>;
+}
 
 /** A modern client's `subscriptions/listen` served by a ClientStream. */
 export interface ModernListen {
@@ -80,17 +86,14 @@ class BackendStream extends Exchange {
   protected data(chunk: Buffer): boolean {
     if (this.#parser !== null && this.#status === 200) {
       for (const event of this.#parser.push(chunk)) this.#owner.backendEvent(this.#link, this, event);
-    } else if (this.#refusal.length < REFUSAL_LIMIT) {
-      this.#refusal += chunk.toString('utf8');
     }
+    // A refusal's body is not read: its status says what it can (sessionVerdict).
     return true;
   }
 
-  #refusal = '';
-
   protected end(): void {
     if (this.#parser !== null && this.#status === 200) this.#owner.backendEnded(this.#link, this, null);
-    else this.#owner.backendEnded(this.#link, this, { status: this.#status, lost: saysSessionLost(this.#status, null, this.#refusal) });
+    else this.#owner.backendEnded(this.#link, this, { status: this.#status, session: sessionVerdict(this.#status, null) });
   }
 
   protected fail(error: GatewayError): void {
@@ -101,14 +104,11 @@ class BackendStream extends Exchange {
   }
 }
 
-/** A backend's refusal of its GET stream: the status, and whether it said it lost the session. */
+/** A backend's refusal of its GET stream: the status, and what it says about the backend session. */
 interface StreamRefusal {
   readonly status: number;
-  readonly lost: boolean;
+  readonly session: SessionVerdict;
 }
-
-/** What is read of a refusal's body to see whether it speaks of a lost session. */
-const REFUSAL_LIMIT = 4096;
 /** Refusals for a lost session in a row after which a backend's stream is given up. */
 const MAX_LOST_REFUSALS = 3;
 /** A backend stream up this long (ms) when an event comes has proven itself: its refusals are forgotten. */
@@ -136,7 +136,7 @@ export class ClientStream implements SessionStream, OpenStream {
   readonly #links: ReadonlyMap<string, BackendLink>;
   readonly #streams: OpenStreams;
   readonly #observe: BackendObserver;
-  readonly #rejoin: Rejoin;
+  readonly #healing: StreamHealing;
   readonly #positions: Map<number, string>;
   readonly #backends = new Map<number, BackendStream>();
   readonly #retries = new Map<number, number>();
@@ -151,7 +151,7 @@ export class ClientStream implements SessionStream, OpenStream {
     links: ReadonlyMap<string, BackendLink>,
     streams: OpenStreams,
     observe: BackendObserver,
-    rejoin: Rejoin,
+    healing: StreamHealing,
     positions: ReadonlyMap<number, string>,
     listen: ModernListen | null = null,
   ) {
@@ -161,7 +161,7 @@ export class ClientStream implements SessionStream, OpenStream {
     this.#links = links;
     this.#streams = streams;
     this.#observe = observe;
-    this.#rejoin = rejoin;
+    this.#healing = healing;
     this.#positions = new Map(positions);
   }
 
@@ -196,7 +196,7 @@ export class ClientStream implements SessionStream, OpenStream {
     const backendSession = this.#session.usable(link.name);
     if (backendSession === undefined) {
       // Lost, or never joined: once it joins, backendJoined() connects it.
-      this.#rejoin(this.ctx, link).catch((err: unknown) => {
+      this.#healing.join(this.ctx, this.#session, link).catch((err: unknown) => {
         // The session itself ended: so does its stream.
         if (err instanceof GatewayError && err.code === 'session_not_found') this.close();
         else this.#retryLater(link);
@@ -277,8 +277,9 @@ export class ClientStream implements SessionStream, OpenStream {
 
   /**
    * A backend stream ended. `refusal` is the HTTP status when the backend refused the stream:
-   * 405 (it has no GET stream) is final; 404, or a 400/410, means it lost the session: the
-   * backend joins again and its stream reopens then. Anything else is retried with backoff.
+   * 405 (it has no GET stream) is final; 404 means it lost the session, and so does a 400/410
+   * once the backend, asked, no longer knows it: the backend joins again and its stream reopens
+   * then. Anything else is retried with backoff.
    */
   backendEnded(link: BackendLink, stream: BackendStream, refusal: StreamRefusal | null): void {
     if (this.#backends.get(link.index) !== stream) return; // replaced meanwhile
@@ -290,21 +291,29 @@ export class ClientStream implements SessionStream, OpenStream {
       if (refusal.status === 409) this.ctx.log(new GatewayError('backend_error', `backend "${link.name}" takes one stream per session: another stream of this session has it`, { extra: { backend: link.name } }));
       return;
     }
-    if (refusal?.lost === true) {
-      const refusals = (this.#lostRefusals.get(link.index) ?? 0) + 1;
-      this.#lostRefusals.set(link.index, refusals);
-      // A backend that refuses even a session it just opened would have us open sessions forever.
-      if (refusals > MAX_LOST_REFUSALS) {
-        this.ctx.log(new GatewayError('backend_error', `backend "${link.name}" refuses the GET stream of every new session: its stream is given up`, { extra: { backend: link.name } }));
-        return;
-      }
-      this.#session.markLost(link.name, stream.record);
-      // The first refusal rejoins at once (a restart heals fast); the next ones wait, doubling.
-      if (refusals === 1) void this.#connect(link);
-      else setTimeout(() => void this.#connect(link), RETRY_MIN_MS * 4 * 2 ** (refusals - 2)).unref();
+    if (refusal?.session === 'lost') this.#sessionLost(link, stream.record);
+    else if (refusal?.session === 'unsure') {
+      this.#healing.stillKnown(this.ctx, link, stream.record).then(
+        (known) => (known ? this.#retryLater(link) : this.#sessionLost(link, stream.record)),
+        () => this.#retryLater(link),
+      );
+    } else this.#retryLater(link);
+  }
+
+  /** The backend lost the session this backend's stream was on: it joins again, and the stream reopens on the new one. */
+  #sessionLost(link: BackendLink, record: BackendSessionRecord): void {
+    if (this.#closed || this.#backends.has(link.index)) return;
+    const refusals = (this.#lostRefusals.get(link.index) ?? 0) + 1;
+    this.#lostRefusals.set(link.index, refusals);
+    // A backend that refuses even a session it just opened would have us open sessions forever.
+    if (refusals > MAX_LOST_REFUSALS) {
+      this.ctx.log(new GatewayError('backend_error', `backend "${link.name}" refuses the GET stream of every new session: its stream is given up`, { extra: { backend: link.name } }));
       return;
     }
-    this.#retryLater(link);
+    this.#session.markLost(link.name, record);
+    // The first refusal rejoins at once (a restart heals fast); the next ones wait, doubling.
+    if (refusals === 1) void this.#connect(link);
+    else setTimeout(() => void this.#connect(link), RETRY_MIN_MS * 4 * 2 ** (refusals - 2)).unref();
   }
 
   #retryLater(link: BackendLink): void {

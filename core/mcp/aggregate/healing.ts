@@ -2,11 +2,14 @@
  * Keeping the backends of an aggregated session joined while they restart, go down and come
  * back, for lists as for calls, so that a long-lived client never has to start over:
  *
- *  - Lost: a backend that answers a request on its session with "no such session" (404, or a
- *    400/410 or JSON-RPC error that says so), or that refuses connections after it was reachable,
- *    has lost the session (it restarted). The session is marked lost; its next use initializes
- *    it again with the client's parameters. A request rejoins at most once: if the new session
- *    fails the same way, the request gets an error naming the backend.
+ *  - Lost: a backend that answers a request on its session with 404 (MCP's "no such session"),
+ *    or that refuses connections after it was reachable, has lost the session (it restarted). A
+ *    400 or 410 without a result (how many servers say it instead, each in its own words) may
+ *    mean the same: the backend is asked with a ping on that session, and the session is lost if
+ *    it does not answer (backend-link.ts, sessionVerdict). A lost session is marked; its next use
+ *    initializes it again with the client's parameters. A request rejoins at most once: if the
+ *    new session fails too, the request gets that answer (or an error naming the backend); a
+ *    request the backend answered with a result is never sent again.
  *  - Absent: a backend that was down at initialize, or whose rejoin failed, is tried again by
  *    later requests of the session, after a backoff (1 s, doubling to 30 s) that the health
  *    monitor cuts short when it sees the backend recover. Until then a request for it is told at
@@ -140,24 +143,49 @@ export class SessionHealer {
 
   /**
    * One JSON-RPC call to `link` on the session's behalf: joined first if needed, and joined again
-   * (once) if the backend says it lost the session, then the call repeated.
+   * (once) if the backend lost the session, then the call repeated.
    */
   async call(ctx: Context | null, session: AggregatedSession, link: BackendLink, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
     let backend = await this.use(ctx, session, link);
     let result = await this.send(ctx, session, link, backend, message, sink);
-    if (!link.lostSession(backend, result)) return result;
+    if (!(await this.lostBy(ctx, session, link, backend, result))) return result;
     backend = await this.rejoin(ctx, session, link, backend);
     result = await this.send(ctx, session, link, backend, message, sink);
-    if (link.lostSession(backend, result)) {
-      session.markLost(link.name, backend);
+    if (link.sessionVerdict(backend, result) === 'lost') {
       throw new GatewayError('backend_unavailable', `backend "${link.name}" lost the session again right after it was initialized anew`, { extra: { backend: link.name } });
     }
     return result;
   }
 
   /**
+   * Whether `result`, the answer to a request on `backend`, means the backend lost that session:
+   * a 404 says so; a 400/410 without a result may, and the backend is asked (one ping for every
+   * request that heard it at once). A lost session is marked.
+   */
+  async lostBy(ctx: Context | null, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, result: CallResult): Promise<boolean> {
+    const verdict = link.sessionVerdict(backend, result);
+    if (verdict === 'kept' || (verdict === 'unsure' && (await this.stillKnown(ctx, link, backend)))) return false;
+    session.markLost(link.name, backend);
+    return true;
+  }
+
+  /** Asks the backend whether it still knows `backend` (a ping on it); requests that ask at once share the answer. */
+  stillKnown(ctx: Context | null, link: BackendLink, backend: BackendSessionRecord): Promise<boolean> {
+    let asked = this.#probes.get(backend);
+    if (asked === undefined) {
+      asked = link.stillKnows(ctx, backend).finally(() => this.#probes.delete(backend));
+      this.#probes.set(backend, asked);
+    }
+    return asked;
+  }
+
+  /** Probes in flight, by the backend session they ask about (settled ones are forgotten). */
+  readonly #probes = new Map<BackendSessionRecord, Promise<boolean>>();
+
+  /**
    * One call on `backend`, as it is (no join): what it shows about the backend's health is
-   * recorded, and a backend that could not be reached has lost its session.
+   * recorded, and a backend that could not be reached, or said it does not know the session
+   * (404), has lost it.
    */
   async send(ctx: Context | null, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
     let result: CallResult;
@@ -168,7 +196,7 @@ export class SessionHealer {
       throw err;
     }
     this.#o.health.observe(link.name, result.status >= 500 ? `HTTP ${result.status}` : null);
-    if (link.lostSession(backend, result)) session.markLost(link.name, backend);
+    if (link.sessionVerdict(backend, result) === 'lost') session.markLost(link.name, backend);
     return result;
   }
 

@@ -14,8 +14,9 @@
  *    it, and a response passes only if it answers this request.
  *  - Anything else (a 4xx/5xx, another 2xx or 3xx, an encoded body the gateway did not ask for,
  *    another media type): a JSON-RPC error of this request (HTTP 200) naming the backend —
- *    unless the backend says it lost the session, then the request is handed back to be sent
- *    again on a new one (`lost`).
+ *    unless the backend lost the session (a 404; a 400/410 without a result once the backend,
+ *    asked, does not know the session: backend-link.ts, sessionVerdict), then the request is
+ *    handed back to be sent again on a new one (`lost`).
  *  - onResponse hooks of the method see every response the client gets here, the gateway's own
  *    errors included (JSON read whole, SSE through hooked-events.ts), after ids are rewritten.
  */
@@ -32,7 +33,7 @@ import { completeResultBytes } from '../json-scan.ts';
 import { MAX_JSON_RESPONSE } from '../rewrite.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
-import { saysSessionLost, type BackendLink } from './backend-link.ts';
+import { sessionVerdict, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
 import type { ResumeTickets, Ticket } from './resume-tickets.ts';
 import type { AggregatedSession, AskableCall } from './session.ts';
@@ -69,6 +70,11 @@ function readHead(headers: readonly string[]): { type: string; encoding: string 
 export interface RouteListener {
   /** The backend says it lost the session: the request was not executed and may be sent again. */
   lost(exchange: RoutedExchange): void;
+  /**
+   * The backend's refusal may mean it lost the session (a 400/410 without a result): whether it
+   * still knows the session, asked of the backend (a ping on it).
+   */
+  stillKnown(exchange: RoutedExchange): Promise<boolean>;
   /** The exchange ended: `problem` is null when the backend answered, else why it failed. */
   outcome(exchange: RoutedExchange, problem: GatewayError | null): void;
   /**
@@ -292,8 +298,13 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" answered with something other than a JSON-RPC response`, { detail: text.slice(0, 200), extra: { backend: this.link.name } }), null);
       return;
     }
-    let response = value as JsonRpcResponse;
-    if (this.#lost(response, '')) return;
+    const response = value as JsonRpcResponse;
+    if (!this.#handedBack(response, () => this.#jsonAnswer(response))) this.#jsonAnswer(response);
+  }
+
+  /** The JSON answer is this request's response (or not): the client gets it. */
+  #jsonAnswer(answer: JsonRpcResponse): void {
+    let response = answer;
     if (response.id !== this.#backendId) {
       this.#answerError(new GatewayError('backend_error', `backend "${this.link.name}" answered a request other than this one`, { detail: `id ${JSON.stringify(response.id)}`.slice(0, 200), extra: { backend: this.link.name } }), null);
       return;
@@ -333,7 +344,11 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     } catch {
       response = null;
     }
-    if (this.#lost(response, text)) return;
+    if (!this.#handedBack(response, () => this.#refusal(response, text))) this.#refusal(response, text);
+  }
+
+  /** The backend's refusal as the client's JSON-RPC error. */
+  #refusal(response: JsonRpcResponse | null, text: string): void {
     const link = this.link;
     const status = this.#status;
     const said = response?.error?.message;
@@ -348,11 +363,30 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     this.#answerError(error, status >= 500 && response === null ? error : null);
   }
 
-  /** Whether the answer says the backend lost the session; then the request is handed back. */
-  #lost(response: JsonRpcResponse | null, text: string): boolean {
-    if (!this.mayRetry || this.backendSession.sessionId === null || !saysSessionLost(this.#status, response, text)) return false;
-    this.#settle();
-    this.#listener.lost(this);
+  /**
+   * Whether the request is handed back to be sent again on a new backend session: at once when
+   * the answer says the backend lost the session (404), after asking the backend when it may have
+   * (a 400/410 without a result: `answer` runs when the backend still knows the session after all).
+   */
+  #handedBack(response: JsonRpcResponse | null, answer: () => void): boolean {
+    if (!this.mayRetry || this.backendSession.sessionId === null) return false;
+    const verdict = sessionVerdict(this.#status, response);
+    if (verdict === 'kept') return false;
+    if (verdict === 'lost') {
+      this.#settle();
+      this.#listener.lost(this);
+      return true;
+    }
+    this.#listener.stillKnown(this).then(
+      (known) => {
+        if (known) answer();
+        else {
+          this.#settle();
+          this.#listener.lost(this);
+        }
+      },
+      () => answer(),
+    );
     return true;
   }
 
