@@ -8,6 +8,10 @@
  * one (a 2026-07-28 client in front of a 2025 backend, or a 2025 client in front of a backend
  * that speaks 2026-07-28) goes to the bridge instead: an aggregated endpoint of this one
  * backend, which speaks to each side in its own era (sessions, envelopes, requests for input).
+ *
+ * Within a session, what the client sent first is in place at the backend first: a request that
+ * follows the session's GET stream is forwarded once that stream is established at the backend
+ * (stream-openings.ts), so a server that asks on its stream finds it there.
  */
 import type { BackendInfo } from '../backend.ts';
 import { runHooks, type Chain, type HookOutcome } from '../chain.ts';
@@ -21,6 +25,7 @@ import type { BackendHook, ResponseHook } from '../plugin.ts';
 import { respondWhenSettled } from '../respond.ts';
 import type { Pool } from '../upstream/pool.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
+import { StreamOpenings, type StreamOpening } from '../upstream/stream-openings.ts';
 import type { Era } from './era.ts';
 import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from './mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from './intake.ts';
@@ -61,6 +66,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly #maxBodyBytes: number;
   readonly #backendHooks: BackendHook[] | null;
   readonly #bridge: EraBridge | null;
+  /** GET streams on their way to the backend, by session id: the session's later requests wait for them. */
+  readonly #openings = new StreamOpenings<string>();
 
   constructor(options: TransparentOptions) {
     this.path = options.path;
@@ -89,8 +96,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
         if (refused !== null) throw refused;
         // A legacy stream or session end: the backend's own, unless the bridge holds legacy sessions for a modern backend.
         const era = this.#bridge?.backendEra(ctx) ?? null;
-        if (isPromise(era)) return era.then((settled) => (settled === 'modern' ? this.#bridge!.handle(ctx) : this.#forward(ctx, ctx.req.method!, null)));
-        return era === 'modern' ? this.#bridge!.handle(ctx) : this.#forward(ctx, ctx.req.method!, null);
+        if (isPromise(era)) return era.then((settled) => (settled === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardStreamOrEnd(ctx)));
+        return era === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardStreamOrEnd(ctx);
       }
       default:
         throw methodNotAllowed(ctx);
@@ -140,7 +147,38 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     ctx.fail(error);
   }
 
-  #forward(ctx: Context, method: string, body: Buffer | null): HookOutcome | Promise<HookOutcome> {
+  /**
+   * A GET stream or a DELETE, forwarded. A GET of a session is an opening until the backend
+   * answers it: settled by its exchange, or here when it never gets one (a hook answered, or threw).
+   */
+  #forwardStreamOrEnd(ctx: Context): HookOutcome | Promise<HookOutcome> {
+    const id = ctx.head.sessionId;
+    if (ctx.req.method !== 'GET' || id === undefined) return this.#forward(ctx, ctx.req.method!, null, null);
+    const opening = this.#openings.begin(id);
+    let outcome: HookOutcome | Promise<HookOutcome>;
+    try {
+      outcome = this.#forward(ctx, 'GET', null, opening);
+    } catch (err) {
+      opening.settle();
+      throw err;
+    }
+    if (!isPromise(outcome)) {
+      if (outcome !== undefined) opening.settle();
+      return outcome;
+    }
+    return outcome.then(
+      (settled) => {
+        if (settled !== undefined) opening.settle();
+        return settled;
+      },
+      (err: unknown) => {
+        opening.settle();
+        throw err;
+      },
+    );
+  }
+
+  #forward(ctx: Context, method: string, body: Buffer | null, opening: StreamOpening | null = null): HookOutcome | Promise<HookOutcome> {
     if (body !== null && ctx.body === null) {
       // A hook replaced the message: it goes out, and is described, as replaced.
       body = serialize(ctx);
@@ -155,15 +193,28 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
       const headers = new OutgoingHeaders(list);
       const outcome = runHooks(this.#backendHooks, ctx, headers);
       // Written out, not passed to then(): no closure on the sync path.
-      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks)));
+      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks, opening)));
       if (outcome !== undefined) return outcome;
-      return this.#send(ctx, method, headers.list, body, responseHooks);
+      return this.#send(ctx, method, headers.list, body, responseHooks, opening);
     }
-    return this.#send(ctx, method, list, body, responseHooks);
+    return this.#send(ctx, method, list, body, responseHooks, opening);
   }
 
-  #send(ctx: Context, method: string, headers: string[], body: Buffer | null, responseHooks: ResponseHook[] | null): undefined {
-    if (ctx.res.destroyed) return undefined; // the client left while hooks ran
+  /** Sends now, or, when the session's GET stream is still on its way to the backend, once it is there. */
+  #send(ctx: Context, method: string, headers: string[], body: Buffer | null, responseHooks: ResponseHook[] | null, opening: StreamOpening | null): undefined {
+    const id = ctx.head.sessionId;
+    const awaited = this.#openings.none || opening !== null || id === undefined ? null : this.#openings.awaited(id);
+    if (awaited === null) return this.#dispatch(ctx, method, headers, body, responseHooks, opening);
+    awaited.then(() => this.#dispatch(ctx, method, headers, body, responseHooks, null)).catch((err: unknown) => ctx.fail(err));
+    return undefined;
+  }
+
+  #dispatch(ctx: Context, method: string, headers: string[], body: Buffer | null, responseHooks: ResponseHook[] | null, opening: StreamOpening | null): undefined {
+    if (ctx.res.destroyed) {
+      // The client left while hooks ran (or while the session's stream opened).
+      opening?.settle();
+      return undefined;
+    }
     const stream = method === 'GET';
     // With onResponse hooks anywhere, a GET stream is read too: a response replayed on it
     // (Last-Event-ID) cannot pass its method's hooks, so it must not pass at all.
@@ -173,12 +224,14 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
         : stream && this.#chain.hasResponseHooks
           ? new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, [], true)
           : new PipeExchange(ctx, this.#backend, this.#metrics, this.#streams, stream);
+    exchange.opening = opening;
     exchange.dispatch(stream ? this.#streamPool : this.#pool, method, headers, body);
     return undefined;
   }
 
   async close(): Promise<void> {
     // Streams are closed by the server; the pool by the upstreams owner; the bridge by its owner.
+    this.#openings.settleAll();
   }
 
   status(): unknown {

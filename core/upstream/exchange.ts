@@ -10,6 +10,7 @@ import { GatewayError } from '../errors.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import type { Connection, UpstreamError, UpstreamHandler } from './backend-connection.ts';
 import type { Pool } from './pool.ts';
+import type { StreamOpening } from './stream-openings.ts';
 import { upstreamError } from './upstreams.ts';
 
 const kResumeOnDrain = Symbol('gatehouse.resumeOnDrain');
@@ -60,6 +61,11 @@ export abstract class Exchange implements UpstreamHandler {
   #connection: Connection | null = null;
   /** True once the client went away (or the gateway closed the stream): nothing more is written. */
   cancelled = false;
+  /**
+   * A stream other requests of its session wait for (stream-openings.ts): settled when the
+   * backend's response head arrives, or the exchange fails or is cancelled before that.
+   */
+  opening: StreamOpening | null = null;
 
   constructor(backend: BackendInfo, metrics: BackendMetrics) {
     this.backend = backend;
@@ -76,6 +82,7 @@ export abstract class Exchange implements UpstreamHandler {
   cancel(): void {
     if (this.cancelled) return;
     this.cancelled = true;
+    this.opening?.settle();
     if (this.#connection !== null && this.#connection.handler === this) this.#connection.abort();
     else this.#pool?.cancel(this);
     this.metrics.outcome('aborted');
@@ -93,6 +100,7 @@ export abstract class Exchange implements UpstreamHandler {
 
   onHeaders(status: number, headers: string[]): boolean {
     this.metrics.ok((performance.now() - this.startedAt) / 1000);
+    if (this.opening !== null) this.opening.settle();
     if (this.cancelled) return false;
     try {
       return this.head(status, headers);
@@ -124,6 +132,7 @@ export abstract class Exchange implements UpstreamHandler {
 
   onError(err: UpstreamError): void {
     this.#connection = null;
+    this.opening?.settle();
     if (this.cancelled) return;
     const error = upstreamError(this.backend, err);
     this.metrics.outcome(outcomeOf(error.code));

@@ -734,7 +734,11 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   #route(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
     if (ctx.envelope !== null && isGatewayState(request.params?.['requestState'])) return this.#resumeParked(ctx, link, request);
     const backend = session.usable(link.name);
-    if (backend !== undefined) return this.#send(ctx, session, link, backend, request, true);
+    if (backend !== undefined) {
+      // The session's GET stream to this backend is on its way: the call follows it (stream-openings.ts).
+      const opening = session.stream?.opening(link.index) ?? null;
+      return opening === null ? this.#send(ctx, session, link, backend, request, true) : opening.then(() => this.#send(ctx, session, link, backend, request, true));
+    }
     return this.#healer.join(ctx, session, link).then(
       (joined) => this.#send(ctx, session, link, joined, request, true),
       (err: unknown) => (callerMustReauthenticate(err) ? err : this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INTERNAL_ERROR, message: reasonOf(err), data: { error: 'backend_unavailable', backend: link.name } } })),

@@ -10,12 +10,17 @@
  * restart: a 404, or a 400/410 when the backend, asked, no longer knows the session) is reopened on
  * a new session once the backend has joined again (healing.ts), and so is the stream of a backend
  * that joins the session late.
+ *
+ * Order toward each backend: while a backend's stream is on its way (opened, its head not yet
+ * back), the session's calls routed to that backend wait for it (`opening`), so a server that
+ * asks the client something on its stream finds the stream there (stream-openings.ts).
  */
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import { addCorsHeaders } from '../../http/cors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import { upstreamError } from '../../upstream/upstreams.ts';
+import { StreamOpenings, type StreamOpening } from '../../upstream/stream-openings.ts';
 import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
@@ -141,6 +146,8 @@ export class ClientStream implements SessionStream, OpenStream {
   readonly #backends = new Map<number, BackendStream>();
   readonly #retries = new Map<number, number>();
   readonly #lostRefusals = new Map<number, number>();
+  /** Backend streams on their way, by backend index: calls to that backend wait for them. */
+  readonly #openings = new StreamOpenings<number>();
   /** A modern client's subscription (null: a legacy client's GET stream). */
   readonly #listen: ModernListen | null;
   #closed = false;
@@ -191,8 +198,24 @@ export class ClientStream implements SessionStream, OpenStream {
     }
   }
 
+  /** What a call routed to backend `index` waits for before it is sent: its stream on its way, or null. */
+  opening(index: number): Promise<void> | null {
+    return this.#openings.none ? null : this.#openings.awaited(index);
+  }
+
+  /** Opens the stream of one backend; the session's calls to it wait until it is there (or could not be). */
   async #connect(link: BackendLink): Promise<void> {
     if (this.#closed || this.#backends.has(link.index)) return;
+    const opening = this.#openings.begin(link.index);
+    try {
+      await this.#connectTo(link, opening);
+    } finally {
+      // No stream went out (nothing to ask, a hook refused, the backend must join first): nothing to wait for.
+      if (this.#backends.get(link.index)?.opening !== opening) opening.settle();
+    }
+  }
+
+  async #connectTo(link: BackendLink, opening: StreamOpening): Promise<void> {
     const backendSession = this.#session.usable(link.name);
     if (backendSession === undefined) {
       // Lost, or never joined: once it joins, backendJoined() connects it.
@@ -222,6 +245,7 @@ export class ClientStream implements SessionStream, OpenStream {
     }
     if (this.#closed || !Array.isArray(headers) || this.#backends.has(link.index)) return;
     const stream = new BackendStream(this, link, backendSession);
+    stream.opening = opening;
     this.#backends.set(link.index, stream);
     if (listen === undefined) stream.dispatch(link.streamPool, 'GET', headers, null);
     else stream.dispatch(link.streamPool, 'POST', [...headers, 'content-type', 'application/json'], Buffer.from(JSON.stringify(listen)));
@@ -327,6 +351,7 @@ export class ClientStream implements SessionStream, OpenStream {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#openings.settleAll();
     for (const stream of this.#backends.values()) stream.cancel();
     this.#backends.clear();
     if (this.#listen !== null && !this.ctx.res.writableEnded && !this.ctx.res.destroyed) {

@@ -17,6 +17,8 @@ export interface SessionStream {
   deliver(backendIndex: number, message: JsonRpcMessage): void;
   /** A backend joined the session (or joined it again): its GET stream is opened. */
   backendJoined(name: string): void;
+  /** What a call to backend `index` waits for before it is sent: that backend's stream on its way (null: nothing). */
+  opening(index: number): Promise<void> | null;
   close(): void;
 }
 
