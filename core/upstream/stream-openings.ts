@@ -9,10 +9,14 @@
  * (its response head arrived) or failed. That is one wait at the session's start (or after a
  * stream dropped), never one per request: while no stream is opening, the check is one size read.
  *
- * Bounded: an opening lives until the backend's response head, its failure (the head deadline of
- * the backend's `timeout` included) or the client leaving, and what waits on it is the session's
- * own requests (`maxSessionRequests`).
+ * Bounded: an opening lives until the backend's response head, its failure or the client leaving,
+ * and at most OPENING_WAIT_MS (a server that holds its stream's head back until it has an event
+ * to send must not hold the session's calls back with it); what waits on it is the session's own
+ * requests (`maxSessionRequests`).
  */
+
+/** The longest a request waits for its session's stream to be established at the backend. */
+export const OPENING_WAIT_MS = 2_000;
 
 /** One GET stream on its way to a backend: settled once its head arrived, or it failed. */
 export class StreamOpening {
@@ -21,15 +25,19 @@ export class StreamOpening {
   #settle!: () => void;
   #settled = false;
   readonly #onSettled: (() => void) | null;
+  readonly #timer: NodeJS.Timeout;
 
-  constructor(onSettled: (() => void) | null = null) {
+  constructor(onSettled: (() => void) | null = null, waitMs = OPENING_WAIT_MS) {
     this.#onSettled = onSettled;
     this.established = new Promise<void>((resolve) => (this.#settle = resolve));
+    this.#timer = setTimeout(() => this.settle(), waitMs);
+    this.#timer.unref();
   }
 
   settle(): void {
     if (this.#settled) return;
     this.#settled = true;
+    clearTimeout(this.#timer);
     this.#settle();
     this.#onSettled?.();
   }

@@ -16,6 +16,7 @@ import { createServer as createTcpServer, connect, type Server as TcpServer, typ
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { connectClient, textOf } from '../fixtures/client.ts';
+import { startScriptedBackend } from '../fixtures/scripted-backend.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 
@@ -109,4 +110,21 @@ describe('order toward the backend: a server that asks on its standalone stream'
       }
     });
   }
+
+  it("a backend that holds its stream's head back does not hold the session's calls back for long", async () => {
+    // Some servers answer a GET stream only with its first event: the session's calls wait for
+    // it at most OPENING_WAIT_MS (2 s), not the backend's whole timeout.
+    const holding = await startScriptedBackend('holding');
+    holding.stream = () => undefined; // the head never comes
+    const gateway = await startTestGateway({ backends: [{ name: 'holding', url: holding.url, timeout: '30s' }] });
+    try {
+      const c = await connectClient(gateway.url, { waitForStandaloneStream: false });
+      const result = await within(c.client.callTool({ name: 'run', arguments: {} }), 10_000, 'a call behind a held stream');
+      assert.equal(textOf(result), 'holding ran');
+      await c.close({ terminate: false });
+    } finally {
+      await gateway.stop();
+      await holding.close();
+    }
+  });
 });
