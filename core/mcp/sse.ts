@@ -3,8 +3,14 @@
  * parser that tolerates events split across chunks (and UTF-8 split across chunks), and the
  * serialisation of one event. Only used where the gateway must read a stream (response hooks,
  * aggregation); otherwise SSE bytes are piped through untouched.
+ *
+ * The parser works on the bytes: each byte received is looked at once (Buffer.indexOf for the
+ * line endings, which are ASCII and never part of a UTF-8 sequence), the chunks of an event not
+ * yet ended are kept as they came, and an event is joined and decoded once, when its blank line
+ * arrives. So an event of n bytes costs O(n) however many chunks bring it, and one that never
+ * ends costs what it holds, up to `maxEventBytes`: past it the parser holds nothing more and says
+ * so (`tooLarge`), and whoever reads the stream fails that backend's answer.
  */
-import { StringDecoder } from 'node:string_decoder';
 
 export interface SseEvent {
   /** `id:` of the event (the resumption cursor), or null. */
@@ -19,56 +25,132 @@ export interface SseEvent {
 }
 
 const LINE = /\r\n|\r|\n/;
+const LF = 10;
+const CR = 13;
+const NO_EVENTS: SseEvent[] = [];
+
+// Where the scan is, between two bytes (and two chunks): what the last line-ending bytes were.
+/** In a line (or at the start of an event). */
+const TEXT = 0;
+/** A line just ended with \n (or \r\n). */
+const AFTER_LF = 1;
+/** A line just ended with \r: a \n next belongs to it. */
+const AFTER_CR = 2;
+/** A blank line ended with \r: the event ends here, or after a \n that follows. */
+const BLANK_CR = 3;
+type Scan = typeof TEXT | typeof AFTER_LF | typeof AFTER_CR | typeof BLANK_CR;
 
 export class SseParser {
-  readonly #decoder = new StringDecoder('utf8');
-  #buffer = '';
-  /** Where the search for a blank line resumes: a large event arriving in many chunks is scanned once. */
-  #scanFrom = 0;
+  /** The bytes of the event not ended yet, as received. */
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #scan: Scan = TEXT;
+  #tooLarge = false;
+  readonly #maxEventBytes: number;
+
+  /** `maxEventBytes`: the largest event held (its blank line included); larger ones make the parser `tooLarge`. */
+  constructor(maxEventBytes = Number.POSITIVE_INFINITY) {
+    this.#maxEventBytes = maxEventBytes;
+  }
+
+  /** An event grew past `maxEventBytes`: the parser dropped it and takes nothing more. */
+  get tooLarge(): boolean {
+    return this.#tooLarge;
+  }
+
+  /** Bytes held of the event not ended yet. */
+  get pendingBytes(): number {
+    return this.#pendingBytes;
+  }
 
   /** Feeds a chunk; returns the events it completed, in order. */
   push(chunk: Buffer | string): SseEvent[] {
-    this.#buffer += typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
-    const events: SseEvent[] = [];
-    for (;;) {
-      const end = blockEnd(this.#buffer, this.#scanFrom);
-      if (end === -1) {
-        this.#scanFrom = Math.max(0, this.#buffer.length - 3);
+    if (this.#tooLarge) return NO_EVENTS;
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const length = bytes.length;
+    let events = NO_EVENTS;
+    // Where the current event's bytes start in this chunk, and the next \n and \r at or after the
+    // scan position (-1: none left in the chunk), each found once per occurrence.
+    let start = 0;
+    let at = 0;
+    let lf = -2;
+    let cr = -2;
+    while (at < length) {
+      if (this.#scan === BLANK_CR) {
+        // The event ended at the \r before `at`; a \n here is the rest of that \r\n.
+        const end = bytes[at] === LF ? at + 1 : at;
+        if (events === NO_EVENTS) events = [];
+        if (!this.#complete(bytes, start, end, events)) return events;
+        start = at = end;
+        this.#scan = TEXT;
+        continue;
+      }
+      if (lf !== -1 && lf < at) lf = bytes.indexOf(LF, at);
+      if (cr !== -1 && cr < at) cr = bytes.indexOf(CR, at);
+      const next = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      if (next === -1) {
+        this.#scan = TEXT;
         break;
       }
-      events.push(parseBlock(this.#buffer.slice(0, end)));
-      this.#buffer = this.#buffer.slice(end);
-      this.#scanFrom = 0;
+      const scan: Scan = next > at ? TEXT : this.#scan;
+      const byte = bytes[next];
+      at = next + 1;
+      if (scan === TEXT) {
+        this.#scan = byte === LF ? AFTER_LF : AFTER_CR;
+      } else if (scan === AFTER_CR && byte === LF) {
+        this.#scan = AFTER_LF;
+      } else if (byte === CR) {
+        this.#scan = BLANK_CR;
+      } else {
+        // A \n right after a line's end (\n or \r\n): a blank line, the end of the event.
+        if (events === NO_EVENTS) events = [];
+        if (!this.#complete(bytes, start, at, events)) return events;
+        start = at;
+        this.#scan = TEXT;
+      }
     }
+    if (start < length) this.#hold(start === 0 ? bytes : bytes.subarray(start));
     return events;
+  }
+
+  /** The event made of what is held and `bytes[start, end)`: parsed into `events`, or false when it is too large. */
+  #complete(bytes: Buffer, start: number, end: number, events: SseEvent[]): boolean {
+    const size = this.#pendingBytes + end - start;
+    if (size > this.#maxEventBytes) {
+      this.#overflow();
+      return false;
+    }
+    const piece = bytes.subarray(start, end);
+    const whole = this.#pending.length === 0 ? piece : Buffer.concat([...this.#pending, piece], size);
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    events.push(parseBlock(whole.toString('utf8')));
+    return true;
+  }
+
+  #hold(piece: Buffer): void {
+    if (this.#pendingBytes + piece.length > this.#maxEventBytes) {
+      this.#overflow();
+      return;
+    }
+    this.#pending.push(piece);
+    this.#pendingBytes += piece.length;
+  }
+
+  #overflow(): void {
+    this.#tooLarge = true;
+    this.#pending = [];
+    this.#pendingBytes = 0;
   }
 
   /** What is left of an unterminated event when the stream ends. */
   rest(): string {
-    return this.#buffer + this.#decoder.end();
+    if (this.#pending.length === 0) return '';
+    const rest = Buffer.concat(this.#pending, this.#pendingBytes).toString('utf8');
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    return rest;
   }
-}
-
-/** Index just after the blank line that ends the first event block, or -1. */
-function blockEnd(buffer: string, from: number): number {
-  for (let i = from; i < buffer.length; i++) {
-    const c = buffer.charCodeAt(i);
-    if (c !== 10 && c !== 13) continue;
-    // End of a line at i; a blank line follows when the next line ending starts right after it.
-    let next = i + 1;
-    if (c === 13) {
-      if (next === buffer.length) return -1; // a lone \r at the end may be the first half of \r\n
-      if (buffer.charCodeAt(next) === 10) next++;
-    }
-    if (next >= buffer.length) return -1;
-    const d = buffer.charCodeAt(next);
-    if (d === 10) return next + 1;
-    if (d === 13) {
-      if (next + 1 === buffer.length) return -1;
-      return buffer.charCodeAt(next + 1) === 10 ? next + 2 : next + 1;
-    }
-  }
-  return -1;
 }
 
 function parseBlock(raw: string): SseEvent {
