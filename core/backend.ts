@@ -15,11 +15,24 @@ export interface BackendInfo {
   readonly authority: string;
   /** Time allowed for the backend's response headers. */
   readonly timeoutMs: number;
+  /** Time allowed for the whole answer of a call the gateway makes for itself (initialize, lists, discovery, fan-out). */
+  readonly answerTimeoutMs: number;
+  /** The most one answer of the backend may hold (a JSON body, or the events of a request's stream), and one event of any stream. */
+  readonly maxResponseBytes: number;
   /** Outgoing credentials strategy, or null when the backend is contacted without authentication. */
   readonly auth: ExternalAuthConfig | null;
 }
 
-export function backendInfo(name: string, url: string, timeoutMs: number, auth: ExternalAuthConfig | null = null): BackendInfo {
+/** `operational.maxBackendResponseSize` by default: as large as a JSON answer was ever read (32 MiB). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+/** What bounds a backend's answers (BackendConfig's fields); unset, the answer has `timeoutMs` and 32 MiB. */
+export interface AnswerBounds {
+  readonly answerTimeoutMs?: number;
+  readonly maxResponseBytes?: number;
+}
+
+export function backendInfo(name: string, url: string, timeoutMs: number, auth: ExternalAuthConfig | null = null, bounds: AnswerBounds = {}): BackendInfo {
   const parsed = new URL(url);
   return {
     name,
@@ -28,6 +41,8 @@ export function backendInfo(name: string, url: string, timeoutMs: number, auth: 
     path: parsed.pathname + parsed.search,
     authority: parsed.host,
     timeoutMs,
+    answerTimeoutMs: bounds.answerTimeoutMs ?? timeoutMs,
+    maxResponseBytes: bounds.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     auth,
   };
 }

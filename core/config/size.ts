@@ -28,3 +28,12 @@ export const sizeSchema = z.unknown().transform((value, ctx) => {
   ctx.issues.push({ code: 'custom', input: value, message: `${describeValue(value)} is not a size: use ${SIZE_FORMS}` });
   return z.NEVER;
 });
+
+/** A size as a person reads it: `32 MiB`, `512 KiB`, `1000 bytes` (the largest unit it is a whole number of). */
+export function formatSize(bytes: number): string {
+  for (const unit of ['Gi', 'Mi', 'Ki'] as const) {
+    const multiplier = MULTIPLIER[unit]!;
+    if (bytes >= multiplier && bytes % multiplier === 0) return `${bytes / multiplier} ${unit}B`;
+  }
+  return `${bytes} bytes`;
+}

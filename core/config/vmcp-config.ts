@@ -222,6 +222,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
   // subject is then, unless named, the login's token of the first upstream provider.
   const firstProvider = spec.authServerConfig?.upstreamProviders[0]?.name ?? null;
   const externalAuths = new Map(parsed.MCPExternalAuthConfig.map((config) => [config.metadata.name, toExternalAuth(config, firstProvider)]));
+  const timeouts = spec.config.operational.timeouts;
   const backends = parsed.MCPServer.filter((server) => server.spec.groupRef === spec.config.groupRef).map((server): BackendConfig => {
     const outgoing = spec.outgoingAuth;
     const own =
@@ -234,6 +235,8 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       url: server.spec.url,
       transport: server.spec.transport,
       timeoutMs: server.spec.timeout,
+      answerTimeoutMs: timeouts.perWorkload[server.metadata.name] ?? timeouts.default ?? server.spec.timeout,
+      maxResponseBytes: spec.config.operational.maxBackendResponseSize,
       externalAuth: refName === undefined ? null : checked(externalAuths.get(refName), `MCPExternalAuthConfig ${refName}`),
     };
   });

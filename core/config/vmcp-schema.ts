@@ -16,6 +16,8 @@ import { describeValue, didYouMean } from './problems.ts';
 import { secretBodyShape, secretRefSchema } from './secrets.ts';
 import type { SecretStore } from './secrets.ts';
 import { serverSettingsSchema } from './server-settings.ts';
+import { sizeSchema } from './size.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../backend.ts';
 import { isMapping } from './yaml.ts';
 import { addIssue, httpUrlSchema, issuerUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
@@ -428,6 +430,26 @@ export function resourceSchemas(index: ReferenceIndex) {
   });
 
   const operational = z.strictObject({
+    // ToolHive's names. Here: how long the gateway waits for the whole answer of a call it makes
+    // for itself (initialize, lists, discovery, fan-out); unset, each backend's spec.timeout.
+    timeouts: z
+      .strictObject({
+        default: duration().optional(),
+        perWorkload: z.record(z.string(), duration()).default({}),
+      })
+      .superRefine((timeouts, ctx) => {
+        if (!isMapping(timeouts.perWorkload)) return;
+        const group = index.vmcpGroup !== undefined && index.groups.has(index.vmcpGroup) ? index.vmcpGroup : undefined;
+        for (const name of Object.keys(timeouts.perWorkload)) {
+          if (!index.servers.has(name)) addIssue(ctx, ['perWorkload', name], notFound('MCPServer', name, index.servers.keys()), 'key');
+          else if (group !== undefined && index.servers.get(name) !== group) {
+            addIssue(ctx, ['perWorkload', name], `MCPServer ${q(name)} is not a backend of group ${q(group)} (its groupRef is ${describeValue(index.servers.get(name))})`, 'key');
+          }
+        }
+      }, whenMapping)
+      .prefault({}),
+    // Gatehouse extension: the most a backend's answer to one request (and one event of any stream) may hold.
+    maxBackendResponseSize: sizeSchema.default(DEFAULT_MAX_RESPONSE_BYTES),
     failureHandling: z
       .strictObject({
         partialFailureMode: z.enum(['bestEffort', 'fail']).default('bestEffort'),

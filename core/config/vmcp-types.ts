@@ -17,6 +17,13 @@ export interface BackendConfig {
   readonly transport: 'streamable-http';
   /** `spec.timeout` (Gatehouse extension): time allowed for response headers. Default 30s. */
   readonly timeoutMs: number;
+  /**
+   * Time allowed for the whole answer of a call the gateway makes for itself (initialize, lists,
+   * discovery, fan-out): `operational.timeouts.perWorkload[name]`, else `.default`, else `timeoutMs`.
+   */
+  readonly answerTimeoutMs: number;
+  /** `operational.maxBackendResponseSize`: the most one answer (and one event of a stream) may hold. Default 32Mi. */
+  readonly maxResponseBytes: number;
   /** The outgoing-auth strategy that applies to this backend (after `outgoingAuth.source`), or null. */
   readonly externalAuth: ExternalAuthConfig | null;
 }

@@ -1,26 +1,27 @@
 /**
  * The transparent path when an `onResponse` hook wants the response to this request's method:
  * the backend's JSON-RPC response is parsed, passed through the hooks, and written again. A JSON
- * body is read whole (bounded); an SSE stream is rewritten event by event, so progress and other
- * notifications before the response still reach the client the moment they arrive.
+ * body is read whole; an SSE stream is rewritten event by event, so progress and other
+ * notifications before the response still reach the client the moment they arrive. Either is
+ * bounded by the backend's maxResponseBytes (`operational.maxBackendResponseSize`): the JSON body,
+ * the events of a request's stream summed, and each event of a GET stream (which lives as long as
+ * its client likes); past it the client gets a JSON-RPC error naming the backend and the bound.
  */
 import type { ResponseHook } from '../plugin.ts';
 import { runResponseHooks } from '../chain.ts';
 import { isPromise } from '../thenable.ts';
 import type { Context } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import { errorBody, GatewayError } from '../errors.ts';
 import { removeHeader } from '../http/header-list.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
+import { answerTooLarge } from '../upstream/upstreams.ts';
 import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
 import { HookedEvents, responseTo, type HookedEventsHost } from './hooked-events.ts';
 import { clientHeaders, notMcpAnswer } from './pipe.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 import { SseParser, formatSseEvent, type SseEvent } from './sse.ts';
-
-/** Largest JSON response the gateway reads into memory to run response hooks on. */
-export const MAX_JSON_RESPONSE = 32 * 1024 * 1024;
 
 type Mode = 'json' | 'sse' | 'raw';
 
@@ -83,7 +84,7 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
     this.#status = status;
     if (sse) {
       this.#mode = 'sse';
-      this.#parser = new SseParser();
+      this.#parser = new SseParser(this.backend.maxResponseBytes);
       this.#events = new HookedEvents(this.ctx, this.#hooks, this, this.standalone ? renderStandaloneEvent : renderEvent);
       this.ctx.res.writeHead(status, list);
       this.ctx.res.flushHeaders();
@@ -105,17 +106,25 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
 
   protected data(chunk: Buffer): boolean {
     if (this.#mode === 'raw') return writeToClient(this.ctx.res, chunk, this);
-    if (this.#mode === 'json') {
+    // A GET stream is no one answer: only its events are bounded (by the parser).
+    if (!this.standalone) {
       this.#size += chunk.length;
-      if (this.#size > MAX_JSON_RESPONSE) {
-        this.cancel();
-        this.fail(new GatewayError('backend_error', `backend "${this.backend.name}" sent a response larger than ${MAX_JSON_RESPONSE} bytes`));
-        return false;
-      }
+      if (this.#size > this.backend.maxResponseBytes) return this.#tooLarge('an answer');
+    }
+    if (this.#mode === 'json') {
       this.#chunks.push(chunk);
       return true;
     }
-    return this.#events!.push(this.#parser!.push(chunk));
+    const events = this.#parser!.push(chunk);
+    if (this.#parser!.tooLarge) return this.#tooLarge('an event');
+    return this.#events!.push(events);
+  }
+
+  /** The answer grew past the backend's bound: it stops, and the client is told why. */
+  #tooLarge(what: 'an answer' | 'an event'): false {
+    this.cancel();
+    this.fail(answerTooLarge(this.backend, what));
+    return false;
   }
 
   // ---- HookedEventsHost ----
@@ -172,13 +181,20 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
   }
 
   protected fail(error: GatewayError): void {
+    const ctx = this.ctx;
+    const sse = this.#mode === 'sse' && this.#parser !== null;
     this.#settle();
-    if (!this.ctx.res.headersSent) {
-      this.ctx.fail(error);
+    if (!ctx.res.headersSent) {
+      ctx.fail(error);
       return;
     }
-    this.ctx.res.destroy();
-    this.ctx.log(error);
+    if (sse && !this.standalone && ctx.rpcId !== null && !ctx.res.writableEnded) {
+      // The request's stream is open: its client gets a JSON-RPC error on it rather than a cut connection.
+      ctx.res.end(formatSseEvent({ event: 'message', data: errorBody(error, ctx) }));
+    } else {
+      ctx.res.destroy();
+    }
+    ctx.log(error);
   }
 
   close(): void {

@@ -1,8 +1,8 @@
 /**
  * What a reload may change, and what it changed.
  *
- * Reloaded (a new generation, reload.ts): the backends (added, removed, URL, timeout, outgoing
- * auth), incoming auth (including its resourceUrl, hence the MCP path), aggregation,
+ * Reloaded (a new generation, reload.ts): the backends (added, removed, URL, timeouts, answer
+ * size bound, outgoing auth), incoming auth (including its resourceUrl, hence the MCP path), aggregation,
  * failure handling, the token-exchange cache, the plugins and their config, server.maxBodyBytes.
  *
  * Needs a restart (a reload that changes any of it is refused as a whole, nothing applied):
@@ -64,7 +64,7 @@ function authServerInputs(config: VmcpConfig): unknown {
 }
 
 function backendKey(backend: BackendConfig): unknown {
-  return { url: backend.url, timeoutMs: backend.timeoutMs, externalAuth: backend.externalAuth };
+  return { url: backend.url, timeoutMs: backend.timeoutMs, answerTimeoutMs: backend.answerTimeoutMs, maxResponseBytes: backend.maxResponseBytes, externalAuth: backend.externalAuth };
 }
 
 export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {

@@ -172,6 +172,7 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
   const handler = connection.handler;
   if (handler === null) throw unsolicited();
   connection.handler = null;
+  connection.answerDeadline = 0;
   connection.served++;
   // Released only once the whole read is parsed (afterRead): bytes that follow the response in
   // the same read must fail this connection, not become the answer to the next request.
@@ -207,6 +208,8 @@ export class Connection {
   completed: UpstreamHandler | null = null;
   /** performance.now() by which response headers must arrive; 0 when not waiting. */
   deadline = 0;
+  /** performance.now() by which the whole response must have arrived; 0 when the exchange has no such deadline. */
+  answerDeadline = 0;
   idleSince = 0;
   served = 0;
   paused = false;
@@ -260,11 +263,12 @@ export class Connection {
    * NUL or a character that is not latin1 (which the encoding would turn into other bytes) fails
    * the exchange and nothing is written. (~25 ns a header.)
    */
-  send(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, deadline: number): void {
+  send(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, deadline: number, answerDeadline = 0): void {
     this.handler = handler;
     handler.attach(this);
     this.headOnly = method === 'HEAD';
     this.deadline = deadline;
+    this.answerDeadline = answerDeadline;
     let head = method + ' ' + path + ' HTTP/1.1\r\nhost: ' + this.owner.authority + '\r\n';
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
@@ -324,6 +328,7 @@ export class Connection {
     if (this.closed) return;
     this.closed = true;
     this.deadline = 0;
+    this.answerDeadline = 0;
     this.socket.destroy();
     const parser = this.parser;
     // Free the native parser once its callbacks have unwound (as node:http does).

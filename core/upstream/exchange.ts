@@ -73,9 +73,10 @@ export abstract class Exchange implements UpstreamHandler {
     this.startedAt = performance.now();
   }
 
-  dispatch(pool: Pool, method: string, headers: readonly string[], body: Buffer | null): void {
+  /** Sends the request; `answerTimeoutMs` (> 0) bounds the whole answer, not only its head (Pool.dispatch). */
+  dispatch(pool: Pool, method: string, headers: readonly string[], body: Buffer | null, answerTimeoutMs = 0): void {
     this.#pool = pool;
-    pool.dispatch(this, method, this.backend.path, headers, body, this.backend.timeoutMs);
+    pool.dispatch(this, method, this.backend.path, headers, body, this.backend.timeoutMs, answerTimeoutMs);
   }
 
   /** The client is gone (or the gateway is shutting the stream): stop the backend exchange. */

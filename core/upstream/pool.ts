@@ -2,8 +2,10 @@
  * Keep-alive connections to one backend origin: reused most-recent-first, opened on demand up to
  * a limit, with a FIFO queue beyond it (a pool for long-lived streams refuses instead, see
  * `refuseWhenFull`). One timer per pool (running only while there is work) enforces the
- * response-header deadline of each exchange and expires idle connections before the backend's
- * own keep-alive limit would (so a request never lands on a connection the backend is closing).
+ * response-header deadline of each exchange, the whole-answer deadline of those that have one
+ * (the gateway's own calls: a backend that sends a head and then nothing is not waited for
+ * forever), and expires idle connections before the backend's own keep-alive limit would (so a
+ * request never lands on a connection the backend is closing).
  */
 import { Connection, UpstreamError, type ConnectionOwner, type UpstreamHandler } from './backend-connection.ts';
 
@@ -37,6 +39,7 @@ interface Waiting {
   headers: readonly string[];
   body: Buffer | null;
   deadline: number;
+  answerDeadline: number;
 }
 
 /** Margin kept below the backend's advertised keep-alive timeout. */
@@ -65,11 +68,16 @@ export class Pool implements ConnectionOwner {
     this.#options = options;
   }
 
-  /** Sends a request (or queues it); the response, or the failure, reaches `handler`. */
-  dispatch(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, timeoutMs: number): void {
+  /**
+   * Sends a request (or queues it); the response, or the failure, reaches `handler`. Its head
+   * must come within `timeoutMs`; with `answerTimeoutMs` (> 0), its whole answer within that,
+   * both from now.
+   */
+  dispatch(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, timeoutMs: number, answerTimeoutMs = 0): void {
     const now = performance.now();
     const deadline = now + timeoutMs;
-    const sweep = Math.max(10, Math.min(1000, Math.floor(timeoutMs / 4)));
+    const answerDeadline = answerTimeoutMs > 0 ? now + answerTimeoutMs : 0;
+    const sweep = Math.max(10, Math.min(1000, Math.floor(Math.min(timeoutMs, answerTimeoutMs > 0 ? answerTimeoutMs : timeoutMs) / 4)));
     if (sweep < this.#sweepMs) {
       // A shorter deadline than any before: sweep more often.
       this.#sweepMs = sweep;
@@ -87,10 +95,10 @@ export class Pool implements ConnectionOwner {
         handler.onError(new PoolFullError(this.#options.connections));
         return;
       }
-      this.#waiting.push({ handler, method, path, headers, body, deadline });
+      this.#waiting.push({ handler, method, path, headers, body, deadline, answerDeadline });
       return;
     }
-    connection.send(handler, method, path, headers, body, deadline);
+    connection.send(handler, method, path, headers, body, deadline, answerDeadline);
   }
 
   /**
@@ -132,7 +140,7 @@ export class Pool implements ConnectionOwner {
   release(connection: Connection): void {
     const next = this.#waiting.shift();
     if (next !== undefined) {
-      connection.send(next.handler, next.method, next.path, next.headers, next.body, next.deadline);
+      connection.send(next.handler, next.method, next.path, next.headers, next.body, next.deadline, next.answerDeadline);
       return;
     }
     if (this.#closed) {
@@ -150,7 +158,7 @@ export class Pool implements ConnectionOwner {
     // A queued request may now get a connection of its own.
     if (this.#waiting.length > 0 && !this.#closed && this.#all.size < this.#options.connections) {
       const next = this.#waiting.shift()!;
-      this.#open().send(next.handler, next.method, next.path, next.headers, next.body, next.deadline);
+      this.#open().send(next.handler, next.method, next.path, next.headers, next.body, next.deadline, next.answerDeadline);
     }
   }
 
@@ -166,11 +174,13 @@ export class Pool implements ConnectionOwner {
     for (const connection of this.#all) {
       if (connection.deadline !== 0 && connection.deadline <= now) {
         connection.fail(new UpstreamError('EHEADERS_TIMEOUT', 'no response headers in time'));
+      } else if (connection.answerDeadline !== 0 && connection.answerDeadline <= now) {
+        connection.fail(new UpstreamError('EANSWER_TIMEOUT', 'the answer did not end in time'));
       }
     }
     for (let i = this.#waiting.length - 1; i >= 0; i--) {
       const waiting = this.#waiting[i]!;
-      if (waiting.deadline <= now) {
+      if (waiting.deadline <= now || (waiting.answerDeadline !== 0 && waiting.answerDeadline <= now)) {
         this.#waiting.splice(i, 1);
         waiting.handler.onError(new UpstreamError('EHEADERS_TIMEOUT', 'no connection became free in time'));
       }

@@ -10,6 +10,7 @@
  * half of http.request + pipe or http-proxy; all three stream SSE chunk by chunk.
  */
 import type { BackendInfo } from '../backend.ts';
+import { formatSize } from '../config/size.ts';
 import { GatewayError } from '../errors.ts';
 import { Pool, PoolFullError } from './pool.ts';
 
@@ -41,9 +42,24 @@ export function upstreamError(backend: BackendInfo, err: { code?: string; messag
   if (code === 'EHEADERS_TIMEOUT') {
     return new GatewayError('backend_timeout', `backend "${backend.name}" did not answer within ${backend.timeoutMs} ms`, options);
   }
+  if (code === 'EANSWER_TIMEOUT') {
+    return new GatewayError('backend_timeout', `backend "${backend.name}" did not complete its answer within ${backend.answerTimeoutMs} ms (operational.timeouts)`, options);
+  }
   const reason = REASONS[code] ?? (code.startsWith('HPE_') ? 'invalid HTTP response' : code === '' ? 'error' : code);
   if (UNAVAILABLE.has(code)) return new GatewayError('backend_unavailable', `backend "${backend.name}" is unavailable (${reason})`, options);
   return new GatewayError('backend_error', `backend "${backend.name}" failed (${reason})`, options);
+}
+
+/**
+ * A backend's answer (`an answer`, one event of its stream, the pages of a list) grew past
+ * `operational.maxBackendResponseSize`: what its request is failed with, naming the backend and
+ * the bound.
+ */
+export function answerTooLarge(backend: BackendInfo, what: string): GatewayError {
+  const limit = backend.maxResponseBytes;
+  return new GatewayError('backend_error', `backend "${backend.name}" sent ${what} larger than ${formatSize(limit)} (operational.maxBackendResponseSize)`, {
+    extra: { backend: backend.name, limit },
+  });
 }
 
 export interface UpstreamOptions {

@@ -15,7 +15,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BackendInfo } from '../../core/backend.ts';
+import { backendInfo, type BackendInfo } from '../../core/backend.ts';
 import type { Context } from '../../core/context.ts';
 import { GatewayError } from '../../core/errors.ts';
 import { startReading, type BodySink } from '../../core/http/body.ts';
@@ -79,7 +79,7 @@ export class ProviderBridge implements BodySink<Context> {
     const { port } = this.#server.address() as AddressInfo;
     const url = new URL(`http://127.0.0.1:${port}/`);
     this.#pool = new Pool(url, { connections: 64, keepAliveMs: 4_000, connectTimeoutMs: 2_000 });
-    this.#backend = { name: 'authorization server', url, origin: url.origin, path: '/', authority: url.host, timeoutMs: 30_000, auth: null };
+    this.#backend = backendInfo('authorization server', url.href, 30_000);
   }
 
   /** The loopback port the provider listens on (null before start). */

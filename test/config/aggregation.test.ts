@@ -71,4 +71,36 @@ describe('aggregation config', () => {
     assert.match(await problemsOf('session: {maxSessions: 0}'), /spec\.config\.session\.maxSessions: /);
     assert.match(await problemsOf('session: {maxSessionsPerPrincipal: 0}'), /spec\.config\.session\.maxSessionsPerPrincipal: /);
   });
+
+  it('bounds backend answers: operational.timeouts (ToolHive\'s) and maxBackendResponseSize, resolved per backend', async () => {
+    const defaults = await validateVmcpFile(await writeConfig(vmcpYaml({ backends: [{ ...backends[0]!, timeout: '5s' }, backends[1]!] })));
+    assert.ok(defaults.ok, defaults.ok ? '' : formatProblems(defaults.problems));
+    // Unset: each backend's whole answer within its own spec.timeout, and 32 MiB.
+    assert.deepEqual(
+      defaults.config.backends.map((b) => [b.name, b.timeoutMs, b.answerTimeoutMs, b.maxResponseBytes]),
+      [
+        ['github', 5_000, 5_000, 32 * 1024 * 1024],
+        ['jira', 30_000, 30_000, 32 * 1024 * 1024],
+      ],
+    );
+    const set = await validateVmcpFile(
+      await writeConfig(vmcpYaml({ backends, config: 'operational: {timeouts: {default: 12s, perWorkload: {jira: 2m}}, maxBackendResponseSize: 8Mi}' })),
+    );
+    assert.ok(set.ok, set.ok ? '' : formatProblems(set.problems));
+    assert.deepEqual(
+      set.config.backends.map((b) => [b.name, b.answerTimeoutMs, b.maxResponseBytes]),
+      [
+        ['github', 12_000, 8 * 1024 * 1024],
+        ['jira', 120_000, 8 * 1024 * 1024],
+      ],
+    );
+  });
+
+  it('refuses a bad answer bound with its YAML path', async () => {
+    assert.match(await problemsOf('operational: {timeouts: {perWorkload: {jirra: 1m}}}'), /spec\.config\.operational\.timeouts\.perWorkload\.jirra: MCPServer "jirra" not found \(did you mean "jira"\?\)/);
+    assert.match(await problemsOf('operational: {timeouts: {default: soon}}'), /spec\.config\.operational\.timeouts\.default: "soon" is not a duration/);
+    assert.match(await problemsOf('operational: {maxBackendResponseSize: 0}'), /spec\.config\.operational\.maxBackendResponseSize: 0 is not a size/);
+    assert.match(await problemsOf('operational: {maxBackendResponseSize: 32MB}'), /spec\.config\.operational\.maxBackendResponseSize: "32MB" is not a size/);
+  });
 });
+

@@ -111,9 +111,9 @@ describe('eras: hardening', () => {
   });
 
   it('an answer that says nothing of the era gives no verdict (rate limited, too large, a result that is not an object)', () => {
-    for (const status of [401, 403, 408, 413, 429, 431, 500, 503]) assert.equal(verdictOf({ status, sessionId: null, response: null, text: '' }, 0), null, String(status));
-    assert.equal(verdictOf({ status: 200, sessionId: null, response: { jsonrpc: '2.0', id: 1, result: null }, text: '' }, 0), null);
-    assert.equal(verdictOf({ status: 400, sessionId: null, response: null, text: 'Bad Request: No valid session ID provided' }, 0)?.era, 'legacy');
-    assert.equal(verdictOf({ status: 200, sessionId: null, response: { jsonrpc: '2.0', id: 1, result: { supportedVersions: ['2026-07-28'] } }, text: '' }, 0)?.era, 'modern');
+    for (const status of [401, 403, 408, 413, 429, 431, 500, 503]) assert.equal(verdictOf({ status, sessionId: null, response: null, text: '', bytes: 0 }, 0), null, String(status));
+    assert.equal(verdictOf({ status: 200, sessionId: null, response: { jsonrpc: '2.0', id: 1, result: null }, text: '', bytes: 0 }, 0), null);
+    assert.equal(verdictOf({ status: 400, sessionId: null, response: null, text: 'Bad Request: No valid session ID provided', bytes: 0 }, 0)?.era, 'legacy');
+    assert.equal(verdictOf({ status: 200, sessionId: null, response: { jsonrpc: '2.0', id: 1, result: { supportedVersions: ['2026-07-28'] } }, text: '', bytes: 0 }, 0)?.era, 'modern');
   });
 });

@@ -378,7 +378,15 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   #initOptions(): InitOptions {
-    return { name: this.#o.name, links: this.#o.links, profiles: this.#o.health.profiles, failure: this.#o.failure, sink: (link) => this.#sink(null, link), log: this.#o.log };
+    return {
+      name: this.#o.name,
+      links: this.#o.links,
+      profiles: this.#o.health.profiles,
+      failure: this.#o.failure,
+      sink: (link) => this.#sink(null, link),
+      failed: (link, err) => this.#healer.failedAlone(link, err),
+      log: this.#o.log,
+    };
   }
 
   async #initializeHooked(ctx: Context, request: JsonRpcRequest): Promise<HookOutcome> {
@@ -896,7 +904,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
         link,
         request,
         waits: this.#waits,
-        call: (message, sink) => this.#healer.send(ctx, session, link, backendSession, message, sink),
+        call: (message, sink, timing) => this.#healer.send(ctx, session, link, backendSession, message, sink, timing),
         hooks: this.#o.chain.responseHooks(ctx.rpcMethod),
       },
       response,

@@ -13,7 +13,7 @@ import { OutgoingHeaders } from '../../outgoing-headers.ts';
 import type { BackendHook } from '../../plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { Pool } from '../../upstream/pool.ts';
-import type { Upstreams } from '../../upstream/upstreams.ts';
+import { answerTooLarge, type Upstreams } from '../../upstream/upstreams.ts';
 import { GATEHOUSE_VERSION, isModernVersion, standardHeaders, towardLegacy, towardModern, type ClientEnvelope } from '../era.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
 import { SseParser } from '../sse.ts';
@@ -31,10 +31,11 @@ export interface CallResult {
   readonly response: JsonRpcResponse | null;
   /** The body, when it was not JSON-RPC (an error page): for messages. */
   readonly text: string;
+  /** Bytes the answer's body had (every event of a stream): a list's pages are bounded in all. */
+  readonly bytes: number;
 }
 
 const EVENT_STREAM = /^text\/event-stream/i;
-const MAX_BODY = 32 * 1024 * 1024;
 
 /**
  * How some servers word "I do not know that session" inside a 2xx answer, where the status says
@@ -80,7 +81,11 @@ function parseMessage(text: string): JsonRpcMessage | null {
   }
 }
 
-/** One POST/DELETE to a backend, its answer collected. */
+/**
+ * One POST/DELETE to a backend, its answer collected: a JSON body whole, an event stream event by
+ * event. Either holds at most the backend's `maxResponseBytes` in all (the events of a stream
+ * summed), past which the call fails naming the bound.
+ */
 class BackendCall extends Exchange {
   readonly result: Promise<CallResult>;
   readonly #requestId: JsonRpcId | undefined;
@@ -109,19 +114,19 @@ class BackendCall extends Exchange {
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!.toLowerCase();
       if (name === 'mcp-session-id') this.#sessionId = headers[i + 1]!;
-      else if (name === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser();
+      else if (name === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser(this.backend.maxResponseBytes);
     }
     return true;
   }
 
   protected data(chunk: Buffer): boolean {
+    this.#size += chunk.length;
+    if (this.#size > this.backend.maxResponseBytes) {
+      this.#reject(answerTooLarge(this.backend, 'an answer'));
+      this.cancel();
+      return false;
+    }
     if (this.#parser === null) {
-      this.#size += chunk.length;
-      if (this.#size > MAX_BODY) {
-        this.cancel();
-        this.#reject(new GatewayError('backend_error', `backend "${this.backend.name}" sent a response larger than ${MAX_BODY} bytes`));
-        return false;
-      }
       this.#chunks.push(chunk);
       return true;
     }
@@ -142,11 +147,17 @@ class BackendCall extends Exchange {
       const message = parseMessage(text);
       if (message !== null && !('method' in message) && message.id === this.#requestId) this.#response = message;
     }
-    this.#resolve({ status: this.#status, sessionId: this.#sessionId, response: this.#response, text });
+    this.#resolve({ status: this.#status, sessionId: this.#sessionId, response: this.#response, text, bytes: this.#size });
   }
 
   protected fail(error: GatewayError): void {
     this.#reject(error);
+  }
+
+  /** The client the call was sent for went away (CallTiming.started): the backend exchange stops, and the call fails. */
+  abandon(): void {
+    this.#reject(new GatewayError('internal_error', 'the client went away'));
+    this.cancel();
   }
 }
 
@@ -217,13 +228,21 @@ export class BackendLink {
    * Sends one JSON-RPC message and collects the answer. On a modern backend's record the message
    * carries `envelope` in its `_meta` (towardModern), on a legacy one no modern envelope.
    */
-  async call(ctx: Context | null, session: BackendSessionRecord | null, message: JsonRpcMessage, sink: MessageSink | null = null, envelope: ClientEnvelope = GATEWAY_ENVELOPE): Promise<CallResult> {
+  async call(
+    ctx: Context | null,
+    session: BackendSessionRecord | null,
+    message: JsonRpcMessage,
+    sink: MessageSink | null = null,
+    envelope: ClientEnvelope = GATEWAY_ENVELOPE,
+    timing: CallTiming = GATEWAY_CALL,
+  ): Promise<CallResult> {
     const sent = session === null ? message : forBackend(message, session, envelope);
     const headers = await this.headers(ctx, session, 'application/json, text/event-stream', undefined, sent);
     if (headers instanceof GatewayError) throw headers;
     headers.push('content-type', 'application/json');
     const call = new BackendCall(this.backend, this.metrics, 'id' in message && 'method' in message ? message.id : undefined, sink);
-    call.dispatch(this.pool, 'POST', headers, Buffer.from(JSON.stringify(sent)));
+    if (timing !== GATEWAY_CALL) timing.started?.(call);
+    call.dispatch(this.pool, 'POST', headers, Buffer.from(JSON.stringify(sent)), timing === GATEWAY_CALL ? this.backend.answerTimeoutMs : 0);
     return call.result;
   }
 
@@ -233,7 +252,7 @@ export class BackendLink {
     const headers = await this.headers(ctx, session, 'application/json, text/event-stream');
     if (headers instanceof GatewayError) throw headers;
     const call = new BackendCall(this.backend, this.metrics, undefined, null);
-    call.dispatch(this.pool, 'DELETE', headers, null);
+    call.dispatch(this.pool, 'DELETE', headers, null, this.backend.answerTimeoutMs);
     return (await call.result).status;
   }
 
@@ -277,6 +296,25 @@ export class BackendLink {
     return null;
   }
 }
+
+/**
+ * How long a call may take. The gateway's own calls (initialize, lists, discovery, fan-out: the
+ * default, GATEWAY_CALL) end within the backend's `answerTimeoutMs`, whole answer included. A
+ * client's own call that the gateway sends on its behalf (a tool call relayed round by round) may
+ * run as long as its client waits: it is not timed, and `started` gets it, to abandon it when that
+ * client leaves.
+ */
+export interface CallTiming {
+  readonly started?: (call: AbandonableCall) => void;
+}
+
+/** A call in flight whose client may leave: `abandon` stops it at the backend and fails it. */
+export interface AbandonableCall {
+  abandon(): void;
+}
+
+/** The default timing: the whole answer within the backend's `answerTimeoutMs`. */
+export const GATEWAY_CALL: CallTiming = {};
 
 /** The User-Agent of the gateway's own requests to backends (no client's request behind them). */
 export const GATEWAY_USER_AGENT = `gatehouse/${GATEHOUSE_VERSION} (health check)`;

@@ -19,7 +19,7 @@ import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import { addCorsHeaders } from '../../http/cors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
-import { upstreamError } from '../../upstream/upstreams.ts';
+import { answerTooLarge, upstreamError } from '../../upstream/upstreams.ts';
 import { StreamOpenings, type StreamOpening } from '../../upstream/stream-openings.ts';
 import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
@@ -83,14 +83,22 @@ class BackendStream extends Exchange {
   protected head(status: number, headers: string[]): boolean {
     this.#status = status;
     for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i]!.toLowerCase() === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser();
+      if (headers[i]!.toLowerCase() === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser(this.backend.maxResponseBytes);
     }
     return true;
   }
 
   protected data(chunk: Buffer): boolean {
     if (this.#parser !== null && this.#status === 200) {
-      for (const event of this.#parser.push(chunk)) this.#owner.backendEvent(this.#link, this, event);
+      const events = this.#parser.push(chunk);
+      for (const event of events) this.#owner.backendEvent(this.#link, this, event);
+      // A stream lives as long as its client likes; one event of it may not grow without end.
+      if (this.#parser.tooLarge) {
+        this.cancel();
+        this.#owner.ctx.log(answerTooLarge(this.backend, 'an event'));
+        this.#owner.backendEnded(this.#link, this, null);
+        return false;
+      }
     }
     // A refusal's body is not read: its status says what it can (sessionVerdict).
     return true;

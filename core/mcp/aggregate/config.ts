@@ -21,6 +21,10 @@
  *     maxSessionsPerPrincipal: 100        # one principal's oldest session goes beyond it
  *     storage: {type: memory}             # or {type: redis, redis: {...}} to share across replicas
  *   operational:
+ *     timeouts:                           # the whole answer of a call the gateway makes for itself
+ *       default: 30s                      # unset: each backend's spec.timeout
+ *       perWorkload: {slow-backend: 2m}
+ *     maxBackendResponseSize: 32Mi        # one answer, and one event of any stream (Gatehouse's)
  *     failureHandling:
  *       partialFailureMode: bestEffort    # bestEffort (default) | fail
  *       healthCheckInterval: 30s          # 0s: off

@@ -25,7 +25,7 @@ import type { Logger } from 'pino';
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
-import { callerMustReauthenticate, reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
+import { callerMustReauthenticate, GATEWAY_CALL, reauthenticationAmong, type BackendLink, type CallResult, type CallTiming, type MessageSink } from './backend-link.ts';
 import type { HealthMonitor } from './health.ts';
 import { confirmBackendSession, initializeBackend, reasonOf } from './init.ts';
 import type { AggregatedSession } from './session.ts';
@@ -187,10 +187,18 @@ export class SessionHealer {
    * recorded, and a backend that could not be reached, or said it does not know the session
    * (404), has lost it.
    */
-  async send(ctx: Context | null, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, message: JsonRpcMessage, sink: MessageSink | null = null): Promise<CallResult> {
+  async send(
+    ctx: Context | null,
+    session: AggregatedSession,
+    link: BackendLink,
+    backend: BackendSessionRecord,
+    message: JsonRpcMessage,
+    sink: MessageSink | null = null,
+    timing: CallTiming = GATEWAY_CALL,
+  ): Promise<CallResult> {
     let result: CallResult;
     try {
-      result = await link.call(ctx, backend, message, sink, ctx?.envelope ?? session.envelope);
+      result = await link.call(ctx, backend, message, sink, ctx?.envelope ?? session.envelope, timing);
     } catch (err) {
       this.failed(session, link, backend, err);
       throw err;
@@ -202,8 +210,13 @@ export class SessionHealer {
 
   /** A request to `backend` failed: the health monitor hears of the backend's failures; unreachable means lost. */
   failed(session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, err: unknown): void {
-    if (isBackendFailure(err)) this.#o.health.observe(link.name, reasonOf(err));
+    this.failedAlone(link, err);
     if (isUnreachable(err)) session.markLost(link.name, backend);
+  }
+
+  /** A request to `link` outside any session failed (a client's initialize): the health monitor hears of the backend's failures. */
+  failedAlone(link: BackendLink, err: unknown): void {
+    if (isBackendFailure(err)) this.#o.health.observe(link.name, reasonOf(err));
   }
 
   /** A request to `link` succeeded (for the health monitor). */

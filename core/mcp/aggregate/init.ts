@@ -30,6 +30,8 @@ export interface InitOptions {
   profiles: BackendProfiles;
   failure: FailureHandlingConfig;
   sink: (link: BackendLink) => MessageSink;
+  /** A backend failed its initialize (for the health monitor: a timeout, an answer past its bound, a 5xx...). */
+  failed?: (link: BackendLink, err: unknown) => void;
   log: Logger;
 }
 
@@ -126,7 +128,10 @@ export async function initializeSession(
   const missing: { name: string; reason: string }[] = [];
   outcomes.forEach((outcome, i) => {
     if (outcome.status === 'fulfilled') joined.push(outcome.value);
-    else missing.push({ name: options.links[i]!.name, reason: reasonOf(outcome.reason) });
+    else {
+      missing.push({ name: options.links[i]!.name, reason: reasonOf(outcome.reason) });
+      options.failed?.(options.links[i]!, outcome.reason);
+    }
   });
   const clientCapabilities = typeof params.capabilities === 'object' && params.capabilities !== null ? (params.capabilities as Record<string, unknown>) : {};
 

@@ -17,7 +17,7 @@ import type { ResponseHook } from '../../plugin.ts';
 import { runResponseHooks } from '../../chain.ts';
 import { ownEntry, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
 import { formatSseEvent } from '../sse.ts';
-import type { BackendLink, CallResult, MessageSink } from './backend-link.ts';
+import type { BackendLink, CallResult, CallTiming, MessageSink } from './backend-link.ts';
 import { wrapInputRequestId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';
 
@@ -150,8 +150,8 @@ export interface InputRelayOptions {
   /** The call as the backend got it (its own names), without the envelope (added per round). */
   readonly request: JsonRpcRequest;
   readonly waits: InputWaits;
-  /** One round: the call to the backend on the session's behalf, its other messages to `sink`. */
-  readonly call: (message: JsonRpcRequest, sink: MessageSink) => Promise<CallResult>;
+  /** One round: the call to the backend on the session's behalf, its other messages to `sink`; not timed (the client's own call). */
+  readonly call: (message: JsonRpcRequest, sink: MessageSink, timing: CallTiming) => Promise<CallResult>;
   readonly hooks: readonly ResponseHook[] | null;
 }
 
@@ -159,6 +159,8 @@ export interface InputRelayOptions {
 export async function relayInput(o: InputRelayOptions, first: JsonRpcResponse): Promise<void> {
   const events = new ClientEvents(o.ctx, o.session.id);
   let pending: { cancel(): void } | null = null;
+  // A round to the backend is the client's own call: not timed as the gateway's own are.
+  const timing: CallTiming = {};
   o.ctx.inflight = { cancel: () => pending?.cancel() };
   const sink: MessageSink = (message) => {
     if (!('id' in message)) events.send(message); // its notifications (progress); it makes no requests of its own
@@ -196,7 +198,7 @@ export async function relayInput(o: InputRelayOptions, first: JsonRpcResponse): 
         id: `gatehouse-${randomBytes(9).toString('base64url')}`,
         params: { ...o.request.params, inputResponses, ...(result.requestState === undefined ? {} : { requestState: result.requestState }) },
       };
-      const answered = await o.call(retry, sink);
+      const answered = await o.call(retry, sink, timing);
       const problem = o.link.problem(answered, o.request.method);
       if (problem !== null) throw problem;
       if (answered.response === null) throw new GatewayError('backend_error', `backend "${o.link.name}" gave no answer to ${o.request.method}`, { extra: { backend: o.link.name } });

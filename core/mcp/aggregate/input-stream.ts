@@ -16,6 +16,7 @@
 import type { Context } from '../../context.ts';
 import type { GatewayError } from '../../errors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
+import { answerTooLarge } from '../../upstream/upstreams.ts';
 import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
 import { SseParser } from '../sse.ts';
 import type { BackendLink } from './backend-link.ts';
@@ -65,7 +66,7 @@ export class InputStream extends Exchange {
   protected head(status: number, headers: string[]): boolean {
     this.#status = status;
     for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i]!.length === 12 && headers[i]!.toLowerCase() === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = status === 200 ? new SseParser() : null;
+      if (headers[i]!.length === 12 && headers[i]!.toLowerCase() === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = status === 200 ? new SseParser(this.backend.maxResponseBytes) : null;
     }
     this.#settleOpen(this.#parser !== null);
     return true;
@@ -78,6 +79,12 @@ export class InputStream extends Exchange {
       if (message === null || !('method' in message)) continue; // a response is nobody's here
       if ('id' in message) this.#owner.request(this, message as JsonRpcRequest);
       else this.#owner.notification(this, message);
+    }
+    if (this.#parser.tooLarge) {
+      // One event may not grow without end: the stream ends (the next call opens it again).
+      this.ctx.log(answerTooLarge(this.backend, 'an event'));
+      this.cancel();
+      return false;
     }
     return true;
   }

@@ -5,6 +5,7 @@
  * pages of its own (an opaque cursor tied to the list's version).
  */
 import { GatewayError } from '../../errors.ts';
+import { answerTooLarge } from '../../upstream/upstreams.ts';
 import { reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
@@ -108,9 +109,13 @@ async function fetchAll(link: BackendLink, call: ListCall, spec: ListSpec, sink:
   let cacheScope: 'public' | 'private' = modern ? 'public' : 'private';
   const done = (): Fetched => ({ items, ttlMs: ttlMs === Number.POSITIVE_INFINITY ? 0 : ttlMs, cacheScope });
   let cursor: string | undefined;
+  // The pages are one list the session keeps: bounded in all as one answer is.
+  let bytes = 0;
   for (let page = 0; page < MAX_PAGES; page++) {
     const params = cursor === undefined ? {} : { cursor };
     const result = await call(link, { jsonrpc: '2.0', id: `list-${page}`, method: spec.method, params }, sink);
+    bytes += result.bytes;
+    if (bytes > link.backend.maxResponseBytes) throw answerTooLarge(link.backend, `${spec.method} pages`);
     const problem = link.problem(result, spec.method);
     if (problem !== null) throw problem;
     const response = result.response;

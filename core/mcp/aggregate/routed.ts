@@ -5,10 +5,13 @@
  * never the backend's (a redirect, a cookie, a 101 or a 204 of a backend go nowhere), and only
  * what is this request's:
  *
- *  - JSON (200): read whole (up to 32 MiB), and it must be one JSON-RPC response to this
- *    request's id; it goes out as the gateway read it (written anew, so a key sent twice cannot
- *    show the client something the hooks did not see).
- *  - SSE (200): event by event (toward-client.ts): event ids name the backend (so a resumption
+ *  - JSON (200): read whole (up to the backend's maxResponseBytes, 32 MiB unless
+ *    `operational.maxBackendResponseSize` says otherwise), and it must be one JSON-RPC response
+ *    to this request's id; it goes out as the gateway read it (written anew, so a key sent twice
+ *    cannot show the client something the hooks did not see).
+ *  - SSE (200): event by event (toward-client.ts), its events summed bounded as a JSON answer is
+ *    (a tool call may stream as long as its client waits, but not without end): event ids name
+ *    the backend (so a resumption
  *    finds it) and carry a sealed ticket naming this request (so a resumption through any replica
  *    may deliver its response, once: resume-tickets.ts), the backend's requests get ids that name
  *    it, and a response passes only if it answers this request.
@@ -27,10 +30,10 @@ import type { ResponseHook } from '../../plugin.ts';
 import { runResponseHooks } from '../../chain.ts';
 import { isPromise } from '../../thenable.ts';
 import { Exchange, writeToClient } from '../../upstream/exchange.ts';
+import { answerTooLarge } from '../../upstream/upstreams.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
 import { completeResultBytes } from '../json-scan.ts';
-import { MAX_JSON_RESPONSE } from '../rewrite.ts';
 import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink } from './backend-link.ts';
@@ -193,7 +196,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     if (encoding !== null) return this.#reject(`sent a body encoded as ${JSON.stringify(encoding.slice(0, 32))}, which the gateway did not ask for`);
     if (EVENT_STREAM.test(type)) {
       this.#mode = 'sse';
-      this.#parser = new SseParser();
+      this.#parser = new SseParser(this.backend.maxResponseBytes);
       if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, (event, response) => this.#render(event, response), this.#backendId);
       const list = ['content-type', 'text/event-stream', 'cache-control', 'no-cache, no-transform', 'x-accel-buffering', 'no', 'x-request-id', this.ctx.requestId];
       // A modern client has no session (the implicit one is the gateway's own business).
@@ -215,10 +218,24 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     return false;
   }
 
+  /**
+   * The answer grew past the backend's bound (`an answer`: its bytes in all; `an event`: one event):
+   * it stops here, the client gets a JSON-RPC error naming the backend and the bound, and the
+   * backend's health hears of it. The rest of the session, and the other backends, go on.
+   */
+  #tooLarge(what: 'an answer' | 'an event'): false {
+    this.cancel();
+    this.fail(answerTooLarge(this.backend, what));
+    return false;
+  }
+
   protected data(chunk: Buffer): boolean {
     switch (this.#mode) {
       case 'sse': {
+        this.#size += chunk.length;
+        if (this.#size > this.backend.maxResponseBytes) return this.#tooLarge('an answer');
         const events = this.#parser!.push(chunk);
+        if (this.#parser!.tooLarge) return this.#tooLarge('an event');
         if (this.#held !== null) return this.#holdEvents(events);
         if (this.#events !== null) return this.#events.push(events);
         let out = '';
@@ -230,8 +247,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
         return true;
       case 'json':
         this.#hold(chunk);
-        if (this.#size <= MAX_JSON_RESPONSE) return true;
-        return this.#reject(`sent a response larger than ${MAX_JSON_RESPONSE} bytes`);
+        return this.#size <= this.backend.maxResponseBytes || this.#tooLarge('an answer');
     }
   }
 
