@@ -8,9 +8,12 @@
  * answers initialize or tools/list with an SSE head and then nothing no longer holds every
  * client's initialize or list: they answer after the backend's deadline, with the others
  * (bestEffort) or with an error naming it (fail). A routed call, the client's own, is not cut by
- * that deadline.
+ * that deadline; a call the gateway relays round by round for its client ends when that client
+ * leaves.
  */
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Plugin } from '../../core/plugin.ts';
@@ -362,3 +365,77 @@ describe('a backend that starts its answer and never ends it', () => {
     }
   });
 });
+
+describe('a call the gateway relays for its client (a modern backend asks a legacy client for input)', () => {
+  let modern: Server;
+  let url: string;
+  /** Resolves when the backend's connection of the retried call (the second round) closes. */
+  let retryClosed: Promise<void>;
+  let retried: () => void = () => undefined;
+
+  before(async () => {
+    // A 2026-07-28 backend: its tool asks who the user is (input_required), and when asked again
+    // with the answer, takes for ever (a long-running call).
+    modern = createServer((req, res) => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      let text = '';
+      req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      req.on('end', () => {
+        const message = JSON.parse(text) as { id?: unknown; method: string; params?: { inputResponses?: unknown } };
+        const answer = (result: unknown): void => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+        if (message.id === undefined) return void res.writeHead(202).end();
+        if (message.method === 'server/discover') return answer({ supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, resultType: 'complete' });
+        if (message.method === 'tools/list') return answer({ tools: [{ name: 'ask', inputSchema: { type: 'object' } }], resultType: 'complete' });
+        if (message.method !== 'tools/call') return answer({ resultType: 'complete' });
+        if (message.params?.inputResponses === undefined) {
+          return answer({ resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create', params: { message: 'who?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } } }, requestState: 'asked' });
+        }
+        res.on('close', () => retried());
+      });
+    });
+    await new Promise<void>((resolve) => modern.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(modern.address() as AddressInfo).port}/mcp`;
+  });
+  after(async () => {
+    modern.closeAllConnections();
+    await new Promise<void>((resolve) => modern.close(() => resolve()));
+  });
+
+  it('its round in flight to the backend ends when the client leaves (it is not timed: only its client bounds it)', { timeout: 60_000 }, async () => {
+    retryClosed = new Promise<void>((resolve) => (retried = resolve));
+    const healthy = await startSdkServer({ name: 'healthy' });
+    const gateway = await startTestGateway({
+      backends: [
+        { name: 'm', url },
+        { name: 'healthy', url: healthy.url },
+      ],
+      config: 'operational: {timeouts: {default: 1s}, failureHandling: {healthCheckInterval: 0s}}',
+    });
+    const leave = new AbortController();
+    try {
+      const init = await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'leaver', version: '1' } } }));
+      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+      await post(gateway.url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', headers);
+      const call = await fetch(gateway.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'm_ask', arguments: {} } }), signal: leave.signal });
+      assert.equal(call.headers.get('content-type'), 'text/event-stream');
+      // The gateway asks the client on the call's stream; the client answers.
+      const reader = call.body!.getReader();
+      let seen = '';
+      while (!/elicitation\/create/.test(seen)) seen += new TextDecoder().decode((await reader.read()).value);
+      const asked = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string };
+      await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { name: 'Ann' } } }), headers);
+      // The second round runs past the 1 s deadline of the gateway's own calls: it is the client's call.
+      const closedEarly = await Promise.race([retryClosed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2000))]);
+      assert.equal(closedEarly, false, 'the round was cut while its client waited');
+      // The client leaves: the round to the backend ends with it.
+      leave.abort();
+      const closed = await Promise.race([retryClosed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000))]);
+      assert.equal(closed, true, 'the backend connection of the round stayed open after the client left');
+    } finally {
+      leave.abort();
+      await gateway.stop();
+      await healthy.close();
+    }
+  });
+});
+

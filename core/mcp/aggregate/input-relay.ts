@@ -17,7 +17,7 @@ import type { ResponseHook } from '../../plugin.ts';
 import { runResponseHooks } from '../../chain.ts';
 import { ownEntry, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
 import { formatSseEvent } from '../sse.ts';
-import type { BackendLink, CallResult, CallTiming, MessageSink } from './backend-link.ts';
+import type { AbandonableCall, BackendLink, CallResult, CallTiming, MessageSink } from './backend-link.ts';
 import { wrapInputRequestId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';
 
@@ -159,9 +159,21 @@ export interface InputRelayOptions {
 export async function relayInput(o: InputRelayOptions, first: JsonRpcResponse): Promise<void> {
   const events = new ClientEvents(o.ctx, o.session.id);
   let pending: { cancel(): void } | null = null;
-  // A round to the backend is the client's own call: not timed as the gateway's own are.
-  const timing: CallTiming = {};
-  o.ctx.inflight = { cancel: () => pending?.cancel() };
+  // The round in flight to the backend: the client's own call, which runs as long as the client
+  // waits for it, and no longer (its client may leave, even before the round is sent).
+  let sent: AbandonableCall | null = null;
+  const timing: CallTiming = {
+    started: (call) => {
+      if (events.gone) call.abandon();
+      else sent = call;
+    },
+  };
+  o.ctx.inflight = {
+    cancel: () => {
+      pending?.cancel();
+      sent?.abandon();
+    },
+  };
   const sink: MessageSink = (message) => {
     if (!('id' in message)) events.send(message); // its notifications (progress); it makes no requests of its own
   };
@@ -199,6 +211,7 @@ export async function relayInput(o: InputRelayOptions, first: JsonRpcResponse): 
         params: { ...o.request.params, inputResponses, ...(result.requestState === undefined ? {} : { requestState: result.requestState }) },
       };
       const answered = await o.call(retry, sink, timing);
+      sent = null;
       const problem = o.link.problem(answered, o.request.method);
       if (problem !== null) throw problem;
       if (answered.response === null) throw new GatewayError('backend_error', `backend "${o.link.name}" gave no answer to ${o.request.method}`, { extra: { backend: o.link.name } });
