@@ -259,6 +259,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       ttlMs: spec.config.session.ttl,
       maxSessions: spec.config.session.maxSessions,
       maxSessionsPerPrincipal: spec.config.session.maxSessionsPerPrincipal,
+      maxSessionBytes: spec.config.session.maxSessionSize,
       storage: spec.config.session.storage.type === 'redis' ? { type: 'redis', redis: toRedis(checked(spec.config.session.storage.redis, 'session.storage.redis')) } : { type: 'memory' },
     },
     failureHandling: {

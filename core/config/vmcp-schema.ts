@@ -423,6 +423,7 @@ export function resourceSchemas(index: ReferenceIndex) {
     ttl: duration().default(30 * 60_000),
     maxSessions: z.int().min(1).default(10_000),
     maxSessionsPerPrincipal: z.int().min(1).default(100),
+    maxSessionSize: sizeSchema.default(64 * 1024),
     storage: z
       .strictObject({ type: z.enum(['memory', 'redis']), redis: redisStorage.optional() })
       .superRefine(blockOfType({ redis: 'redis', memory: null }), whenMapping)

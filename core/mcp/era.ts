@@ -105,6 +105,11 @@ export function towardLegacy(message: JsonRpcMessage): JsonRpcMessage {
 /** Tails a session keeps (its clients' envelopes as they write them), and misses before it stops looking. */
 const MAX_TAILS = 4;
 const MAX_MISSES = 16;
+/**
+ * A longer tail is cut but not kept: the session lives on, and a tail holds the envelope as the
+ * client wrote it (its clientInfo whole, which the session itself keeps only a few fields of).
+ */
+const MAX_TAIL_BYTES = 4096;
 
 /**
  * towardLegacy of a session's modern requests as bytes, where the client's own bytes allow it
@@ -137,8 +142,10 @@ export class EnvelopeTails {
       return null;
     }
     this.#misses = 0;
-    this.#tails.unshift(tail);
-    if (this.#tails.length > MAX_TAILS) this.#tails.pop();
+    if (tail.length <= MAX_TAIL_BYTES) {
+      this.#tails.unshift(tail);
+      if (this.#tails.length > MAX_TAILS) this.#tails.pop();
+    }
     return cutTail(body, tail.length);
   }
 }

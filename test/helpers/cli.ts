@@ -39,9 +39,12 @@ export interface ServedCli {
   stop(): Promise<number | null>;
 }
 
-/** Starts `gatehouse <system> serve --config FILE --port 0 ...extra` and waits until it listens. */
-export async function serveCli(system: 'vmcp' | 'registry', config: string, extra: string[] = []): Promise<ServedCli> {
-  const child = spawn(process.execPath, [BIN, system, 'serve', '--config', config, '--port', '0', ...extra], { cwd: REPO_ROOT });
+/**
+ * Starts `gatehouse <system> serve --config FILE --port 0 ...extra` and waits until it listens;
+ * `nodeArgs` go to node itself (e.g. `--max-old-space-size=384`).
+ */
+export async function serveCli(system: 'vmcp' | 'registry', config: string, extra: string[] = [], nodeArgs: string[] = []): Promise<ServedCli> {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, system, 'serve', '--config', config, '--port', '0', ...extra], { cwd: REPO_ROOT });
   const logs: Record<string, unknown>[] = [];
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));

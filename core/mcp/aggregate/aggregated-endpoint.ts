@@ -46,6 +46,7 @@ import { replicaOf, type Relay, type RelayMessage } from './relay.ts';
 import { relayedContext, RemoteAnswers } from './remote-resume.ts';
 import { ResumeTickets } from './resume-tickets.ts';
 import { SessionHealer } from './healing.ts';
+import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo } from './declarations.ts';
 import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
 import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
@@ -322,6 +323,14 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     if (LEGACY_ONLY_METHODS.has(message.method)) {
       return this.#answer(ctx, { jsonrpc: '2.0', id: message.id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${message.method} is not part of the ${String(ctx.head.protocolVersion)} protocol` } });
     }
+    // What the request declares names its implicit session, which keeps it, and goes on to the
+    // backends (the modern ones with every request): bounded as an initialize's (declarations.ts).
+    const envelope = ctx.envelope!;
+    ctx.envelope = {
+      capabilities: declaredCapabilities(envelope.capabilities, this.#o.session.maxSessionBytes, `_meta["${META.clientCapabilities}"]`),
+      clientInfo: declaredClientInfo(envelope.clientInfo),
+      logLevel: envelope.logLevel,
+    };
     const session = this.#implicitSession(ctx);
     if (!(session instanceof AggregatedSession) && !isPromise(session)) return session;
     return isPromise(session) ? session.then((found) => (found instanceof AggregatedSession ? this.#target(ctx, found, message) : found)) : this.#target(ctx, session, message);
@@ -380,6 +389,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   #initOptions(): InitOptions {
     return {
       name: this.#o.name,
+      maxSessionBytes: this.#o.session.maxSessionBytes,
       links: this.#o.links,
       profiles: this.#o.health.profiles,
       failure: this.#o.failure,
@@ -390,6 +400,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   async #initializeHooked(ctx: Context, request: JsonRpcRequest): Promise<HookOutcome> {
+    // Refused before the hooks see it, as a modern request's declaration is (#modern).
+    declaredCapabilities(request.params?.capabilities, this.#o.session.maxSessionBytes, 'params.capabilities');
     const hooked = await runMessageHooks(ctx, this.#o.chain);
     return hooked !== undefined ? hooked : this.#initialize(ctx, request);
   }

@@ -19,6 +19,7 @@
  *     ttl: 30m                            # sliding
  *     maxSessions: 10000                  # LRU bound per process
  *     maxSessionsPerPrincipal: 100        # one principal's oldest session goes beyond it
+ *     maxSessionSize: 64Ki                # the client's capabilities a session keeps, as JSON
  *     storage: {type: memory}             # or {type: redis, redis: {...}} to share across replicas
  *   operational:
  *     timeouts:                           # the whole answer of a call the gateway makes for itself
@@ -63,6 +64,11 @@ export interface SessionConfig {
   readonly maxSessions: number;
   /** Sessions one principal may hold; creating one more ends its oldest (anonymous sessions are not counted). */
   readonly maxSessionsPerPrincipal: number;
+  /**
+   * `maxSessionSize`: the most a session keeps of what its client declares (its capabilities, as
+   * JSON); an initialize or a 2026-07-28 request declaring more is refused (-32602).
+   */
+  readonly maxSessionBytes: number;
   readonly storage: SessionStorageConfig;
 }
 

@@ -16,6 +16,7 @@ import type { FailureHandlingConfig } from './config.ts';
 import { serverInfo } from './modern-answers.ts';
 import { modernRecord, type BackendProfiles } from './profiles.ts';
 import { isModernVersion, LEGACY_VERSIONS, UNNAMED_CLIENT } from '../era.ts';
+import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo, serverCapabilities, serverInstructions } from './declarations.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
@@ -26,6 +27,8 @@ const VISIBLE_ASCII = /^[\x21-\x7e]{1,256}$/;
 
 export interface InitOptions {
   name: string;
+  /** `session.maxSessionSize`: the most a session keeps of its client's capabilities, as JSON. */
+  maxSessionBytes: number;
   links: readonly BackendLink[];
   profiles: BackendProfiles;
   failure: FailureHandlingConfig;
@@ -72,8 +75,9 @@ export async function initializeBackend(ctx: Context | null, link: BackendLink, 
   if (result.sessionId !== null && !VISIBLE_ASCII.test(result.sessionId)) {
     throw new GatewayError('backend_error', `backend "${link.name}" sent an Mcp-Session-Id that is not visible ASCII (MCP requires it)`, { extra: { backend: link.name } });
   }
-  const capabilities = typeof init.capabilities === 'object' && init.capabilities !== null ? (init.capabilities as Record<string, unknown>) : {};
-  return { link, record: { sessionId: result.sessionId, protocolVersion: init.protocolVersion, capabilities }, instructions: init.instructions };
+  // Kept for the session's life (and in Redis): only what the gateway reads (declarations.ts).
+  const capabilities = serverCapabilities(init.capabilities);
+  return { link, record: { sessionId: result.sessionId, protocolVersion: init.protocolVersion, capabilities }, instructions: serverInstructions(init.instructions) };
 }
 
 /**
@@ -116,12 +120,24 @@ export async function initializeSession(
   implicitId: string | null = null,
 ): Promise<Reply | { session: AggregatedSession; result: Record<string, unknown> }> {
   const envelope = ctx.envelope;
-  // A modern client's legacy backends are initialized with what its requests declare.
-  const params =
-    implicitId !== null && envelope !== null
-      ? { protocolVersion: LEGACY_VERSIONS[0], capabilities: envelope.capabilities, clientInfo: envelope.clientInfo ?? UNNAMED_CLIENT }
-      : (request.params ?? {});
-  const version = negotiateVersion(params.protocolVersion);
+  // What the session keeps of the client, bounded (declarations.ts), is what every backend gets,
+  // now and when it joins again later (healing.ts): a modern client's legacy backends are
+  // initialized with what its requests declare (checked as they came in), the others with the
+  // client's initialize; its other params (_meta) are not passed on.
+  let version: string;
+  let clientCapabilities: Readonly<Record<string, unknown>>;
+  let clientInfo: unknown;
+  if (implicitId !== null && envelope !== null) {
+    version = LEGACY_VERSIONS[0]!;
+    clientCapabilities = envelope.capabilities;
+    clientInfo = envelope.clientInfo ?? UNNAMED_CLIENT;
+  } else {
+    const given = request.params ?? {};
+    version = negotiateVersion(given.protocolVersion);
+    clientCapabilities = declaredCapabilities(given.capabilities, options.maxSessionBytes, 'params.capabilities');
+    clientInfo = declaredClientInfo(given.clientInfo);
+  }
+  const params = { protocolVersion: version, capabilities: clientCapabilities, ...(clientInfo === null ? {} : { clientInfo }) };
   const open = implicitId === null ? initializeBackend : joinConfirmed;
   const outcomes = await Promise.allSettled(options.links.map((link) => open(ctx, link, params, options.sink(link), options.profiles)));
   const joined: Joined[] = [];
@@ -133,7 +149,6 @@ export async function initializeSession(
       options.failed?.(options.links[i]!, outcome.reason);
     }
   });
-  const clientCapabilities = typeof params.capabilities === 'object' && params.capabilities !== null ? (params.capabilities as Record<string, unknown>) : {};
 
   const refusal = reauthenticationAmong(outcomes);
   if (refusal !== undefined) {
@@ -157,7 +172,7 @@ export async function initializeSession(
     owner: principal === null ? null : { issuer: principal.issuer, subject: principal.subject },
     createdAt: Date.now(),
     protocolVersion: version,
-    clientInfo: params.clientInfo ?? null,
+    clientInfo,
     clientCapabilities,
     backends: Object.fromEntries(joined.map((j) => [j.link.name, j.record])),
     missing: missing.map((m) => m.name),

@@ -16,6 +16,7 @@ import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import { MODERN_VERSIONS, META, type Era } from '../era.ts';
 import type { BackendLink, CallResult } from './backend-link.ts';
+import { serverCapabilities, serverInstructions } from './declarations.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 
 /** How long a verdict is kept before the next use probes again. */
@@ -56,8 +57,8 @@ export function verdictOf(result: CallResult, now: number): BackendProfile | nul
   if (discovered !== undefined && Array.isArray(discovered.supportedVersions)) {
     const version = MODERN_VERSIONS.find((v) => (discovered.supportedVersions as unknown[]).includes(v));
     if (version !== undefined) {
-      const capabilities = typeof discovered.capabilities === 'object' && discovered.capabilities !== null ? (discovered.capabilities as Record<string, unknown>) : {};
-      return { era: 'modern', version, capabilities, instructions: discovered.instructions, serverInfo: discovered._meta?.[META.serverInfo] ?? null, probedAt: now };
+      // Each session of a modern backend keeps these (declarations.ts): what the gateway reads of them.
+      return { era: 'modern', version, capabilities: serverCapabilities(discovered.capabilities), instructions: serverInstructions(discovered.instructions), serverInfo: discovered._meta?.[META.serverInfo] ?? null, probedAt: now };
     }
     return legacy(now);
   }

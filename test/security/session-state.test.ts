@@ -1,0 +1,219 @@
+/**
+ * What an aggregated session keeps of its client is bounded (issue 26, point 4), behind inline
+ * OIDC, in front of an SDK v1 (legacy) and an SDK v2 (2026-07-28) server:
+ *   - capabilities larger than `session.maxSessionSize` as JSON, in an initialize or in a modern
+ *     request's `_meta`, are refused (400, -32602 naming them and the limit) before any backend
+ *     is asked;
+ *   - a clientInfo of any size is kept, and passed on, as its name, version and title, cut short;
+ *   - honest clients of both generations (the official SDKs) are served as before;
+ *   - of a backend's initialize answer, a session keeps what the gateway reads of its
+ *     capabilities, and its instructions cut short.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { connectClient, textOf } from '../fixtures/client.ts';
+import { startScriptedBackend, type ScriptedBackend } from '../fixtures/scripted-backend.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { startSdk2Server, type Sdk2Server } from '../fixtures/sdk2-server.ts';
+import { post, startTestGateway } from '../helpers/gateway.ts';
+import { paddedCapabilities } from '../helpers/session-state.ts';
+import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
+import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
+
+const RESOURCE = 'http://127.0.0.1:4483/mcp';
+const MiB = 1024 * 1024;
+const HUGE = 3.5 * MiB;
+const META = {
+  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
+  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
+  clientInfo: 'io.modelcontextprotocol/clientInfo',
+} as const;
+
+const initialize = (params: Record<string, unknown>, id = 1): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'state-test', version: '1' }, ...params } });
+
+/** A 2026-07-28 tools/call with `meta` merged into its envelope. */
+function modernCall(tool: string, meta: Record<string, unknown>): { body: string; headers: Record<string, string> } {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 7,
+    method: 'tools/call',
+    params: { name: tool, arguments: { text: 'hi' }, _meta: { [META.protocolVersion]: '2026-07-28', [META.clientCapabilities]: {}, ...meta } },
+  });
+  return { body, headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': tool } };
+}
+
+interface Setup {
+  issuer: KeyIssuer;
+  legacy: SdkServer;
+  modern: Sdk2Server;
+}
+
+async function startBackends(): Promise<Setup> {
+  const issuer = await KeyIssuer.start();
+  await issuer.addKey('ES256');
+  const legacy = await startSdkServer({ name: 'l', tools: ['echo', 'elicit', 'sample'] });
+  const modern = await startSdk2Server({ name: 'm', posture: 'modern' });
+  return { issuer, legacy, modern };
+}
+
+function startGateway(setup: Setup, config?: string): Promise<RunningVmcp> {
+  return startTestGateway({
+    backends: [{ name: 'l', url: setup.legacy.url }, { name: 'm', url: setup.modern.url }],
+    incomingAuth: inlineOidcYaml({ issuer: setup.issuer.url, audience: RESOURCE, resourceUrl: RESOURCE }),
+    config: `operational: {failureHandling: {healthCheckInterval: 0s}}${config === undefined ? '' : ', ' + config}`,
+  });
+}
+
+const bearer = async (setup: Setup, sub: string): Promise<string> => `Bearer ${await setup.issuer.mint(setup.issuer.claims(RESOURCE, { sub }))}`;
+const initializesOf = (setup: Setup): number => setup.legacy.received.filter((r) => r.rpcMethods.includes('initialize')).length;
+
+describe('what an aggregated session keeps of its client is bounded', () => {
+  let setup: Setup;
+  let gateway: RunningVmcp;
+
+  before(async () => {
+    setup = await startBackends();
+    gateway = await startGateway(setup);
+  });
+  after(async () => {
+    await gateway.stop();
+    await setup.legacy.close();
+    await setup.modern.close();
+    await setup.issuer.close();
+  });
+
+  it('an initialize declaring 3.5 MiB of capabilities is refused (400, -32602, naming them and the limit); no backend is asked', async () => {
+    const authorization = await bearer(setup, 'alice');
+    const before = initializesOf(setup);
+    const res = await post(gateway.url, initialize({ capabilities: paddedCapabilities(HUGE) }), { authorization });
+    assert.equal(res.status, 400, res.text);
+    const error = (res.json as { error: { code: number; message: string; data: Record<string, unknown> } }).error;
+    assert.equal(error.code, -32602);
+    assert.equal(error.message, 'Invalid params: params.capabilities is larger than a session keeps: more than 65536 bytes as JSON (session.maxSessionSize)');
+    assert.deepEqual(error.data, { error: 'invalid_params', limit: 65536, setting: 'session.maxSessionSize' });
+    assert.equal(res.headers.get('mcp-session-id'), null);
+    assert.equal(initializesOf(setup), before, 'no backend was initialized');
+  });
+
+  it('capabilities just within the limit are kept, and reach the backends as declared', async () => {
+    const authorization = await bearer(setup, 'alice');
+    const capabilities = paddedCapabilities(60 * 1024);
+    const res = await post(gateway.url, initialize({ capabilities }), { authorization });
+    assert.equal(res.status, 200, res.text);
+    const sent = setup.legacy.received.filter((r) => r.rpcMethods.includes('initialize')).at(-1)!;
+    assert.deepEqual((sent.body as { params: { capabilities: unknown } }).params.capabilities, capabilities);
+  });
+
+  it('an initialize whose clientInfo is 3.5 MiB is served: the session keeps, and the backends get, its name, version and title cut to 256 characters', async () => {
+    const authorization = await bearer(setup, 'alice');
+    const name = 'n'.repeat(HUGE / 2);
+    const res = await post(gateway.url, initialize({ clientInfo: { name, version: '1.0', title: 'é'.repeat(300), icons: [{ src: 'x'.repeat(HUGE / 2) }] } }), { authorization });
+    assert.equal(res.status, 200, res.text);
+    const sent = setup.legacy.received.filter((r) => r.rpcMethods.includes('initialize')).at(-1)!;
+    assert.ok(sent.text.length < 2048, `the backend's initialize is ${sent.text.length} bytes`);
+    assert.deepEqual((sent.body as { params: { clientInfo: unknown } }).params.clientInfo, { name: name.slice(0, 256), version: '1.0', title: 'é'.repeat(256) });
+    // A legacy client's session speaks for it to the modern backend, with what it kept.
+    const session = res.headers.get('mcp-session-id')!;
+    const headers = { authorization, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    await post(gateway.url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', headers);
+    const called = await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'm_echo', arguments: { text: 'hi' } } }), headers);
+    assert.equal(called.status, 200, called.text);
+    const toModern = setup.modern.requests.filter((r) => (r.body as { method?: string } | undefined)?.method === 'tools/call').at(-1)!;
+    const meta = (toModern.body as { params: { _meta: Record<string, unknown> } }).params._meta;
+    assert.deepEqual(meta[META.clientInfo], { name: name.slice(0, 256), version: '1.0', title: 'é'.repeat(256) });
+  });
+
+  it('a 2026-07-28 request declaring 3.5 MiB of clientCapabilities is refused (400, -32602, naming them and the limit); nothing reaches a backend', async () => {
+    const authorization = await bearer(setup, 'alice');
+    const [legacyBefore, modernBefore] = [setup.legacy.received.length, setup.modern.requests.length];
+    const { body, headers } = modernCall('m_echo', { [META.clientCapabilities]: paddedCapabilities(HUGE) });
+    const res = await post(gateway.url, body, { authorization, ...headers });
+    assert.equal(res.status, 400, res.text);
+    const error = (res.json as { error: { code: number; message: string } }).error;
+    assert.equal(error.code, -32602);
+    assert.equal(error.message, `Invalid params: _meta["${META.clientCapabilities}"] is larger than a session keeps: more than 65536 bytes as JSON (session.maxSessionSize)`);
+    assert.equal(setup.legacy.received.length, legacyBefore, 'the legacy backend was not asked');
+    assert.equal(setup.modern.requests.length, modernBefore, 'the modern backend was not asked');
+  });
+
+  it('a 2026-07-28 request whose clientInfo is 3.5 MiB: its implicit session and both backends get name, version and title cut short', async () => {
+    const authorization = await bearer(setup, 'carol');
+    const clientInfo = { name: 'c'.repeat(HUGE), version: '2' };
+    for (const tool of ['l_echo', 'm_echo']) {
+      const { body, headers } = modernCall(tool, { [META.clientInfo]: clientInfo });
+      const res = await post(gateway.url, body, { authorization, ...headers });
+      assert.equal(res.status, 200, res.text);
+      assert.match(res.text, /: hi/);
+    }
+    const opened = setup.legacy.received.filter((r) => r.rpcMethods.includes('initialize')).at(-1)!;
+    assert.deepEqual((opened.body as { params: { clientInfo: unknown } }).params.clientInfo, { name: 'c'.repeat(256), version: '2' });
+    const toModern = setup.modern.requests.filter((r) => (r.body as { method?: string } | undefined)?.method === 'tools/call').at(-1)!;
+    assert.deepEqual((toModern.body as { params: { _meta: Record<string, unknown> } }).params._meta[META.clientInfo], { name: 'c'.repeat(256), version: '2' });
+  });
+
+  it('official SDK clients of both generations are served as before, with the capabilities they declare', async () => {
+    const authorization = await bearer(setup, 'dave');
+    const v1 = await connectClient(gateway.url, { headers: { authorization }, capabilities: { sampling: true, elicitation: true, roots: true }, waitForStandaloneStream: false });
+    try {
+      const names = (await v1.client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('l_echo') && names.includes('m_echo'), names.join());
+      assert.equal(textOf(await v1.client.callTool({ name: 'l_echo', arguments: { text: 'v1' } })), 'l: v1');
+      assert.match(textOf(await v1.client.callTool({ name: 'l_sample', arguments: { prompt: 'bounded' } })), /sampled: bounded/);
+    } finally {
+      await v1.close();
+    }
+    const v2 = new ModernClient({ name: 'modern-client', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } as never } });
+    await v2.connect(new ModernTransport(new URL(gateway.url), { requestInit: { headers: { authorization } } }));
+    try {
+      assert.equal(v2.getProtocolEra(), 'modern');
+      const names = (await v2.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('l_echo') && names.includes('m_echo'), names.join());
+      for (const tool of ['l_echo', 'm_echo']) {
+        const result = (await v2.callTool({ name: tool, arguments: { text: 'v2' } })) as { content: { text: string }[] };
+        assert.equal(result.content[0]!.text, `${tool[0]}: v2`);
+      }
+    } finally {
+      await v2.close();
+    }
+  });
+});
+
+describe('what an aggregated session keeps of its backends is bounded', () => {
+  let big: ScriptedBackend;
+  let legacy: SdkServer;
+  let gateway: RunningVmcp;
+
+  before(async () => {
+    big = await startScriptedBackend('big');
+    // What a backend could answer within the answer cap: megabytes of capabilities and instructions.
+    big.initializeResult = {
+      protocolVersion: '2025-11-25',
+      capabilities: { tools: { listChanged: true, pad: 'x'.repeat(HUGE) }, tasks: { requests: { tools: { call: {} } } }, experimental: paddedCapabilities(HUGE) },
+      serverInfo: { name: 'big', version: '1' },
+      instructions: 'i'.repeat(HUGE),
+    };
+    legacy = await startSdkServer({ name: 'l', tools: ['echo'] });
+    gateway = await startTestGateway({ backends: [{ name: 'big', url: big.url }, { name: 'l', url: legacy.url }], config: 'operational: {failureHandling: {healthCheckInterval: 0s}}' });
+  });
+  after(async () => {
+    await gateway.stop();
+    await big.close();
+    await legacy.close();
+  });
+
+  it('a backend answering initialize with 3.5 MiB of capabilities and instructions: the session keeps what the gateway reads, the instructions cut to 16 Ki characters', async () => {
+    const res = await post(gateway.url, initialize({}));
+    assert.equal(res.status, 200, res.text.slice(0, 300));
+    assert.ok(res.text.length < 20_000, `the initialize answer is ${res.text.length} bytes`);
+    const result = (res.json as { result: { capabilities: Record<string, unknown>; instructions: string } }).result;
+    assert.deepEqual(result.capabilities['tasks'], { requests: { tools: { call: {} } } }, 'a small tasks capability is passed on');
+    assert.equal(result.capabilities['experimental'], undefined, 'an oversize experimental one is not');
+    assert.ok(result.instructions.includes('## big\n' + 'i'.repeat(16 * 1024)) && !result.instructions.includes('i'.repeat(16 * 1024 + 1)));
+    const session = res.headers.get('mcp-session-id')!;
+    const listed = await post(gateway.url, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}', { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+    assert.deepEqual(((listed.json as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name)).sort(), ['big_run', 'l_echo']);
+  });
+});
