@@ -260,6 +260,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       maxSessions: spec.config.session.maxSessions,
       maxSessionsPerPrincipal: spec.config.session.maxSessionsPerPrincipal,
       maxSessionBytes: spec.config.session.maxSessionSize,
+      maxSessionsBytesPerPrincipal: spec.config.session.maxSessionsSizePerPrincipal,
       storage: spec.config.session.storage.type === 'redis' ? { type: 'redis', redis: toRedis(checked(spec.config.session.storage.redis, 'session.storage.redis')) } : { type: 'memory' },
     },
     failureHandling: {

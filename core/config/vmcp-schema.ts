@@ -419,16 +419,23 @@ export function resourceSchemas(index: ReferenceIndex) {
       }
     }, whenMapping);
 
-  const session = z.strictObject({
-    ttl: duration().default(30 * 60_000),
-    maxSessions: z.int().min(1).default(10_000),
-    maxSessionsPerPrincipal: z.int().min(1).default(100),
-    maxSessionSize: sizeSchema.default(64 * 1024),
-    storage: z
-      .strictObject({ type: z.enum(['memory', 'redis']), redis: redisStorage.optional() })
-      .superRefine(blockOfType({ redis: 'redis', memory: null }), whenMapping)
-      .prefault({ type: 'memory' }),
-  });
+  const session = z
+    .strictObject({
+      ttl: duration().default(30 * 60_000),
+      maxSessions: z.int().min(1).default(10_000),
+      maxSessionsPerPrincipal: z.int().min(1).default(100),
+      maxSessionSize: sizeSchema.default(64 * 1024),
+      maxSessionsSizePerPrincipal: sizeSchema.default(1024 * 1024),
+      storage: z
+        .strictObject({ type: z.enum(['memory', 'redis']), redis: redisStorage.optional() })
+        .superRefine(blockOfType({ redis: 'redis', memory: null }), whenMapping)
+        .prefault({ type: 'memory' }),
+    })
+    .superRefine((session, ctx) => {
+      if (typeof session.maxSessionSize === 'number' && typeof session.maxSessionsSizePerPrincipal === 'number' && session.maxSessionsSizePerPrincipal < session.maxSessionSize) {
+        addIssue(ctx, ['maxSessionsSizePerPrincipal'], `must be at least maxSessionSize (${session.maxSessionSize} bytes): a principal's budget must hold one session of that size (got ${session.maxSessionsSizePerPrincipal} bytes)`);
+      }
+    }, whenMapping);
 
   const operational = z.strictObject({
     // ToolHive's names. Here: how long the gateway waits for the whole answer of a call it makes

@@ -24,7 +24,7 @@ describe('aggregation config', () => {
     const config = [
       'aggregation: {conflictResolution: priority, conflictResolutionConfig: {prefixFormat: "{workload}.", priorityOrder: [jira, github]}, ' +
       '  tools: [{workload: github, filter: [create_pr, search], exclude: [search], overrides: {create_pr: {name: gh_pr, description: "Open a PR"}}}], pageSize: 50}',
-      'session: {ttl: 10m, maxSessions: 500, maxSessionSize: 16Ki, storage: {type: redis, redis: {addr: "127.0.0.1:6379", keyPrefix: "vmcp:"}}}',
+      'session: {ttl: 10m, maxSessions: 500, maxSessionSize: 16Ki, maxSessionsSizePerPrincipal: 2Mi, storage: {type: redis, redis: {addr: "127.0.0.1:6379", keyPrefix: "vmcp:"}}}',
       'operational: {failureHandling: {partialFailureMode: fail, healthCheckInterval: 15s, unhealthyThreshold: 5}}',
     ].join(', ');
     const result = await validateVmcpFile(await writeConfig(vmcpYaml({ backends, config })));
@@ -41,6 +41,7 @@ describe('aggregation config', () => {
       maxSessions: 500,
       maxSessionsPerPrincipal: 100,
       maxSessionBytes: 16 * 1024,
+      maxSessionsBytesPerPrincipal: 2 * 1024 * 1024,
       storage: { type: 'redis', redis: { sentinel: null, address: '127.0.0.1:6379', username: null, password: null, db: 0, keyPrefix: 'vmcp:' } },
     });
     assert.deepEqual(result.config.failureHandling, { partialFailureMode: 'fail', healthCheckIntervalMs: 15_000, unhealthyThreshold: 5 });
@@ -104,9 +105,13 @@ describe('aggregation config', () => {
     assert.match(await problemsOf('operational: {maxBackendResponseSize: 32MB}'), /spec\.config\.operational\.maxBackendResponseSize: "32MB" is not a size/);
   });
 
-  it('refuses a session size that is not a size', async () => {
+  it('refuses session sizes that are not sizes, and a principal\'s budget smaller than one session', async () => {
     assert.match(await problemsOf('session: {maxSessionSize: 64KB}'), /spec\.config\.session\.maxSessionSize: "64KB" is not a size: use an integer number of bytes, or an integer with Ki, Mi or Gi/);
-    assert.match(await problemsOf('session: {maxSessionSize: 0}'), /spec\.config\.session\.maxSessionSize: 0 is not a size/);
+    assert.match(await problemsOf('session: {maxSessionsSizePerPrincipal: 0}'), /spec\.config\.session\.maxSessionsSizePerPrincipal: 0 is not a size/);
+    assert.match(
+      await problemsOf('session: {maxSessionSize: 64Ki, maxSessionsSizePerPrincipal: 32Ki}'),
+      /spec\.config\.session\.maxSessionsSizePerPrincipal: must be at least maxSessionSize \(65536 bytes\): a principal's budget must hold one session of that size \(got 32768 bytes\)/,
+    );
   });
 });
 

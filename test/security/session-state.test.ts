@@ -5,6 +5,8 @@
  *     request's `_meta`, are refused (400, -32602 naming them and the limit) before any backend
  *     is asked;
  *   - a clientInfo of any size is kept, and passed on, as its name, version and title, cut short;
+ *   - one principal's sessions hold at most `session.maxSessionsSizePerPrincipal` bytes: past it
+ *     its oldest end (memory and Redis storage), never another principal's;
  *   - honest clients of both generations (the official SDKs) are served as before;
  *   - of a backend's initialize answer, a session keeps what the gateway reads of its
  *     capabilities, and its instructions cut short.
@@ -14,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
+import { waitFor } from '../fixtures/processes.ts';
 import { startScriptedBackend, type ScriptedBackend } from '../fixtures/scripted-backend.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startSdk2Server, type Sdk2Server } from '../fixtures/sdk2-server.ts';
@@ -21,6 +24,7 @@ import { post, startTestGateway } from '../helpers/gateway.ts';
 import { paddedCapabilities } from '../helpers/session-state.ts';
 import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
 import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
+import { LOCAL_REDIS, openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
 
 const RESOURCE = 'http://127.0.0.1:4483/mcp';
 const MiB = 1024 * 1024;
@@ -177,6 +181,70 @@ describe('what an aggregated session keeps of its client is bounded', () => {
       }
     } finally {
       await v2.close();
+    }
+  });
+});
+
+/** 60 sessions of one principal declaring `declared` bytes each, and what is left of them. */
+async function sixtySessions(gateway: RunningVmcp, setup: Setup, budget: number): Promise<void> {
+  const [alice, bob] = [await bearer(setup, 'alice'), await bearer(setup, 'bob')];
+  const listsFor = async (authorization: string, session: string): Promise<number> =>
+    (await post(gateway.url, '{"jsonrpc":"2.0","id":9,"method":"tools/list"}', { authorization, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' })).status;
+  const bobs = (await post(gateway.url, initialize({}), { authorization: bob })).headers.get('mcp-session-id')!;
+  assert.equal(await listsFor(bob, bobs), 200);
+  const deletesBefore = setup.legacy.received.filter((r) => r.method === 'DELETE').length;
+
+  const declared = 60 * 1024;
+  const body = initialize({ capabilities: paddedCapabilities(declared) });
+  const sessions: string[] = [];
+  for (let i = 0; i < 60; i++) {
+    const res = await post(gateway.url, body, { authorization: alice });
+    assert.equal(res.status, 200, `session ${i}: ${res.text.slice(0, 300)}`);
+    sessions.push(res.headers.get('mcp-session-id')!);
+  }
+  const live: string[] = [];
+  for (const session of sessions) if ((await listsFor(alice, session)) === 200) live.push(session);
+  // Each record holds the 60 KiB declared and a few hundred bytes more.
+  assert.ok(live.length >= 1 && live.length * declared <= budget, `${live.length} of alice's sessions live on`);
+  assert.equal(live.length, Math.floor(budget / (declared + 1024)), 'as many as the budget holds');
+  assert.deepEqual(live, sessions.slice(-live.length), 'the newest ones');
+  assert.equal(await listsFor(bob, bobs), 200, 'bob\'s session lives on');
+  await waitFor(() => setup.legacy.received.filter((r) => r.method === 'DELETE').length >= deletesBefore + 60 - live.length, 5_000);
+}
+
+describe('one principal\'s sessions hold at most maxSessionsSizePerPrincipal bytes', () => {
+  let setup: Setup;
+  before(async () => {
+    setup = await startBackends();
+  });
+  after(async () => {
+    await setup.legacy.close();
+    await setup.modern.close();
+    await setup.issuer.close();
+  });
+
+  it('memory storage: 60 sessions of 60 KiB each, the oldest end past the default 1 MiB; another principal is untouched', async () => {
+    const gateway = await startGateway(setup);
+    try {
+      await sixtySessions(gateway, setup, MiB);
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('Redis storage: the same, the bound held in Redis', async (t) => {
+    const opened = await openLocalRedis();
+    if ('skip' in opened) return t.skip(opened.skip);
+    const redis: LocalRedis = opened;
+    const gateway = await startGateway(setup, `session: {maxSessionsSizePerPrincipal: 512Ki, storage: {type: redis, redis: {addr: "${LOCAL_REDIS}", keyPrefix: "${redis.keyPrefix}"}}}`);
+    try {
+      await sixtySessions(gateway, setup, 512 * 1024);
+      let stored = 0;
+      for (const key of await redis.admin.keys(`${redis.keyPrefix}vmcp:session:*`)) stored += await redis.admin.strlen(key);
+      assert.ok(stored <= 512 * 1024 + 4096, `${stored} bytes of sessions in Redis (alice's within the budget, and bob's)`);
+    } finally {
+      await gateway.stop();
+      await redis.cleanup();
     }
   });
 });

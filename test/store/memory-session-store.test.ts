@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MemorySessionStore, type SessionEndReason } from '../../core/mcp/aggregate/memory-session-store.ts';
-import type { SessionRecord } from '../../core/mcp/aggregate/session-store.ts';
+import { recordSize, type SessionRecord } from '../../core/mcp/aggregate/session-store.ts';
 import { waitFor } from '../fixtures/processes.ts';
 import { captureLog } from './helpers/log.ts';
 import { sessionRecord } from './helpers/session.ts';
@@ -147,6 +147,31 @@ describe('MemorySessionStore', () => {
     assert.equal(store.size, 8, 'anonymous sessions are bounded only by max');
     assert.deepEqual(ended, [], 'owner evictions are the caller\'s to report');
     assert.throws(() => new MemorySessionStore({ max: 1, maxPerOwner: 0, ttlMs: 1 }), /maxPerOwner must be a positive whole number/);
+    await store.close();
+  });
+
+  it('holds at most maxBytesPerOwner bytes of an owner\'s records: a new one ends that owner\'s oldest until they fit, never the new one, nor another owner\'s', async () => {
+    const padded = (id: string, owner: SessionRecord['owner'], bytes: number): SessionRecord => sessionRecord(id, { owner, clientCapabilities: { experimental: { pad: 'x'.repeat(bytes) } } });
+    const size = recordSize(padded('a1', { issuer: 'https://a.example', subject: 'alice' }, 10_000));
+    const store = new MemorySessionStore({ max: 100, maxBytesPerOwner: 3 * size, ttlMs: 60_000, sweepIntervalMs: 0 });
+    const alice = { issuer: 'https://a.example', subject: 'alice' };
+    const bob = { issuer: 'https://a.example', subject: 'bob' };
+    assert.deepEqual(await store.save(padded('b1', bob, 10_000)), []);
+    for (const id of ['a1', 'a2', 'a3']) assert.deepEqual(await store.save(padded(id, alice, 10_000)), []);
+    assert.equal(store.bytesOf(alice), 3 * size);
+    assert.deepEqual((await store.save(padded('a4', alice, 10_000))).map((r) => r.id), ['a1'], 'alice\'s oldest, returned to the caller');
+    assert.deepEqual((await store.save(padded('a5', alice, 18_000))).map((r) => r.id), ['a2', 'a3'], 'as many of the oldest as it takes');
+    assert.ok(store.bytesOf(alice) <= 3 * size);
+    assert.deepEqual((await store.save(padded('a6', alice, 40_000))).map((r) => r.id), ['a4', 'a5'], 'a session larger than the budget ends every older one');
+    assert.notEqual(store.touch('a6'), null, 'and stands itself');
+    assert.notEqual(store.touch('b1'), null, 'bob is untouched');
+    assert.equal(store.bytesOf(bob), recordSize(padded('b1', bob, 10_000)));
+    // A record that changes (a backend joined) is counted anew; a deleted one frees its bytes.
+    await store.update({ ...padded('a6', alice, 40_000), missing: [] });
+    assert.equal(store.bytesOf(alice), recordSize({ ...padded('a6', alice, 40_000), missing: [] }));
+    await store.delete('a6');
+    assert.equal(store.bytesOf(alice), 0);
+    assert.throws(() => new MemorySessionStore({ max: 1, maxBytesPerOwner: 0, ttlMs: 1 }), /maxBytesPerOwner must be a positive whole number/);
     await store.close();
   });
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { RedisSessionStore } from '../../core/mcp/aggregate/redis-session-store.ts';
+import { recordSize } from '../../core/mcp/aggregate/session-store.ts';
 import { createRedisClient, parseHostPort, redisOptions, waitReady } from '../../core/store/redis.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { captureLog } from './helpers/log.ts';
@@ -138,6 +139,34 @@ describe('redis client and RedisSessionStore on a real Redis', () => {
     await Promise.all(Array.from({ length: 6 }, (_, i) => store.save(sessionRecord(`owner-c${i}`, { owner: alice }))));
     assert.equal(await redis.admin.zcard(store.ownerIndexKey(alice)), 2);
     assert.ok(!(await redis.admin.keys(`${redis.keyPrefix}vmcp:owner:*`)).some((key) => key.includes('alice')), 'owners are not spelled out in key names');
+  });
+
+  it('holds at most maxBytesPerOwner bytes of an owner\'s stored records, atomically: the oldest go until they fit, never the new one', async (t) => {
+    if (skipIf(t, skip)) return;
+    const alice = { issuer: 'https://a.example', subject: 'alice-bytes' };
+    const bob = { issuer: 'https://a.example', subject: 'bob-bytes' };
+    const padded = (id: string, owner: typeof alice, bytes: number) => sessionRecord(id, { owner, clientCapabilities: { experimental: { pad: 'x'.repeat(bytes) } } });
+    const size = recordSize(padded('bytes-a1', alice, 10_000));
+    const store = new RedisSessionStore(await client('owner-bytes'), { ttlMs: 60_000, maxBytesPerOwner: 3 * size, keyPrefix: redis.keyPrefix });
+    await store.save(padded('bytes-b1', bob, 10_000));
+    for (const id of ['bytes-a1', 'bytes-a2', 'bytes-a3']) {
+      assert.deepEqual(await store.save(padded(id, alice, 10_000)), []);
+      await sleep(2);
+    }
+    assert.deepEqual((await store.save(padded('bytes-a4', alice, 10_000))).map((r) => r.id), ['bytes-a1']);
+    await sleep(2);
+    assert.deepEqual((await store.save(padded('bytes-a5', alice, 18_000))).map((r) => r.id), ['bytes-a2', 'bytes-a3']);
+    await sleep(2);
+    assert.deepEqual((await store.save(padded('bytes-a6', alice, 40_000))).map((r) => r.id), ['bytes-a4', 'bytes-a5'], 'larger than the budget: every older one ends');
+    assert.notEqual(await store.touch('bytes-a6'), null, 'the new one stands');
+    assert.notEqual(await store.touch('bytes-b1'), null, 'bob is untouched');
+    // Concurrent initializes (several replicas) never leave more than the budget.
+    await Promise.all(Array.from({ length: 8 }, (_, i) => store.save(padded(`bytes-c${i}`, alice, 10_000))));
+    const ids = await redis.admin.zrange(store.ownerIndexKey(alice), '0', '-1');
+    let stored = 0;
+    for (const id of ids) stored += await redis.admin.strlen(store.key(id));
+    assert.ok(stored <= 3 * size, `${stored} bytes of alice's sessions stored`);
+    assert.equal(ids.length, 3);
   });
 
   it('keeps the owner index alive as long as the owner\'s sessions are used: no new room by waiting', async (t) => {

@@ -447,7 +447,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     if (created instanceof Reply) return created;
     // One principal's many sessions end its own oldest ones, never anyone else's.
     for (const ended of await this.#o.store.save(created.session.record)) {
-      this.#o.log.info({ session: sessionTag(ended.id) }, 'a principal opened more than maxSessionsPerPrincipal sessions: its oldest one ended');
+      this.#o.log.info({ session: sessionTag(ended.id) }, 'a principal went past maxSessionsPerPrincipal or maxSessionsSizePerPrincipal: its oldest session ended');
       void this.endBackends(null, ended);
     }
     this.#local.set(created.session.id, created.session);

@@ -71,7 +71,13 @@ export async function createSessionStorage(config: VmcpConfig, log: Logger): Pro
       client.disconnect();
       throw err;
     }
-    store = new RedisSessionStore(client, { ttlMs: config.session.ttlMs, maxPerOwner: config.session.maxSessionsPerPrincipal, keyPrefix: storage.redis.keyPrefix, log });
+    store = new RedisSessionStore(client, {
+      ttlMs: config.session.ttlMs,
+      maxPerOwner: config.session.maxSessionsPerPrincipal,
+      maxBytesPerOwner: config.session.maxSessionsBytesPerPrincipal,
+      keyPrefix: storage.redis.keyPrefix,
+      log,
+    });
     // The replicas sharing these sessions tell each other about the calls one of them holds.
     const redisRelay = new RedisRelay(client, storage.redis.keyPrefix, log);
     relay = redisRelay;
@@ -89,6 +95,7 @@ export async function createSessionStorage(config: VmcpConfig, log: Logger): Pro
     const memory = new MemorySessionStore({
       max: config.session.maxSessions,
       maxPerOwner: config.session.maxSessionsPerPrincipal,
+      maxBytesPerOwner: config.session.maxSessionsBytesPerPrincipal,
       ttlMs: config.session.ttlMs,
       log,
       onExpire: (record, reason) => {

@@ -20,6 +20,7 @@
  *     maxSessions: 10000                  # LRU bound per process
  *     maxSessionsPerPrincipal: 100        # one principal's oldest session goes beyond it
  *     maxSessionSize: 64Ki                # the client's capabilities a session keeps, as JSON
+ *     maxSessionsSizePerPrincipal: 1Mi    # one principal's sessions in all; its oldest go beyond it
  *     storage: {type: memory}             # or {type: redis, redis: {...}} to share across replicas
  *   operational:
  *     timeouts:                           # the whole answer of a call the gateway makes for itself
@@ -69,6 +70,11 @@ export interface SessionConfig {
    * JSON); an initialize or a 2026-07-28 request declaring more is refused (-32602).
    */
   readonly maxSessionBytes: number;
+  /**
+   * `maxSessionsSizePerPrincipal`: the bytes one principal's sessions may hold in all (their
+   * records as stored, JSON); creating one more ends its oldest (anonymous sessions are not counted).
+   */
+  readonly maxSessionsBytesPerPrincipal: number;
   readonly storage: SessionStorageConfig;
 }
 

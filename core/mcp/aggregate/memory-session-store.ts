@@ -10,14 +10,33 @@
  * `save`, and `close` do not call it: the caller ends those sessions itself, and a gateway
  * shutting down is not the end of its sessions.
  *
- * One owner holds at most `maxPerOwner` sessions: saving a new one beyond that removes the
- * owner's oldest and returns it (not reported to `onExpire`: the caller closes what it returns).
+ * One owner holds at most `maxPerOwner` sessions, and at most `maxBytesPerOwner` bytes of them
+ * (each record's size as JSON, as the Redis store keeps it): saving a new one beyond either removes
+ * the owner's oldest until both hold, never the new one, and returns them (not reported to
+ * `onExpire`: the caller closes what it returns).
  *
  * Records are kept by reference (they are readonly); nothing is copied.
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../../observe/log.ts';
-import { ownerKey, type CreateOutcome, type SessionRecord, type SessionStore } from './session-store.ts';
+import { ownerKey, recordSize, type CreateOutcome, type SessionOwner, type SessionRecord, type SessionStore } from './session-store.ts';
+
+/** One owner's sessions: id → size of its record (oldest first), and their sum. */
+interface OwnerIndex {
+  readonly sizes: Map<string, number>;
+  bytes: number;
+}
+
+/** Sets (or, with null, removes) session `id`'s size in `index`, keeping the sum. */
+function resize(index: OwnerIndex, id: string, size: number | null): void {
+  index.bytes -= index.sizes.get(id) ?? 0;
+  if (size === null) index.sizes.delete(id);
+  else {
+    // A session keeps its place (its age) when its record changes.
+    index.sizes.set(id, size);
+    index.bytes += size;
+  }
+}
 
 /** Why a session ended without a DELETE. */
 export type SessionEndReason = 'expired' | 'evicted';
@@ -27,6 +46,8 @@ export interface MemorySessionStoreOptions {
   readonly max: number;
   /** Most sessions of one owner (default: no bound but `max`); its oldest goes first. */
   readonly maxPerOwner?: number;
+  /** Most bytes of one owner's sessions, their records as JSON (default: no bound); its oldest go first. */
+  readonly maxBytesPerOwner?: number;
   /** Sliding time to live of a session, in ms (a positive integer). */
   readonly ttlMs: number;
   /** Called once for each session that expired or was evicted. Must not throw (a throw is logged). */
@@ -48,8 +69,9 @@ export class MemorySessionStore implements SessionStore {
   readonly #onExpire: MemorySessionStoreOptions['onExpire'];
   readonly #log: Logger | null;
   readonly #maxPerOwner: number;
-  /** Owner → ids of its sessions, oldest first (Set keeps insertion order). */
-  readonly #byOwner = new Map<string, Set<string>>();
+  readonly #maxBytesPerOwner: number;
+  /** Owner → its sessions' ids, oldest first (a Map keeps insertion order), with their sizes. */
+  readonly #byOwner = new Map<string, OwnerIndex>();
   #timer: NodeJS.Timeout | null = null;
 
   constructor(options: MemorySessionStoreOptions) {
@@ -57,6 +79,7 @@ export class MemorySessionStore implements SessionStore {
     this.#onExpire = options.onExpire;
     this.#log = options.log ?? null;
     this.#maxPerOwner = options.maxPerOwner === undefined ? Infinity : positive(options.maxPerOwner, 'maxPerOwner');
+    this.#maxBytesPerOwner = options.maxBytesPerOwner === undefined ? Infinity : positive(options.maxBytesPerOwner, 'maxBytesPerOwner');
     this.#cache = new LRUCache<string, SessionRecord>({
       max: positive(options.max, 'max'),
       ttl,
@@ -97,17 +120,19 @@ export class MemorySessionStore implements SessionStore {
   async save(record: SessionRecord): Promise<readonly SessionRecord[]> {
     const isNew = !this.#cache.has(record.id);
     this.#cache.set(record.id, record);
-    if (!isNew || record.owner === null) return [];
+    if (record.owner === null) return [];
     const key = ownerKey(record.owner);
-    let ids = this.#byOwner.get(key);
-    if (ids === undefined) this.#byOwner.set(key, (ids = new Set()));
-    ids.add(record.id);
+    let index = this.#byOwner.get(key);
+    if (index === undefined) this.#byOwner.set(key, (index = { sizes: new Map(), bytes: 0 }));
+    resize(index, record.id, recordSize(record));
+    if (!isNew) return [];
     const removed: SessionRecord[] = [];
-    for (const oldest of ids) {
-      if (ids.size <= this.#maxPerOwner) break;
+    for (const oldest of index.sizes.keys()) {
+      if (index.sizes.size <= this.#maxPerOwner && index.bytes <= this.#maxBytesPerOwner) break;
+      if (oldest === record.id) continue;
       const old = this.#cache.peek(oldest, { allowStale: true });
-      this.#cache.delete(oldest); // dispose takes it out of `ids`
-      ids.delete(oldest);
+      this.#cache.delete(oldest); // dispose takes it out of the index
+      resize(index, oldest, null);
       if (old !== undefined) removed.push(old);
     }
     return removed;
@@ -122,16 +147,23 @@ export class MemorySessionStore implements SessionStore {
   async update(record: SessionRecord): Promise<boolean> {
     if (!this.#cache.has(record.id)) return false;
     this.#cache.set(record.id, record);
+    const index = record.owner === null ? undefined : this.#byOwner.get(ownerKey(record.owner));
+    if (index?.sizes.has(record.id) === true) resize(index, record.id, recordSize(record));
     return true;
+  }
+
+  /** The bytes an owner's sessions hold here (their records as JSON); 0 for an owner without sessions. */
+  bytesOf(owner: SessionOwner): number {
+    return this.#byOwner.get(ownerKey(owner))?.bytes ?? 0;
   }
 
   #unindex(record: SessionRecord, id: string): void {
     if (record.owner === null) return;
     const key = ownerKey(record.owner);
-    const ids = this.#byOwner.get(key);
-    if (ids === undefined) return;
-    ids.delete(id);
-    if (ids.size === 0) this.#byOwner.delete(key);
+    const index = this.#byOwner.get(key);
+    if (index === undefined) return;
+    resize(index, id, null);
+    if (index.sizes.size === 0) this.#byOwner.delete(key);
   }
 
   async delete(id: string): Promise<void> {

@@ -29,6 +29,8 @@ export interface RedisSessionStoreOptions {
   readonly ttlMs: number;
   /** Most sessions of one owner (default: no bound); a new one beyond it ends the owner's oldest. */
   readonly maxPerOwner?: number;
+  /** Most bytes of one owner's stored records (default: no bound); a new session beyond it ends the owner's oldest. */
+  readonly maxBytesPerOwner?: number;
   /** Prefix of every key (`RedisConnectionConfig.keyPrefix`, e.g. `gatehouse:`). */
   readonly keyPrefix: string;
   /** Where corrupt records are reported (default: not reported). */
@@ -81,10 +83,12 @@ function parseSessionRecord(id: string, raw: string): SessionRecord | { invalid:
  * creation time (Redis's own clock, so replicas' clocks do not matter). The index lives as long
  * as any of the owner's sessions is used (`touch` extends it too), so it cannot expire under
  * sessions that are still alive. Ids whose session expired are dropped from it; beyond the
- * maximum, the oldest sessions (never the one being saved) are deleted and returned, all in one
- * atomic step, so concurrent initializes on several replicas cannot exceed the bound.
+ * maximum count, or the maximum bytes (the sum of the stored records' lengths), the oldest
+ * sessions (never the one being saved) are deleted and returned, all in one atomic step, so
+ * concurrent initializes on several replicas cannot exceed the bounds.
  *   KEYS[1] session key, KEYS[2] owner index key
- *   ARGV[1] record JSON, ARGV[2] ttl ms, ARGV[3] session id, ARGV[4] max, ARGV[5] session key prefix
+ *   ARGV[1] record JSON, ARGV[2] ttl ms, ARGV[3] session id, ARGV[4] max, ARGV[5] session key prefix,
+ *   ARGV[6] max bytes
  */
 const SAVE_OWNED_STEPS = `
 pcall(redis.replicate_commands)
@@ -93,11 +97,13 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[2], 'NX', now, ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+local bytes = 0
 for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  if redis.call('EXISTS', ARGV[5] .. id) == 0 then redis.call('ZREM', KEYS[2], id) end
+  local size = redis.call('STRLEN', ARGV[5] .. id)
+  if size == 0 then redis.call('ZREM', KEYS[2], id) else bytes = bytes + size end
 end
 local removed = {}
-while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) do
+while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) or bytes > tonumber(ARGV[6]) do
   local oldest = nil
   for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, 1)) do
     if id ~= ARGV[3] then oldest = id break end
@@ -106,7 +112,10 @@ while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) do
   redis.call('ZREM', KEYS[2], oldest)
   local value = redis.call('GET', ARGV[5] .. oldest)
   redis.call('DEL', ARGV[5] .. oldest)
-  if value then table.insert(removed, value) end
+  if value then
+    bytes = bytes - string.len(value)
+    table.insert(removed, value)
+  end
 end
 `;
 const SAVE_OWNED = SAVE_OWNED_STEPS + 'return removed\n';
@@ -159,6 +168,7 @@ export class RedisSessionStore implements SessionStore {
   readonly #ttlMs: number;
   readonly #keyPrefix: string;
   readonly #maxPerOwner: number;
+  readonly #maxBytesPerOwner: number;
   readonly #log: Logger | null;
 
   constructor(client: Redis, options: RedisSessionStoreOptions) {
@@ -167,6 +177,9 @@ export class RedisSessionStore implements SessionStore {
     }
     const maxPerOwner = options.maxPerOwner ?? Number.MAX_SAFE_INTEGER;
     if (!Number.isSafeInteger(maxPerOwner) || maxPerOwner <= 0) throw new Error(`RedisSessionStore: maxPerOwner must be a positive whole number (got ${maxPerOwner})`);
+    const maxBytesPerOwner = options.maxBytesPerOwner ?? Number.MAX_SAFE_INTEGER;
+    if (!Number.isSafeInteger(maxBytesPerOwner) || maxBytesPerOwner <= 0) throw new Error(`RedisSessionStore: maxBytesPerOwner must be a positive whole number (got ${maxBytesPerOwner})`);
+    this.#maxBytesPerOwner = maxBytesPerOwner;
     this.#client = client;
     this.#ttlMs = options.ttlMs;
     this.#keyPrefix = options.keyPrefix;
@@ -214,7 +227,7 @@ export class RedisSessionStore implements SessionStore {
       return [];
     }
     const removed = (await redis(() =>
-      this.#client.eval(SAVE_OWNED, 2, this.key(session.id), this.ownerIndexKey(owner), JSON.stringify(session), this.#ttlMs, session.id, this.#maxPerOwner, this.key('')),
+      this.#client.eval(SAVE_OWNED, 2, this.key(session.id), this.ownerIndexKey(owner), JSON.stringify(session), this.#ttlMs, session.id, this.#maxPerOwner, this.key(''), this.#maxBytesPerOwner),
     )) as string[];
     return this.#records(removed);
   }
@@ -244,7 +257,7 @@ export class RedisSessionStore implements SessionStore {
     const reply = (await redis(() =>
       owner === null
         ? this.#client.eval(CREATE_PLAIN, 1, this.key(session.id), json, this.#ttlMs)
-        : this.#client.eval(CREATE_OWNED, 2, this.key(session.id), this.ownerIndexKey(owner), json, this.#ttlMs, session.id, this.#maxPerOwner, this.key('')),
+        : this.#client.eval(CREATE_OWNED, 2, this.key(session.id), this.ownerIndexKey(owner), json, this.#ttlMs, session.id, this.#maxPerOwner, this.key(''), this.#maxBytesPerOwner),
     )) as [number, ...string[]];
     if (reply[0] === 1) return { created: true, ended: this.#records(reply.slice(1) as string[]) };
     const existing = parseSessionRecord(session.id, reply[1] as string);

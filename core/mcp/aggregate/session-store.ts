@@ -58,7 +58,8 @@ export interface SessionStore {
   touch(id: string, caller?: SessionOwner | null): SessionRecord | null | Promise<SessionRecord | null>;
   /**
    * Creates or replaces a session, with the store's time to live. A new session of an owner who
-   * already holds the store's per-owner maximum ends that owner's oldest ones: they are removed
+   * then holds more than the store's per-owner maximum of sessions, or of bytes (records as
+   * JSON), ends that owner's oldest ones until both hold (never the new one): they are removed
    * and returned, so the caller can close their backend sessions. Other owners are never touched.
    */
   save(record: SessionRecord): Promise<readonly SessionRecord[]>;
@@ -98,6 +99,15 @@ export function ownedBy(record: SessionRecord, principal: SessionOwner | null): 
  */
 export function sessionTag(id: string): string {
   return createHash('sha256').update(id).digest('base64url').slice(0, 10);
+}
+
+/**
+ * A record's size as the stores count it against its owner's budget: its bytes as JSON, which
+ * is what the Redis store holds (and what the memory store holds, give or take the heap's own
+ * overhead).
+ */
+export function recordSize(record: SessionRecord): number {
+  return Buffer.byteLength(JSON.stringify(record));
 }
 
 /** One string per owner, for indexes of sessions by owner. */
