@@ -9,7 +9,7 @@
  *     its oldest end (memory and Redis storage), never another principal's;
  *   - honest clients of both generations (the official SDKs) are served as before;
  *   - of a backend's initialize answer, a session keeps what the gateway reads of its
- *     capabilities, and its instructions cut short.
+ *     capabilities, and its instructions cut short; of its lists, at most 8 MiB (all pages).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +17,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
 import { waitFor } from '../fixtures/processes.ts';
+import { startPaginatingServer, type PaginatingServer } from '../fixtures/paginating-server.ts';
 import { startScriptedBackend, type ScriptedBackend } from '../fixtures/scripted-backend.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startSdk2Server, type Sdk2Server } from '../fixtures/sdk2-server.ts';
@@ -252,6 +253,7 @@ describe('one principal\'s sessions hold at most maxSessionsSizePerPrincipal byt
 describe('what an aggregated session keeps of its backends is bounded', () => {
   let big: ScriptedBackend;
   let legacy: SdkServer;
+  let pages: PaginatingServer;
   let gateway: RunningVmcp;
 
   before(async () => {
@@ -264,12 +266,18 @@ describe('what an aggregated session keeps of its backends is bounded', () => {
       instructions: 'i'.repeat(HUGE),
     };
     legacy = await startSdkServer({ name: 'l', tools: ['echo'] });
-    gateway = await startTestGateway({ backends: [{ name: 'big', url: big.url }, { name: 'l', url: legacy.url }], config: 'operational: {failureHandling: {healthCheckInterval: 0s}}' });
+    // Twelve tools of 1 MiB each, two per page: 12 MiB of list that every session would cache.
+    pages = await startPaginatingServer({ name: 'pages', tools: 12, pageSize: 2, padding: MiB });
+    gateway = await startTestGateway({
+      backends: [{ name: 'big', url: big.url }, { name: 'l', url: legacy.url }, { name: 'pages', url: pages.url }],
+      config: 'operational: {failureHandling: {healthCheckInterval: 0s}}',
+    });
   });
   after(async () => {
     await gateway.stop();
     await big.close();
     await legacy.close();
+    await pages.close();
   });
 
   it('a backend answering initialize with 3.5 MiB of capabilities and instructions: the session keeps what the gateway reads, the instructions cut to 16 Ki characters', async () => {
@@ -283,5 +291,18 @@ describe('what an aggregated session keeps of its backends is bounded', () => {
     const session = res.headers.get('mcp-session-id')!;
     const listed = await post(gateway.url, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}', { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
     assert.deepEqual(((listed.json as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name)).sort(), ['big_run', 'l_echo']);
+  });
+
+  it('a backend listing more than 8 MiB of tools over its pages: its list is left out, named, and its tools say why; the others are served', async () => {
+    const res = await post(gateway.url, initialize({}));
+    const headers = { 'mcp-session-id': res.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const listed = await post(gateway.url, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}', headers);
+    assert.equal(listed.status, 200);
+    assert.ok(listed.text.length < 100_000, `the list is ${listed.text.length} bytes`);
+    assert.deepEqual(((listed.json as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name)).sort(), ['big_run', 'l_echo']);
+    const called = await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'pages_tool_000', arguments: {} } }), headers);
+    assert.equal((called.json as { error: { message: string } }).error.message, 'tool pages_tool_000 cannot be called now: backend "pages" listed more than 8388608 bytes of tools (as JSON, in 4 pages)');
+    const echoed = await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'l_echo', arguments: { text: 'still' } } }), headers);
+    assert.match(echoed.text, /l: still/);
   });
 });

@@ -10,6 +10,7 @@ import { reauthenticationAmong, type BackendLink, type CallResult, type MessageS
 import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
 import type { AggregationConfig } from './config.ts';
+import { jsonSize } from './declarations.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { LOOKUP_WORK, UriTemplateMatcher, type MatchBudget } from './uri-template.ts';
@@ -39,6 +40,11 @@ export const LIST_CHANGED: Readonly<Record<string, ListKind>> = {
 
 /** Pages a backend may return for one list before the gateway stops following its cursor. */
 const MAX_PAGES = 100;
+/**
+ * Bytes (as JSON) of one backend's list, all its pages: each session caches its lists, so a
+ * backend sending more fails that list (left out, named) instead of having every session hold it.
+ */
+export const MAX_LIST_BYTES = 8 * 1024 * 1024;
 
 export interface Resource {
   readonly uri: string;
@@ -109,13 +115,15 @@ async function fetchAll(link: BackendLink, call: ListCall, spec: ListSpec, sink:
   let cacheScope: 'public' | 'private' = modern ? 'public' : 'private';
   const done = (): Fetched => ({ items, ttlMs: ttlMs === Number.POSITIVE_INFINITY ? 0 : ttlMs, cacheScope });
   let cursor: string | undefined;
-  // The pages are one list the session keeps: bounded in all as one answer is.
-  let bytes = 0;
+  // The pages are one list the session keeps: bounded in all as one answer is (received), and what
+  // is kept of them as the session's list (listed, as JSON).
+  let received = 0;
+  let listed = 0;
   for (let page = 0; page < MAX_PAGES; page++) {
     const params = cursor === undefined ? {} : { cursor };
     const result = await call(link, { jsonrpc: '2.0', id: `list-${page}`, method: spec.method, params }, sink);
-    bytes += result.bytes;
-    if (bytes > link.backend.maxResponseBytes) throw answerTooLarge(link.backend, `${spec.method} pages`);
+    received += result.bytes;
+    if (received > link.backend.maxResponseBytes) throw answerTooLarge(link.backend, `${spec.method} pages`);
     const problem = link.problem(result, spec.method);
     if (problem !== null) throw problem;
     const response = result.response;
@@ -123,7 +131,13 @@ async function fetchAll(link: BackendLink, call: ListCall, spec: ListSpec, sink:
     if (response.error !== undefined) throw new GatewayError('backend_error', `backend "${link.name}" failed ${spec.method}: ${response.error.message}`, { extra: { backend: link.name } });
     const body = response.result as Record<string, unknown> | undefined;
     const list = body?.[spec.key];
-    if (Array.isArray(list)) items.push(...list);
+    if (Array.isArray(list)) {
+      listed += jsonSize(list, MAX_LIST_BYTES - listed);
+      if (listed > MAX_LIST_BYTES) {
+        throw new GatewayError('backend_error', `backend "${link.name}" listed more than ${MAX_LIST_BYTES} bytes of ${spec.key} (as JSON, in ${page + 1} pages)`, { extra: { backend: link.name } });
+      }
+      items.push(...list);
+    }
     if (modern) {
       const given = body?.['ttlMs'];
       ttlMs = Math.min(ttlMs!, typeof given === 'number' && given > 0 ? given : 0);
