@@ -169,7 +169,7 @@ function cutTail(body: Buffer, length: number): Buffer {
 }
 
 /** MCP's log levels (RFC 5424), least severe first. */
-const LOG_LEVELS: readonly string[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+export const MCP_LOG_LEVELS: readonly string[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /**
  * Whether a modern client that asked for `wanted` (its request's `logLevel`, null: none) gets a
@@ -178,8 +178,8 @@ const LOG_LEVELS: readonly string[] = ['debug', 'info', 'notice', 'warning', 'er
  */
 export function logWanted(wanted: string | null, level: unknown): boolean {
   if (wanted === null) return false;
-  const floor = LOG_LEVELS.indexOf(wanted);
-  const at = typeof level === 'string' ? LOG_LEVELS.indexOf(level) : -1;
+  const floor = MCP_LOG_LEVELS.indexOf(wanted);
+  const at = typeof level === 'string' ? MCP_LOG_LEVELS.indexOf(level) : -1;
   return floor === -1 || at === -1 || at >= floor;
 }
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../core/errors.ts';
-import { clientCapabilities, clientInfo, jsonSize, MAX_INSTRUCTIONS_CHARS, MAX_SERVER_PART_BYTES, serverCapabilities, serverInstructions } from '../../core/mcp/aggregate/declarations.ts';
+import { clientCapabilities, clientInfo, clientLogLevel, jsonSize, MAX_INSTRUCTIONS_CHARS, MAX_SERVER_PART_BYTES, serverCapabilities, serverInstructions } from '../../core/mcp/aggregate/declarations.ts';
 import { paddedCapabilities } from '../helpers/session-state.ts';
 
 describe('declarations a session keeps', () => {
@@ -47,6 +47,12 @@ describe('declarations a session keeps', () => {
     assert.deepEqual(clientInfo({ name: 'a'.repeat(255) + '😀' }), { name: 'a'.repeat(255) });
     assert.equal(clientInfo('me'), null);
     assert.equal(clientInfo(null), null);
+  });
+
+  it('a modern request\'s log level: one of MCP\'s, or none; anything else is -32602', () => {
+    assert.equal(clientLogLevel(null), null);
+    assert.equal(clientLogLevel('warning'), 'warning');
+    assert.throws(() => clientLogLevel('verbose'), (err: GatewayError) => err.rpcCode === -32602 && /logLevel"\] must be one of debug, info, notice/.test(err.description));
   });
 
   it('a backend\'s capabilities: what the gateway reads, and tasks / experimental while small', () => {

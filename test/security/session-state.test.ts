@@ -144,6 +144,20 @@ describe('what an aggregated session keeps of its client is bounded', () => {
     assert.equal(setup.modern.requests.length, modernBefore, 'the modern backend was not asked');
   });
 
+  it('a 2026-07-28 request asking for a log level MCP does not have (3.5 MiB of it) is refused (400, -32602); nothing reaches a backend', async () => {
+    const authorization = await bearer(setup, 'alice');
+    const [legacyBefore, modernBefore] = [setup.legacy.received.length, setup.modern.requests.length];
+    // A list goes to every modern backend, with the request's envelope.
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: { _meta: { [META.protocolVersion]: '2026-07-28', [META.clientCapabilities]: {}, 'io.modelcontextprotocol/logLevel': 'v'.repeat(HUGE) } } });
+    const res = await post(gateway.url, body, { authorization, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' });
+    assert.equal(res.status, 400, res.text.slice(0, 300));
+    const error = (res.json as { error: { code: number; message: string } }).error;
+    assert.equal(error.code, -32602);
+    assert.equal(error.message, 'Invalid params: _meta["io.modelcontextprotocol/logLevel"] must be one of debug, info, notice, warning, error, critical, alert, emergency');
+    assert.equal(setup.legacy.received.length, legacyBefore, 'the legacy backend was not asked');
+    assert.equal(setup.modern.requests.length, modernBefore, 'the modern backend was not asked');
+  });
+
   it('a 2026-07-28 request whose clientInfo is 3.5 MiB: its implicit session and both backends get name, version and title cut short', async () => {
     const authorization = await bearer(setup, 'carol');
     const clientInfo = { name: 'c'.repeat(HUGE), version: '2' };

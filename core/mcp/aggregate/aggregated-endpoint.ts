@@ -46,7 +46,7 @@ import { replicaOf, type Relay, type RelayMessage } from './relay.ts';
 import { relayedContext, RemoteAnswers } from './remote-resume.ts';
 import { ResumeTickets } from './resume-tickets.ts';
 import { SessionHealer } from './healing.ts';
-import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo } from './declarations.ts';
+import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo, clientLogLevel } from './declarations.ts';
 import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
 import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
@@ -329,7 +329,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     ctx.envelope = {
       capabilities: declaredCapabilities(envelope.capabilities, this.#o.session.maxSessionBytes, `_meta["${META.clientCapabilities}"]`),
       clientInfo: declaredClientInfo(envelope.clientInfo),
-      logLevel: envelope.logLevel,
+      logLevel: clientLogLevel(envelope.logLevel),
     };
     const session = this.#implicitSession(ctx);
     if (!(session instanceof AggregatedSession) && !isPromise(session)) return session;

@@ -14,8 +14,12 @@
  *    listChanged / subscribe, logging, completions), and `tasks` / `experimental` (passed on to
  *    the client, merged) while each is within MAX_SERVER_PART_BYTES;
  *  - a backend's instructions: cut to MAX_INSTRUCTIONS_CHARS.
+ *
+ * The same holds for what goes on to the backends: a modern request's envelope is checked here
+ * too (its log level one of MCP's), since a list sends it to every modern backend.
  */
 import { GatewayError } from '../../errors.ts';
+import { MCP_LOG_LEVELS, META } from '../era.ts';
 import { MAX_NESTING } from '../jsonrpc.ts';
 
 /** Characters kept of each of clientInfo's name, version and title. */
@@ -111,6 +115,16 @@ export function clientInfo(value: unknown): Readonly<Record<string, string>> | n
     if (typeof text === 'string') kept[field] = cut(text, MAX_INFO_CHARS);
   }
   return kept;
+}
+
+/**
+ * The log level a modern request asks for (`_meta` logLevel): one of MCP's, or null. It goes to
+ * every modern backend the request reaches (a list goes to all of them), so nothing else does:
+ * anything else is -32602.
+ */
+export function clientLogLevel(value: string | null): string | null {
+  if (value === null || MCP_LOG_LEVELS.includes(value)) return value;
+  throw new GatewayError('invalid_params', `Invalid params: _meta["${META.logLevel}"] must be one of ${MCP_LOG_LEVELS.join(', ')}`);
 }
 
 /** Capability groups whose presence the gateway reads, and the flags it reads in them. */
