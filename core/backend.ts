@@ -2,6 +2,7 @@
  * A backend MCP server as the core sees it: resolved once from its `MCPServer` resource at start.
  */
 import type { ExternalAuthConfig } from './config/vmcp-types.ts';
+import { NO_PASSTHROUGH, type PassthroughHeaders } from './http/passthrough-headers.ts';
 
 export interface BackendInfo {
   /** `metadata.name` of the MCPServer. */
@@ -21,6 +22,8 @@ export interface BackendInfo {
   readonly maxResponseBytes: number;
   /** Outgoing credentials strategy, or null when the backend is contacted without authentication. */
   readonly auth: ExternalAuthConfig | null;
+  /** `spec.passthroughHeaders` of the VirtualMCPServer: client headers this backend gets besides the usual ones. */
+  readonly passthroughHeaders: PassthroughHeaders;
 }
 
 /** `operational.maxBackendResponseSize` by default: as large as a JSON answer was ever read (32 MiB). */
@@ -32,7 +35,7 @@ export interface AnswerBounds {
   readonly maxResponseBytes?: number;
 }
 
-export function backendInfo(name: string, url: string, timeoutMs: number, auth: ExternalAuthConfig | null = null, bounds: AnswerBounds = {}): BackendInfo {
+export function backendInfo(name: string, url: string, timeoutMs: number, auth: ExternalAuthConfig | null = null, bounds: AnswerBounds = {}, passthroughHeaders: PassthroughHeaders = NO_PASSTHROUGH): BackendInfo {
   const parsed = new URL(url);
   return {
     name,
@@ -44,5 +47,6 @@ export function backendInfo(name: string, url: string, timeoutMs: number, auth: 
     answerTimeoutMs: bounds.answerTimeoutMs ?? timeoutMs,
     maxResponseBytes: bounds.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     auth,
+    passthroughHeaders,
   };
 }

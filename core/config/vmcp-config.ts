@@ -269,6 +269,7 @@ function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       unhealthyThreshold: spec.config.operational.failureHandling.unhealthyThreshold,
     },
     server: spec.server,
+    passthroughHeaders: [...new Set(spec.passthroughHeaders.map((name) => name.toLowerCase()))],
     plugins: spec.plugins.map((plugin, i) => ({
       name: plugin.name,
       module: plugin.module,

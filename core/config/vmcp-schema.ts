@@ -19,6 +19,7 @@ import { serverSettingsSchema } from './server-settings.ts';
 import { sizeSchema } from './size.ts';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../backend.ts';
 import { isMapping } from './yaml.ts';
+import { NOT_FORWARDED } from '../http/request-head.ts';
 import { addIssue, httpUrlSchema, issuerUrl, q, text, uniqueNames, whenMapping, type Ctx } from './formats.ts';
 
 export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret'] as const;
@@ -91,6 +92,22 @@ const GATEWAY_HEADERS = new Set([
   'proxy-authorization', 'proxy-authenticate', 'expect', 'origin', 'forwarded',
   'content-type', 'content-encoding', 'accept', 'accept-encoding', 'last-event-id', 'x-request-id', 'cookie',
 ]);
+
+/**
+ * Headers `spec.passthroughHeaders` may not name: those a backend never gets from the client
+ * (hop-by-hop, Host, its credentials, Origin, framing: request-head.ts), and those the gateway
+ * writes itself toward a backend (content negotiation, the MCP session and every other `Mcp-*`
+ * header, Last-Event-ID, the request id). Identity and proxy headers (`Forwarded` too) may be
+ * named: letting them through is what the field is for.
+ */
+const PASSTHROUGH_REFUSED = new Set([...NOT_FORWARDED, ...[...GATEWAY_HEADERS].filter((name) => name !== 'forwarded')]);
+
+const passthroughHeader = z.string().superRefine((name, ctx) => {
+  const lower = name.toLowerCase();
+  if (!HEADER_NAME.test(name)) ctx.addIssue(`must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~), got ${q(name)}`);
+  else if (lower === 'authorization' || lower === 'cookie' || lower === 'proxy-authorization') ctx.addIssue(`${q(name)} carries the client's credential for the gateway, which never reaches a backend (a backend's credential comes from its MCPExternalAuthConfig)`);
+  else if (PASSTHROUGH_REFUSED.has(lower) || lower.startsWith('mcp-')) ctx.addIssue(`${q(name)} is a header the gateway sets itself toward a backend (framing, hop-by-hop, content negotiation, the MCP session): it cannot be passed through`);
+});
 
 const credentialHeader = z.string().superRefine((name, ctx) => {
   if (!HEADER_NAME.test(name)) ctx.addIssue(`must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~), got ${q(name)}`);
@@ -527,6 +544,7 @@ export function resourceSchemas(index: ReferenceIndex) {
       outgoingAuth: outgoingAuth.prefault({}),
       authServerConfig: authServerConfig.optional(),
       server,
+      passthroughHeaders: z.array(passthroughHeader).default([]),
       plugins: uniqueNames('plugin', z.array(plugin)).default([]),
     })
     .superRefine(authServerMatchesIncomingAuth, whenMapping);

@@ -199,5 +199,7 @@ export interface VmcpConfig {
   /** `spec.config.operational.failureHandling`. */
   readonly failureHandling: FailureHandlingConfig;
   readonly server: ServerSettings;
+  /** `spec.passthroughHeaders`, lower case: client headers every backend gets (identity and proxy headers only so). */
+  readonly passthroughHeaders: readonly string[];
   readonly plugins: readonly PluginRef[];
 }

@@ -1,14 +1,16 @@
 /**
  * The request headers the core reads, found in ONE pass over `rawHeaders`: Node then never
  * builds the `req.headers` object on the hot path, and the same pass produces the list of
- * headers to forward to a backend.
+ * headers to forward to a backend, with the client's identity and proxy headers set apart
+ * (identity-headers.ts): they go on only where `spec.passthroughHeaders` lets them.
  *
  * Repeated headers: the first value wins for the singletons read here (as Node does for them);
  * `host` and `authorization` repetitions are counted so that they can be refused.
  */
+import { IDENTITY_HEADERS, inIdentityFamily } from './identity-headers.ts';
 
 /** Request headers that never travel to a backend. */
-const NOT_FORWARDED = new Set([
+export const NOT_FORWARDED: readonly string[] = [
   // Hop-by-hop (RFC 9110 §7.6.1): they describe the client's connection, not the request.
   'connection',
   'keep-alive',
@@ -32,7 +34,12 @@ const NOT_FORWARDED = new Set([
   'expect',
   // The gateway's own request id is sent instead.
   'x-request-id',
-]);
+];
+
+/** What the loop does with a header it does not read itself: one Map lookup classifies it. */
+const DROPPED = 1;
+const IDENTITY = 2;
+const CLASS_OF = new Map<string, number>([...NOT_FORWARDED.map((name) => [name, DROPPED] as const), ...IDENTITY_HEADERS.map((name) => [name, IDENTITY] as const)]);
 
 export class RequestHead {
   host: string | undefined = undefined;
@@ -58,6 +65,8 @@ export class RequestHead {
   hasBody = false;
   /** Lower-case `[name, value, ...]` of the headers that may be forwarded to a backend. */
   readonly forward: string[] = [];
+  /** Lower-case `[name, value, ...]` of the identity and proxy headers (identity-headers.ts); null when there are none. */
+  identity: string[] | null = null;
   /** Names listed in `Connection` (hop-by-hop too), when the client sent any besides close/keep-alive. */
   connectionTokens: string | undefined = undefined;
 
@@ -113,10 +122,17 @@ export class RequestHead {
           this.connectionTokens = value;
           continue;
       }
-      if (!NOT_FORWARDED.has(name)) forward.push(name, value);
+      const kind = CLASS_OF.get(name);
+      if (kind === undefined) {
+        if (!inIdentityFamily(name)) forward.push(name, value);
+        else (this.identity ??= []).push(name, value);
+      } else if (kind === IDENTITY) (this.identity ??= []).push(name, value);
     }
     const tokens = this.connectionTokens;
-    if (tokens !== undefined && !PLAIN_CONNECTION.test(tokens)) dropConnectionTokens(forward, tokens);
+    if (tokens !== undefined && !PLAIN_CONNECTION.test(tokens)) {
+      dropConnectionTokens(forward, tokens);
+      if (this.identity !== null) dropConnectionTokens(this.identity, tokens);
+    }
   }
 }
 

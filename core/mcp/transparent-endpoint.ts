@@ -19,6 +19,7 @@ import type { Context } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import { discardBody, startReading, type BodySink } from '../http/body.ts';
 import { removeHeader } from '../http/header-list.ts';
+import { passIdentity } from '../http/passthrough-headers.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../outgoing-headers.ts';
 import type { BackendHook, ResponseHook } from '../plugin.ts';
@@ -186,6 +187,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     }
     const responseHooks = method === 'POST' ? this.#chain.responseHooks(ctx.rpcMethod) : null;
     const list = ctx.head.forward;
+    passIdentity(list, ctx.head, this.#backend.passthroughHeaders);
     // The gateway reads the body itself: a hooked answer, or a GET stream while hooks exist (#send).
     if (responseHooks !== null || (method === 'GET' && this.#chain.hasResponseHooks)) removeHeader(list, 'accept-encoding');
     list.push('x-request-id', ctx.requestId);

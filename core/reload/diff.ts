@@ -3,7 +3,7 @@
  *
  * Reloaded (a new generation, reload.ts): the backends (added, removed, URL, timeouts, answer
  * size bound, outgoing auth), incoming auth (including its resourceUrl, hence the MCP path), aggregation,
- * failure handling, the token-exchange cache, the plugins and their config, server.maxBodyBytes.
+ * failure handling, passthroughHeaders, the token-exchange cache, the plugins and their config, server.maxBodyBytes.
  *
  * Needs a restart (a reload that changes any of it is refused as a whole, nothing applied):
  *  - metadata.name: it names the Redis connection and the server in every session;
@@ -78,6 +78,7 @@ export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {
     [...after.keys()].some((name) => before.has(name) && !isDeepStrictEqual(before.get(name)!.externalAuth, after.get(name)!.externalAuth));
   const other: string[] = [];
   if (!isDeepStrictEqual(current.aggregation, next.aggregation)) other.push('aggregation');
+  if (!isDeepStrictEqual(current.passthroughHeaders, next.passthroughHeaders)) other.push('passthroughHeaders');
   if (!isDeepStrictEqual(current.failureHandling, next.failureHandling)) other.push('failureHandling');
   if (!isDeepStrictEqual(current.tokenExchangeCache, next.tokenExchangeCache)) other.push('tokenExchangeCache');
   if (current.server.maxBodyBytes !== next.server.maxBodyBytes) other.push('server.maxBodyBytes');

@@ -86,7 +86,8 @@ export class Generation {
     const before = previous === null ? [] : [...previous.removedBackends, ...previous.config.backends.map((b) => b.name)];
     this.removedBackends = [...new Set(before)].filter((name) => !names.has(name));
     this.#log = log;
-    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b));
+    const passthrough = new Set(config.passthroughHeaders);
+    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough));
     this.mcpPath = mcpPathOf(config);
     this.transparent = !needsAggregation(this.backends.length, config.aggregation);
     this.streams = new OpenStreams(metrics);

@@ -38,3 +38,23 @@ describe('RequestHead', () => {
     ]);
   });
 });
+
+describe('RequestHead: identity and proxy headers', () => {
+  it('sets them apart from the forwarded list, whatever their case; null when there are none', () => {
+    const head = new RequestHead([
+      'Accept', 'application/json', 'X-Forwarded-For', '10.0.0.1', 'FORWARDED', 'for=10.0.0.1', 'X-Real-Ip', '10.0.0.1',
+      'x-auth-request-email', 'a@b.c', 'X-Trace-Id', 't', 'X-FORWARDED-USER', 'root', 'Remote-User', 'root', 'X-Envoy-Internal', 'true',
+    ]);
+    assert.deepEqual(head.forward, ['accept', 'application/json', 'x-trace-id', 't']);
+    assert.deepEqual(head.identity, [
+      'x-forwarded-for', '10.0.0.1', 'forwarded', 'for=10.0.0.1', 'x-real-ip', '10.0.0.1', 'x-auth-request-email', 'a@b.c',
+      'x-forwarded-user', 'root', 'remote-user', 'root', 'x-envoy-internal', 'true',
+    ]);
+    assert.equal(new RequestHead(['Accept', '*/*', 'X-Forwarder', 'no', 'X-Forward', 'no', 'Remote', 'no']).identity, null, 'names that only look alike');
+  });
+
+  it('drops the ones the client lists in Connection there too', () => {
+    const head = new RequestHead(['Connection', 'close, X-Real-IP', 'X-Real-IP', '1', 'X-Forwarded-For', '2']);
+    assert.deepEqual(head.identity, ['x-forwarded-for', '2']);
+  });
+});

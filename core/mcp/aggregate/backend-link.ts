@@ -10,6 +10,7 @@ import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import type { BackendMetrics } from '../../observe/metrics.ts';
 import { OutgoingHeaders } from '../../outgoing-headers.ts';
+import { passAllowed } from '../../http/passthrough-headers.ts';
 import type { BackendHook } from '../../plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { Pool } from '../../upstream/pool.ts';
@@ -203,6 +204,7 @@ export class BackendLink {
       return list;
     }
     list.push('x-request-id', ctx.requestId);
+    passAllowed(list, ctx.head, this.backend.passthroughHeaders);
     if (this.#hooks === null) return list;
     const headers = new OutgoingHeaders(list);
     const outcome = runHooks(this.#hooks, ctx, headers);
