@@ -18,6 +18,7 @@ import type { BackendInfo } from './backend.ts';
 import { App } from './app.ts';
 import type { VmcpConfig } from './config/vmcp-types.ts';
 import { createSessionStorage } from './mcp/aggregate/compose.ts';
+import { createSessionOwners } from './mcp/redis-session-owners.ts';
 import { createLogger } from './observe/log.ts';
 import { GatewayMetrics } from './observe/metrics.ts';
 import type { PluginSpec } from './plugin-loader.ts';
@@ -71,6 +72,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
   const { log, metrics } = app;
   try {
     const storage = app.own(await createSessionStorage(config, log), (s) => s.close(), 'session storage');
+    const owners = app.own(await createSessionOwners(config, log), (o) => o.close(), 'transparent session owners').owners;
     /** Generations not closed yet: the serving one, and those draining. */
     const live = new Set<Generation>();
     let current: Generation | null = null;
@@ -79,7 +81,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
       if (generation === current) server?.setAuthChallenge(challenge);
     };
     const build = async (next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> => {
-      const generation = await Generation.build({ config: next, log, metrics, storage, builtins, plugins: options.plugins ?? [], upstreams: options.upstreams, onChallenge, previous: current });
+      const generation = await Generation.build({ config: next, log, metrics, storage, owners, builtins, plugins: options.plugins ?? [], upstreams: options.upstreams, onChallenge, previous: current });
       live.add(generation);
       return generation;
     };

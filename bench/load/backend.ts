@@ -1,6 +1,8 @@
 /**
  * The backend of the load benchmark: a minimal node:http MCP server in JSON-response mode
- * (streamable HTTP, stateless: no session of its own, any `Mcp-Session-Id` accepted).
+ * (streamable HTTP, stateless: no session of its own, any `Mcp-Session-Id` accepted; `initialize`
+ * answers with `Mcp-Session-Id: bench-session`, the id the benchmarked requests carry, so that a
+ * gateway with incoming auth binds it to the benchmark's principal).
  *
  * `POST /mcp` with a JSON-RPC request answers one JSON-RPC response (`content-type:
  * application/json`, content-length set, keep-alive). `tools/call` — the benchmarked call —
@@ -54,10 +56,14 @@ function result(method: string, msg: Rpc): unknown {
   }
 }
 
-function send(res: ServerResponse, status: number, body: string): void {
+/** The session id `initialize` gives out (wrk.ts CALL_HEADERS). */
+export const BENCH_SESSION = 'bench-session';
+
+function send(res: ServerResponse, status: number, body: string, session = false): void {
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
+    ...(session ? { 'mcp-session-id': BENCH_SESSION } : {}),
   });
   res.end(body);
 }
@@ -86,7 +92,7 @@ function answer(res: ServerResponse, raw: string): void {
     value === undefined
       ? JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } })
       : JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: value });
-  send(res, 200, body);
+  send(res, 200, body, msg.method === 'initialize');
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {

@@ -81,6 +81,19 @@ const log = (msg: string): void => {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const reasonOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
+const INITIALIZE_BODY = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'gatehouse-load-bench', version: '1' } } });
+
+/**
+ * Opens the session the benchmarked requests name (the backend gives out the id wrk sends):
+ * behind incoming auth, the gateway then knows it as the benchmark principal's, as it would a
+ * real client's, and answers only that principal on it.
+ */
+async function openSession(url: string, headers: Record<string, string>): Promise<void> {
+  const { 'mcp-session-id': _, ...rest } = headers;
+  const res = await httpRequest(url, 'POST', rest, INITIALIZE_BODY, 5000);
+  if (res.status !== 200) throw new Error(`initialize: HTTP ${res.status} ${res.body.slice(0, 200)}`);
+}
+
 /** One request as wrk will send it; throws unless it is a 200 with a JSON-RPC result. */
 async function checkRequest(url: string, headers: Record<string, string>): Promise<void> {
   const res = await httpRequest(url, 'POST', headers, CALL_BODY, 5000);
@@ -116,6 +129,7 @@ async function measureRow(row: Row, ctx: RowContext, backendPid: number, s: Load
   }
   try {
     const headers = { ...CALL_HEADERS, ...row.headers, ...target.headers };
+    await openSession(target.url, headers);
     await checkRequest(target.url, headers);
     const wrk = { url: target.url, connections: s.connections, threads: s.threads, headers, body: CALL_BODY, dir: ctx.tmpDir };
     if (s.warmupSeconds > 0) {

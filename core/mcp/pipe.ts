@@ -11,6 +11,7 @@ import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import type { BackendInfo } from '../backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { formatSseEvent } from './sse.ts';
+import type { SessionOwners } from './session-owners.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 
 /**
@@ -123,6 +124,8 @@ export class PipeExchange extends Exchange implements OpenStream {
   readonly standalone: boolean;
   #sse = false;
   #held: Buffer | null = null;
+  /** Set on a request that opens or ends a session: its answer binds or unbinds the id (session-owners.ts). */
+  owners: SessionOwners | null = null;
 
   constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, standalone: boolean) {
     super(backend, metrics);
@@ -138,6 +141,10 @@ export class PipeExchange extends Exchange implements OpenStream {
     if (status >= 404 && !this.standalone) {
       const notMcp = notMcpAnswer(status, contentType, this.ctx, this.backend);
       if (notMcp !== null) return this.refuse(notMcp);
+    }
+    if (this.owners !== null) {
+      const foreign = this.owners.answered(this.ctx, status, headers);
+      if (foreign !== null) return this.refuse(foreign);
     }
     res.writeHead(status, list);
     if (sse) {

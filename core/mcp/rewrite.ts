@@ -20,6 +20,7 @@ import { answerTooLarge } from '../upstream/upstreams.ts';
 import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
 import { HookedEvents, responseTo, type HookedEventsHost } from './hooked-events.ts';
 import { clientHeaders, notMcpAnswer } from './pipe.ts';
+import type { SessionOwners } from './session-owners.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 import { SseParser, formatSseEvent, type SseEvent } from './sse.ts';
 
@@ -61,6 +62,8 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
   #size = 0;
   #parser: SseParser | null = null;
   #events: HookedEvents | null = null;
+  /** Set on a request that opens or ends a session: its answer binds or unbinds the id (session-owners.ts). */
+  owners: SessionOwners | null = null;
 
   constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, hooks: readonly ResponseHook[], standalone = false) {
     super(backend, metrics);
@@ -80,6 +83,12 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
         this.fail(notMcp);
         return false;
       }
+    }
+    const foreign = this.owners === null ? null : this.owners.answered(this.ctx, status, headers);
+    if (foreign !== null) {
+      this.cancel();
+      this.fail(foreign);
+      return false;
     }
     this.#status = status;
     if (sse) {

@@ -32,6 +32,7 @@ import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from './mc
 import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
 import { RewriteExchange } from './rewrite.ts';
+import type { SessionOwners } from './session-owners.ts';
 import type { OpenStreams } from './streams.ts';
 import { isPromise, then } from '../thenable.ts';
 
@@ -53,6 +54,8 @@ export interface TransparentOptions {
   metrics: BackendMetrics;
   streams: OpenStreams;
   maxBodyBytes: number;
+  /** Who opened each session (null: nothing bound nor checked, as in tests of the endpoint alone). */
+  owners?: SessionOwners | null;
 }
 
 export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
@@ -69,6 +72,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly #bridge: EraBridge | null;
   /** GET streams on their way to the backend, by session id: the session's later requests wait for them. */
   readonly #openings = new StreamOpenings<string>();
+  readonly #owners: SessionOwners | null;
 
   constructor(options: TransparentOptions) {
     this.path = options.path;
@@ -81,6 +85,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     this.#streams = options.streams;
     this.#maxBodyBytes = options.maxBodyBytes;
     this.#backendHooks = options.chain.compileBackend(options.backend);
+    this.#owners = options.owners ?? null;
   }
 
   handle(ctx: Context): HookOutcome | Promise<HookOutcome> {
@@ -97,8 +102,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
         if (refused !== null) throw refused;
         // A legacy stream or session end: the backend's own, unless the bridge holds legacy sessions for a modern backend.
         const era = this.#bridge?.backendEra(ctx) ?? null;
-        if (isPromise(era)) return era.then((settled) => (settled === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardStreamOrEnd(ctx)));
-        return era === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardStreamOrEnd(ctx);
+        if (isPromise(era)) return era.then((settled) => (settled === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardOwned(ctx)));
+        return era === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardOwned(ctx);
       }
       default:
         throw methodNotAllowed(ctx);
@@ -129,8 +134,24 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     this.#passThrough(ctx, body);
   }
 
-  /** Same era on both sides: the message hooks, then the backend. */
+  /** A GET stream or DELETE of the backend's own session: the principal's session only (session-owners.ts). */
+  #forwardOwned(ctx: Context): HookOutcome | Promise<HookOutcome> {
+    const refused = this.#owners === null ? undefined : this.#owners.check(ctx);
+    if (refused === undefined) return this.#forwardStreamOrEnd(ctx);
+    if (isPromise(refused)) return refused.then((settled) => (settled === undefined ? this.#forwardStreamOrEnd(ctx) : settled));
+    return refused;
+  }
+
+  /** Same era on both sides: the principal's session only (session-owners.ts), then as #passOwned. */
   #passThrough(ctx: Context, body: Buffer): void {
+    const refused = this.#owners === null ? undefined : this.#owners.check(ctx);
+    if (refused === undefined) this.#passOwned(ctx, body);
+    else if (isPromise(refused)) refused.then((settled) => (settled === undefined ? this.#passOwned(ctx, body) : ctx.fail(settled))).catch((err: unknown) => ctx.fail(err));
+    else ctx.fail(refused);
+  }
+
+  /** The message hooks, then the backend. */
+  #passOwned(ctx: Context, body: Buffer): void {
     try {
       if (this.#chain.seesMessages || ctx.scope.accessLog === true) ctx.target = directTarget(this.#backend.name, ctx.message);
       const outcome = runMessageHooks(ctx, this.#chain);
@@ -227,6 +248,9 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
           ? new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, [], true)
           : new PipeExchange(ctx, this.#backend, this.#metrics, this.#streams, stream);
     exchange.opening = opening;
+    // An authenticated initialize (its answer names the new session's id) or DELETE: its answer binds or unbinds the id.
+    // An id a backend gives out on any other answer is bound to no one: the gateway answers it 404.
+    if (this.#owners !== null && ctx.principal !== null && (method === 'DELETE' || (ctx.rpcMethod === 'initialize' && ctx.head.sessionId === undefined))) exchange.owners = this.#owners;
     exchange.dispatch(stream ? this.#streamPool : this.#pool, method, headers, body);
     return undefined;
   }

@@ -12,6 +12,7 @@ import type { VmcpConfig } from '../config/vmcp-types.ts';
 import type { AuthChallenge } from '../errors.ts';
 import type { McpEndpoint } from '../mcp/mcp-endpoint.ts';
 import { TransparentEndpoint } from '../mcp/transparent-endpoint.ts';
+import type { SessionOwners } from '../mcp/session-owners.ts';
 import { OpenStreams } from '../mcp/streams.ts';
 import { createAggregated, type SessionStorage } from '../mcp/aggregate/compose.ts';
 import type { AggregatedEndpoint } from '../mcp/aggregate/aggregated-endpoint.ts';
@@ -27,6 +28,8 @@ export interface GenerationOptions {
   readonly log: Logger;
   readonly metrics: GatewayMetrics;
   readonly storage: SessionStorage;
+  /** Who opened each transparent session: the process's, shared by every generation as the storage is. */
+  readonly owners: SessionOwners;
   /** Plugins the composition root chose for this config (incoming auth first). */
   readonly builtins: readonly PluginSpec[];
   /** Plugins given in code; they run after those of the config file. */
@@ -170,6 +173,7 @@ export class Generation {
           metrics: metrics.backend(backends[0]!.name),
           streams: this.streams,
           maxBodyBytes: config.server.maxBodyBytes,
+          owners: options.owners,
         })
       : aggregated.endpoint;
     if (transparent) this.#own('era bridge endpoint', () => aggregated.endpoint.close());

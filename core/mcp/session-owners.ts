@@ -1,0 +1,211 @@
+/**
+ * Who opened each transparent session. In transparent mode the backend assigns the session id
+ * (Mcp-Session-Id in its answer to initialize) and the gateway passes it through; without a
+ * record of who received it, anyone else who learned the id — from a log, a shared screen, a
+ * proxy — could use the session with a token of their own, as the aggregated sessions' owner
+ * check (aggregate/session-store.ts) prevents for the gateway's own ids. So, when the request is
+ * authenticated, the answer that carries a new id binds it to the principal (issuer + subject),
+ * and a request of another principal naming it — POST, GET stream or DELETE — gets the 404 of an
+ * unknown session, never reaching the backend; so does an id the gateway holds no binding for
+ * (it did not see it given out, or its binding ended): both answers are the same. Anonymous
+ * requests have no principal: nothing is bound or checked.
+ *
+ * Bounded: at most `maxSessions` bindings (least recently used first out), each for `ttlMs`
+ * after its last use, at most `maxPerPrincipal` per principal (its next one ends its oldest);
+ * a session whose binding ended gets 404 and its client initializes again.
+ *
+ * With replicas (session storage on Redis) bindings are shared through `SharedOwners`: the replica
+ * that binds an id writes it there, any other reads it on first sight and keeps it (a binding never
+ * changes owner), and the replica serving a session slides its time to live now and then. The hot
+ * path of an authenticated request is one lookup in the local cache.
+ */
+import { LRUCache } from 'lru-cache';
+import type { Context } from '../context.ts';
+import { GatewayError } from '../errors.ts';
+import type { Logger } from '../observe/log.ts';
+import type { SessionOwner } from './aggregate/session-store.ts';
+
+/** A principal as a binding names it. */
+export interface Binding extends SessionOwner {
+  /** `issuer \n subject`: one string per principal. */
+  readonly key: string;
+  /** performance.now() when the shared copy's time to live was last extended (0: never). */
+  refreshedAt: number;
+}
+
+/** Where replicas share their bindings (Redis: redis-session-owners.ts). Rejects with a 503 GatewayError when it cannot answer. */
+export interface SharedOwners {
+  /** The owner of `id`, null when none is stored. */
+  load(id: string): Promise<SessionOwner | null>;
+  /** Binds `id` to `owner` unless it is bound already: null when it now is, else the owner it had. */
+  bind(id: string, owner: SessionOwner): Promise<SessionOwner | null>;
+  /** Extends the time to live of `id`'s binding (and of its owner's index). */
+  refresh(id: string, owner: SessionOwner): Promise<void>;
+  forget(id: string, owner: SessionOwner): Promise<void>;
+}
+
+export interface SessionOwnersOptions {
+  readonly maxSessions: number;
+  readonly maxPerPrincipal: number;
+  readonly ttlMs: number;
+  readonly shared?: SharedOwners | null;
+  readonly log: Logger;
+}
+
+/** What an unknown transparent session gets, whoever asks: the aggregated endpoint's words. */
+export function sessionNotFound(): GatewayError {
+  return new GatewayError('session_not_found', 'Session not found: initialize a new session');
+}
+
+export function ownerKeyOf(owner: SessionOwner): string {
+  return `${owner.issuer ?? ''}\n${owner.subject}`;
+}
+
+/** The value of `mcp-session-id` among a backend's response headers (any letter case). */
+function sessionIdIn(headers: readonly string[]): string | undefined {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name.length === 14 && name.toLowerCase() === 'mcp-session-id') return headers[i + 1];
+  }
+  return undefined;
+}
+
+export class SessionOwners {
+  readonly #local: LRUCache<string, Binding>;
+  /** Principal → ids of its bindings, oldest first (this process's bindings; none kept for a shared store, which bounds them itself). */
+  readonly #byOwner = new Map<string, Set<string>>();
+  readonly #maxPerPrincipal: number;
+  readonly #shared: SharedOwners | null;
+  /** How long after a refresh the shared copy's time to live is extended again. */
+  readonly #refreshMs: number;
+  readonly #log: Logger;
+
+  constructor(options: SessionOwnersOptions) {
+    this.#maxPerPrincipal = options.maxPerPrincipal;
+    this.#shared = options.shared ?? null;
+    this.#refreshMs = Math.max(1_000, Math.floor(options.ttlMs / 4));
+    this.#log = options.log;
+    this.#local = new LRUCache<string, Binding>({
+      max: options.maxSessions,
+      ttl: options.ttlMs,
+      updateAgeOnGet: true,
+      dispose: (binding, id) => this.#unindex(binding, id),
+    });
+  }
+
+  /** Bindings held in this process. */
+  get size(): number {
+    return this.#local.size;
+  }
+
+  /**
+   * Whether the request may use the session it names: undefined when it may (or names none, or
+   * is anonymous), else the 404 of an unknown session; a promise only when the binding must be
+   * read from the shared store (first sight of the id in this process).
+   */
+  check(ctx: Context): GatewayError | undefined | Promise<GatewayError | undefined> {
+    const principal = ctx.principal;
+    const id = ctx.head.sessionId;
+    if (principal === null || id === undefined) return undefined;
+    const binding = this.#local.get(id);
+    if (binding !== undefined) {
+      if (binding.subject !== principal.subject || binding.issuer !== principal.issuer) return sessionNotFound();
+      if (this.#shared !== null && ctx.startedAt - binding.refreshedAt > this.#refreshMs) this.#refresh(id, binding, ctx.startedAt);
+      return undefined;
+    }
+    if (this.#shared === null) return sessionNotFound();
+    return this.#shared.load(id).then((owner) => {
+      if (owner === null) return sessionNotFound();
+      const loaded = this.#keep(id, owner, ctx.startedAt);
+      return loaded.subject === principal.subject && loaded.issuer === principal.issuer ? undefined : sessionNotFound();
+    });
+  }
+
+  /**
+   * The backend answered an authenticated initialize that named no session with `status` and
+   * `headers`: a session id among them is bound to the principal. A DELETE answered 2xx: the
+   * binding ends. Null, or the error the client gets instead of that answer (the backend handed
+   * out an id bound to another principal).
+   */
+  answered(ctx: Context, status: number, headers: readonly string[]): GatewayError | null {
+    const principal = ctx.principal;
+    if (principal === null || status < 200 || status >= 300) return null;
+    if (ctx.req.method === 'DELETE') {
+      const id = ctx.head.sessionId;
+      if (id !== undefined) this.#forget(id);
+      return null;
+    }
+    const id = sessionIdIn(headers);
+    if (id === undefined) return null;
+    const owner: SessionOwner = { issuer: principal.issuer, subject: principal.subject };
+    const bound = this.#local.get(id);
+    if (bound !== undefined) {
+      if (bound.subject === owner.subject && bound.issuer === owner.issuer) return null;
+      return this.#foreign(ctx);
+    }
+    const binding = this.#keep(id, owner, ctx.startedAt);
+    if (this.#shared !== null) {
+      binding.refreshedAt = ctx.startedAt;
+      this.#shared.bind(id, owner).then(
+        (stored) => {
+          if (stored === null || (stored.subject === owner.subject && stored.issuer === owner.issuer)) return;
+          // Another replica bound the id first: its owner is the owner, here too.
+          this.#local.delete(id);
+          this.#keep(id, stored, ctx.startedAt);
+          this.#log.error({ requestId: ctx.requestId }, 'a backend gave out a session id that another principal already holds (bound through another replica): only that principal may use it');
+        },
+        (err: unknown) => this.#log.warn({ error: err instanceof Error ? err.message : String(err) }, 'transparent session binding not shared: other replicas will answer this session 404 until its client initializes again'),
+      );
+    }
+    return null;
+  }
+
+  /** Logged by the request's failure, with the backend's name. */
+  #foreign(ctx: Context): GatewayError {
+    return new GatewayError('backend_error', 'the backend gave out a session id that belongs to another principal', {
+      detail: 'a transparent session id the backend answered with is bound to another principal: the backend reuses session ids',
+      extra: ctx.target === null ? undefined : { backend: ctx.target.backend },
+    });
+  }
+
+  /** Holds `id` → `owner` here (the principal's oldest past its maximum end, when this process bounds them). */
+  #keep(id: string, owner: SessionOwner, now: number): Binding {
+    const key = ownerKeyOf(owner);
+    const binding: Binding = { issuer: owner.issuer, subject: owner.subject, key, refreshedAt: now };
+    this.#local.set(id, binding);
+    if (this.#shared !== null) return binding;
+    let ids = this.#byOwner.get(key);
+    if (ids === undefined) this.#byOwner.set(key, (ids = new Set()));
+    ids.add(id);
+    for (const oldest of ids) {
+      if (ids.size <= this.#maxPerPrincipal) break;
+      this.#local.delete(oldest); // dispose takes it out of `ids`
+    }
+    return binding;
+  }
+
+  #unindex(binding: Binding, id: string): void {
+    const ids = this.#byOwner.get(binding.key);
+    if (ids === undefined) return;
+    ids.delete(id);
+    if (ids.size === 0) this.#byOwner.delete(binding.key);
+  }
+
+  #refresh(id: string, binding: Binding, now: number): void {
+    binding.refreshedAt = now;
+    this.#shared!.refresh(id, binding).catch((err: unknown) => this.#log.debug({ error: err instanceof Error ? err.message : String(err) }, 'transparent session binding: time to live not extended'));
+  }
+
+  #forget(id: string): void {
+    const binding = this.#local.get(id);
+    this.#local.delete(id);
+    if (binding !== undefined && this.#shared !== null) {
+      this.#shared.forget(id, binding).catch((err: unknown) => this.#log.debug({ error: err instanceof Error ? err.message : String(err) }, 'transparent session binding: not removed from the shared store (it expires)'));
+    }
+  }
+
+  close(): void {
+    this.#local.clear();
+    this.#byOwner.clear();
+  }
+}
