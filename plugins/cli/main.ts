@@ -5,8 +5,11 @@
  */
 import { CommanderError } from 'commander';
 import { StartupError } from '../../core/errors.ts';
+import { endOutputQuietlyOnClosedPipe } from './closed-pipe.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf } from './exit-codes.ts';
 import { buildProgram } from './program.ts';
+
+endOutputQuietlyOnClosedPipe(process.stdout, process.stderr);
 
 try {
   await buildProgram().parseAsync(process.argv);

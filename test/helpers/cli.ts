@@ -5,10 +5,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import type { Command } from 'commander';
+import { buildProgram } from '../../plugins/cli/program.ts';
 import { REPO_ROOT } from '../fixtures/processes.ts';
 
 /** The executable `package.json` names in `bin`. */
 export const BIN = `${REPO_ROOT}plugins/cli/bin.mjs`;
+
+/** Every command of the CLI, as its words: [], ['vmcp'], ['vmcp', 'serve'], ... */
+export function commandPaths(command: Command = buildProgram(), path: string[] = []): string[][] {
+  return [path, ...command.commands.flatMap((sub) => commandPaths(sub, [...path, sub.name()]))];
+}
+
+/** The command `path` names in the CLI's command tree. */
+export function commandAt(path: readonly string[]): Command {
+  return path.reduce<Command>((command, name) => command.commands.find((sub) => sub.name() === name)!, buildProgram());
+}
 
 export interface CliResult {
   readonly code: number | null;
