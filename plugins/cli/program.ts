@@ -69,14 +69,33 @@ export function buildProgram(): Command {
     system('registry', 'the MCP registry server', REGISTRY_CONFIG, REGISTRY_PORT, async (o) => (await registry()).registryServe(o), async (o) => (await registry()).registryValidate(o), REGISTRY_SIGNALS),
   );
   program.addCommand(benchCommand());
-  everyCommand(program, (command) =>
+  everyCommand(program, (command) => {
     command
       // The caller maps commander's outcomes to the exit codes above instead of commander exiting 1.
       .exitOverride()
       // After an error, its usage line and where the rest is: the whole help would bury the error.
-      .showHelpAfterError(`${usageLine(command)}\nRun "${commandPath(command)} --help" for ${command.commands.length > 0 ? 'its commands and options' : 'its options'}.`),
-  );
+      .showHelpAfterError(`${usageLine(command)}\nRun "${commandPath(command)} --help" for ${command.commands.length > 0 ? 'its commands and options' : 'its options'}.`);
+    unknownOptionsFirst(command);
+  });
   return program;
+}
+
+/**
+ * commander checks that mandatory options are there before it looks for unknown ones, so
+ * `gatehouse vmcp validate --confg x` was told "required option '-c, --config <FILE>' not
+ * specified", without a word about the misspelling. A command's mandatory options are checked
+ * instead just before its action, which commander runs after the unknown-option check (with its
+ * did-you-mean): the same message, code and exit status, in the order that names the cause.
+ */
+function unknownOptionsFirst(command: Command): void {
+  const mandatory = command.options.filter((option) => option.mandatory);
+  if (mandatory.length === 0) return;
+  for (const option of mandatory) option.makeOptionMandatory(false);
+  command.hook('preAction', (self) => {
+    for (const option of mandatory) {
+      if (self.getOptionValue(option.attributeName()) === undefined) self.error(`error: required option '${option.flags}' not specified`, { code: 'commander.missingMandatoryOptionValue' });
+    }
+  });
 }
 
 /** `gatehouse vmcp serve`. */

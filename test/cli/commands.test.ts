@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { REPO_ROOT } from '../fixtures/processes.ts';
-import { runCli as run } from '../helpers/cli.ts';
+import { commandAt, commandPaths, runCli as run } from '../helpers/cli.ts';
 import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 
 const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -109,6 +109,36 @@ describe('a wrong command line exits 2 with the problem, a did-you-mean and the 
       assert.match(result.stderr, /^Usage: gatehouse/);
     }
   });
+});
+
+describe('a misspelled command or option of every command gets a did-you-mean', () => {
+  /** `config` → `confg`: one letter less, near enough for a suggestion. */
+  const misspell = (word: string): string => word.slice(0, -2) + word.slice(-1);
+
+  const paths = commandPaths();
+  it('covers every command', () => assert.ok(paths.length >= 8, paths.map((p) => p.join(' ')).join(', ')));
+  for (const path of paths) {
+    const command = commandAt(path);
+    const options = command.options.filter((o) => o.long !== undefined);
+    // --config where there is one: commander checked for a mandatory option before it looked for
+    // unknown ones, so `validate --confg x` was told --config is missing, not that it is misspelled.
+    const option = options.find((o) => o.long === '--config') ?? options[0];
+    const long = option?.long ?? '--help';
+    const name = long.slice(2);
+    it(`gatehouse ${[...path, `--${misspell(name)}`].join(' ')} x`, async () => {
+      const ended = await run([...path, `--${misspell(name)}`, 'x']);
+      assert.equal(ended.code, 2, ended.stderr);
+      assert.match(ended.stderr, new RegExp(`^error: unknown option '--${misspell(name)}'\\n\\(Did you mean ${long}\\?\\)\\n`));
+    });
+    const sub = command.commands[0];
+    if (sub !== undefined) {
+      it(`gatehouse ${[...path, misspell(sub.name())].join(' ')}`, async () => {
+        const ended = await run([...path, misspell(sub.name())]);
+        assert.equal(ended.code, 2, ended.stderr);
+        assert.match(ended.stderr, new RegExp(`^error: unknown command '${misspell(sub.name())}'\\n\\(Did you mean ${sub.name()}\\?\\)\\n`));
+      });
+    }
+  }
 });
 
 describe('exit codes of validate and serve', () => {
