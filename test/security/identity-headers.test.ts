@@ -15,7 +15,9 @@ import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
 import { isIdentityHeader } from '../../core/http/identity-headers.ts';
 import { GATEWAY_USER_AGENT } from '../../core/mcp/aggregate/backend-link.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { INITIALIZE, startTestGateway } from '../helpers/gateway.ts';
+import { INITIALIZE, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
+import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { rawExchange, rawRequestBytes, type RawAnswer } from '../helpers/raw-http.ts';
 import type { ReceivedRequest } from '../fixtures/http-host.ts';
 
@@ -157,6 +159,38 @@ for (const mode of ['transparent', 'aggregated'] as const) {
     });
   });
 }
+
+describe('passthroughHeaders on reload', () => {
+  let alpha: SdkServer;
+  let gateway: RunningVmcp;
+  before(async () => {
+    alpha = await startSdkServer({ name: 'alpha', jsonResponse: true });
+    gateway = await startTestGateway({ backends: [{ name: 'alpha', url: alpha.url }] });
+  });
+  after(async () => {
+    await gateway.stop();
+    await alpha.close();
+  });
+
+  it('is applied by a reload, and taken back by the next', async () => {
+    const reload = async (spec: string | undefined) => {
+      const config = await loadVmcpConfig(await writeConfig(vmcpYaml({ backends: [{ name: 'alpha', url: alpha.url }], ...(spec === undefined ? {} : { spec }) })));
+      return gateway.reload(config, vmcpBuiltins(config));
+    };
+    const forwardedUser = async (): Promise<unknown[]> => {
+      const from = alpha.received.length;
+      assert.equal((await rawPost(gateway.url, INITIALIZE, [['X-Forwarded-User', 'root']])).status, 200);
+      return clientRequests(alpha, from).map((r) => r.headers['x-forwarded-user']);
+    };
+    assert.deepEqual(await forwardedUser(), [undefined]);
+    const applied = await reload(ALLOW);
+    assert.equal(applied.status, 'applied');
+    assert.deepEqual(applied.status === 'applied' && applied.changes.other, ['passthroughHeaders']);
+    assert.deepEqual(await forwardedUser(), ['root']);
+    assert.equal((await reload(undefined)).status, 'applied');
+    assert.deepEqual(await forwardedUser(), [undefined]);
+  });
+});
 
 for (const engine of ['gatehouse', 'node'] as const) {
   describe(`a passed-through header's hostile value (${engine} engine)`, () => {
