@@ -109,7 +109,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const issuerPath = new URL(settings.issuer).pathname.replace(/\/$/, '');
     const keys = config.keys;
     // Loaded here, not at import: only a gateway with an authorization server needs oidc-provider.
-    const { createProvider, providerHandler } = await import('./provider.ts');
+    const { createProvider, logRefusals, providerHandler } = await import('./provider.ts');
     const storage = settings.storage;
     // Redis: everything the provider and the login keep is shared by the replicas and outlives a restart.
     const redis = storage.type === 'redis' ? createRedisClient(storage, host.log, 'auth-server') : null;
@@ -124,6 +124,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const metadataHttp = new IssuerHttp({ issuer: new URL('https://client-metadata.invalid'), allowPrivateIp: false, timeoutMs: METADATA_TIMEOUT_MS });
     const fetchMetadata = boundedMetadataFetch(config.fetchClientMetadata ?? metadataHttp.fetch);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub) });
+    logRefusals(provider, host.log);
     // A revoked grant (replayed code or refresh token) takes the upstream tokens of its login along.
     provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
       store.dropGrant(grantId).catch((err: unknown) => host.log.warn({ err }, 'the upstream tokens of a revoked grant could not be dropped'));

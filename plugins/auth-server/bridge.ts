@@ -29,7 +29,7 @@ export const MAX_BRIDGE_BODY = 64 * 1024;
 /** Headers of the client's request that do not cross (hop-by-hop, or set by the bridge). */
 const NOT_FORWARDED = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'host', 'content-length', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', SECRET_HEADER,
+  'host', 'content-length', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'x-request-id', SECRET_HEADER,
 ]);
 /** Headers of the provider's response the gateway sets itself. */
 const NOT_RETURNED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'x-request-id']);
@@ -143,7 +143,8 @@ export class ProviderBridge implements BodySink<Context> {
       if (!NOT_FORWARDED.has(name)) headers.push(name, raw[i + 1]!);
     }
     headers.push('x-forwarded-proto', this.#forwardedProto, 'x-forwarded-host', this.#forwardedHost, SECRET_HEADER, this.#secret);
-    headers.push('x-forwarded-for', ctx.clientAddress);
+    // The request's id as the gateway logs it, so the provider's log lines name the same request.
+    headers.push('x-forwarded-for', ctx.clientAddress, 'x-request-id', ctx.requestId);
     new BridgeExchange(ctx, { ...this.#backend, path }).dispatch(this.#pool, ctx.req.method ?? 'GET', headers, body);
   }
 }

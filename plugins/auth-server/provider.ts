@@ -14,9 +14,10 @@
  *    /.well-known/jwks.json; the login itself (the upstream providers) is the interaction.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Provider, { errors, type Configuration } from 'oidc-provider';
+import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import requestContext from 'oidc-provider/lib/helpers/als.js';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
+import type { Logger } from '../../core/observe/log.ts';
 import type { ServerKeys } from './keys.ts';
 import { escapeHtml } from './html.ts';
 import type { RotationAware } from './refresh-retry.ts';
@@ -226,6 +227,39 @@ export function createProvider(options: ProviderOptions): Provider {
     }
   });
   return provider;
+}
+
+type KoaContext = KoaContextWithOIDC;
+
+interface ProviderError {
+  readonly error?: string;
+  readonly error_description?: string;
+  readonly status?: number;
+}
+
+/** What the provider's request context says of a request, for a log line (never a token or a code). */
+function requestFields(ctx: KoaContext): Record<string, unknown> {
+  const oidc = ctx.oidc as { client?: { clientId?: string }; params?: { grant_type?: unknown } } | undefined;
+  const grantType = oidc?.params?.grant_type;
+  return {
+    requestId: ctx.get('x-request-id') || undefined,
+    path: ctx.path,
+    ...(typeof grantType === 'string' ? { grant_type: grantType.slice(0, 64) } : {}),
+    ...(oidc?.client?.clientId === undefined ? {} : { client_id: oidc.client.clientId }),
+  };
+}
+
+/**
+ * Why the provider refused a request, in the log: the access log has only the status, and the
+ * client alone heard the OAuth error. A refused token request or registration is info (a client's
+ * fault, often a stale token), a failure of the server's own (a 500) is an error with its cause.
+ */
+export function logRefusals(provider: Provider, log: Logger): void {
+  const refused = (msg: string) => (ctx: KoaContext, err: ProviderError) =>
+    log.info({ ...requestFields(ctx), error: err.error, error_description: err.error_description, status: err.status }, msg);
+  provider.on('grant.error', refused('a token request was refused'));
+  provider.on('registration_create.error', refused('a client registration was refused'));
+  provider.on('server_error', (ctx: KoaContext, err: unknown) => log.error({ ...requestFields(ctx), err }, 'the authorization server failed a request'));
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);

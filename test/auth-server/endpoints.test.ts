@@ -187,6 +187,14 @@ describe('embedded authorization server: endpoints', () => {
     });
     assert.equal(res.status, 400);
     assert.equal(((await res.json()) as { error: string }).error, 'invalid_grant');
+    // The log says why, not only the status: the OAuth error and its description, with the request's id.
+    const line = setup.log.lines().find((l) => l['msg'] === 'a token request was refused' && l['requestId'] === res.headers.get('x-request-id'));
+    assert.ok(line !== undefined, 'the refusal is logged');
+    assert.equal(line['error'], 'invalid_grant');
+    assert.match(String(line['error_description']), /grant request is invalid|not found/);
+    assert.equal(line['grant_type'], 'authorization_code');
+    assert.equal(line['client_id'], clientId);
+    assert.doesNotMatch(setup.log.text(), /forged/, 'never the code itself');
   });
 
   it('matches a loopback redirect URI on any port (RFC 8252 §7.3), and nothing else loosely', async () => {
