@@ -17,19 +17,22 @@ import { join } from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { DEFAULT_AUTH_SERVER_RATE_LIMITS } from '../../core/config/auth-server-limits.ts';
 import { MemoryLoginStore, RedisLoginStore, type LoginStore } from '../../plugins/auth-server/login-store.ts';
 import { MemoryRefreshLock, UpstreamTokenAccess } from '../../plugins/auth-server/upstream-token-access.ts';
 import { Browser } from '../../test/auth-server/helpers/browser.ts';
 import { startAuthGateway } from '../../test/auth-server/helpers/setup.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 
+const LEGS = { total: 50_000, perAddress: 100 };
 const SECONDS = Number(process.env['BENCH_DURATION'] ?? 5);
 const CHAINS = 8;
 const REDIRECT = 'http://127.0.0.1:7790/callback';
 
 async function refreshThroughput(): Promise<{ requests: number; rps: number; meanMs: number }> {
   // One address sends every request here: the per-address limits would measure themselves.
-  const setup = await startAuthGateway({ limits: { tokenRequests: 1_000_000, authorizations: 1_000_000 } });
+  const lifted = { perKey: { maxTokens: 1_000_000, refillPeriodMs: 60_000 }, shared: { maxTokens: 1_000_000, refillPeriodMs: 60_000 } };
+  const setup = await startAuthGateway({ bounds: { rateLimiting: { ...DEFAULT_AUTH_SERVER_RATE_LIMITS, token: lifted, authorization: lifted, login: lifted } } });
   try {
     const reg = await fetch(`${setup.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }) });
     const clientId = ((await reg.json()) as { client_id: string }).client_id;
@@ -95,12 +98,12 @@ async function tokenRead(store: LoginStore): Promise<{ meanUs: number }> {
 
 const signing = await joseSigning();
 const refresh = await refreshThroughput();
-const memory = await tokenRead(new MemoryLoginStore(3_600_000));
+const memory = await tokenRead(new MemoryLoginStore(3_600_000, LEGS));
 const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
 let redisRead: { meanUs: number } | { skipped: string };
 try {
   await redis.connect();
-  redisRead = await tokenRead(new RedisLoginStore(redis, `gatehouse-bench:${randomBytes(4).toString('hex')}:`, 3_600_000, false));
+  redisRead = await tokenRead(new RedisLoginStore(redis, `gatehouse-bench:${randomBytes(4).toString('hex')}:`, 3_600_000, false, LEGS));
 } catch (err) {
   redisRead = { skipped: `Redis at 127.0.0.1:6379: ${(err as Error).message}` };
 } finally {

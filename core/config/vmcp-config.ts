@@ -13,6 +13,7 @@ import type { AggregationConfig } from '../mcp/aggregate/config.ts';
 import type { z } from 'zod';
 import { didYouMean, loadFile, validateFile, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem, PathSegment, Validation } from './problems.ts';
+import { AUTH_SERVER_ENDPOINT_GROUPS } from './auth-server-limits.ts';
 import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, RESOURCE_KINDS, resourceSchemas } from './vmcp-schema.ts';
 import type { ParsedResource, ReferenceIndex, ResourceKind } from './vmcp-schema.ts';
 import { SecretStore } from './secrets.ts';
@@ -351,6 +352,15 @@ function toAuthServer(config: AuthServerInput): AuthServerConfig {
     },
     upstreamProviders: config.upstreamProviders.map(toUpstreamProvider),
     storage: toStorage(config.storage),
+    rateLimiting: Object.fromEntries(
+      AUTH_SERVER_ENDPOINT_GROUPS.map((group) => {
+        const { perAddress, shared } = config.rateLimiting[group];
+        return [group, { perKey: { maxTokens: perAddress.maxTokens, refillPeriodMs: perAddress.refillPeriod }, shared: { maxTokens: shared.maxTokens, refillPeriodMs: shared.refillPeriod } }];
+      }),
+    ) as AuthServerConfig['rateLimiting'],
+    maxClients: config.maxClients,
+    maxPendingLogins: config.maxPendingLogins,
+    maxPendingLoginsPerAddress: config.maxPendingLoginsPerAddress,
   };
 }
 

@@ -11,6 +11,15 @@ import { parseSigningKey } from './signing-key.ts';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import type { RateBound } from '../rate-limit.ts';
+import {
+  AUTH_SERVER_ENDPOINT_GROUPS,
+  DEFAULT_AUTH_SERVER_RATE_LIMITS,
+  DEFAULT_MAX_CLIENTS,
+  DEFAULT_MAX_PENDING_LOGINS,
+  DEFAULT_MAX_PENDING_LOGINS_PER_ADDRESS,
+  type AuthServerEndpointGroup,
+} from './auth-server-limits.ts';
 import { durationSchema as duration } from './duration.ts';
 import { describeValue, didYouMean } from './problems.ts';
 import { secretBodyShape, secretRefSchema } from './secrets.ts';
@@ -492,6 +501,31 @@ export function resourceSchemas(index: ReferenceIndex) {
         if (ms < min || ms > max) ctx.addIssue(`must be between ${minText} and ${maxText}`);
       });
 
+  /** A budget: at most maxTokens requests per refillPeriod (ToolHive's rateLimiting names). */
+  const rateBound = (fallback: RateBound) =>
+    z
+      .strictObject({
+        maxTokens: z.int().min(1).max(1_000_000_000).default(fallback.maxTokens),
+        refillPeriod: duration()
+          .default(fallback.refillPeriodMs)
+          .superRefine((ms, ctx) => {
+            if (ms < 1_000 || ms > 24 * 3_600_000) ctx.addIssue('must be between 1s and 24h');
+          }),
+      })
+      .prefault({});
+  const endpointBudget = (group: AuthServerEndpointGroup) =>
+    z
+      .strictObject({ perAddress: rateBound(DEFAULT_AUTH_SERVER_RATE_LIMITS[group].perKey), shared: rateBound(DEFAULT_AUTH_SERVER_RATE_LIMITS[group].shared) })
+      .superRefine((budget, ctx) => {
+        if (budget.shared.maxTokens < budget.perAddress.maxTokens && budget.shared.refillPeriod === budget.perAddress.refillPeriod) {
+          addIssue(ctx, ['shared', 'maxTokens'], `is below perAddress.maxTokens (${budget.perAddress.maxTokens}): one address could spend the budget every address shares`);
+        }
+      })
+      .prefault({});
+  const rateLimiting = z
+    .strictObject(Object.fromEntries(AUTH_SERVER_ENDPOINT_GROUPS.map((group) => [group, endpointBudget(group)])) as Record<AuthServerEndpointGroup, ReturnType<typeof endpointBudget>>)
+    .prefault({});
+
   const authServerConfig = z.strictObject({
     issuer: issuerUrl,
     authorizationEndpointBaseUrl: httpUrl.optional(),
@@ -514,7 +548,17 @@ export function resourceSchemas(index: ReferenceIndex) {
       .strictObject({ type: z.enum(['memory', 'redis']), redis: redisStorage.optional() })
       .superRefine(blockOfType({ redis: 'redis', memory: null }), whenMapping)
       .optional(),
-  });
+    rateLimiting,
+    maxClients: z.int().min(1).max(10_000_000).default(DEFAULT_MAX_CLIENTS),
+    maxPendingLogins: z.int().min(1).max(10_000_000).default(DEFAULT_MAX_PENDING_LOGINS),
+    maxPendingLoginsPerAddress: z.int().min(1).max(10_000_000).default(DEFAULT_MAX_PENDING_LOGINS_PER_ADDRESS),
+  }).superRefine((config, ctx) => {
+    // Run with other fields invalid too (whenMapping): these two are read as given.
+    const { maxPendingLogins: total, maxPendingLoginsPerAddress: perAddress } = config as { maxPendingLogins: unknown; maxPendingLoginsPerAddress: unknown };
+    if (typeof total === 'number' && typeof perAddress === 'number' && perAddress > total) {
+      addIssue(ctx, ['maxPendingLoginsPerAddress'], `is above maxPendingLogins (${total})`);
+    }
+  }, whenMapping);
 
   const server = serverSettingsSchema(4 * 1024 * 1024);
 

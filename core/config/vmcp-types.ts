@@ -6,7 +6,9 @@
  */
 
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from '../mcp/aggregate/config.ts';
+import type { BudgetBounds } from '../rate-limit.ts';
 import type { RedisConnectionConfig } from '../store/redis-config.ts';
+import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ResolvedSecretRef } from './secrets.ts';
 import type { ServerSettings } from './server-settings.ts';
 
@@ -167,6 +169,13 @@ export interface AuthServerConfig {
   };
   readonly upstreamProviders: readonly UpstreamProviderConfig[];
   readonly storage: AuthServerStorageConfig;
+  /** `rateLimiting`: per endpoint group, a budget per client address and one shared by all. */
+  readonly rateLimiting: Readonly<Record<AuthServerEndpointGroup, BudgetBounds>>;
+  /** Registered clients kept at most; a full budget drops the oldest client never used. */
+  readonly maxClients: number;
+  /** Sign-ins in progress at most, in total and per client address. */
+  readonly maxPendingLogins: number;
+  readonly maxPendingLoginsPerAddress: number;
 }
 
 /** A plugin loaded from `VirtualMCPServer.spec.plugins[]`. */

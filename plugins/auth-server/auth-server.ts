@@ -16,6 +16,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
+import type { AuthServerEndpointGroup } from '../../core/config/auth-server-limits.ts';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { Context } from '../../core/context.ts';
 import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.ts';
@@ -23,7 +24,7 @@ import { PUBLIC_DOCUMENT_HEADERS } from '../../core/http/cors.ts';
 import { Reply } from '../../core/reply.ts';
 import { ProviderBridge } from './bridge.ts';
 import { publicJwks, type ServerKeys } from './keys.ts';
-import { AddressLimit, AUTHORIZATIONS, REGISTRATIONS, TOKEN_REQUESTS } from './address-limit.ts';
+import { EndpointBudgets } from './endpoint-budgets.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
 import { LoginChain } from './login-chain.ts';
 import { MemoryLoginStore, RedisLoginStore, type LoginStore } from './login-store.ts';
@@ -81,8 +82,6 @@ export interface AuthServerPluginConfig {
   readonly scopes: readonly string[];
   /** Filled with the accessor of the logins' upstream tokens, for the plugins that present them. */
   readonly upstreamTokens?: UpstreamTokenHandle;
-  /** Requests a minute per client address (defaults in address-limit.ts; a benchmark lifts them). */
-  readonly limits?: { readonly registrations?: number; readonly authorizations?: number; readonly tokenRequests?: number };
   /** How Client ID Metadata Documents are fetched (default: the guarded fetch; tests give their own). */
   readonly fetchClientMetadata?: (url: string, init: { method: string; headers: Record<string, string>; signal?: AbortSignal }) => Promise<Response>;
 }
@@ -116,11 +115,13 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const refreshMs = settings.tokenLifespans.refreshTokenMs;
     const keyPrefix = storage.type === 'redis' ? storage.keyPrefix : '';
     const durable = storage.type === 'redis' && storage.sentinel !== null;
-    const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs) : new RedisLoginStore(redis, keyPrefix, refreshMs, durable);
+    const legs = { total: settings.maxPendingLogins, perAddress: settings.maxPendingLoginsPerAddress };
+    const store: LoginStore = redis === null ? new MemoryLoginStore(refreshMs, legs) : new RedisLoginStore(redis, keyPrefix, refreshMs, durable, legs);
     // A registered client nobody used for as long as a refresh token lives is dropped: it holds
     // no live token, and self-registered clients cannot pile up for ever.
     const clientIdleSeconds = Math.ceil(refreshMs / 1000);
-    const adapter = redis === null ? memoryAdapterClass(clientIdleSeconds) : redisAdapterClass(redis, keyPrefix, durable, clientIdleSeconds);
+    const clients = { clientIdleSeconds, maxClients: settings.maxClients };
+    const adapter = redis === null ? memoryAdapterClass(clients) : redisAdapterClass(redis, keyPrefix, durable, clients);
     const metadataHttp = new IssuerHttp({ issuer: new URL('https://client-metadata.invalid'), allowPrivateIp: false, timeoutMs: METADATA_TIMEOUT_MS });
     const fetchMetadata = boundedMetadataFetch(config.fetchClientMetadata ?? metadataHttp.fetch);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub) });
@@ -148,36 +149,36 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     let metadata = '';
 
     const forward = (ctx: Context): undefined => bridge.forward(ctx);
-    const registrations = new AddressLimit(config.limits?.registrations ?? REGISTRATIONS, 'client registrations');
-    const authorizations = new AddressLimit(config.limits?.authorizations ?? AUTHORIZATIONS, 'authorization requests');
-    const register = (ctx: Context): Reply | undefined =>
-      ctx.req.method === 'POST' ? (registrations.check(ctx) ?? bridge.forwardRewritten(ctx, registrationScope)) : bridge.forward(ctx);
-    const authorize = (ctx: Context): Reply | undefined => authorizations.check(ctx) ?? bridge.forward(ctx);
-    const tokenRequests = new AddressLimit(config.limits?.tokenRequests ?? TOKEN_REQUESTS, 'token requests');
-    const token = (ctx: Context): Reply | undefined => (ctx.req.method === 'POST' ? tokenRequests.check(ctx) : null) ?? bridge.forward(ctx);
+    const budgets = new EndpointBudgets(settings.rateLimiting, redis === null ? { type: 'memory' } : { type: 'redis', client: redis, keyPrefix });
+    const register = (ctx: Context): undefined => bridge.forwardRewritten(ctx, registrationScope);
     const document = (body: () => string) => (): Reply =>
       new Reply(200, body(), { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', ...PUBLIC_DOCUMENT_HEADERS });
     const preflight = Reply.empty(204, { allow: 'GET, HEAD, OPTIONS', ...PUBLIC_DOCUMENT_HEADERS });
     // A public document: GET for anyone, and the preflight a browser sends when it adds a header.
     const publicDocument = (path: string, body: () => string): RouteDef[] => [
-      { method: 'GET', path, auth: false, anyOrigin: true, handler: document(body) },
-      { method: 'OPTIONS', path, auth: false, anyOrigin: true, handler: () => preflight },
+      { method: 'GET', path, auth: false, anyOrigin: true, handler: budgets.guard('metadata', document(body), true) },
+      { method: 'OPTIONS', path, auth: false, anyOrigin: true, handler: budgets.guard('metadata', () => preflight, true) },
     ];
-    const route = (method: HttpMethod | HttpMethod[], path: string, handler: RouteDef['handler'], anyOrigin: boolean): RouteDef => ({ method, path: issuerPath + path, auth: false, anyOrigin, handler });
+    const route = (method: HttpMethod, path: string, group: AuthServerEndpointGroup, handler: RouteDef['handler'], anyOrigin = false): RouteDef =>
+      ({ method, path: issuerPath + path, auth: false, anyOrigin, handler: budgets.guard(group, handler, anyOrigin) });
 
+    // Every route has the budgets of its group (endpoint-budgets.ts); preflights count as metadata.
     const routes: RouteDef[] = [
       ...metadataPaths(issuerPath).flatMap((path) => publicDocument(path, () => metadata)),
       ...publicDocument(issuerPath + ROUTES.jwks, () => jwks),
-      route('GET', ROUTES.authorization, authorize, false),
+      route('GET', ROUTES.authorization, 'authorization', forward),
       // Where the provider resumes an authorization once the login is done.
-      route('GET', `${ROUTES.authorization}/:uid`, forward, false),
+      route('GET', `${ROUTES.authorization}/:uid`, 'login', forward),
       // Called by browser-based clients from their own origin: the provider answers CORS (provider.ts).
-      route(['POST', 'OPTIONS'], ROUTES.token, token, true),
-      route(['POST', 'OPTIONS'], ROUTES.registration, register, true),
-      route('GET', `${INTERACTION_PATH}/:uid`, forward, false),
-      route('POST', `${INTERACTION_PATH}/:uid/confirm`, forward, false),
-      route('GET', `${INTERACTION_PATH}/:uid/callback`, forward, false),
-      route('GET', CALLBACK_PATH, forward, false),
+      route('POST', ROUTES.token, 'token', forward, true),
+      route('OPTIONS', ROUTES.token, 'metadata', forward, true),
+      route('POST', ROUTES.registration, 'registration', register, true),
+      route('OPTIONS', ROUTES.registration, 'metadata', forward, true),
+      route('GET', `${INTERACTION_PATH}/:uid`, 'login', forward),
+      route('GET', `${INTERACTION_PATH}/:uid/consent`, 'login', forward),
+      route('POST', `${INTERACTION_PATH}/:uid/confirm`, 'login', forward),
+      route('GET', `${INTERACTION_PATH}/:uid/callback`, 'login', forward),
+      route('GET', CALLBACK_PATH, 'login', forward),
     ];
 
     return {

@@ -21,7 +21,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as client from 'openid-client';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
+import { limitKey } from '../../core/http/client-address.ts';
 import type { LoginStore, PendingLeg } from './login-store.ts';
+import { PendingLoginLimit, stateHash } from './pending-legs.ts';
 import { parseUrl } from '../../core/config/formats.ts';
 import { displayText, escapeHtml } from './html.ts';
 import { CALLBACK_PATH, INTERACTION_PATH } from './routes.ts';
@@ -50,6 +52,12 @@ class LoginFailure extends Error {
 
 const random = (): string => randomBytes(32).toString('base64url');
 
+/** The client's address as the gateway derived it (the bridge sends it as the only X-Forwarded-For). */
+function clientAddress(req: IncomingMessage): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  return typeof forwarded === 'string' && forwarded !== '' ? forwarded : (req.socket.remoteAddress ?? 'unknown');
+}
+
 export class LoginChain {
   readonly #o: LoginChainOptions;
   readonly #callback: string;
@@ -66,8 +74,17 @@ export class LoginChain {
     const details = await this.#o.provider.interactionDetails(req, res);
     const attempt = random();
     try {
-      await this.#startLeg(res, details.uid, 0, null, attempt);
+      await this.#startLeg(req, res, details.uid, 0, null, attempt);
     } catch (err) {
+      // Too many sign-ins in progress: this one cannot start now, but the interaction stays
+      // (the user may try again); nothing else's is dropped for it.
+      if (err instanceof PendingLoginLimit) {
+        await this.#o.store.dropAttempt(attempt);
+        this.#o.log.info({ scope: err.scope, limit: err.limit, address: clientAddress(req) }, 'a sign-in was refused: too many in progress');
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '60', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+        res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: err.message }));
+        return;
+      }
       await this.#fail(req, res, attempt, err);
     }
   }
@@ -146,7 +163,7 @@ export class LoginChain {
     }
   }
 
-  async #startLeg(res: ServerResponse, uid: string, index: number, identity: UpstreamIdentity | null, attempt: string): Promise<void> {
+  async #startLeg(req: IncomingMessage, res: ServerResponse, uid: string, index: number, identity: UpstreamIdentity | null, attempt: string): Promise<void> {
     const upstream = this.#o.upstreams[index]!;
     // The interaction's uid first: the callback finds the interaction's path by it.
     const state = `${uid}.${random()}`;
@@ -156,7 +173,7 @@ export class LoginChain {
       this.#o.log.warn({ provider: upstream.name, err: err instanceof Error ? err.message : String(err) }, 'a sign-in cannot go on: its provider cannot be reached');
       throw new LoginFailure('temporarily_unavailable', `the identity provider ${upstream.name} cannot be reached now; try again later`);
     });
-    await this.#o.store.putLeg(state, { uid, providerIndex: index, nonce, codeVerifier, identity, attempt });
+    await this.#o.store.putLeg({ uid, address: limitKey(clientAddress(req)), stateHash: stateHash(state), providerIndex: index, nonce, codeVerifier, identity, attempt });
     res.writeHead(303, { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).end();
   }
 
@@ -175,7 +192,7 @@ export class LoginChain {
     if (identity === null) throw new LoginFailure('server_error', `${upstream.name} does not say who signed in (configure its userInfo)`);
     await this.#o.store.putTokens(leg.attempt, upstream.name, finished.tokens);
     if (leg.providerIndex + 1 < this.#o.upstreams.length) {
-      await this.#startLeg(res, leg.uid, leg.providerIndex + 1, identity, leg.attempt);
+      await this.#startLeg(req, res, leg.uid, leg.providerIndex + 1, identity, leg.attempt);
       return;
     }
     await this.#complete(req, res, leg, identity);

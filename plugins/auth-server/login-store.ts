@@ -7,21 +7,11 @@
  */
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { LEG_TTL_MS, MemoryPendingLegs, RedisPendingLegs, type PendingLeg, type PendingLegBounds, type PendingLegs } from './pending-legs.ts';
 import { durably, storage } from './redis-adapter.ts';
 import type { UpstreamIdentity, UpstreamTokens } from './upstream-providers.ts';
 
-/** One leg of a login in progress: what its callback must match. */
-export interface PendingLeg {
-  /** The provider's interaction this leg belongs to. */
-  readonly uid: string;
-  readonly providerIndex: number;
-  readonly nonce: string;
-  readonly codeVerifier: string;
-  /** Who the first provider said logged in (null before it answered). */
-  readonly identity: UpstreamIdentity | null;
-  /** This attempt's id: the key of what it stored so far. */
-  readonly attempt: string;
-}
+export type { PendingLeg } from './pending-legs.ts';
 
 /** A login through every provider, waiting for the user's answer on the consent page. */
 export interface PendingConsent {
@@ -35,8 +25,9 @@ export interface LoginStore {
   putConsent(uid: string, pending: PendingConsent): Promise<void>;
   /** It, removed. */
   takeConsent(uid: string): Promise<PendingConsent | null>;
-  putLeg(state: string, leg: PendingLeg): Promise<void>;
-  /** The leg of `state`, removed: a state is good for one callback. */
+  /** The interaction's leg (it replaces the interaction's earlier one); PendingLoginLimit past a bound (pending-legs.ts). */
+  putLeg(leg: PendingLeg): Promise<void>;
+  /** The leg `state` was sent with, removed: a state is good for one callback. */
   takeLeg(state: string): Promise<PendingLeg | null>;
   /** Keeps a provider's tokens for an attempt in progress. */
   putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void>;
@@ -59,19 +50,18 @@ export interface LoginStore {
   identity(sub: string): Promise<UpstreamIdentity | null>;
 }
 
-/** How long a leg waits for its callback: as long as the provider's interaction lives. */
-const LEG_TTL_MS = 10 * 60_000;
 const MAX_ENTRIES = 100_000;
 
 export class MemoryLoginStore implements LoginStore {
-  readonly #legs = new LRUCache<string, PendingLeg>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
+  readonly #legs: PendingLegs;
   readonly #attempts = new LRUCache<string, Map<string, UpstreamTokens>>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
   readonly #grants: LRUCache<string, Map<string, UpstreamTokens>>;
   readonly #identities = new LRUCache<string, UpstreamIdentity>({ max: MAX_ENTRIES });
 
   /** `grantTtlMs`: how long a grant's upstream tokens are kept (the refresh token lifespan). */
-  constructor(grantTtlMs: number) {
+  constructor(grantTtlMs: number, legs: PendingLegBounds) {
     this.#grants = new LRUCache({ max: MAX_ENTRIES, ttl: grantTtlMs });
+    this.#legs = new MemoryPendingLegs(legs);
   }
 
   readonly #consents = new LRUCache<string, PendingConsent>({ max: MAX_ENTRIES, ttl: LEG_TTL_MS });
@@ -86,14 +76,12 @@ export class MemoryLoginStore implements LoginStore {
     return pending;
   }
 
-  async putLeg(state: string, leg: PendingLeg): Promise<void> {
-    this.#legs.set(state, leg);
+  putLeg(leg: PendingLeg): Promise<void> {
+    return this.#legs.put(leg);
   }
 
-  async takeLeg(state: string): Promise<PendingLeg | null> {
-    const leg = this.#legs.get(state) ?? null;
-    this.#legs.delete(state);
-    return leg;
+  takeLeg(state: string): Promise<PendingLeg | null> {
+    return this.#legs.take(state);
   }
 
   async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {
@@ -153,8 +141,8 @@ return #tokens / 2`;
 const UPDATE = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return 0`;
 
 /**
- * The login store in Redis (`authServerConfig.storage`): legs as keys taken with GETDEL (one
- * callback each, on any replica), an attempt's and a grant's upstream tokens as hashes by
+ * The login store in Redis (`authServerConfig.storage`): legs one per interaction, taken by a
+ * script (one callback each, on any replica; pending-legs.ts), an attempt's and a grant's upstream tokens as hashes by
  * provider, identities by subject; every key with its expiry.
  */
 export class RedisLoginStore implements LoginStore {
@@ -163,12 +151,14 @@ export class RedisLoginStore implements LoginStore {
   readonly #grantTtlMs: number;
   /** Replicas exist (Sentinel): writes wait for one (redis-adapter.ts). */
   readonly #durable: boolean;
+  readonly #legs: PendingLegs;
 
-  constructor(client: Redis, keyPrefix: string, grantTtlMs: number, durable: boolean) {
+  constructor(client: Redis, keyPrefix: string, grantTtlMs: number, durable: boolean, legs: PendingLegBounds) {
     this.#client = client;
     this.#prefix = `${keyPrefix}auth:`;
     this.#grantTtlMs = grantTtlMs;
     this.#durable = durable;
+    this.#legs = new RedisPendingLegs(client, this.#prefix, legs, durable);
   }
 
   async putConsent(uid: string, pending: PendingConsent): Promise<void> {
@@ -180,13 +170,12 @@ export class RedisLoginStore implements LoginStore {
     return raw === null ? null : (JSON.parse(raw) as PendingConsent);
   }
 
-  async putLeg(state: string, leg: PendingLeg): Promise<void> {
-    await durably(this.#client, this.#durable, () => this.#client.set(`${this.#prefix}leg:${state}`, JSON.stringify(leg), 'PX', LEG_TTL_MS));
+  putLeg(leg: PendingLeg): Promise<void> {
+    return this.#legs.put(leg);
   }
 
-  async takeLeg(state: string): Promise<PendingLeg | null> {
-    const raw = await this.#client.getdel(`${this.#prefix}leg:${state}`);
-    return raw === null ? null : (JSON.parse(raw) as PendingLeg);
+  takeLeg(state: string): Promise<PendingLeg | null> {
+    return this.#legs.take(state);
   }
 
   async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {

@@ -8,6 +8,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { refreshRetry, type RotationAware } from './refresh-retry.ts';
+import { clientBudget, clientsFull, temporarilyUnavailable } from './store-errors.ts';
 
 /**
  * Records kept per model at most, by number and by size (their JSON): a flood of registrations
@@ -17,12 +18,21 @@ const MAX_RECORDS = 100_000;
 const MAX_BYTES = 32 * 1024 * 1024;
 
 /**
- * Records that stand for someone's standing access (a registered client, a grant, a login
- * session, a refresh token) are never evicted to make room: past the budget a new one is
- * refused (the request fails) instead, so a flood cannot push real users out. Short-lived
- * records (interactions, codes) are evicted, oldest first.
+ * Records that stand for someone's standing access (a grant, a login session, a refresh token)
+ * are never evicted to make room: past the budget a new one is refused (503, the request fails)
+ * instead, so a flood cannot push real users out. Registered clients have a budget of their own
+ * (`maxClients`): a full one drops the oldest client nobody ever used (store-errors.ts), and
+ * refuses the registration (503 naming the limit) when there is none. Short-lived records
+ * (interactions, codes) are evicted, oldest first.
  */
 const KEPT_MODELS = new Set(['Client', 'Grant', 'Session', 'RefreshToken']);
+
+export interface MemoryAdapterOptions {
+  /** Seconds a registered client is kept unused (each use starts it again). */
+  readonly clientIdleSeconds: number;
+  /** Registered clients kept at most. */
+  readonly maxClients: number;
+}
 
 export class MemoryAdapter implements Adapter, RotationAware {
   readonly #records: LRUCache<string, AdapterPayload>;
@@ -39,16 +49,24 @@ export class MemoryAdapter implements Adapter, RotationAware {
    * until when a retry is allowed. Dropped when a refresh of the grant completes.
    */
   readonly #pending = new LRUCache<string, { grantId: string; until: number }>({ max: MAX_RECORDS });
+  /** Clients: how many at most; those never used, id → when registered (oldest first). */
+  readonly #maxRecords: number;
+  readonly #unused = new Map<string, number>();
+  /** Grants: tells the clients' store that a client was used. */
+  readonly #used: ((clientId: string) => void) | null;
 
-  constructor(model: string, clientIdleSeconds: number) {
+  constructor(model: string, options: MemoryAdapterOptions, used: ((clientId: string) => void) | null = null) {
     this.#model = model;
     this.#kept = KEPT_MODELS.has(model);
-    this.#idleMs = model === 'Client' ? clientIdleSeconds * 1000 : null;
+    this.#idleMs = model === 'Client' ? options.clientIdleSeconds * 1000 : null;
+    this.#maxRecords = model === 'Client' ? Math.min(options.maxClients, MAX_RECORDS) : MAX_RECORDS;
+    this.#used = used;
     this.#records = new LRUCache({
       max: MAX_RECORDS,
       maxSize: MAX_BYTES,
       ttlAutopurge: false,
       dispose: (payload, id) => {
+        this.#unused.delete(id);
         if (payload.uid !== undefined) this.#byUid.delete(payload.uid);
         if (payload.userCode !== undefined) this.#byUserCode.delete(payload.userCode);
         if (payload.grantId !== undefined) this.#byGrant.get(payload.grantId)?.delete(id);
@@ -59,9 +77,13 @@ export class MemoryAdapter implements Adapter, RotationAware {
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     // Measured once, for the budget check and for the cache's own size accounting.
     const size = Math.max(1, JSON.stringify(payload).length);
-    if (this.#kept && !this.#records.has(id) && (this.#records.size >= MAX_RECORDS || this.#records.calculatedSize + size > MAX_BYTES)) {
-      throw new Error(`the in-memory storage of ${this.#model} records is full (${MAX_RECORDS} records or ${MAX_BYTES} bytes): use Redis storage`);
+    const added = !this.#records.has(id);
+    if (this.#kept && added && !this.#makeRoom(size)) {
+      if (this.#model === 'Client' && this.#records.size >= this.#maxRecords) throw await clientsFull(this.#maxRecords);
+      throw await temporarilyUnavailable(`the in-memory storage of ${this.#model} records is full (${MAX_RECORDS} records or ${MAX_BYTES / 1024 / 1024} MiB): use Redis storage`, 60);
     }
+    if (added && this.#model === 'Client') this.#unused.set(id, Date.now());
+    if (this.#model === 'Grant' && typeof payload.clientId === 'string') this.#used?.(payload.clientId);
     const ttl = expiresIn !== undefined ? expiresIn * 1000 : this.#idleMs;
     this.#records.set(id, payload, ttl === null ? { size } : { size, ttl });
     if (payload.uid !== undefined) this.#byUid.set(payload.uid, id);
@@ -71,6 +93,24 @@ export class MemoryAdapter implements Adapter, RotationAware {
       if (ids === undefined) this.#byGrant.set(payload.grantId, (ids = new Set()));
       ids.add(id);
     }
+  }
+
+  /** Whether a new record of `size` fits, after dropping expired records and, for clients, the oldest never used past its grace. */
+  #makeRoom(size: number): boolean {
+    const fits = (): boolean => this.#records.size < this.#maxRecords && this.#records.calculatedSize + size <= MAX_BYTES;
+    if (fits()) return true;
+    this.#records.purgeStale();
+    const before = Date.now() - clientBudget.unusedGraceMs;
+    for (const [id, registeredAt] of this.#unused) {
+      if (fits() || registeredAt > before) break;
+      this.#records.delete(id);
+    }
+    return fits();
+  }
+
+  /** A client was granted access by a user: it is no longer one that may make room. */
+  markUsed(clientId: string): void {
+    this.#unused.delete(clientId);
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
@@ -129,13 +169,19 @@ export class MemoryAdapter implements Adapter, RotationAware {
  * The adapter class the provider is given: one store per model name for this server (the
  * provider may construct an adapter more than once for a model; it gets the same store).
  */
-export function memoryAdapterClass(clientIdleSeconds: number): new (model: string) => Adapter {
+export function memoryAdapterClass(options: MemoryAdapterOptions): new (model: string) => Adapter {
   const stores = new Map<string, MemoryAdapter>();
+  const storeOf = (model: string): MemoryAdapter => {
+    let store = stores.get(model);
+    if (store === undefined) {
+      const used = model === 'Grant' ? (clientId: string) => storeOf('Client').markUsed(clientId) : null;
+      stores.set(model, (store = new MemoryAdapter(model, options, used)));
+    }
+    return store;
+  };
   return class {
     constructor(model: string) {
-      let store = stores.get(model);
-      if (store === undefined) stores.set(model, (store = new MemoryAdapter(model, clientIdleSeconds)));
-      return store;
+      return storeOf(model);
     }
   } as unknown as new (model: string) => Adapter;
 }

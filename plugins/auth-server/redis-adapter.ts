@@ -21,8 +21,8 @@
  */
 import type { Redis } from 'ioredis';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import requestContext from 'oidc-provider/lib/helpers/als.js';
 import { refreshRetry, type RotationAware } from './refresh-retry.ts';
+import { clientBudget, clientsFull, temporarilyUnavailable } from './store-errors.ts';
 
 /** Sets the "consumed" mark of a record with the record's remaining lifetime (nothing when it is gone). */
 const CONSUME = `
@@ -72,6 +72,57 @@ return {raw, consumed}`;
 const ROTATED = `
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('INCR', KEYS[1]) end
 return 1`;
+
+/**
+ * Registers a client within the budget (store-errors.ts). Two sorted sets beside the clients:
+ * `clients:all` (each live client, scored by when its idle time ends) and `clients:unused` (those
+ * no user granted yet, scored by when they registered). When the budget is full the oldest unused
+ * client past the grace is deleted for the new one; none: 'full'. Entries of clients that expired
+ * meanwhile are dropped on the way (and a few at each registration, so the set does not grow).
+ * KEYS: the client, all, unused; ARGV: id, JSON, idle (s), max, grace (ms), the clients' key prefix.
+ */
+const REGISTER_CLIENT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local idle = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local added = not redis.call('ZSCORE', KEYS[2], ARGV[1])
+local function dropGone(limit, before)
+  local oldest = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', before, 'LIMIT', 0, limit)
+  for _, id in ipairs(oldest) do
+    if redis.call('ZSCORE', KEYS[2], id) then return id end
+    redis.call('ZREM', KEYS[3], id)
+  end
+  return nil
+end
+dropGone(4, '+inf')
+if added and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+  local victim = nil
+  for _ = 1, 25 do
+    victim = dropGone(4, now - tonumber(ARGV[5]))
+    if victim or #redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[5]), 'LIMIT', 0, 1) == 0 then break end
+  end
+  if not victim then return 'full' end
+  redis.call('DEL', ARGV[6] .. victim)
+  redis.call('ZREM', KEYS[2], victim)
+  redis.call('ZREM', KEYS[3], victim)
+end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', idle)
+redis.call('ZADD', KEYS[2], now + idle * 1000, ARGV[1])
+redis.call('PEXPIRE', KEYS[2], idle * 1000)
+if added then
+  redis.call('ZADD', KEYS[3], now, ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], idle * 1000)
+end
+return 'ok'`;
+
+/** A client's use: its record with its idle time started again, in the set of all too. KEYS: the client, all; ARGV: id, idle (s). */
+const FIND_CLIENT = `
+local raw = redis.call('GETEX', KEYS[1], 'EX', ARGV[2])
+if not raw then return false end
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[2], 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]) * 1000, ARGV[1])
+return raw`;
 
 /** Deletes every record of a grant, their marks, and the grant's index. */
 const REVOKE = `
@@ -188,16 +239,9 @@ export async function durably<T>(client: Redis, durable: boolean, write: () => P
 /** Seconds a client is told to wait when Redis cannot answer (a Sentinel failover takes a few). */
 const RETRY_AFTER_SECONDS = 1;
 
-/**
- * A Redis failure as the provider answers it: 503 temporarily_unavailable (its own error class,
- * so its error handler shows it as it is), and Retry-After on the request being handled.
- */
-async function storageUnavailable(err: unknown): Promise<Error> {
-  const { errors } = await import('oidc-provider');
-  const unavailable = new errors.TemporarilyUnavailable("the authorization server's storage cannot be reached; try again shortly", { cause: err });
-  Object.assign(unavailable, { status: 503, statusCode: 503, expose: true });
-  (requestContext.getStore() as { set?(field: string, value: string): void } | undefined)?.set?.('retry-after', String(RETRY_AFTER_SECONDS));
-  return unavailable;
+/** A Redis failure as the provider answers it: 503 temporarily_unavailable with Retry-After (store-errors.ts). */
+function storageUnavailable(err: unknown): Promise<Error> {
+  return temporarilyUnavailable("the authorization server's storage cannot be reached; try again shortly", RETRY_AFTER_SECONDS, err);
 }
 
 /** `command`'s result; a Redis failure as storageUnavailable (for what the provider reads or writes). */
@@ -209,6 +253,13 @@ export async function storage<T>(command: () => Promise<T>): Promise<T> {
   }
 }
 
+export interface RedisClientBudget {
+  /** Seconds a registered client is kept unused (each use starts it again). */
+  readonly clientIdleSeconds: number;
+  /** Registered clients kept at most. */
+  readonly maxClients: number;
+}
+
 export class RedisAdapter implements Adapter, RotationAware {
   readonly #client: Redis;
   readonly #prefix: string;
@@ -216,13 +267,24 @@ export class RedisAdapter implements Adapter, RotationAware {
   readonly #durable: boolean;
   /** Registered clients: seconds they are kept unused (each use starts it again); null for other models. */
   readonly #idleSeconds: number | null;
+  readonly #maxClients: number;
 
-  constructor(client: Redis, keyPrefix: string, model: string, durable: boolean, clientIdleSeconds: number) {
+  constructor(client: Redis, keyPrefix: string, model: string, durable: boolean, clients: RedisClientBudget) {
     this.#client = client;
     this.#prefix = `${keyPrefix}oidc:`;
     this.#model = model;
     this.#durable = durable;
-    this.#idleSeconds = model === 'Client' ? clientIdleSeconds : null;
+    this.#idleSeconds = model === 'Client' ? clients.clientIdleSeconds : null;
+    this.#maxClients = clients.maxClients;
+  }
+
+  /** The sets of the client budget (see REGISTER_CLIENT). */
+  get #allClients(): string {
+    return `${this.#prefix}clients:all`;
+  }
+
+  get #unusedClients(): string {
+    return `${this.#prefix}clients:unused`;
   }
 
   /** Prefix of the grants' rotation counters (see the top). */
@@ -236,7 +298,19 @@ export class RedisAdapter implements Adapter, RotationAware {
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     const key = this.#key(id);
+    if (this.#idleSeconds !== null) {
+      const idle = this.#idleSeconds;
+      const answer = await storage(() =>
+        durably(this.#client, this.#durable, () =>
+          this.#client.eval(REGISTER_CLIENT, 3, key, this.#allClients, this.#unusedClients, id, JSON.stringify(payload), String(idle), String(this.#maxClients), String(clientBudget.unusedGraceMs), this.#key('')),
+        ),
+      );
+      if (answer === 'full') throw await clientsFull(this.#maxClients);
+      return;
+    }
     const tx = this.#client.multi();
+    // A grant made for a client: it was used, and is no longer one that may make room.
+    if (this.#model === 'Grant' && typeof payload.clientId === 'string') tx.zrem(this.#unusedClients, payload.clientId);
     const ttl = expiresIn !== undefined && expiresIn > 0 ? expiresIn : this.#idleSeconds;
     if (ttl === null) tx.set(key, JSON.stringify(payload));
     else tx.set(key, JSON.stringify(payload), 'EX', ttl);
@@ -262,7 +336,7 @@ export class RedisAdapter implements Adapter, RotationAware {
     if (this.#idleSeconds !== null) {
       // A registered client's use keeps it (its idle time starts again); clients are never consumed.
       const idle = this.#idleSeconds;
-      const raw = await storage(() => this.#client.getex(key, 'EX', idle));
+      const raw = (await storage(() => this.#client.eval(FIND_CLIENT, 2, key, this.#allClients, id, String(idle)))) as string | null;
       return raw === null ? undefined : (JSON.parse(raw) as AdapterPayload);
     }
     const [raw, consumed] =
@@ -302,6 +376,7 @@ export class RedisAdapter implements Adapter, RotationAware {
 
   async destroy(id: string): Promise<void> {
     const key = this.#key(id);
+    if (this.#idleSeconds !== null) await storage(() => this.#client.multi().zrem(this.#allClients, id).zrem(this.#unusedClients, id).exec());
     await storage(() => this.#client.del(key, `${key}:consumed`, `${key}:rotation`));
   }
 
@@ -311,10 +386,10 @@ export class RedisAdapter implements Adapter, RotationAware {
 }
 
 /** The adapter class the provider is given: one RedisAdapter per model, on one shared client. */
-export function redisAdapterClass(client: Redis, keyPrefix: string, durable: boolean, clientIdleSeconds: number): new (model: string) => Adapter {
+export function redisAdapterClass(client: Redis, keyPrefix: string, durable: boolean, clients: RedisClientBudget): new (model: string) => Adapter {
   return class extends RedisAdapter {
     constructor(model: string) {
-      super(client, keyPrefix, model, durable, clientIdleSeconds);
+      super(client, keyPrefix, model, durable, clients);
     }
   };
 }

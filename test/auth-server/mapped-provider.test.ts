@@ -4,6 +4,7 @@
  * its userInfo endpoint through `fieldMapping`. The provider is a small OAuth 2.0 server of the
  * test's (with PKCE): the login goes through it alone, so it names the user.
  */
+import { DEFAULT_AUTH_SERVER_BOUNDS } from '../../core/config/auth-server-limits.ts';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -79,6 +80,7 @@ describe('embedded authorization server: an oauth2 provider with its own token r
       signingKeys: [],
       hmacSecrets: [],
       tokenLifespans: { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 },
+      ...DEFAULT_AUTH_SERVER_BOUNDS,
       upstreamProviders: [
         {
           name: 'github',

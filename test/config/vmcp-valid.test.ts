@@ -1,6 +1,7 @@
 /**
  * Valid vMCP configs resolve to the expected `VmcpConfig`, defaults included.
  */
+import { DEFAULT_AUTH_SERVER_RATE_LIMITS } from '../../core/config/auth-server-limits.ts';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
@@ -134,6 +135,13 @@ test('the rich file resolves every field', async () => {
     db: 2,
     keyPrefix: 'gh:',
   });
+  // Budgets: what the file sets, the rest at their defaults.
+  assert.deepEqual(authServer.rateLimiting, {
+    ...DEFAULT_AUTH_SERVER_RATE_LIMITS,
+    token: { perKey: { maxTokens: 50, refillPeriodMs: 30_000 }, shared: DEFAULT_AUTH_SERVER_RATE_LIMITS.token.shared },
+    registration: { perKey: DEFAULT_AUTH_SERVER_RATE_LIMITS.registration.perKey, shared: { maxTokens: 100, refillPeriodMs: 3_600_000 } },
+  });
+  assert.deepEqual([authServer.maxClients, authServer.maxPendingLogins, authServer.maxPendingLoginsPerAddress], [5000, 2000, 20]);
 
   assert.deepEqual(config.aggregation, { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 });
   assert.deepEqual(config.session, { ttlMs: 30 * 60_000, maxSessions: 10_000, maxSessionsPerPrincipal: 100, maxSessionBytes: 64 * 1024, maxSessionsBytesPerPrincipal: 1024 * 1024, storage: { type: 'memory' } });
@@ -168,6 +176,8 @@ test('a loopback issuer may use plain http; source discovered follows each MCPSe
   // Defaults of the authorization server.
   assert.deepEqual(config.authServer?.tokenLifespans, { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 });
   assert.deepEqual(config.authServer?.storage, { type: 'memory' });
+  assert.deepEqual(config.authServer?.rateLimiting, DEFAULT_AUTH_SERVER_RATE_LIMITS);
+  assert.deepEqual([config.authServer?.maxClients, config.authServer?.maxPendingLogins, config.authServer?.maxPendingLoginsPerAddress], [100_000, 50_000, 100]);
   assert.deepEqual(config.authServer?.signingKeys, []);
   const provider = config.authServer?.upstreamProviders[0];
   assert.ok(provider?.type === 'oauth2');

@@ -5,9 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { DEFAULT_AUTH_SERVER_RATE_LIMITS } from '../../core/config/auth-server-limits.ts';
 import { ClientAddresses, limitKey, parseRange } from '../../core/http/client-address.ts';
-import { REGISTRATIONS } from '../../plugins/auth-server/address-limit.ts';
 import { startAuthGateway, type AuthGateway } from '../auth-server/helpers/setup.ts';
+
+const REGISTRATIONS = DEFAULT_AUTH_SERVER_RATE_LIMITS.registration.perKey.maxTokens;
 
 describe('client addresses', () => {
   it('without trusted proxies, X-Forwarded-For is ignored', () => {

@@ -64,6 +64,12 @@ const CONSENT_FORM = /<form method="post" action="([^"]+)"><input type="hidden" 
 
 export class Browser {
   readonly #jars = new Map<string, Map<string, Cookie>>();
+  /** Sent with every request (an `x-forwarded-for` through a trusted proxy: another client address). */
+  readonly #headers: Record<string, string>;
+
+  constructor(headers: Record<string, string> = {}) {
+    this.#headers = headers;
+  }
 
   async visit(start: string, stop: (url: URL) => boolean, options: VisitOptions = {}): Promise<Visit> {
     const trail: string[] = [];
@@ -72,7 +78,7 @@ export class Browser {
     for (let step = 0; step < (options.maxSteps ?? 25); step++) {
       trail.push(url.href);
       if (stop(url)) return { trail, url, status: 0, body: '', headers: new Headers() };
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { ...this.#headers };
       const cookie = this.#cookiesFor(url);
       if (cookie.length > 0) headers.cookie = cookie;
       if (post !== null) {
@@ -112,7 +118,7 @@ export class Browser {
     return fetch(url, {
       method: 'POST',
       redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin, ...(cookie.length > 0 ? { cookie } : {}) },
+      headers: { ...this.#headers, 'content-type': 'application/x-www-form-urlencoded', origin, ...(cookie.length > 0 ? { cookie } : {}) },
       body: new URLSearchParams(form).toString(),
     });
   }

@@ -3,6 +3,7 @@
  * real upstream identity providers: `corp` (oidc, names the user) and, with `chained`, `github`
  * (plain oauth2, its endpoints given), in that order.
  */
+import { DEFAULT_AUTH_SERVER_BOUNDS } from '../../../core/config/auth-server-limits.ts';
 import type { AuthServerConfig, UpstreamProviderConfig } from '../../../core/config/vmcp-types.ts';
 import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
 import { authServer, type AuthServerPluginConfig } from '../../../plugins/auth-server/auth-server.ts';
@@ -33,8 +34,10 @@ export interface AuthGatewayOptions {
   readonly chained?: boolean;
   readonly authorizationEndpointBaseUrl?: string;
   readonly corpAccessTokenTtlSeconds?: number;
-  /** Per-address limits (a benchmark lifts them). */
-  readonly limits?: AuthServerPluginConfig['limits'];
+  /** The endpoints' budgets and the stores' bounds in place of the defaults (a benchmark lifts them, a test lowers them). */
+  readonly bounds?: Partial<Pick<AuthServerConfig, 'rateLimiting' | 'maxClients' | 'maxPendingLogins' | 'maxPendingLoginsPerAddress'>>;
+  /** The authorization server's storage (default memory). */
+  readonly storage?: AuthServerConfig['storage'];
   /** Serves Client ID Metadata Documents in place of the network. */
   readonly fetchClientMetadata?: AuthServerPluginConfig['fetchClientMetadata'];
   /** Extra lines under the VirtualMCPServer `spec:`, e.g. a `server:` block. */
@@ -71,7 +74,9 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
     hmacSecrets: [],
     tokenLifespans: { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 },
     upstreamProviders: providers,
-    storage: { type: 'memory' },
+    storage: options.storage ?? { type: 'memory' },
+    ...DEFAULT_AUTH_SERVER_BOUNDS,
+    ...options.bounds,
   };
   const log = captureLog('info');
   const resource = `${issuer}/mcp`;
@@ -81,7 +86,7 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
     log: log.log,
     backends: [{ name: 'echo', url: backend.url }],
     ...(options.spec === undefined ? {} : { spec: options.spec }),
-    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }), ...(options.limits === undefined ? {} : { limits: options.limits }) } satisfies AuthServerPluginConfig, source: 'test' }],
+    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }) } satisfies AuthServerPluginConfig, source: 'test' }],
   });
   return {
     issuer,
