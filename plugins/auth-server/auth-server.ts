@@ -29,6 +29,7 @@ import { memoryAdapterClass } from './memory-adapter.ts';
 import { LoginChain } from './login-chain.ts';
 import { MemoryLoginStore, RedisLoginStore, type LoginStore } from './login-store.ts';
 import { redisAdapterClass } from './redis-adapter.ts';
+import { MemoryRefreshGate, RedisRefreshGate } from './refresh-gate.ts';
 import { createRedisClient, waitReady } from '../../core/store/redis.ts';
 import { CALLBACK_PATH, DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 import { UpstreamProvider } from './upstream-providers.ts';
@@ -124,7 +125,8 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const adapter = redis === null ? memoryAdapterClass(clients) : redisAdapterClass(redis, keyPrefix, durable, clients);
     const metadataHttp = new IssuerHttp({ issuer: new URL('https://client-metadata.invalid'), allowPrivateIp: false, timeoutMs: METADATA_TIMEOUT_MS });
     const fetchMetadata = boundedMetadataFetch(config.fetchClientMetadata ?? metadataHttp.fetch);
-    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub) });
+    const refreshGate = redis === null ? new MemoryRefreshGate() : new RedisRefreshGate(redis, keyPrefix);
+    const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub), refreshGate });
     logRefusals(provider, host.log);
     // A revoked grant (replayed code or refresh token) takes the upstream tokens of its login along.
     provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {

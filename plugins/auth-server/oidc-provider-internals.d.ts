@@ -5,3 +5,8 @@ declare module 'oidc-provider/lib/helpers/als.js' {
   const requestContext: AsyncLocalStorage<unknown>;
   export default requestContext;
 }
+
+declare module 'oidc-provider/lib/helpers/weak_cache.js' {
+  /** The provider's internal state; Gatehouse reads only its grant type handlers. */
+  export default function instance(provider: unknown): { grantTypeHandlers: Map<string, (ctx: unknown) => Promise<void>> };
+}

@@ -16,10 +16,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import requestContext from 'oidc-provider/lib/helpers/als.js';
+import internals from 'oidc-provider/lib/helpers/weak_cache.js';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import type { Logger } from '../../core/observe/log.ts';
 import type { ServerKeys } from './keys.ts';
 import { escapeHtml } from './html.ts';
+import type { GateEntry, RefreshGate } from './refresh-gate.ts';
 import type { RotationAware } from './refresh-retry.ts';
 import { DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 
@@ -38,6 +40,8 @@ export interface ProviderOptions {
   readonly fetch: (url: string, init: { method: string; headers: Record<string, string>; signal?: AbortSignal; redirect?: 'manual' }) => Promise<Response>;
   /** Who a subject is (name, email), as the login chain's first provider said. */
   readonly identity: (sub: string) => Promise<{ readonly name?: string; readonly email?: string } | null>;
+  /** One rotation at a time per refresh token (refresh-gate.ts). */
+  readonly refreshGate: RefreshGate;
 }
 
 const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
@@ -208,13 +212,51 @@ export function createProvider(options: ProviderOptions): Provider {
       delete body['client_secret_expires_at'];
     }
   });
+  // One rotation at a time per refresh token (refresh-gate.ts): the refresh_token grant runs
+  // behind the gate; a use that waited for another's rotation is given its answer. The gate
+  // opens once the answer is final (below, after the completion mark).
+  const gates = new WeakMap<object, Extract<GateEntry, { owner: true }>>();
+  const handlers = internals(provider).grantTypeHandlers;
+  const refreshGrant = handlers.get('refresh_token');
+  if (refreshGrant === undefined) throw new Error('oidc-provider registered no refresh_token grant');
+  handlers.set('refresh_token', async (ctx) => {
+    const { oidc } = ctx as KoaContext;
+    const token = oidc.params?.['refresh_token'];
+    const clientId = oidc.client?.clientId;
+    if (typeof token !== 'string' || clientId === undefined) return refreshGrant(ctx);
+    const entry = await options.refreshGate.enter(clientId, token);
+    if (!entry.owner) {
+      (ctx as KoaContext).body = structuredClone(entry.answer);
+      return;
+    }
+    gates.set(ctx as object, entry);
+    try {
+      await refreshGrant(ctx);
+    } catch (err) {
+      gates.delete(ctx as object);
+      await entry.finish(null);
+      throw err;
+    }
+  });
   // A refresh that rotated its token completes once its answer is ready: from then on the old
   // token used again is a replay, not a retry of a rotation that failed (refresh-retry.ts). When
   // the storage cannot take that, the answer is not sent: 503, and the client's retry with its
   // old token rotates again (the successor stored meanwhile was never handed out).
   const refreshTokens = new (options.adapter as unknown as new (model: string) => Partial<RotationAware>)('RefreshToken');
   provider.use(async (ctx, next) => {
-    await next();
+    try {
+      await next();
+      await completeRotation(ctx as KoaContext);
+    } finally {
+      // The rotation's answer, now final, for the uses of the same token that waited (a failure: none).
+      const gate = gates.get(ctx);
+      if (gate !== undefined) {
+        gates.delete(ctx);
+        await gate.finish(ctx.status === 200 && typeof ctx.body === 'object' && ctx.body !== null ? (ctx.body as Record<string, unknown>) : null).catch(() => undefined);
+      }
+    }
+  });
+  async function completeRotation(ctx: KoaContext): Promise<void> {
     const rotated = (ctx.oidc?.entities as { RotatedRefreshToken?: { grantId?: string } } | undefined)?.RotatedRefreshToken;
     if (ctx.oidc?.route !== 'token' || ctx.status !== 200 || rotated?.grantId === undefined || refreshTokens.rotated === undefined) return;
     try {
@@ -225,7 +267,7 @@ export function createProvider(options: ProviderOptions): Provider {
       ctx.set('cache-control', 'no-store');
       ctx.body = { error: 'temporarily_unavailable', error_description: (err as { error_description?: string }).error_description ?? 'the refresh could not be completed; try again shortly' };
     }
-  });
+  }
   return provider;
 }
 
