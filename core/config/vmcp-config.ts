@@ -342,6 +342,7 @@ function toExternalAuth(config: ParsedResource<'MCPExternalAuthConfig'>, default
 function toAuthServer(config: AuthServerInput): AuthServerConfig {
   return {
     issuer: config.issuer,
+    displayName: config.displayName ?? null,
     authorizationEndpointBaseUrl: config.authorizationEndpointBaseUrl ?? null,
     signingKeys: config.signingKeySecretRefs,
     hmacSecrets: config.hmacSecretRefs,

@@ -528,6 +528,12 @@ export function resourceSchemas(index: ReferenceIndex) {
 
   const authServerConfig = z.strictObject({
     issuer: issuerUrl,
+    displayName: text
+      .superRefine((name, ctx) => {
+        if (name.length > 100) ctx.addIssue(`is ${name.length} characters long; at most 100`);
+        if (/[\p{Cc}\p{Cf}]/u.test(name)) ctx.addIssue('contains a control or invisible formatting character');
+      })
+      .optional(),
     authorizationEndpointBaseUrl: httpUrl.optional(),
     signingKeySecretRefs: z.array(signingKeyRef).default([]),
     hmacSecretRefs: z.array(hmacSecretRef).default([]),

@@ -159,6 +159,8 @@ export type AuthServerStorageConfig =
 
 export interface AuthServerConfig {
   readonly issuer: string;
+  /** What the consent page calls the MCP server; null: its resource URL (`incomingAuth.resourceUrl`). */
+  readonly displayName: string | null;
   readonly authorizationEndpointBaseUrl: string | null;
   readonly signingKeys: readonly ResolvedSecretRef[];
   readonly hmacSecrets: readonly ResolvedSecretRef[];

@@ -135,7 +135,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
     const lock = redis === null ? new MemoryRefreshLock() : new RedisRefreshLock(redis, keyPrefix);
     config.upstreamTokens?.set(new UpstreamTokenAccess(store, upstreams, lock, host.log));
-    const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, scopes: config.scopes, log: host.log });
+    const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, displayName: settings.displayName, scopes: config.scopes, log: host.log });
     const providerCallback = providerHandler(provider);
     // The login's two routes are the chain's; everything else is the provider's own.
     const bridge = new ProviderBridge(settings.issuer, (req, res) => {
@@ -249,7 +249,7 @@ export function registrationScope(body: Buffer): Buffer {
 
 /** Largest consent form read (a token and a decision). */
 const MAX_CONSENT_FORM = 4 * 1024;
-const INTERACTION_STEP = new RegExp(`^${INTERACTION_PATH}/([\\w-]{1,128})(/confirm|/callback)?$`);
+const INTERACTION_STEP = new RegExp(`^${INTERACTION_PATH}/([\\w-]{1,128})(/confirm|/callback|/consent)?$`);
 
 /** The login's step for a request the bridge passed on (its path relative to the issuer), or null for the provider's own routes. */
 function loginStep(chain: LoginChain, req: IncomingMessage, res: ServerResponse): Promise<void> | null {
@@ -259,6 +259,7 @@ function loginStep(chain: LoginChain, req: IncomingMessage, res: ServerResponse)
   if (match === null) return null;
   const [, uid, step] = match;
   if (step === undefined && req.method === 'GET') return chain.interaction(req, res);
+  if (step === '/consent' && req.method === 'GET') return chain.consent(req, res, uid!);
   if (step === '/callback' && req.method === 'GET') return chain.continue(req, res, uid!);
   if (step === '/confirm' && req.method === 'POST') return readForm(req).then((form) => chain.confirm(req, res, form));
   return null;

@@ -24,8 +24,8 @@ import type { Logger } from 'pino';
 import { limitKey } from '../../core/http/client-address.ts';
 import type { LoginStore, PendingLeg } from './login-store.ts';
 import { PendingLoginLimit, stateHash } from './pending-legs.ts';
-import { parseUrl } from '../../core/config/formats.ts';
-import { displayText, escapeHtml } from './html.ts';
+import { consentPage } from './consent-page.ts';
+import { displayText } from './html.ts';
 import { CALLBACK_PATH, INTERACTION_PATH } from './routes.ts';
 import type { UpstreamIdentity, UpstreamProvider } from './upstream-providers.ts';
 
@@ -37,6 +37,8 @@ export interface LoginChainOptions {
   readonly issuer: string;
   /** The resource the grant covers (the gateway's MCP endpoint), and its scopes. */
   readonly resource: string;
+  /** What the consent page calls the MCP server (`authServerConfig.displayName`); null: its resource URL. */
+  readonly displayName: string | null;
   readonly scopes: readonly string[];
   readonly log: Logger;
 }
@@ -200,21 +202,52 @@ export class LoginChain {
 
   /**
    * Every provider answered: the user is asked, at the end, in the browser that went through the
-   * login (so nobody can answer for a browser they do not hold). The page names the client and
-   * where it will receive the code; its form carries a single-use token bound to the interaction.
+   * login (so nobody can answer for a browser they do not hold). The consent page has a URL of its
+   * own, where this sends the browser: reloading it shows it again (the provider's callback that
+   * led here is single-use).
    */
   async #complete(req: IncomingMessage, res: ServerResponse, leg: PendingLeg, identity: UpstreamIdentity): Promise<void> {
+    const details = await this.#o.provider.interactionDetails(req, res);
+    await this.#o.store.putConsent(details.uid, { token: random(), attempt: leg.attempt, identity });
+    res.writeHead(303, { location: `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/consent`, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).end();
+  }
+
+  /**
+   * The consent page (consent-page.ts), in the browser of the interaction only; its form carries
+   * the login's single-use token bound to the interaction. Shown as often as it is asked for until
+   * it is answered.
+   */
+  async consent(req: IncomingMessage, res: ServerResponse, pathUid: string): Promise<void> {
     const provider = this.#o.provider;
-    const details = await provider.interactionDetails(req, res);
+    let details: Awaited<ReturnType<Provider['interactionDetails']>>;
+    try {
+      details = await provider.interactionDetails(req, res);
+    } catch {
+      page(res, 400, 'This sign-in was started in another browser or has expired. Start again from your application.');
+      return;
+    }
+    const pending = details.uid === pathUid ? await this.#o.store.peekConsent(details.uid) : null;
+    if (pending === null) {
+      page(res, 410, 'This sign-in was already answered, or has expired. Return to your application.');
+      return;
+    }
     const clientId = String(details.params['client_id']);
     const client = await provider.Client.find(clientId);
-    const redirect = parseUrl(String(details.params['redirect_uri'] ?? ''));
-    const token = random();
-    await this.#o.store.putConsent(details.uid, { token, attempt: leg.attempt, identity });
     const chosen = typeof client?.clientName === 'string' ? displayText(client.clientName) : '';
-    const name = chosen.length > 0 ? chosen : clientId;
-    const where = redirect === null ? 'an unknown address' : redirect.host !== '' ? redirect.host : `${redirect.protocol} (an application on your device)`;
-    consentPage(res, `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`, token, name, clientId, where, displayText(identity.name ?? identity.email ?? identity.sub));
+    const scopes = String(details.params['scope'] ?? '').split(' ').filter((s) => s.length > 0);
+    // The provider drops offline_access from an authorization without prompt=consent, but a
+    // client allowed the refresh_token grant gets a refresh token all the same (provider.ts): say so.
+    if (client?.grantTypeAllowed('refresh_token') === true && !scopes.includes('offline_access')) scopes.push('offline_access');
+    consentPage(res, {
+      action: `${this.#issuerPath}${INTERACTION_PATH}/${details.uid}/confirm`,
+      token: pending.token,
+      clientName: chosen.length > 0 ? chosen : clientId,
+      clientId,
+      redirectUri: String(details.params['redirect_uri'] ?? ''),
+      server: this.#o.displayName ?? this.#o.resource,
+      user: pending.identity.name ?? pending.identity.email ?? pending.identity.sub,
+      scopes,
+    });
   }
 
   async #fail(req: IncomingMessage, res: ServerResponse, attempt: string, err: unknown): Promise<void> {
@@ -242,32 +275,3 @@ function sameSecret(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/**
- * The consent page: who asks (the client's name and id, both client-chosen, so escaped and shown
- * as data) and where the code will go (the redirect URI's host, which is what the user must
- * recognize). It cannot be framed and loads nothing.
- */
-function consentPage(res: ServerResponse, action: string, token: string, name: string, clientId: string, redirectHost: string, user: string): void {
-  res.writeHead(200, {
-    'content-type': 'text/html; charset=utf-8',
-    'cache-control': 'no-store',
-    // Not no-referrer: under it a browser sends `Origin: null` with the form's POST (Fetch,
-    // "append a request Origin header"), which the origin guard refuses. same-origin still sends
-    // nothing to any other site.
-    'referrer-policy': 'same-origin',
-    'x-frame-options': 'DENY',
-    // No form-action: Chromium and WebKit apply it to the redirects after the POST too, and both
-    // answers redirect to another site (the provider, or the client). The single-use token and
-    // the origin guard protect the form.
-    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
-  });
-  res.end(
-    '<!doctype html><meta charset="utf-8"><title>Allow access?</title>' +
-      `<h1>Allow <q>${escapeHtml(name.slice(0, 100))}</q> to use this MCP server as ${escapeHtml(user.slice(0, 100))}?</h1>` +
-      '<p>The name is the one the client gave itself.</p>' +
-      `<p>Client: <code>${escapeHtml(clientId.slice(0, 300))}</code></p>` +
-      `<p>It will receive its authorization at <strong>${escapeHtml(redirectHost.slice(0, 255))}</strong>. Allow only if you started this from that application.</p>` +
-      `<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="token" value="${escapeHtml(token)}">` +
-      '<button name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>',
-  );
-}

@@ -25,6 +25,8 @@ export interface LoginStore {
   putConsent(uid: string, pending: PendingConsent): Promise<void>;
   /** It, removed. */
   takeConsent(uid: string): Promise<PendingConsent | null>;
+  /** It, left in place (the consent page shown again: a reload). */
+  peekConsent(uid: string): Promise<PendingConsent | null>;
   /** The interaction's leg (it replaces the interaction's earlier one); PendingLoginLimit past a bound (pending-legs.ts). */
   putLeg(leg: PendingLeg): Promise<void>;
   /** The leg `state` was sent with, removed: a state is good for one callback. */
@@ -68,6 +70,10 @@ export class MemoryLoginStore implements LoginStore {
 
   async putConsent(uid: string, pending: PendingConsent): Promise<void> {
     this.#consents.set(uid, pending);
+  }
+
+  async peekConsent(uid: string): Promise<PendingConsent | null> {
+    return this.#consents.get(uid) ?? null;
   }
 
   async takeConsent(uid: string): Promise<PendingConsent | null> {
@@ -163,6 +169,11 @@ export class RedisLoginStore implements LoginStore {
 
   async putConsent(uid: string, pending: PendingConsent): Promise<void> {
     await durably(this.#client, this.#durable, () => this.#client.set(`${this.#prefix}consent:${uid}`, JSON.stringify(pending), 'PX', LEG_TTL_MS));
+  }
+
+  async peekConsent(uid: string): Promise<PendingConsent | null> {
+    const raw = await this.#client.get(`${this.#prefix}consent:${uid}`);
+    return raw === null ? null : (JSON.parse(raw) as PendingConsent);
   }
 
   async takeConsent(uid: string): Promise<PendingConsent | null> {

@@ -76,6 +76,7 @@ describe('embedded authorization server: an oauth2 provider with its own token r
     issuer = `http://127.0.0.1:${port}`;
     const settings: AuthServerConfig = {
       issuer,
+      displayName: null,
       authorizationEndpointBaseUrl: null,
       signingKeys: [],
       hmacSecrets: [],

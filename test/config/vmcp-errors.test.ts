@@ -245,14 +245,15 @@ test('embedded authorization server keys and token lifespans', async () => {
 
 test('embedded authorization server budgets and bounds: each problem at its YAML path', async () => {
   await expectProblems('error-auth-limits.yaml', [
-    ['34:39 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting.token.perAddress.maxTokens: must be at least 1 (got 0)', /maxTokens: 0/],
-    ['34:56 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting.token.perAddress.refillPeriod: must be between 1s and 24h', /500ms/],
+    ['33:18 VirtualMCPServer/vmcp spec.authServerConfig.displayName: contains a control or invisible formatting character', /displayName/],
+    ['35:39 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting.token.perAddress.maxTokens: must be at least 1 (got 0)', /maxTokens: 0/],
+    ['35:56 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting.token.perAddress.refillPeriod: must be between 1s and 24h', /500ms/],
     [
-      '35:65 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting.login.shared.maxTokens: is below perAddress.maxTokens (100): one address could spend the budget every address shares',
+      '36:65 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting.login.shared.maxTokens: is below perAddress.maxTokens (100): one address could spend the budget every address shares',
       /shared: \{maxTokens: 50\}/,
     ],
-    ['36:7 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting: unknown field "tokens" (did you mean "token"?)', /tokens: \{\}/],
-    ['38:33 VirtualMCPServer/vmcp spec.authServerConfig.maxPendingLoginsPerAddress: is above maxPendingLogins (10)', /maxPendingLoginsPerAddress: 20/],
+    ['37:7 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting: unknown field "tokens" (did you mean "token"?)', /tokens: \{\}/],
+    ['39:33 VirtualMCPServer/vmcp spec.authServerConfig.maxPendingLoginsPerAddress: is above maxPendingLogins (10)', /maxPendingLoginsPerAddress: 20/],
   ]);
 });
 

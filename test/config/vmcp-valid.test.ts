@@ -84,6 +84,7 @@ test('the rich file resolves every field', async () => {
   const authServer = config.authServer;
   assert.ok(authServer !== null);
   assert.equal(authServer.issuer, 'https://auth.example.com');
+  assert.equal(authServer.displayName, 'Acme Docs');
   assert.equal(authServer.authorizationEndpointBaseUrl, 'https://login.example.com');
   // `data` values are base64-decoded (a P-256 key in PKCS#8 PEM).
   assert.equal(authServer.signingKeys.length, 1);
@@ -177,6 +178,7 @@ test('a loopback issuer may use plain http; source discovered follows each MCPSe
   assert.deepEqual(config.authServer?.tokenLifespans, { accessTokenMs: 3_600_000, refreshTokenMs: 168 * 3_600_000, authCodeMs: 600_000 });
   assert.deepEqual(config.authServer?.storage, { type: 'memory' });
   assert.deepEqual(config.authServer?.rateLimiting, DEFAULT_AUTH_SERVER_RATE_LIMITS);
+  assert.equal(config.authServer?.displayName, null);
   assert.deepEqual([config.authServer?.maxClients, config.authServer?.maxPendingLogins, config.authServer?.maxPendingLoginsPerAddress], [100_000, 50_000, 100]);
   assert.deepEqual(config.authServer?.signingKeys, []);
   const provider = config.authServer?.upstreamProviders[0];

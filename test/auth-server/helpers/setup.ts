@@ -36,6 +36,8 @@ export interface AuthGatewayOptions {
   readonly corpAccessTokenTtlSeconds?: number;
   /** The endpoints' budgets and the stores' bounds in place of the defaults (a benchmark lifts them, a test lowers them). */
   readonly bounds?: Partial<Pick<AuthServerConfig, 'rateLimiting' | 'maxClients' | 'maxPendingLogins' | 'maxPendingLoginsPerAddress'>>;
+  /** authServerConfig.displayName (default none: the consent page names the resource URL). */
+  readonly displayName?: string;
   /** The authorization server's storage (default memory). */
   readonly storage?: AuthServerConfig['storage'];
   /** Serves Client ID Metadata Documents in place of the network. */
@@ -69,6 +71,7 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
   }
   const settings: AuthServerConfig = {
     issuer,
+    displayName: options.displayName ?? null,
     authorizationEndpointBaseUrl: options.authorizationEndpointBaseUrl ?? null,
     signingKeys: [],
     hmacSecrets: [],
