@@ -60,7 +60,8 @@ class BoundedMemoryStorage {
   readonly #records: LRUCache<string, { value: number; expiresAt: number }>;
 
   constructor(max: number) {
-    this.#records = new LRUCache({ max });
+    // maxSize (each record 1), not max: lru-cache allocates `max` slots up front, for every budget.
+    this.#records = new LRUCache({ maxSize: max, sizeCalculation: () => 1 });
   }
 
   incrby(key: string, value: number, durationSec: number): RateLimiterRes {

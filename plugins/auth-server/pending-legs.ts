@@ -86,7 +86,9 @@ export class MemoryPendingLegs implements PendingLegs {
   constructor(bounds: PendingLegBounds) {
     this.#bounds = bounds;
     this.#legs = new LRUCache({
-      max: bounds.total,
+      // Counted by maxSize, not max: lru-cache allocates `max` slots up front, and the bound may be large.
+      maxSize: bounds.total,
+      sizeCalculation: () => 1,
       ttl: LEG_TTL_MS,
       dispose: (leg, uid) => {
         const uids = this.#byAddress.get(leg.address);
