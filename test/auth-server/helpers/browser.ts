@@ -123,6 +123,11 @@ export class Browser {
     });
   }
 
+  /** The Cookie header this browser sends to `url` (a flood that replays a browser's requests). */
+  cookieHeader(url: URL): string {
+    return this.#cookiesFor(url);
+  }
+
   #cookiesFor(url: URL): string {
     const jar = this.#jars.get(url.host);
     if (jar === undefined) return '';
