@@ -16,13 +16,13 @@
  *
  * In Redis, a key's count is one Redis key for its window (rate-limiter-flexible's script). A key
  * once refused is refused in this process until its window ends without asking Redis again
- * (`inMemoryBlockOnConsumed`), and when Redis cannot answer the budget is kept in this process
- * alone (its insurance limiter), so a Redis outage neither lets a flood through nor refuses
- * everyone.
+ * (`inMemoryBlockOnConsumed`), and when Redis cannot answer (down, or silent for
+ * REDIS_BUDGET_TIMEOUT_MS) the budget is kept in this process alone (its insurance limiter), so a
+ * Redis outage neither lets a flood through, nor refuses everyone, nor holds requests.
  */
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 /** At most `maxTokens` requests in each window of `refillPeriodMs` (ToolHive's names). */
 export interface RateBound {
@@ -99,9 +99,13 @@ function memoryLimiter(bound: RateBound, keyPrefix: string, maxKeys: number): Ra
   return limiter;
 }
 
+/** How long a budget waits for Redis before it counts in this process instead. */
+export const REDIS_BUDGET_TIMEOUT_MS = 250;
+
 function limiter(bound: RateBound, name: string, store: BudgetStore, maxKeys: number): RateLimiterAbstract {
   if (store.type === 'memory') return memoryLimiter(bound, name, maxKeys);
-  return new RateLimiterRedis({
+  const insurance = memoryLimiter(bound, name, maxKeys);
+  const shared = new RateLimiterRedis({
     storeClient: store.client,
     keyPrefix: `${store.keyPrefix}ratelimit:${name}`,
     points: bound.maxTokens,
@@ -110,8 +114,12 @@ function limiter(bound: RateBound, name: string, store: BudgetStore, maxKeys: nu
     inMemoryBlockOnConsumed: bound.maxTokens + 1,
     // Redis down or reconnecting: this process's own count, at once (no command queued behind a reconnect).
     rejectIfRedisNotReady: true,
-    insuranceLimiter: memoryLimiter(bound, name, maxKeys),
+    insuranceLimiter: insurance,
   });
+  // Redis connected but not answering (paused, a failover under way): the count is this process's
+  // after REDIS_BUDGET_TIMEOUT_MS, so a budget never holds a request for the command timeout
+  // (the request itself then meets the storage's own retryable 503, as it would without budgets).
+  return new RLWrapperTimeouts({ limiter: shared, timeoutMs: REDIS_BUDGET_TIMEOUT_MS, insuranceLimiter: insurance }) as unknown as RateLimiterAbstract;
 }
 
 /** The refusal rate-limiter-flexible rejected with, or the error it is (a store that failed without insurance). */

@@ -82,6 +82,14 @@ describe('request budgets on Redis', () => {
     assert.ok(keys.length >= 3 && keys.every((key) => (key.includes(':key:') || key.endsWith(':shared:all'))), keys.join(' '));
   });
 
+  // Bounded: without the timeout each answer would wait for the silent client for ever.
+  it('with Redis connected but silent, a budget answers within its timeout from this process\'s count', { timeout: 10_000 }, async () => {
+    // A client that is ready but whose commands never come back (Redis paused, a failover under way).
+    const silent = { status: 'ready', defineCommand: () => undefined, rlflxIncr: () => new Promise(() => undefined) } as unknown as Redis;
+    const budget = new RequestBudget('silent', bounds(2, 100), { type: 'redis', client: silent, keyPrefix: 'x:' });
+    assert.equal(await takeMany(budget, 'a', 3), 2);
+  });
+
   it('with Redis unreachable, each process keeps the budget itself: neither open nor closed', async () => {
     const unreachable = client('127.0.0.1:1');
     const budget = new RequestBudget('down', bounds(3, 100), { type: 'redis', client: unreachable, keyPrefix: 'x:' });
