@@ -7,9 +7,16 @@
  * would arrive next to the credential the gateway injects, as if the gateway vouched for them: so
  * no backend gets them, in either mode, unless `spec.passthroughHeaders` names them.
  *
+ * A name is the same header whether its words are joined by `-` or `_`: CGI (PHP, Apache),
+ * WSGI and Rack hand a backend each header as a variable, both turned into `_`, so a client's
+ * `X_Forwarded_For` or `Remote_User` is HTTP_X_FORWARDED_FOR or HTTP_REMOTE_USER there, as the
+ * proxy's own header would be (nginx drops such names by default for that reason). The names
+ * below are written with `-`, and a name with `_` is classified as its dashed spelling.
+ *
  * The request loop (request-head.ts) looks each header name up once in its own table, which holds
  * IDENTITY_HEADERS; only a name that is not there is checked against the prefix families, and only
- * against the few prefixes that start like it (`x-f...` meets `x-forwarded-` alone).
+ * against the few prefixes that start like it (`x-f...` meets `x-forwarded-` alone), or, spelled
+ * with `_`, as its dashed spelling.
  */
 
 /** Exact names, lower case. */
@@ -73,8 +80,8 @@ export const IDENTITY_PREFIXES: readonly string[] = [
   // Client certificates passed on by nginx and ingress-nginx.
   'x-ssl-client-',
   'ssl-client-',
-  // Apache mod_auth_openidc (OIDC_CLAIM_*, OIDC_access_token).
-  'oidc_',
+  // Apache mod_auth_openidc (OIDC_CLAIM_*, OIDC_access_token: matched by their dashed spelling).
+  'oidc-',
 ];
 
 /**
@@ -90,8 +97,8 @@ for (const prefix of IDENTITY_PREFIXES) {
   buckets[code] = [...(buckets[code] ?? []), prefix];
 }
 
-/** Whether a lower-case name belongs to a family of IDENTITY_PREFIXES (exact names are not checked here). */
-export function inIdentityFamily(name: string): boolean {
+/** Whether a lower-case name without `_` belongs to a family of IDENTITY_PREFIXES (exact names are not checked here). */
+function inIdentityFamily(name: string): boolean {
   const x = name.charCodeAt(0) === 120 && name.charCodeAt(1) === 45; // "x-"
   const prefixes = (x ? X_BUCKETS : OTHER_BUCKETS)[name.charCodeAt(x ? 2 : 0)];
   if (prefixes === undefined) return false;
@@ -101,7 +108,15 @@ export function inIdentityFamily(name: string): boolean {
 
 const EXACT = new Set(IDENTITY_HEADERS);
 
-/** Whether a lower-case header name is an identity or proxy header (exact or by family). */
+/**
+ * Whether a lower-case name that is not one of IDENTITY_HEADERS as written is an identity or
+ * proxy header: by its family, or, spelled with `_`, as its dashed spelling (exact or by family).
+ */
+export function isIdentityBeyondExact(name: string): boolean {
+  return name.indexOf('_') === -1 ? inIdentityFamily(name) : isIdentityHeader(name.replaceAll('_', '-'));
+}
+
+/** Whether a lower-case header name is an identity or proxy header (exact or by family, in either spelling). */
 export function isIdentityHeader(name: string): boolean {
-  return EXACT.has(name) || inIdentityFamily(name);
+  return EXACT.has(name) || isIdentityBeyondExact(name);
 }

@@ -7,7 +7,7 @@
  * Repeated headers: the first value wins for the singletons read here (as Node does for them);
  * `host` and `authorization` repetitions are counted so that they can be refused.
  */
-import { IDENTITY_HEADERS, inIdentityFamily } from './identity-headers.ts';
+import { IDENTITY_HEADERS, isIdentityBeyondExact } from './identity-headers.ts';
 
 /** Request headers that never travel to a backend. */
 export const NOT_FORWARDED: readonly string[] = [
@@ -124,7 +124,7 @@ export class RequestHead {
       }
       const kind = CLASS_OF.get(name);
       if (kind === undefined) {
-        if (!inIdentityFamily(name)) forward.push(name, value);
+        if (!isIdentityBeyondExact(name)) forward.push(name, value);
         else (this.identity ??= []).push(name, value);
       } else if (kind === IDENTITY) (this.identity ??= []).push(name, value);
     }

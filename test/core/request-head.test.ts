@@ -53,6 +53,20 @@ describe('RequestHead: identity and proxy headers', () => {
     assert.equal(new RequestHead(['Accept', '*/*', 'X-Forwarder', 'no', 'X-Forward', 'no', 'Remote', 'no']).identity, null, 'names that only look alike');
   });
 
+  it('sets apart their underscore spellings, which CGI, WSGI and Rack backends read as the same header', () => {
+    // PHP, Apache CGI, WSGI and Rack name a header by its variable, `-` and `_` alike turned into `_`:
+    // X_Forwarded_For and X-Forwarded-For are both HTTP_X_FORWARDED_FOR there.
+    const head = new RequestHead([
+      'X_Forwarded_For', '10.0.0.1', 'Remote_User', 'root', 'X-Auth-Request_Email', 'a@b.c', 'X_REAL_IP', '10.0.0.1',
+      'OIDC_CLAIM_email', 'a@b.c', 'OIDC-CLAIM-email', 'a@b.c', 'X_Trace_Id', 't',
+    ]);
+    assert.deepEqual(head.forward, ['x_trace_id', 't']);
+    assert.deepEqual(head.identity, [
+      'x_forwarded_for', '10.0.0.1', 'remote_user', 'root', 'x-auth-request_email', 'a@b.c', 'x_real_ip', '10.0.0.1',
+      'oidc_claim_email', 'a@b.c', 'oidc-claim-email', 'a@b.c',
+    ]);
+  });
+
   it('drops the ones the client lists in Connection there too', () => {
     const head = new RequestHead(['Connection', 'close, X-Real-IP', 'X-Real-IP', '1', 'X-Forwarded-For', '2']);
     assert.deepEqual(head.identity, ['x-forwarded-for', '2']);

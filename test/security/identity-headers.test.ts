@@ -61,6 +61,12 @@ const IDENTITY: readonly (readonly [string, string])[] = [
   // Letter case is the client's to choose.
   ['x-FORWARDED-for', '10.9.8.6'],
   ['X-REAL-ip', '10.9.8.6'],
+  // So are underscores, which CGI, WSGI and Rack backends read as dashes (HTTP_X_FORWARDED_FOR).
+  ['X_Forwarded_For', '10.9.8.5'],
+  ['X_Forwarded_User', 'root'],
+  ['Remote_User', 'root'],
+  ['X-Auth-Request_Email', 'root@example.com'],
+  ['X_Real_IP', '10.9.8.5'],
 ];
 /** A client header of no family: transparent mode passes it; aggregated mode only when listed. */
 const CUSTOM: readonly (readonly [string, string])[] = [['X-Trace-Id', 'trace-1'], ['X-Tenant-Id', 'tenant-7']];
