@@ -115,6 +115,7 @@ const passthroughHeader = z.string().superRefine((name, ctx) => {
   const lower = name.toLowerCase();
   if (!HEADER_NAME.test(name)) ctx.addIssue(`must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~), got ${q(name)}`);
   else if (lower === 'authorization' || lower === 'cookie' || lower === 'proxy-authorization') ctx.addIssue(`${q(name)} carries the client's credential for the gateway, which never reaches a backend (a backend's credential comes from its MCPExternalAuthConfig)`);
+  else if (lower === 'proxy') ctx.addIssue(`${q(name)} is never passed to a backend: a CGI backend takes it for the proxy of its own HTTP requests (httpoxy)`);
   else if (PASSTHROUGH_REFUSED.has(lower) || lower.startsWith('mcp-')) ctx.addIssue(`${q(name)} is a header the gateway sets itself toward a backend (framing, hop-by-hop, content negotiation, the MCP session): it cannot be passed through`);
 });
 

@@ -34,6 +34,9 @@ export const NOT_FORWARDED: readonly string[] = [
   'expect',
   // The gateway's own request id is sent instead.
   'x-request-id',
+  // No header of HTTP's: a CGI backend (PHP, Apache, Go's net/http/cgi) sets it as HTTP_PROXY,
+  // which HTTP client libraries take for the proxy of their own requests (httpoxy, CVE-2016-5385).
+  'proxy',
 ];
 
 /** What the loop does with a header it does not read itself: one Map lookup classifies it. */

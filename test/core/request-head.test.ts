@@ -24,11 +24,11 @@ describe('RequestHead', () => {
     assert.equal(new RequestHead(['Host', 'x']).sessionId, undefined);
   });
 
-  it('forwards end-to-end headers only: no hop-by-hop, Host, credentials, Origin, length or request id', () => {
+  it('forwards end-to-end headers only: no hop-by-hop, Host, credentials, Origin, length, request id or Proxy (httpoxy)', () => {
     const head = new RequestHead([
       'Host', 'gw:1', 'Connection', 'keep-alive, X-Hop', 'X-Hop', '1', 'Keep-Alive', 'timeout=5', 'Transfer-Encoding', 'chunked',
       'Authorization', 'Bearer secret', 'Cookie', 'sid=1', 'Origin', 'https://o', 'Content-Length', '10', 'X-Request-Id', 'r',
-      'Proxy-Authorization', 'Basic x', 'TE', 'trailers', 'Upgrade', 'h2c', 'Expect', '100-continue',
+      'Proxy-Authorization', 'Basic x', 'TE', 'trailers', 'Upgrade', 'h2c', 'Expect', '100-continue', 'Proxy', 'http://10.0.0.1:3128',
       'Content-Type', 'application/json', 'Accept', 'application/json, text/event-stream', 'Mcp-Session-Id', 's1',
       'MCP-Protocol-Version', '2025-11-25', 'Last-Event-ID', 'e9', 'Mcp-Method', 'tools/list', 'X-Custom', 'kept',
     ]);

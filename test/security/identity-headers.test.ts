@@ -68,6 +68,12 @@ const IDENTITY: readonly (readonly [string, string])[] = [
   ['X-Auth-Request_Email', 'root@example.com'],
   ['X_Real_IP', '10.9.8.5'],
 ];
+/**
+ * `Proxy`: no proxy's header, but a CGI backend (PHP, Apache, Go's net/http/cgi) reads it as its
+ * HTTP_PROXY variable, which HTTP client libraries take for the proxy of their own requests
+ * (httpoxy, CVE-2016-5385): never passed on.
+ */
+const HTTPOXY: readonly [string, string] = ['Proxy', 'http://10.9.8.7:3128'];
 /** A client header of no family: transparent mode passes it; aggregated mode only when listed. */
 const CUSTOM: readonly (readonly [string, string])[] = [['X-Trace-Id', 'trace-1'], ['X-Tenant-Id', 'tenant-7']];
 const ALLOW = '  passthroughHeaders: [X-Forwarded-User, x-tenant-id]';
@@ -136,11 +142,12 @@ for (const mode of ['transparent', 'aggregated'] as const) {
 
     it('no backend request of a session carries any of them, in any letter case', async () => {
       const from = backends().map((b) => b.received.length);
-      await session(plain.url, tool, [...IDENTITY, ...CUSTOM]);
+      await session(plain.url, tool, [...IDENTITY, ...CUSTOM, HTTPOXY]);
       backends().forEach((backend, i) => {
         for (const request of clientRequests(backend, from[i]!)) {
           const what = `${backend.name} ${request.rpcMethods.join(',')}`;
           for (const name of Object.keys(request.headers)) assert.ok(!isIdentityHeader(name), `${what} carried ${name}`);
+          assert.equal(request.headers['proxy'], undefined, `${what} carried Proxy`);
           for (const [name] of IDENTITY) assert.equal(request.headers[name.toLowerCase()], undefined, `${what} carried ${name}`);
           // Transparent mode forwards the client's other headers; aggregated mode writes its own.
           const custom = mode === 'transparent' ? 'trace-1' : undefined;
