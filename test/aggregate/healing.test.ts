@@ -182,8 +182,9 @@ describe('aggregated: sessions that heal', () => {
     }
   });
 
-  for (const style of ['invalid-or-missing', 'gone'] as const) {
-    it(`a restarted backend heals whatever words its refusal has: ${style === 'gone' ? 'a bare 410' : '400 "Invalid or missing session ID"'}, for calls, lists and its GET stream`, async () => {
+  const refusals = { 'invalid-or-missing': '400 "Invalid or missing session ID"', gone: 'a bare 410', 'rpc-error': 'HTTP 200 and a JSON-RPC error -32001 "Session not found" (its ping too)' } as const;
+  for (const style of ['invalid-or-missing', 'gone', 'rpc-error'] as const) {
+    it(`a restarted backend heals whatever words its refusal has: ${refusals[style]}, for calls, lists and its GET stream`, async () => {
       const phoenix = await sdkOn(await freePort(), 'phoenix', style);
       const gateway = await startTestGateway({
         backends: [{ name: 'alpha', url: alpha.url }, { name: 'phoenix', url: phoenix.url }],

@@ -265,13 +265,15 @@ export class BackendLink {
 
   /**
    * Whether the backend still knows `session`, asked with a ping on it (MCP requires every server
-   * to answer one): any JSON-RPC answer to the ping in a 2xx says yes; a refusal, or no answer at
-   * all, says no. On `ctx`'s credentials, as the request that raised the question.
+   * to answer one): a JSON-RPC answer to the ping in a 2xx says yes, unless it is the same session
+   * error again (a server that says "Session not found" in a 2xx says it to the ping too); a
+   * refusal, or no answer at all, says no. On `ctx`'s credentials, as the request that raised the
+   * question.
    */
   async stillKnows(ctx: Context | null, session: BackendSessionRecord): Promise<boolean> {
     try {
       const result = await this.call(ctx, session, { jsonrpc: '2.0', id: PROBE_ID, method: 'ping' });
-      return result.status >= 200 && result.status < 300 && result.response !== null;
+      return result.status >= 200 && result.status < 300 && result.response !== null && sessionVerdict(result.status, result.response) === 'kept';
     } catch {
       return false;
     }
