@@ -173,6 +173,29 @@ describe('what an aggregated session keeps of its client is bounded', () => {
     assert.deepEqual((toModern.body as { params: { _meta: Record<string, unknown> } }).params._meta[META.clientInfo], { name: 'c'.repeat(256), version: '2' });
   });
 
+  it("a legacy client's resource subscriptions on a modern backend are kept within maxSessionSize (their URIs in all); past it -32602 names the limit", async () => {
+    // A modern backend takes subscriptions in its listen, so the session keeps them, and sends them all each time one is added.
+    const authorization = await bearer(setup, 'erin');
+    const res = await post(gateway.url, initialize({}), { authorization });
+    assert.equal(res.status, 200, res.text);
+    const headers = { authorization, 'mcp-session-id': res.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await post(gateway.url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', headers);
+    const subscription = async (method: 'resources/subscribe' | 'resources/unsubscribe', path: string, id: number): Promise<{ result?: unknown; error?: { code: number; message: string } }> => {
+      const answer = await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id, method, params: { uri: `fixture://m/files/${path}` } }), headers);
+      assert.equal(answer.status, 200, answer.text.slice(0, 300));
+      return answer.json as { result?: unknown; error?: { code: number; message: string } };
+    };
+    // URIs as long as a template lookup takes (4,000 characters): 16 fit in 64 KiB, the 17th does not.
+    const path = (i: number): string => `${String(i).padStart(2, '0')}/${'p'.repeat(4000 - 'fixture://m/files/00/'.length)}`;
+    for (let i = 0; i < 16; i++) assert.deepEqual((await subscription('resources/subscribe', path(i), 10 + i)).result, {}, `subscription ${i}`);
+    const refused = await subscription('resources/subscribe', path(16), 30);
+    assert.deepEqual(refused.error, { code: -32602, message: 'Invalid params: a session keeps at most 65536 bytes of resource subscriptions (their URIs, session.maxSessionSize): unsubscribe one first' });
+    // Within the bound again once one is gone; one subscribed twice counts once.
+    assert.deepEqual((await subscription('resources/unsubscribe', path(0), 31)).result, {});
+    assert.deepEqual((await subscription('resources/subscribe', path(16), 32)).result, {});
+    assert.deepEqual((await subscription('resources/subscribe', path(16), 33)).result, {});
+  });
+
   it('official SDK clients of both generations are served as before, with the capabilities they declare', async () => {
     const authorization = await bearer(setup, 'dave');
     const v1 = await connectClient(gateway.url, { headers: { authorization }, capabilities: { sampling: true, elicitation: true, roots: true }, waitForStandaloneStream: false });

@@ -54,7 +54,7 @@ import { completed, discoverResult, LEGACY_ONLY_METHODS, serverInfo, withCacheHi
 import { LEGACY_VERSIONS, META, UNNAMED_CLIENT, type ClientEnvelope, type Era } from '../era.ts';
 import { InputStream, type InputStreamOwner } from './input-stream.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
-import { AggregatedSession } from './session.ts';
+import { AggregatedSession, MAX_SUBSCRIPTIONS_PER_BACKEND } from './session.ts';
 import { ownedBy, ownerKey, sessionTag, type SessionRecord, type SessionStore } from './session-store.ts';
 import { isPromise } from '../../thenable.ts';
 import { prefixFor } from './config.ts';
@@ -641,7 +641,16 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   #subscribeModern(ctx: Context, session: AggregatedSession, link: BackendLink, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
     const uri = request.params?.['uri'];
     if (typeof uri !== 'string') return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: 'Invalid params: uri is required' } });
-    if (session.subscribe(link.name, uri, request.method === 'resources/subscribe')) session.stream?.backendJoined(link.name);
+    const maxBytes = this.#o.session.maxSessionBytes;
+    switch (session.subscribe(link.name, uri, request.method === 'resources/subscribe', maxBytes)) {
+      case 'changed':
+        session.stream?.backendJoined(link.name);
+        break;
+      case 'too large':
+        return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: `Invalid params: a session keeps at most ${maxBytes} bytes of resource subscriptions (their URIs, session.maxSessionSize): unsubscribe one first` } });
+      case 'too many':
+        return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: `Invalid params: a session keeps at most ${MAX_SUBSCRIPTIONS_PER_BACKEND} resource subscriptions on backend "${link.name}": unsubscribe one first` } });
+    }
     return this.#answer(ctx, { jsonrpc: '2.0', id: request.id, result: {} });
   }
 

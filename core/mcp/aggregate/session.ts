@@ -48,6 +48,8 @@ export interface BackendAbsence {
 
 /** Tasks a session routes at once: a task older than the newest this many is not found. */
 const MAX_TASKS = 1024;
+/** Resources a session may subscribe to on one modern backend. */
+export const MAX_SUBSCRIPTIONS_PER_BACKEND = 256;
 
 export class AggregatedSession {
   #record: SessionRecord;
@@ -140,23 +142,37 @@ export class AggregatedSession {
 
   /** Resource URIs the client subscribed to on modern backends (which take listens, not subscribe), by backend. */
   #subscriptions: Map<string, Set<string>> | null = null;
+  /** Their URIs' bytes (UTF-8), every backend's together. */
+  #subscribedBytes = 0;
 
   /** The URIs the client subscribed to on a modern backend `name`. */
   subscriptionsOf(name: string): readonly string[] {
     return [...(this.#subscriptions?.get(name) ?? [])];
   }
 
-  /** `resources/subscribe` (or unsubscribe) of `uri` on modern backend `name`; false when nothing changed. */
-  subscribe(name: string, uri: string, on: boolean): boolean {
+  /**
+   * `resources/subscribe` (or unsubscribe) of `uri` on modern backend `name`: `changed`, `same`
+   * when nothing changed, `too large` when keeping it would take the session's subscriptions past
+   * `maxBytes` (their URIs, every backend's: they live as long as the session, and all of a
+   * backend's go to it again whenever its listen opens), `too many` past
+   * MAX_SUBSCRIPTIONS_PER_BACKEND on one backend.
+   */
+  subscribe(name: string, uri: string, on: boolean, maxBytes: number): 'changed' | 'same' | 'too large' | 'too many' {
     const all = (this.#subscriptions ??= new Map());
     let set = all.get(name);
     if (set === undefined) all.set(name, (set = new Set()));
-    if (set.has(uri) === on) return false;
+    if (set.has(uri) === on) return 'same';
+    const bytes = Buffer.byteLength(uri);
     if (on) {
-      if (set.size >= 256) return false;
+      if (set.size >= MAX_SUBSCRIPTIONS_PER_BACKEND) return 'too many';
+      if (this.#subscribedBytes + bytes > maxBytes) return 'too large';
       set.add(uri);
-    } else set.delete(uri);
-    return true;
+      this.#subscribedBytes += bytes;
+    } else {
+      set.delete(uri);
+      this.#subscribedBytes -= bytes;
+    }
+    return 'changed';
   }
 
   constructor(record: SessionRecord) {
