@@ -113,8 +113,11 @@ export class RedisSessionOwners implements SharedOwners {
     return stored === null ? null : parseOwner(stored);
   }
 
-  async refresh(id: string, owner: SessionOwner): Promise<void> {
-    await this.#client.pipeline().pexpire(this.key(id), this.#ttlMs).pexpire(this.#indexKey(owner), this.#ttlMs).exec();
+  async refresh(id: string, owner: SessionOwner): Promise<boolean> {
+    const replies = await this.#client.pipeline().pexpire(this.key(id), this.#ttlMs).pexpire(this.#indexKey(owner), this.#ttlMs).exec();
+    const [err, extended] = replies?.[0] ?? [null, 1];
+    if (err !== null) throw err;
+    return extended === 1;
   }
 
   async forget(id: string, owner: SessionOwner): Promise<void> {

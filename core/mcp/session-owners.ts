@@ -16,8 +16,12 @@
  *
  * With replicas (session storage on Redis) bindings are shared through `SharedOwners`: the replica
  * that binds an id writes it there, any other reads it on first sight and keeps it (a binding never
- * changes owner), and the replica serving a session slides its time to live now and then. The hot
- * path of an authenticated request is one lookup in the local cache.
+ * changes owner), and the replica serving a session slides its time to live now and then. Redis
+ * holds the per-principal bound for all replicas; each replica holds it too for what it keeps (so
+ * the one that opened a principal's oldest session stops serving it with the others), and a
+ * binding that another replica ended (the principal's oldest, or a DELETE) is dropped here when
+ * its time to live is next extended and Redis no longer has it. The hot path of an authenticated
+ * request is one lookup in the local cache.
  */
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../context.ts';
@@ -39,8 +43,8 @@ export interface SharedOwners {
   load(id: string): Promise<SessionOwner | null>;
   /** Binds `id` to `owner` unless it is bound already: null when it now is, else the owner it had. */
   bind(id: string, owner: SessionOwner): Promise<SessionOwner | null>;
-  /** Extends the time to live of `id`'s binding (and of its owner's index). */
-  refresh(id: string, owner: SessionOwner): Promise<void>;
+  /** Extends the time to live of `id`'s binding (and of its owner's index): false when the binding is no longer stored. */
+  refresh(id: string, owner: SessionOwner): Promise<boolean>;
   forget(id: string, owner: SessionOwner): Promise<void>;
 }
 
@@ -72,7 +76,7 @@ function sessionIdIn(headers: readonly string[]): string | undefined {
 
 export class SessionOwners {
   readonly #local: LRUCache<string, Binding>;
-  /** Principal → ids of its bindings, oldest first (this process's bindings; none kept for a shared store, which bounds them itself). */
+  /** Principal → ids of its bindings held here, oldest first. */
   readonly #byOwner = new Map<string, Set<string>>();
   readonly #maxPerPrincipal: number;
   readonly #shared: SharedOwners | null;
@@ -168,12 +172,11 @@ export class SessionOwners {
     });
   }
 
-  /** Holds `id` → `owner` here (the principal's oldest past its maximum end, when this process bounds them). */
+  /** Holds `id` → `owner` here (the principal's oldest held here past its maximum end). */
   #keep(id: string, owner: SessionOwner, now: number): Binding {
     const key = ownerKeyOf(owner);
     const binding: Binding = { issuer: owner.issuer, subject: owner.subject, key, refreshedAt: now };
     this.#local.set(id, binding);
-    if (this.#shared !== null) return binding;
     let ids = this.#byOwner.get(key);
     if (ids === undefined) this.#byOwner.set(key, (ids = new Set()));
     ids.add(id);
@@ -193,7 +196,13 @@ export class SessionOwners {
 
   #refresh(id: string, binding: Binding, now: number): void {
     binding.refreshedAt = now;
-    this.#shared!.refresh(id, binding).catch((err: unknown) => this.#log.debug({ error: err instanceof Error ? err.message : String(err) }, 'transparent session binding: time to live not extended'));
+    this.#shared!.refresh(id, binding).then(
+      (stored) => {
+        // Ended through another replica: the next request of it reads the shared store (and gets 404).
+        if (!stored && this.#local.peek(id) === binding) this.#local.delete(id);
+      },
+      (err: unknown) => this.#log.debug({ error: err instanceof Error ? err.message : String(err) }, 'transparent session binding: time to live not extended'),
+    );
   }
 
   #forget(id: string): void {

@@ -13,6 +13,7 @@ import { Principal, type Context } from '../../core/context.ts';
 import { SessionOwners } from '../../core/mcp/session-owners.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import type { SdkServer } from '../fixtures/sdk-server.ts';
+import { waitFor } from '../fixtures/processes.ts';
 import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
 import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
 import { RESOURCE, startOidcGateway, type OidcGateway } from '../incoming-auth/helpers/oidc-gateway.ts';
@@ -171,7 +172,8 @@ describe('transparent session bindings shared by replicas through Redis', () => 
       return;
     }
     redis = opened;
-    const storage = `session: {maxSessionsPerPrincipal: 2, storage: {type: redis, redis: {addr: "127.0.0.1:6379", keyPrefix: "${redis.keyPrefix}"}}}`;
+    // A short TTL: a replica extends a binding it serves every quarter of it (1 s here).
+    const storage = `session: {ttl: 4s, maxSessionsPerPrincipal: 2, storage: {type: redis, redis: {addr: "127.0.0.1:6379", keyPrefix: "${redis.keyPrefix}"}}}`;
     oidc = await startOidcGateway({ backends: [{ name: 'alpha' }], config: storage });
     second = await startTestGateway({
       backends: [{ name: 'alpha', url: oidc.backends[0]!.url }],
@@ -206,5 +208,26 @@ describe('transparent session bindings shared by replicas through Redis', () => 
     await open(oidc.gateway.url, bob);
     // The second replica never saw the first session: it asks Redis, which ended it.
     assert.equal((await rpc(second.url, bob, first, BODIES[0]!)).status, 404);
+  });
+
+  it('the replica that opened a principal\'s sessions holds the bound too', async (t) => {
+    if (skip !== null) return t.skip(skip);
+    const dave = await oidc.bearer('dave');
+    const first = await open(oidc.gateway.url, dave);
+    await open(oidc.gateway.url, dave);
+    await open(oidc.gateway.url, dave);
+    assert.equal((await rpc(oidc.gateway.url, dave, first, BODIES[0]!)).status, 404, 'the opening replica still served the ended binding');
+  });
+
+  it('a binding another replica ended is ended on the replica serving it by its next extension', async (t) => {
+    if (skip !== null) return t.skip(skip);
+    const carol = await oidc.bearer('carol');
+    const first = await open(oidc.gateway.url, carol);
+    // Two more through the other replica: Redis ends carol's oldest.
+    await open(second.url, carol);
+    await open(second.url, carol);
+    assert.equal((await rpc(second.url, carol, first, BODIES[0]!)).status, 404);
+    // The first replica holds it still, until it next extends it (each second) and finds it gone.
+    await waitFor(async () => (await rpc(oidc.gateway.url, carol, first, BODIES[0]!)).status === 404, 8_000, 100);
   });
 });
