@@ -162,7 +162,19 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       { method: 'OPTIONS', path, auth: false, anyOrigin: true, handler: budgets.guard('metadata', () => preflight, true) },
     ];
     const route = (method: HttpMethod, path: string, group: AuthServerEndpointGroup, handler: RouteDef['handler'], anyOrigin = false): RouteDef =>
-      ({ method, path: issuerPath + path, auth: false, anyOrigin, handler: budgets.guard(group, handler, anyOrigin) });
+      ({ method, path: issuerPath + path, auth: false, anyOrigin, handler: budgets.guard(group, handler, anyOrigin, group === 'login' ? signInUnderWay : null) });
+    // Whether a login step belongs to a sign-in in progress: its interaction exists, or its
+    // callback answers a leg that waits (asked only once the login group's shared budget is spent).
+    const signInUnderWay = async (ctx: Context): Promise<boolean> => {
+      try {
+        const uid = ctx.params?.['uid'];
+        if (uid !== undefined) return (await provider.Interaction.find(uid)) !== undefined;
+        const state = new URLSearchParams(ctx.query).get('state');
+        return state !== null && state.length <= 512 && (await store.hasLeg(state));
+      } catch {
+        return false; // the store cannot say: the refusal stands
+      }
+    };
 
     // Every route has the budgets of its group (endpoint-budgets.ts); preflights count as metadata.
     const routes: RouteDef[] = [

@@ -53,12 +53,16 @@ export class EndpointBudgets {
     this.#budgets = new Map(Object.entries(limits).map(([group, bounds]) => [group as AuthServerEndpointGroup, new RequestBudget(`auth-server:${group}`, bounds, store)]));
   }
 
-  /** `handler` behind the budgets of `group`: a request past either is answered 429 and goes no further. */
-  guard(group: AuthServerEndpointGroup, handler: Handler, cors = false): Handler {
+  /**
+   * `handler` behind the budgets of `group`: a request past either is answered 429 and goes no
+   * further, unless the shared budget refused it and `underWay` says it is a step of a sign-in in progress.
+   */
+  guard(group: AuthServerEndpointGroup, handler: Handler, cors = false, underWay: ((ctx: Context) => Promise<boolean>) | null = null): Handler {
     const budget = this.#budgets.get(group)!;
     return async (ctx: Context) => {
       const refusal = await budget.take(limitKey(ctx.clientAddress));
-      return refusal === null ? handler(ctx) : budgetRefusal(group, refusal, cors);
+      if (refusal === null || (refusal.scope === 'shared' && underWay !== null && (await underWay(ctx)))) return handler(ctx);
+      return budgetRefusal(group, refusal, cors);
     };
   }
 }

@@ -31,6 +31,8 @@ export interface LoginStore {
   putLeg(leg: PendingLeg): Promise<void>;
   /** The leg `state` was sent with, removed: a state is good for one callback. */
   takeLeg(state: string): Promise<PendingLeg | null>;
+  /** Whether a leg waits for `state` (not taken: a sign-in under way, see endpoint-budgets.ts). */
+  hasLeg(state: string): Promise<boolean>;
   /** Keeps a provider's tokens for an attempt in progress. */
   putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void>;
   /** The attempt completed: its tokens become the grant's (`tsid`), with the user's identity. */
@@ -88,6 +90,10 @@ export class MemoryLoginStore implements LoginStore {
 
   takeLeg(state: string): Promise<PendingLeg | null> {
     return this.#legs.take(state);
+  }
+
+  hasLeg(state: string): Promise<boolean> {
+    return this.#legs.has(state);
   }
 
   async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {
@@ -187,6 +193,10 @@ export class RedisLoginStore implements LoginStore {
 
   takeLeg(state: string): Promise<PendingLeg | null> {
     return this.#legs.take(state);
+  }
+
+  hasLeg(state: string): Promise<boolean> {
+    return this.#legs.has(state);
   }
 
   async putTokens(attempt: string, provider: string, tokens: UpstreamTokens): Promise<void> {

@@ -75,6 +75,8 @@ export interface PendingLegs {
   put(leg: PendingLeg): Promise<void>;
   /** The leg `state` was sent with, removed (a state is good for one callback); null for any other state. */
   take(state: string): Promise<PendingLeg | null>;
+  /** Whether a leg waits for `state` (it is not taken). */
+  has(state: string): Promise<boolean>;
 }
 
 export class MemoryPendingLegs implements PendingLegs {
@@ -124,6 +126,12 @@ export class MemoryPendingLegs implements PendingLegs {
     if (leg === undefined || !sameHash(leg.stateHash, stateHash(state))) return null;
     this.#legs.delete(leg.uid);
     return leg;
+  }
+
+  async has(state: string): Promise<boolean> {
+    const uid = uidOfState(state);
+    const leg = uid === null ? undefined : this.#legs.get(uid);
+    return leg !== undefined && sameHash(leg.stateHash, stateHash(state));
   }
 
   /** Legs held (tests, figures). */
@@ -202,5 +210,17 @@ export class RedisPendingLegs implements PendingLegs {
     if (uid === null) return null;
     const raw = (await this.#client.eval(TAKE_LEG, 2, `${this.#prefix}leg:${uid}`, `${this.#prefix}legs:all`, uid, stateHash(state), `${this.#prefix}legs:address:`)) as string | null;
     return raw === null ? null : (JSON.parse(raw) as PendingLeg);
+  }
+
+  async has(state: string): Promise<boolean> {
+    const uid = uidOfState(state);
+    if (uid === null) return false;
+    const raw = await this.#client.get(`${this.#prefix}leg:${uid}`);
+    if (raw === null) return false;
+    try {
+      return sameHash((JSON.parse(raw) as PendingLeg).stateHash, stateHash(state));
+    } catch {
+      return false;
+    }
   }
 }

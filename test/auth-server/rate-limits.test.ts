@@ -11,6 +11,7 @@ import { DEFAULT_AUTH_SERVER_RATE_LIMITS, type AuthServerEndpointGroup } from '.
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
 import { skipIf, type Skip } from '../store/helpers/service.ts';
+import { Browser } from './helpers/browser.ts';
 import { startAuthGateway, type AuthGateway } from './helpers/setup.ts';
 
 const TRUSTED = '  server:\n    trustedProxies: ["127.0.0.1", "::1"]';
@@ -110,6 +111,47 @@ describe('authorization server budgets: the shared budget', () => {
     for (let n = 0; n < 2; n++) statuses.push((await send(setup.issuer, 'POST', '/oauth/token', '198.51.100.2')).status);
     assert.deepEqual(statuses.map((s) => s === 429), [false, false, false, true, true, true, true, true, true, true, false, false]);
     await assertRefused(await send(setup.issuer, 'POST', '/oauth/token', '198.51.100.3'), 'token.shared');
+  });
+});
+
+describe('authorization server budgets: a sign-in under way outlives a flood from many addresses', () => {
+  const REDIRECT = 'http://127.0.0.1:7777/callback';
+  const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
+  let setup: AuthGateway;
+  before(async () => {
+    // Authorizations and login steps: 50 per address, 20 shared by every address.
+    const rates = budgets(1_000, 1_000);
+    rates.authorization = rates.login = { perKey: { maxTokens: 50, refillPeriodMs: 60_000 }, shared: { maxTokens: 20, refillPeriodMs: 60_000 } };
+    setup = await startAuthGateway({ spec: TRUSTED, bounds: { rateLimiting: rates } });
+  });
+  after(() => setup.close());
+
+  it("its steps go on once others spent the shared budgets; a new sign-in waits, and steps of no sign-in are refused", async () => {
+    const registered = await fetch(`${setup.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.200' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }) });
+    const client = ((await registered.json()) as { client_id: string }).client_id;
+    const authorize = `${setup.issuer}/oauth/authorize?${new URLSearchParams({ client_id: client, response_type: 'code', redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' })}`;
+    // The user is at the identity provider's page: their sign-in is under way.
+    const user = new Browser({ 'x-forwarded-for': '198.51.100.201' });
+    const atProvider = await user.visit(authorize, (url) => url.href.startsWith(setup.corp.issuer));
+    assert.ok(atProvider.url.href.startsWith(setup.corp.issuer), `${atProvider.status} ${atProvider.body.slice(0, 300)} ${atProvider.trail.join('\n')}`);
+    // Ten addresses (one party with a /56 of IPv6, say) each stay within their own budgets and together spend the shared ones.
+    let refused = 0;
+    for (let a = 0; a < 10; a++) {
+      for (const path of ['/oauth/interaction/no-such-uid', '/oauth/authorize?client_id=x']) {
+        for (let n = 0; n < 3; n++) {
+          const res = await send(setup.issuer, 'GET', path, `203.0.113.${a + 1}`);
+          await res.arrayBuffer();
+          if (res.status === 429) refused++;
+        }
+      }
+    }
+    assert.ok(refused >= 20, `the flood spent the shared budgets (${refused} refused)`);
+    await assertRefused(await send(setup.issuer, 'GET', '/oauth/callback?state=forged.state', '203.0.113.99'), 'login.shared');
+    // The user comes back from the provider: the callback, the consent and the code go through.
+    const done = await user.visit(atProvider.url.href, (url) => url.href.startsWith(REDIRECT));
+    assert.ok(done.url.href.startsWith(REDIRECT) && done.url.searchParams.get('code') !== null, `${done.status} ${done.trail.join('\n')}`);
+    // A new sign-in from another address meets the spent budget of authorizations.
+    await assertRefused(await send(setup.issuer, 'GET', new URL(authorize).pathname + new URL(authorize).search, '198.51.100.202'), 'authorization.shared');
   });
 });
 
