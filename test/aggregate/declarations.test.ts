@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../core/errors.ts';
 import { clientCapabilities, clientInfo, clientLogLevel, jsonSize, MAX_INSTRUCTIONS_CHARS, MAX_SERVER_PART_BYTES, serverCapabilities, serverInstructions } from '../../core/mcp/aggregate/declarations.ts';
+import { AggregatedSession, MAX_TASK_ID_LENGTH } from '../../core/mcp/aggregate/session.ts';
 import { paddedCapabilities } from '../helpers/session-state.ts';
 
 describe('declarations a session keeps', () => {
@@ -70,5 +71,13 @@ describe('declarations a session keeps', () => {
     assert.deepEqual(serverCapabilities('none'), {});
     assert.equal(serverInstructions('i'.repeat(1_000_000))!.length, MAX_INSTRUCTIONS_CHARS);
     assert.equal(serverInstructions(42), undefined);
+  });
+
+  it('a task id a backend names is routed only up to MAX_TASK_ID_LENGTH characters (a session keeps up to 1024 of them)', () => {
+    const session = new AggregatedSession({ id: 's', owner: null, protocolVersion: '2025-11-25', clientCapabilities: {}, clientInfo: null, backends: {}, missing: [] } as never);
+    session.noteTask('t'.repeat(MAX_TASK_ID_LENGTH), 0);
+    session.noteTask('u'.repeat(MAX_TASK_ID_LENGTH + 1), 1);
+    session.noteTask('x'.repeat(4 << 20), 1);
+    assert.deepEqual([...session.tasks.values()], [0]);
   });
 });

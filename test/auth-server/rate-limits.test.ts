@@ -120,8 +120,8 @@ describe('authorization server budgets: a sign-in under way outlives a flood fro
   let setup: AuthGateway;
   before(async () => {
     // Authorizations and login steps: 50 per address, 20 shared by every address.
-    const rates = budgets(1_000, 1_000);
-    rates.authorization = rates.login = { perKey: { maxTokens: 50, refillPeriodMs: 60_000 }, shared: { maxTokens: 20, refillPeriodMs: 60_000 } };
+    const tight = { perKey: { maxTokens: 50, refillPeriodMs: 60_000 }, shared: { maxTokens: 20, refillPeriodMs: 60_000 } };
+    const rates = { ...budgets(1_000, 1_000), authorization: tight, login: tight };
     setup = await startAuthGateway({ spec: TRUSTED, bounds: { rateLimiting: rates } });
   });
   after(() => setup.close());

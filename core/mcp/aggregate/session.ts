@@ -48,6 +48,8 @@ export interface BackendAbsence {
 
 /** Tasks a session routes at once: a task older than the newest this many is not found. */
 const MAX_TASKS = 1024;
+/** Longest task id a session routes (a backend names its tasks; one id of megabytes would be kept 1024 times over). */
+export const MAX_TASK_ID_LENGTH = 256;
 /** Resources a session may subscribe to on one modern backend. */
 export const MAX_SUBSCRIPTIONS_PER_BACKEND = 256;
 
@@ -213,8 +215,12 @@ export class AggregatedSession {
     return this.#lost?.has(name) === true ? undefined : this.#backends.get(name);
   }
 
-  /** A routed call created task `taskId` on backend `index`; past MAX_TASKS the oldest is forgotten. */
+  /**
+   * A routed call created task `taskId` on backend `index`; past MAX_TASKS the oldest is
+   * forgotten. An id longer than MAX_TASK_ID_LENGTH is not kept: tasks/* naming it are unknown.
+   */
   noteTask(taskId: string, index: number): void {
+    if (taskId.length > MAX_TASK_ID_LENGTH) return;
     this.tasks.delete(taskId);
     this.tasks.set(taskId, index);
     if (this.tasks.size > MAX_TASKS) this.tasks.delete(this.tasks.keys().next().value!);
