@@ -6,6 +6,7 @@
  *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
  *   npm run bench -- --aggregate-only  only the aggregation benchmark (bench/aggregate/run.ts)
  *   npm run bench -- --eras-only       only the protocol generations benchmark (bench/aggregate/eras.ts)
+ *   npm run bench -- --walk-only       only the walk of one POST through the code (bench/walk.ts); not in the default run
  *   npm run bench -- --filter jsonrpc  only micro files whose path contains "jsonrpc"
  *   npm run bench -- --instructions-only
  *                                      full token verification vs raw jose in instructions
@@ -41,6 +42,7 @@ import { runEras } from './aggregate/eras.ts';
 import { runAggregate } from './aggregate/run.ts';
 import { runVerifyInstructions, valgrindAvailable } from './plugins/verify-instructions.ts';
 import { runVerifyCpu } from './plugins/verify-cpu.ts';
+import { runWalk } from './walk.ts';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 
@@ -142,10 +144,11 @@ async function main(): Promise<number> {
       'aggregate-only': { type: 'boolean', default: false },
       'eras-only': { type: 'boolean', default: false },
       'instructions-only': { type: 'boolean', default: false },
+      'walk-only': { type: 'boolean', default: false },
       filter: { type: 'string' },
     },
   });
-  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'instructions-only'] as const).filter((flag) => values[flag]);
+  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'instructions-only', 'walk-only'] as const).filter((flag) => values[flag]);
   if (only.length > 1) {
     console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
@@ -160,6 +163,7 @@ async function main(): Promise<number> {
     writeFileSync(join(RESULTS_DIR, 'verify-instructions.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`);
     return 0;
   }
+  if (only[0] === 'walk-only') return (await runWalk()) ? 0 : 1;
   const run = (part: 'micro' | 'load' | 'aggregate' | 'eras'): boolean => only.length === 0 || only[0] === `${part}-only`;
   let failed = false;
   if (run('micro')) {
