@@ -12,7 +12,7 @@
  * backend (from the client's own `_meta`, or from its legacy session), or taken away for a
  * legacy one.
  */
-import { encodeHeaderValue, nameOf, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.ts';
+import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest } from './jsonrpc.ts';
 
 export type Era = 'modern' | 'legacy';
 
@@ -183,14 +183,3 @@ export function logWanted(wanted: string | null, level: unknown): boolean {
   return floor === -1 || at === -1 || at >= floor;
 }
 
-const HEADER_TOKEN = /^[\x21-\x7e]{1,256}$/;
-
-/**
- * The standard headers of a modern request: `Mcp-Method` (when the method is a header-safe
- * token: no other method is one a backend serves), and `Mcp-Name` where the body names something.
- */
-export function standardHeaders(message: JsonRpcMessage): string[] {
-  if (!('method' in message) || !HEADER_TOKEN.test(message.method)) return [];
-  const name = nameOf(message);
-  return name === undefined ? ['mcp-method', message.method] : ['mcp-method', message.method, 'mcp-name', encodeHeaderValue(name)];
-}

@@ -14,7 +14,9 @@ import { runHooks } from '../chain.ts';
 import type { Context, MessageTarget } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import { declaredLengthProblem } from '../http/body.ts';
-import { parseMessages, standardHeadersProblem, type JsonRpcMessage } from './jsonrpc.ts';
+import { parseMessages, type JsonRpcMessage } from './jsonrpc.ts';
+import { subjectOf } from './methods.ts';
+import { standardHeadersProblem } from './standard-headers.ts';
 import { modernEnvelope } from './request-era.ts';
 
 function isJsonMediaType(value: string | undefined): boolean {
@@ -72,27 +74,9 @@ async function runBatchHooks(ctx: Context, chain: Chain, batch: JsonRpcMessage[]
 
 /**
  * The target of a message the one backend gets as the client sent it: the tool or prompt name,
- * or the resource URI, it is about; null for a response or a batch.
+ * or the resource URI, it is about (methods.ts); null for a response or a batch.
  */
 export function directTarget(backend: string, message: JsonRpcMessage | JsonRpcMessage[] | null): MessageTarget | null {
   if (message === null || Array.isArray(message) || !('method' in message)) return null;
-  const params = message.params;
-  let name: unknown = null;
-  switch (message.method) {
-    case 'tools/call':
-    case 'prompts/get':
-      name = params?.name;
-      break;
-    case 'resources/read':
-    case 'resources/subscribe':
-    case 'resources/unsubscribe':
-      name = params?.uri;
-      break;
-    case 'completion/complete': {
-      const ref = params?.ref as { name?: unknown; uri?: unknown } | undefined;
-      name = ref?.name ?? ref?.uri;
-      break;
-    }
-  }
-  return { backend, name: typeof name === 'string' ? name : null };
+  return { backend, name: subjectOf(message)?.name ?? null };
 }

@@ -20,9 +20,8 @@ import { GatewayError, untrusted } from '../errors.ts';
 import type { RequestHead } from '../http/request-head.ts';
 import { isModernVersion, META, SUPPORTED_VERSIONS, type ClientEnvelope } from './era.ts';
 import type { JsonRpcMessage } from './jsonrpc.ts';
+import { mcpMethod } from './methods.ts';
 
-/** Methods whose modern request must carry `Mcp-Name`. */
-const NAMED = new Set(['tools/call', 'resources/read', 'prompts/get']);
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -57,7 +56,7 @@ export function modernEnvelope(head: RequestHead, message: JsonRpcMessage | Json
   const capabilities = (meta as Record<string, unknown>)[META.clientCapabilities];
   if (!isObject(capabilities)) throw new GatewayError('invalid_params', `Invalid params: _meta["${META.clientCapabilities}"] is required and must be an object`);
   if (head.mcpMethod === undefined) throw new GatewayError('header_mismatch', 'Header mismatch: the Mcp-Method header is required');
-  if (head.mcpName === undefined && NAMED.has(message.method)) throw new GatewayError('header_mismatch', `Header mismatch: the Mcp-Name header is required for ${message.method}`);
+  if (head.mcpName === undefined && mcpMethod(message.method)?.mcpName === 'required') throw new GatewayError('header_mismatch', `Header mismatch: the Mcp-Name header is required for ${message.method}`);
   const level = (meta as Record<string, unknown>)[META.logLevel];
   return { capabilities, clientInfo: (meta as Record<string, unknown>)[META.clientInfo] ?? null, logLevel: typeof level === 'string' ? level : null };
 }

@@ -8,7 +8,7 @@
  * Built only when the access log is on; with it off the server reads one boolean per request.
  */
 import type { Context } from '../context.ts';
-import type { JsonRpcMessage } from '../mcp/jsonrpc.ts';
+import { subjectOf } from '../mcp/methods.ts';
 import { sessionTag } from '../mcp/aggregate/session-store.ts';
 
 export interface AccessLogLine {
@@ -31,35 +31,6 @@ export interface AccessLogLine {
   ms: number;
 }
 
-/** The key and value of what `message` is about, as the client named it. */
-function subjectOf(message: JsonRpcMessage): ['tool' | 'prompt' | 'resource', string] | null {
-  if (!('method' in message)) return null;
-  const params = message.params;
-  let key: 'tool' | 'prompt' | 'resource';
-  let value: unknown;
-  switch (message.method) {
-    case 'tools/call':
-      [key, value] = ['tool', params?.name];
-      break;
-    case 'prompts/get':
-      [key, value] = ['prompt', params?.name];
-      break;
-    case 'resources/read':
-    case 'resources/subscribe':
-    case 'resources/unsubscribe':
-      [key, value] = ['resource', params?.uri];
-      break;
-    case 'completion/complete': {
-      const ref = params?.ref as { type?: unknown; name?: unknown; uri?: unknown } | undefined;
-      [key, value] = ref?.type === 'ref/prompt' ? ['prompt', ref.name] : ['resource', ref?.uri];
-      break;
-    }
-    default:
-      return null;
-  }
-  return typeof value === 'string' ? [key, value] : null;
-}
-
 export function accessLogLine(ctx: Context, status: number, seconds: number): AccessLogLine {
   // Keys in reading order: what was asked, where it went, how it ended.
   const line = { requestId: ctx.requestId, method: ctx.req.method, route: ctx.route } as AccessLogLine;
@@ -69,7 +40,7 @@ export function accessLogLine(ctx: Context, status: number, seconds: number): Ac
     else if (message !== null && 'method' in message) {
       line.rpc = message.method;
       const subject = subjectOf(message);
-      if (subject !== null) line[subject[0]] = subject[1];
+      if (subject !== null) line[subject.kind] = subject.name;
     }
     if (ctx.target !== null) line.backend = ctx.target.backend;
     const session = ctx.head.sessionId;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../core/errors.ts';
-import { decodeHeaderValue, parseMessages, standardHeadersProblem, type JsonRpcMessage } from '../../core/mcp/jsonrpc.ts';
+import { parseMessages, type JsonRpcMessage } from '../../core/mcp/jsonrpc.ts';
+import { decodeHeaderValue, standardHeadersProblem } from '../../core/mcp/standard-headers.ts';
 
 function parseError(body: string): GatewayError {
   try {

@@ -3,7 +3,7 @@
  * `tools/call` body costs, next to the bare JSON.parse it is built on.
  */
 import type { Bench } from 'tinybench';
-import { messageProblem, parseMessages, standardHeadersProblem } from '../../../core/mcp/jsonrpc.ts';
+import { messageProblem, parseMessages } from '../../../core/mcp/jsonrpc.ts';
 
 const BODY = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}');
 const TEXT = BODY.toString();
@@ -22,8 +22,5 @@ export default function register(bench: Bench): void {
     })
     .add('jsonrpc: parseMessages (tools/call body)', () => {
       parseMessages(BODY);
-    })
-    .add('jsonrpc: standardHeadersProblem (headers present)', () => {
-      standardHeadersProblem(MESSAGE as never, 'tools/call', 'echo');
     });
 }

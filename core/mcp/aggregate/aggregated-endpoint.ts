@@ -31,7 +31,7 @@ import type { MessageTarget } from '../../context.ts';
 import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from '../intake.ts';
 import { isModernVersion } from '../era.ts';
-import { ownEntry, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
+import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import { callerMustReauthenticate, forBackend, type BackendLink, type MessageSink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
@@ -40,7 +40,7 @@ import { parseFilter } from './listen.ts';
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
 import type { HealthMonitor } from './health.ts';
 import { parseEventId, unwrapInputRequestId, unwrapRequestId } from './ids.ts';
-import { CAPABILITY_OF, InputWaits, relayInput } from './input-relay.ts';
+import { InputWaits, relayInput } from './input-relay.ts';
 import { isGatewayState, MAX_PARKED_PER_BACKEND, MAX_PARKED_PER_PRINCIPAL, ParkedCalls } from './parked-calls.ts';
 import { replicaOf, type Relay, type RelayMessage } from './relay.ts';
 import { relayedContext, RemoteAnswers } from './remote-resume.ts';
@@ -49,8 +49,9 @@ import { SessionHealer } from './healing.ts';
 import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo, clientLogLevel } from './declarations.ts';
 import { implicitSessionId } from './implicit-session.ts';
 import { initializeSession, reasonOf, type InitOptions } from './init.ts';
-import { hintsOf, isFresh, LIST_CHANGED, loadList, page, pageText, resourceOwner, type ListCache, type ListKind } from './lists.ts';
-import { completed, discoverResult, LEGACY_ONLY_METHODS, serverInfo, withCacheHints } from './modern-answers.ts';
+import { hintsOf, isFresh, loadList, page, pageText, resourceOwner, type ListCache } from './lists.ts';
+import { mcpMethod, type ListKind } from '../methods.ts';
+import { completed, discoverResult, serverInfo, withCacheHints } from './modern-answers.ts';
 import { LEGACY_VERSIONS, META, UNNAMED_CLIENT, type ClientEnvelope, type Era } from '../era.ts';
 import { InputStream, type InputStreamOwner } from './input-stream.ts';
 import { RoutedExchange, type RouteListener } from './routed.ts';
@@ -85,8 +86,11 @@ export interface AggregatedOptions {
   removedBackends?: readonly string[];
 }
 
-/** Methods a direct bridge sends to its backend as they name it (their ctx.target as the transparent path's). */
-const DIRECT_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read', 'resources/subscribe', 'resources/unsubscribe', 'completion/complete']);
+/** Whether a direct bridge sends `method` to its backend as the client named its subject (ctx.target as the transparent path's). */
+function sentAsNamed(method: string): boolean {
+  const entry = mcpMethod(method);
+  return entry !== undefined && entry.routed && entry.subject !== null;
+}
 
 /** What a parked call is about, as its requestState binds it: the backend and that backend's name of the tool. */
 function targetKey(ctx: Context): string {
@@ -103,14 +107,12 @@ function inputResponsesOf(request: JsonRpcRequest): Record<string, unknown> {
 const HOLD_STREAM_WAIT_MS = 1_000;
 /** How long a backend that refused that stream is not asked again. */
 const HOLD_STREAM_RETRY_MS = 30_000;
-/** The calls a 2026-07-28 server may answer input_required (MRTR). */
-const ASKABLE_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 /** Whether a call may be asked for input by a legacy backend on its session's stream: a modern client's, which declared it can be asked. */
 function mayBeAsked(ctx: Context, session: AggregatedSession, backend: BackendSessionRecord): boolean {
   const capabilities = ctx.envelope?.capabilities;
   if (capabilities === undefined || (capabilities['elicitation'] === undefined && capabilities['sampling'] === undefined && capabilities['roots'] === undefined)) return false;
-  return session.record.modern === true && backend.sessionId !== null && !isModernVersion(backend.protocolVersion) && ASKABLE_METHODS.has(ctx.rpcMethod ?? '');
+  return session.record.modern === true && backend.sessionId !== null && !isModernVersion(backend.protocolVersion) && mcpMethod(ctx.rpcMethod ?? '')?.askable === true;
 }
 
 /** `promise`, or after `ms` whatever it does. */
@@ -131,12 +133,6 @@ const IMPLICIT_LIST_TTL_MS = 60_000;
 /** At most this long (ms) to spread the sessions that join a recovered backend over. */
 const RECOVERY_SPREAD_MAX_MS = 5_000;
 
-const LIST_METHODS: Readonly<Record<string, ListKind>> = {
-  'tools/list': 'tools',
-  'prompts/list': 'prompts',
-  'resources/list': 'resources',
-  'resources/templates/list': 'resourceTemplates',
-};
 
 function sessionNotFound(): GatewayError {
   return new GatewayError('session_not_found', 'Session not found: initialize a new session');
@@ -320,7 +316,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   #modern(ctx: Context, message: JsonRpcMessage): HookOutcome | Promise<HookOutcome> {
     // 2026-07-28 defines no client notification over HTTP (a cancellation is the closed stream).
     if (!('method' in message) || !('id' in message)) return Reply.empty(202);
-    if (LEGACY_ONLY_METHODS.has(message.method)) {
+    if (mcpMethod(message.method)?.eras === 'legacy') {
       return this.#answer(ctx, { jsonrpc: '2.0', id: message.id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${message.method} is not part of the ${String(ctx.head.protocolVersion)} protocol` } });
     }
     // What the request declares names its implicit session, which keeps it, and goes on to the
@@ -407,7 +403,7 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
   }
 
   #target(ctx: Context, session: AggregatedSession, message: JsonRpcMessage): HookOutcome | Promise<HookOutcome> {
-    const routed = 'id' in message && 'method' in message ? (this.#direct !== null && DIRECT_METHODS.has(message.method) ? this.#directRoute(message) : this.#resolve(ctx, session, message)) : null;
+    const routed = 'id' in message && 'method' in message ? (this.#direct !== null && sentAsNamed(message.method) ? this.#directRoute(message) : this.#resolve(ctx, session, message)) : null;
     return isPromise(routed) ? routed.then((resolved) => this.#hooks(ctx, session, message, resolved)) : this.#hooks(ctx, session, message, routed);
   }
 
@@ -656,8 +652,9 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   /** A request the gateway answers itself (lists, ping) or sends to every backend (logging). */
   async #request(ctx: Context, session: AggregatedSession, request: JsonRpcRequest): Promise<HookOutcome> {
-    const list = ownEntry(LIST_METHODS, request.method);
-    if (list !== undefined) {
+    const entry = mcpMethod(request.method);
+    const list = entry?.kind === 'list' ? entry.list : null;
+    if (list !== null) {
       const cursor = request.params?.cursor;
       // A first page is served fresh (each part's ttlMs); the next pages come from the same list.
       const cache = await this.#list(ctx, session, list, cursor === undefined);
@@ -941,8 +938,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
     };
     const capabilities = ctx.envelope?.capabilities ?? {};
     for (const request of requests.values()) {
-      const needed = ownEntry(CAPABILITY_OF, request.method);
-      if (needed === undefined || capabilities[needed] === undefined) return refuse(request, `the client did not declare the ${needed ?? request.method} capability`);
+      const needed = mcpMethod(request.method)?.capability ?? null;
+      if (needed === null || capabilities[needed] === undefined) return refuse(request, `the client did not declare the ${needed ?? request.method} capability`);
     }
     const asked = new Map([...requests].map(([key, request]) => [key, { id: request.id, method: request.method, params: request.params }]));
     const state = this.#parked.park(exchange, asked, ctx.principal, ctx.rpcMethod ?? '', targetKey(ctx), link.name);
@@ -1104,8 +1101,8 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Route
 
   readonly #observe = (session: AggregatedSession, message: JsonRpcMessage): void => {
     if ('method' in message && !('id' in message)) {
-      const kind = ownEntry(LIST_CHANGED, message.method);
-      if (kind !== undefined) session.invalidate(kind);
+      const entry = mcpMethod(message.method);
+      if (entry?.kind === 'notification' && entry.list !== null) session.invalidate(entry.list);
     }
   };
 

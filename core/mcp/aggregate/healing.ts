@@ -25,6 +25,7 @@ import type { Logger } from 'pino';
 import type { Context } from '../../context.ts';
 import { GatewayError } from '../../errors.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
+import { LIST_CHANGED_NOTIFICATIONS } from '../methods.ts';
 import { callerMustReauthenticate, GATEWAY_CALL, reauthenticationAmong, type BackendLink, type CallResult, type CallTiming, type MessageSink } from './backend-link.ts';
 import type { HealthMonitor } from './health.ts';
 import { confirmBackendSession, initializeBackend, reasonOf } from './init.ts';
@@ -33,13 +34,6 @@ import { sessionTag, type BackendSessionRecord, type SessionStore } from './sess
 
 const RETRY_MIN_MS = 1_000;
 const RETRY_MAX_MS = 30_000;
-
-/** The list_changed notification of each capability a joining backend may bring. */
-const LIST_CHANGED_OF: readonly (readonly [capability: string, method: string])[] = [
-  ['tools', 'notifications/tools/list_changed'],
-  ['prompts', 'notifications/prompts/list_changed'],
-  ['resources', 'notifications/resources/list_changed'],
-];
 
 export interface SessionHealerOptions {
   readonly links: readonly BackendLink[];
@@ -262,7 +256,7 @@ export class SessionHealer {
     const stream = session.stream;
     if (stream === null) return;
     stream.backendJoined(link.name);
-    for (const [capability, method] of LIST_CHANGED_OF) {
+    for (const [capability, method] of LIST_CHANGED_NOTIFICATIONS) {
       if (backend.capabilities[capability] !== undefined) stream.deliver(link.index, { jsonrpc: '2.0', method });
     }
   }

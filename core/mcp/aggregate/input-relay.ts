@@ -15,7 +15,8 @@ import { GatewayError, rpcErrorResponse } from '../../errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';
 import type { ResponseHook } from '../../plugin.ts';
 import { runResponseHooks } from '../../chain.ts';
-import { ownEntry, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
+import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
+import { mcpMethod } from '../methods.ts';
 import { formatSseEvent } from '../sse.ts';
 import type { AbandonableCall, BackendLink, CallResult, CallTiming, MessageSink } from './backend-link.ts';
 import { wrapInputRequestId } from './ids.ts';
@@ -29,13 +30,6 @@ const ANSWER_TIMEOUT_MS = 10 * 60_000;
 const MAX_WAITS = 10_000;
 /** Calls waiting for one session's answers at once. */
 const MAX_WAITS_PER_SESSION = 32;
-
-/** The client capability a request for input needs. */
-export const CAPABILITY_OF: Readonly<Record<string, string>> = {
-  'elicitation/create': 'elicitation',
-  'sampling/createMessage': 'sampling',
-  'roots/list': 'roots',
-};
 
 export function isInputRequired(response: JsonRpcResponse): boolean {
   const result = response.result as { resultType?: unknown } | undefined;
@@ -188,7 +182,7 @@ export async function relayInput(o: InputRelayOptions, first: JsonRpcResponse): 
       if (inputRequests.length > 0) {
         const capabilities = o.session.record.clientCapabilities;
         for (const [, request] of inputRequests) {
-          const needed = typeof request?.method === 'string' ? ownEntry(CAPABILITY_OF, request.method) : undefined;
+          const needed = typeof request?.method === 'string' ? (mcpMethod(request.method)?.capability ?? undefined) : undefined;
           if (needed === undefined || capabilities[needed] === undefined) {
             throw new GatewayError('backend_error', `backend "${o.link.name}" asked the client for ${typeof request?.method === 'string' ? request.method.slice(0, 64) : 'an unknown request'}, which the client did not declare it can answer`, { extra: { backend: o.link.name } });
           }

@@ -9,13 +9,12 @@ import { answerTooLarge } from '../../upstream/upstreams.ts';
 import { reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
 import { isModernVersion } from '../era.ts';
 import type { JsonRpcMessage } from '../jsonrpc.ts';
+import type { ListKind } from '../methods.ts';
 import type { AggregationConfig } from './config.ts';
 import { jsonSize } from './declarations.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { LOOKUP_WORK, UriTemplateMatcher, type MatchBudget } from './uri-template.ts';
-
-export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 
 interface ListSpec {
   readonly method: string;
@@ -30,12 +29,6 @@ export const LISTS: Readonly<Record<ListKind, ListSpec>> = {
   prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts' },
   resources: { method: 'resources/list', key: 'resources', capability: 'resources' },
   resourceTemplates: { method: 'resources/templates/list', key: 'resourceTemplates', capability: 'resources' },
-};
-
-export const LIST_CHANGED: Readonly<Record<string, ListKind>> = {
-  'notifications/tools/list_changed': 'tools',
-  'notifications/prompts/list_changed': 'prompts',
-  'notifications/resources/list_changed': 'resources',
 };
 
 /** Pages a backend may return for one list before the gateway stops following its cursor. */

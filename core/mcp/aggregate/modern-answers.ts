@@ -9,9 +9,6 @@ import type { JsonRpcResponse } from '../jsonrpc.ts';
 import type { BackendLink } from './backend-link.ts';
 import { mergeCapabilities, mergeInstructions, type AggregatedSession } from './session.ts';
 
-/** Methods a modern request may not use (2026-07-28 removed them, or replaced them with subscriptions/listen). */
-export const LEGACY_ONLY_METHODS: ReadonlySet<string> = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
-
 export function serverInfo(name: string): Record<string, unknown> {
   return { name, version: GATEHOUSE_VERSION, title: `${name} (Gatehouse virtual MCP server)` };
 }

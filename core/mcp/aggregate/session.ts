@@ -6,7 +6,8 @@
 import type { Context } from '../../context.ts';
 import { EnvelopeTails, LEGACY_VERSIONS, type ClientEnvelope } from '../era.ts';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
-import type { ListCache, ListKind } from './lists.ts';
+import type { ListKind } from '../methods.ts';
+import type { ListCache } from './lists.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
 
 /** What the session needs from the client's GET stream. */
