@@ -1,7 +1,8 @@
 /**
- * `npm run bench` — the micro benchmarks, then the load benchmark.
+ * `npm run bench` — the micro benchmarks, the load benchmark, the aggregation benchmark and the
+ * protocol generations benchmark.
  *
- *   npm run bench                      both
+ *   npm run bench                      all four
  *   npm run bench -- --micro-only      only the micro benchmarks
  *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
  *   npm run bench -- --aggregate-only  only the aggregation benchmark (bench/aggregate/run.ts)

@@ -1,7 +1,7 @@
 /**
  * The plugin contract. A plugin is a named factory: it validates its own config at start and
  * returns the hooks and routes it contributes. Built-in plugins and user plugins use exactly
- * this contract. See the README's plugin-authoring guide and `examples/plugins/`.
+ * this contract. See the plugin guide, plugins/README.md, and `examples/plugins/`.
  *
  * Hooks return `undefined` to continue, or a `Reply` / `GatewayError` to answer the request
  * right there. A sync hook stays sync: the runner awaits only when a hook returns a promise.

@@ -1,5 +1,5 @@
 /**
- * A hostile backend next to a healthy one (issue 26, point 3), through an aggregated gateway in a
+ * A hostile backend next to a healthy one, through an aggregated gateway in a
  * process of its own, measured from /proc:
  *
  *  1. flood: the hostile backend answers every tools/call with one SSE event that never ends

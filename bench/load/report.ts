@@ -224,7 +224,7 @@ export function machineLine(report: LoadReport): string {
   );
 }
 
-/** The markdown of bench/results/latest.md (included by the README). */
+/** The markdown of bench/results/latest.md (quoted in bench/README.md). */
 export function markdownReport(report: LoadReport): string {
   return `${machineLine(report)}
 

@@ -1,5 +1,5 @@
 /**
- * Floods of the embedded authorization server from one client address (issue 26, point 5), on
+ * Floods of the embedded authorization server from one client address, on
  * memory and on Redis storage (127.0.0.1:6379), with a victim's sign-in in progress from another
  * address throughout:
  *

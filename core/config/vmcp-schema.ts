@@ -621,7 +621,7 @@ export type ParsedResource<K extends ResourceKind> = z.output<ResourceSchemas[K]
 
 /**
  * With the embedded authorization server, incomingAuth validates the JWTs it issues: oidc,
- * inline, and the same issuer (README, Decisions).
+ * inline, and the same issuer (core/README.md, Decisions).
  */
 function authServerMatchesIncomingAuth(spec: unknown, ctx: Ctx): void {
   if (!isMapping(spec) || !isMapping(spec.authServerConfig)) return;

@@ -3,7 +3,7 @@
  * reached through `node:_http_common`: the one place Gatehouse touches it. The upstream client
  * (core/upstream/) parses responses with it and the own server (core/http/wire/) requests:
  * headers arrive as strings from C++, and no stream machinery sits between the socket and the
- * parser. Measured against undici's wasm parser in bench/README.md.
+ * parser. Measured against undici in core/README.md (Design).
  *
  * The binding is not a documented API, so its shape is checked once at load: if a Node release
  * changes it, Gatehouse refuses to start with a clear message instead of misparsing.

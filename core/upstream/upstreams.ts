@@ -5,7 +5,7 @@
  * connection for as long as the client keeps it open, and one client can open hundreds; beyond
  * the stream limit a stream is refused at once, while every request still finds a connection.
  *
- * Measured choice (bench/README.md): a small HTTP/1.1 client on Node's native llhttp binding
+ * Measured choice (core/README.md, Design): a small HTTP/1.1 client on Node's native llhttp binding
  * costs less CPU per request than undici's Pool.dispatch with a raw handler, which costs about
  * half of http.request + pipe or http-proxy; all three stream SSE chunk by chunk.
  */

@@ -1,6 +1,6 @@
 /**
  * The embedded authorization server's engine: oidc-provider (an OpenID Certified provider) set
- * up as an OAuth 2.1 server for MCP clients. Gatehouse decides only what the seeds and MCP ask:
+ * up as an OAuth 2.1 server for MCP clients. Gatehouse decides only what MCP asks of it:
  *
  *  - clients are public by default (`token_endpoint_auth_method: none`) and register themselves
  *    (RFC 7591); every authorization needs PKCE with S256 (oidc-provider accepts no other);

@@ -4,7 +4,7 @@
  * string (`access_token=`) is refused, as is a second Authorization header (Node keeps only the
  * first in `req.headers`, so duplicates are counted in `req.rawHeaders`).
  *
- * Every refusal is a 401 `invalid_request` (README, Decisions), so that the client also gets the
+ * Every refusal is a 401 `invalid_request` (core/README.md, Decisions), so that the client also gets the
  * `WWW-Authenticate` challenge that tells it where to authenticate.
  *
  * Hot path: a few character comparisons and one slice; no regex, no allocation but the token.

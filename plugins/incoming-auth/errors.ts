@@ -1,5 +1,5 @@
 /**
- * The errors incoming auth answers with (README, Decisions): a request without usable bearer
+ * The errors incoming auth answers with (core/README.md, Decisions): a request without usable bearer
  * credentials is 401 `invalid_request`, a token that fails validation is 401 `invalid_token`,
  * and an issuer that cannot be reached to check a token is 503 `temporarily_unavailable` (the
  * token may be fine: a 401 would make the client re-authenticate for nothing).

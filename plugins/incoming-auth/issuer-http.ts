@@ -1,6 +1,6 @@
 /**
  * HTTP to one issuer: discovery, JWKS and introspection requests, with the issuer rules of
- * README's Decisions (https, or plain http on loopback), the address guard (address-guard.ts), an
+ * Decisions of core/README.md (https, or plain http on loopback), the address guard (address-guard.ts), an
  * optional extra CA (cluster mode: the service-account `ca.crt`), a timeout, a response size
  * cap, no redirects, and a bearer token sent only to the issuer's own origin (cluster mode: the
  * service-account token, which must never travel to a third-party JWKS host).

@@ -39,7 +39,7 @@ export interface ValidatorSettings {
 /** An option the validator cannot work with (the message names it and what is expected). */
 export class ValidatorOptionsError extends StartupError {}
 
-/** Issuer / endpoint URL rule (README, Decisions): absolute https, or http on a loopback host. */
+/** Issuer / endpoint URL rule (core/README.md, Decisions): absolute https, or http on a loopback host. */
 function checkIssuerUrl(value: unknown, what: string): URL {
   let url: URL;
   try {

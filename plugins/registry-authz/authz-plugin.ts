@@ -13,7 +13,7 @@ import type { RoleRules } from './roles.ts';
 
 export const CALLER = defineSlot<Caller>('registry.caller');
 
-/** The startup warnings of the two modes without claims filtering (README, registry `auth.authz.roles`). */
+/** The startup warnings of the two modes without claims filtering (plugins/registry/README.md, `auth.authz.roles`). */
 const AUTH_ONLY_WARNING = 'authorization is not configured and per-entry claims filtering is disabled (auth-only mode)';
 const METRICS_REFUSED = '/metrics names every source, including those scoped to claims you do not hold: it needs superAdmin (or scrape it on the server.admin listener)';
 const ANONYMOUS_WARNING = 'auth.mode is anonymous: no authentication, every source, registry and entry is accessible to anyone (development only)';

@@ -3,7 +3,7 @@
  * of its token, and the roles they resolve to. Built once per request (in the authorize phase)
  * and consulted by every check of that request.
  *
- * The operating modes (README, registry configuration):
+ * The operating modes (plugins/registry/README.md, Configuration):
  * - anonymous: no token; every check is bypassed, everything is visible.
  * - authOnly: a valid token is required; no claims filtering, roles neither resolved nor enforced.
  * - full: the three layers apply (registry gate, entry filter, role checks); superAdmin bypasses

@@ -1,4 +1,4 @@
-/** Client declarations of a chosen size, for the tests of what a session keeps (issue 26, point 4). */
+/** Client declarations of a chosen size, for the tests of what a session keeps. */
 
 /**
  * Capabilities that are `bytes` long as JSON (exactly, from 64 bytes up), as a client may declare

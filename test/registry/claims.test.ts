@@ -1,5 +1,5 @@
 /**
- * The claims engine's containment rule: the README's table case by case, then its laws as
+ * The claims engine's containment rule: the table of plugins/registry-authz/README.md case by case, then its laws as
  * properties (fast-check), including that the SQL encoding (pairs ⊆ pairs) decides exactly what
  * `claimsSatisfy` decides.
  */

@@ -1,5 +1,5 @@
 /**
- * Redis failing under a running gateway (issue 19, point 2): the gateway in this process,
+ * Redis failing under a running gateway: the gateway in this process,
  * configured from YAML as a user writes it, an aggregated group of two backends (`echo`, which
  * gets the caller's upstream token of `corp` through upstreamInject, and `docs`), sessions in
  * Redis, and the embedded authorization server with its storage on the same Redis (another key

@@ -1,5 +1,5 @@
 /**
- * Replicas as one (issue 19, point 1). Three gateway processes (the real CLI, `gatehouse vmcp
+ * Replicas as one. Three gateway processes (the real CLI, `gatehouse vmcp
  * serve --config FILE`, one YAML file they all read) behind nginx round robin on loopback, sharing
  * Redis through Sentinel (a master, a replica, three sentinels; passwords on both) for the
  * sessions and the embedded authorization server's records, and one signing key and HMAC secret
@@ -13,7 +13,7 @@
  *     upstream IdP → consent → token), opens one aggregated session and lists the tools;
  *  2. calls every backend on every replica: `profile` sees the IdP's token (the same one from
  *     every replica: the login's tokens are in Redis), `reports` the STS's token. The exchange
- *     cache is per process (README: one exchange per user, audience and token lifetime): each
+ *     cache is per process (examples/deploy/README.md: one exchange per user, audience and token lifetime): each
  *     replica exchanges at most once, the STS sees at most three exchanges, and none more for
  *     repeated calls;
  *  3. elicitation and sampling: the request reaches the client on the call's stream from one

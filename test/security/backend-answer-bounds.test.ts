@@ -1,6 +1,6 @@
 /**
  * What a backend answers is bounded in bytes and time, and a backend that breaks a bound fails
- * alone (issue 26, point 3). A hostile backend streams one SSE event that never ends, hundreds
+ * alone. A hostile backend streams one SSE event that never ends, hundreds
  * of MiB as fast as the gateway reads: in aggregated mode next to a healthy SDK backend, and in
  * transparent mode with an onResponse hook (so the gateway reads the stream). Its call gets a
  * JSON-RPC error naming it and the bound, the other calls are answered meanwhile, the health state

@@ -1,5 +1,5 @@
 /**
- * What one logged-in user can make a gateway process hold with sessions (issue 26, point 4): a
+ * What one logged-in user can make a gateway process hold with sessions: a
  * `gatehouse vmcp serve` process (aggregated, two SDK servers as child processes, inline OIDC)
  * takes 60 initializes of one principal, each declaring 3.5 MiB of capabilities (under the
  * default 4 MiB body cap). Each is refused with -32602 naming the limit, before any backend is

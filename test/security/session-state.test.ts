@@ -1,5 +1,5 @@
 /**
- * What an aggregated session keeps of its client is bounded (issue 26, point 4), behind inline
+ * What an aggregated session keeps of its client is bounded, behind inline
  * OIDC, in front of an SDK v1 (legacy) and an SDK v2 (2026-07-28) server:
  *   - capabilities larger than `session.maxSessionSize` as JSON, in an initialize or in a modern
  *     request's `_meta`, are refused (400, -32602 naming them and the limit) before any backend

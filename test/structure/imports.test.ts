@@ -1,5 +1,5 @@
 /**
- * The rules of the folder map (README, Design): core/ imports nothing from plugins/, the plugin
+ * The rules of the folder map (core/README.md, Design): core/ imports nothing from plugins/, the plugin
  * families import downward only, and no module reaches itself through its imports. Also: every
  * test file is where `npm test`'s glob (test/<folder>/<name>.test.ts) finds it.
  */

@@ -1,6 +1,6 @@
 /**
  * The example allow-list plugin's hooks (examples/plugins/tool-allowlist.ts), one call each, as
- * the plugin guide in the README shows a plugin author to measure their own: the plugin made
+ * the plugin guide (plugins/README.md) shows a plugin author to measure their own: the plugin made
  * through its definition with a parsed config, its hooks called with the messages they see on
  * the hot path. `gatehouse bench --config examples/plugins/vmcp-with-allowlist.yaml` measures the
  * whole path around them (and gatehouse_plugin_phase_seconds the same hooks inside a gateway).

@@ -3,7 +3,7 @@
  *
  * A routed SSE answer can break off before its response: the backend closes it, the client
  * leaves, or the replica routing it dies. The client resumes it with GET + Last-Event-ID,
- * through any replica, and the backend replays it. A backend speaks only for itself (README,
+ * through any replica, and the backend replays it. A backend speaks only for itself (test/security/README.md,
  * "A backend speaks only for itself"): the resumed stream may carry the response to the request
  * whose stream it is, once, and no other response.
  *

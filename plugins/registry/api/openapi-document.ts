@@ -11,7 +11,7 @@
  *   deleting leaves a tombstone; `include_deleted` lists tombstones (always with
  *   `updated_since`); errors are `{"error", "error_description"}`.
  *
- * The admin API (`/v1/...`) is not described here (see the README). The document is built once,
+ * The admin API (`/v1/...`) is not described here (see plugins/registry/README.md). The document is built once,
  * when this module loads, from the vendored files.
  */
 import { readFileSync } from 'node:fs';
@@ -157,7 +157,7 @@ function buildDocument(): Json {
         `The official MCP registry API (${(OFFICIAL.info as Json).version} OpenAPI) as Gatehouse serves it: every path is under \`/{registry}/v0.1/\`; ` +
         `server.json documents are validated against the official schema ${OFFICIAL_SCHEMA_VERSION} (${String(OFFICIAL_SERVER_SCHEMA.$id)}) when published or synced; skills are served like servers under \`skills\`. ` +
         'Deleted versions are kept as tombstones (`status: "deleted"`), listed with include_deleted and always by updated_since. ' +
-        'Authentication depends on the server: a bearer token in oauth mode, none in anonymous mode. The admin API (/v1/sources, /v1/registries, /v1/me) is described in the README.',
+        'Authentication depends on the server: a bearer token in oauth mode, none in anonymous mode. The admin API (/v1/sources, /v1/registries, /v1/me) is described in the registry server\'s README (plugins/registry/README.md).',
       license: OFFICIAL.info === undefined ? undefined : (OFFICIAL.info as Json).license,
     },
     tags: [
