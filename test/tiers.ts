@@ -35,6 +35,7 @@ export const UNIT: readonly string[] = [
   'test/core/app.test.ts',
   'test/core/chain.test.ts',
   'test/core/jsonrpc.test.ts',
+  'test/core/methods.test.ts',
   'test/core/origin-guard.test.ts',
   'test/core/outgoing-headers.test.ts',
   'test/core/request-head.test.ts',
