@@ -6,8 +6,9 @@
  *
  * That holds while the client speaks the backend's generation of MCP. A request of the other
  * one (a 2026-07-28 client in front of a 2025 backend, or a 2025 client in front of a backend
- * that speaks 2026-07-28) goes to the bridge instead: an aggregated endpoint of this one
- * backend, which speaks to each side in its own era (sessions, envelopes, requests for input).
+ * that speaks 2026-07-28) goes to the bridge instead (aggregate/era-bridge.ts): the session
+ * machinery of a group of this one backend, which speaks to each side in its own era (sessions,
+ * envelopes, requests for input).
  *
  * Within a session, what the client sent first is in place at the backend first: a request that
  * follows the session's GET stream is forwarded once that stream is established at the backend
@@ -36,12 +37,16 @@ import type { SessionOwners } from './session-owners.ts';
 import type { OpenStreams } from './streams.ts';
 import { isPromise, then } from '../thenable.ts';
 
-/** What a transparent endpoint needs of the aggregated endpoint that bridges eras for it. */
-export interface EraBridge extends McpEndpoint {
+/** What a transparent endpoint needs of the bridge that serves the requests of the other era. */
+export interface EraBridge {
   /** The backend's era: at once when known, else after a probe (null: unknown, the backend unreachable). */
   backendEra(ctx: Context): Era | null | Promise<Era | null>;
   /** Serves a POST whose body is read and framed already. */
   handleParsed(ctx: Context): void;
+  /** A GET stream or DELETE of a session the bridge holds. */
+  streamOrEnd(ctx: Context): HookOutcome | Promise<HookOutcome>;
+  /** The `/status` document's backends (with their health). */
+  status(): { backends: unknown };
 }
 
 export interface TransparentOptions {
@@ -102,8 +107,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
         if (refused !== null) throw refused;
         // A legacy stream or session end: the backend's own, unless the bridge holds legacy sessions for a modern backend.
         const era = this.#bridge?.backendEra(ctx) ?? null;
-        if (isPromise(era)) return era.then((settled) => (settled === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardOwned(ctx)));
-        return era === 'modern' ? this.#bridge!.handle(ctx) : this.#forwardOwned(ctx);
+        if (isPromise(era)) return era.then((settled) => (settled === 'modern' ? this.#bridge!.streamOrEnd(ctx) : this.#forwardOwned(ctx)));
+        return era === 'modern' ? this.#bridge!.streamOrEnd(ctx) : this.#forwardOwned(ctx);
       }
       default:
         throw methodNotAllowed(ctx);
@@ -261,8 +266,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   }
 
   status(): unknown {
-    const bridged = this.#bridge?.status() as { backends?: unknown } | undefined;
-    return { mode: 'transparent', backends: bridged?.backends ?? [{ name: this.#backend.name, url: this.#backend.url.href }] };
+    return { mode: 'transparent', backends: this.#bridge?.status().backends ?? [{ name: this.#backend.name, url: this.#backend.url.href }] };
   }
 }
 

@@ -15,7 +15,7 @@ import { TransparentEndpoint } from '../mcp/transparent-endpoint.ts';
 import type { SessionOwners } from '../mcp/session-owners.ts';
 import { OpenStreams } from '../mcp/streams.ts';
 import { createAggregated, type SessionStorage } from '../mcp/aggregate/compose.ts';
-import type { AggregatedEndpoint } from '../mcp/aggregate/aggregated-endpoint.ts';
+import type { SessionEnder } from '../mcp/aggregate/group.ts';
 import { needsAggregation } from '../mcp/aggregate/config.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
 import { createPlugins, importPlugin, type PluginSpec } from '../plugin-loader.ts';
@@ -68,9 +68,9 @@ export class Generation {
   challenge: AuthChallenge | null = null;
   #chain: Chain | null = null;
   #endpoint: McpEndpoint | null = null;
-  #aggregated: AggregatedEndpoint | null = null;
+  #sessions: SessionEnder | null = null;
   #startHealth: (() => void) | null = null;
-  #activate: ((endpoint: AggregatedEndpoint) => void) | null = null;
+  #activate: ((sessions: SessionEnder) => void) | null = null;
   #plugins: Plugin[] = [];
   /** Plugins built for this generation's definitions, for the next generation to take over the kept ones. */
   readonly #byDefinition = new Map<PluginDefinition<unknown>, Plugin>();
@@ -145,8 +145,9 @@ export class Generation {
     this.#own('backend connections', () => upstreams.close());
     const shared = storageFor(options.storage, backends.map((b) => b.name));
     const transparent = this.transparent;
-    // A transparent endpoint has one too, of its one backend under its own names: it serves the
-    // requests whose generation of MCP is not the backend's, and checks the backend's health.
+    // A transparent endpoint has the same session machinery, as its era bridge, for its one backend
+    // under its own names: it serves the requests whose generation of MCP is not the backend's,
+    // and checks the backend's health.
     const aggregated = await createAggregated({
       config: transparent ? { ...config, aggregation: { ...config.aggregation, conflictResolution: 'priority' } } : config,
       path: this.mcpPath,
@@ -160,23 +161,25 @@ export class Generation {
       removedBackends: this.removedBackends,
     });
     this.#own(transparent ? 'era bridge' : 'aggregated sessions', () => aggregated.close());
-    this.#aggregated = aggregated.endpoint;
+    this.#sessions = aggregated.sessions;
     this.#activate = shared.activate;
     this.#startHealth = () => aggregated.health.start();
-    this.#endpoint = transparent
-      ? new TransparentEndpoint({
-          path: this.mcpPath,
-          bridge: aggregated.endpoint,
-          backend: backends[0]!,
-          upstreams,
-          chain,
-          metrics: metrics.backend(backends[0]!.name),
-          streams: this.streams,
-          maxBodyBytes: config.server.maxBodyBytes,
-          owners: options.owners,
-        })
-      : aggregated.endpoint;
-    if (transparent) this.#own('era bridge endpoint', () => aggregated.endpoint.close());
+    const { bridge } = aggregated.served;
+    this.#endpoint =
+      bridge !== null
+        ? new TransparentEndpoint({
+            path: this.mcpPath,
+            bridge,
+            backend: backends[0]!,
+            upstreams,
+            chain,
+            metrics: metrics.backend(backends[0]!.name),
+            streams: this.streams,
+            maxBodyBytes: config.server.maxBodyBytes,
+            owners: options.owners,
+          })
+        : aggregated.served.endpoint;
+    if (bridge !== null) this.#own('era bridge', () => bridge.close());
     const endpoint = this.#endpoint;
     this.#own('MCP endpoint', () => endpoint.close());
   }
@@ -209,7 +212,7 @@ export class Generation {
       inherited.from.#release(inherited.plugins);
       this.#started.push(...inherited.plugins);
     }
-    this.#activate?.(this.#aggregated!);
+    this.#activate?.(this.#sessions!);
     for (const metric of this.#metricsToTakeOver.splice(0)) {
       this.#registry?.removeSingleMetric(nameOf(metric));
       this.#registry?.registerMetric(metric);

@@ -13,7 +13,7 @@
  * fails to start must not take the messages of the one still serving.
  */
 import type { SessionStorage } from '../mcp/aggregate/compose.ts';
-import type { AggregatedEndpoint } from '../mcp/aggregate/aggregated-endpoint.ts';
+import type { SessionEnder } from '../mcp/aggregate/group.ts';
 import type { Relay, RelayHandler, RelayMessage } from '../mcp/aggregate/relay.ts';
 import type { SessionOwner, SessionRecord, SessionStore } from '../mcp/aggregate/session-store.ts';
 import { isPromise } from '../thenable.ts';
@@ -99,8 +99,8 @@ class HeldRelay implements Relay {
 /** A generation's view of the shared storage, and what makes it the serving one. */
 export interface GenerationStorage {
   readonly storage: SessionStorage;
-  /** This generation serves from now on: relay messages and memory-store expiry go to `endpoint`. */
-  activate(endpoint: AggregatedEndpoint): void;
+  /** This generation serves from now on: relay messages, and memory-store expiry to `sessions`. */
+  activate(sessions: SessionEnder): void;
 }
 
 export function storageFor(shared: SessionStorage, backends: readonly string[]): GenerationStorage {
@@ -113,9 +113,9 @@ export function storageFor(shared: SessionStorage, backends: readonly string[]):
   };
   return {
     storage,
-    activate: (endpoint) => {
+    activate: (sessions) => {
       relay.activate();
-      shared.serve(endpoint);
+      shared.serve(sessions);
     },
   };
 }

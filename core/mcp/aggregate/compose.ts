@@ -1,7 +1,8 @@
 /**
- * Builds the aggregated endpoint of a group: one link per backend (pooled connection, metrics,
- * compiled prepareBackend hooks), the health monitor, and the session store — in memory, or
- * Redis (plain or Sentinel) so that several gateway processes serve one set of sessions.
+ * Builds the session machinery of a group (group.ts) as an aggregated endpoint, or as the era
+ * bridge of a transparent endpoint: one link per backend (pooled connection, metrics, compiled
+ * prepareBackend hooks), the health monitor, and the session store — in memory, or Redis (plain
+ * or Sentinel) so that several gateway processes serve one set of sessions.
  */
 import type { Logger } from 'pino';
 import type { BackendInfo } from '../../backend.ts';
@@ -13,6 +14,8 @@ import type { Upstreams } from '../../upstream/upstreams.ts';
 import type { OpenStreams } from '../streams.ts';
 import { BackendLink } from './backend-link.ts';
 import { AggregatedEndpoint } from './aggregated-endpoint.ts';
+import { EraBridge } from './era-bridge.ts';
+import type { SessionEnder } from './group.ts';
 import { HealthMonitor } from './health.ts';
 import { MemorySessionStore } from './memory-session-store.ts';
 import { RedisSessionStore } from './redis-session-store.ts';
@@ -42,13 +45,16 @@ export interface AggregatedDeps {
 export interface SessionStorage {
   readonly store: SessionStore;
   readonly relay: Relay;
-  /** The endpoint now serving: the memory store's expiry ends backend sessions through it. */
-  serve(endpoint: AggregatedEndpoint): void;
+  /** The sessions now serving: the memory store's expiry ends backend sessions through them. */
+  serve(sessions: SessionEnder): void;
   close(): Promise<void>;
 }
 
 export interface Aggregated {
-  endpoint: AggregatedEndpoint;
+  /** An aggregated group's endpoint, or a transparent endpoint's era bridge (one backend). */
+  served: { readonly endpoint: AggregatedEndpoint; readonly bridge: null } | { readonly endpoint: null; readonly bridge: EraBridge };
+  /** What ends the backend sessions of an expired session (the one of the two above). */
+  sessions: SessionEnder;
   health: HealthMonitor;
   /** Closes the store's connection (Redis). */
   close(): Promise<void>;
@@ -58,7 +64,7 @@ const REDIS_READY_MS = 10_000;
 
 /** The session store and relay of `config.session.storage` (Redis: connected and subscribed). */
 export async function createSessionStorage(config: VmcpConfig, log: Logger): Promise<SessionStorage> {
-  let serving: AggregatedEndpoint | null = null;
+  let serving: SessionEnder | null = null;
   let store: SessionStore;
   let relay: Relay;
   let close = async (): Promise<void> => {};
@@ -108,7 +114,7 @@ export async function createSessionStorage(config: VmcpConfig, log: Logger): Pro
     close = () => memory.close();
   }
 
-  return { store, relay, close, serve: (endpoint) => (serving = endpoint) };
+  return { store, relay, close, serve: (sessions) => (serving = sessions) };
 }
 
 export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated> {
@@ -120,13 +126,11 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
   const { store, relay } = storage;
   const close = deps.storage === undefined ? () => storage.close() : async (): Promise<void> => {};
 
-  const endpoint = new AggregatedEndpoint({
-    path: deps.path,
+  const group = {
     name: config.name,
     links,
     chain: deps.chain,
     streams: deps.streams,
-    maxBodyBytes: config.server.maxBodyBytes,
     aggregation: config.aggregation,
     session: config.session,
     failure,
@@ -134,10 +138,13 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     health,
     relay,
     log,
-    // One backend, no tool configuration: a transparent endpoint's era bridge (virtual-mcp-server.ts).
-    direct: !needsAggregation(deps.backends.length, config.aggregation),
     removedBackends: deps.removedBackends ?? [],
-  });
-  if (deps.storage === undefined) storage.serve(endpoint);
-  return { endpoint, health, close };
+  };
+  // One backend, no tool configuration: a transparent endpoint, whose era bridge this is (virtual-mcp-server.ts).
+  const served = needsAggregation(deps.backends.length, config.aggregation)
+    ? { endpoint: new AggregatedEndpoint({ ...group, path: deps.path, maxBodyBytes: config.server.maxBodyBytes }), bridge: null }
+    : { endpoint: null, bridge: new EraBridge(group) };
+  const sessions = served.endpoint ?? served.bridge;
+  if (deps.storage === undefined) storage.serve(sessions);
+  return { served, sessions, health, close };
 }

@@ -73,6 +73,8 @@ function isUnreachable(err: unknown): boolean {
 
 export class SessionHealer {
   readonly #o: SessionHealerOptions;
+  /** Probes in flight, by the backend session they ask about (settled ones are forgotten). */
+  readonly #probes = new Map<BackendSessionRecord, Promise<boolean>>();
 
   constructor(options: SessionHealerOptions) {
     this.#o = options;
@@ -172,9 +174,6 @@ export class SessionHealer {
     }
     return asked;
   }
-
-  /** Probes in flight, by the backend session they ask about (settled ones are forgotten). */
-  readonly #probes = new Map<BackendSessionRecord, Promise<boolean>>();
 
   /**
    * One call on `backend`, as it is (no join): what it shows about the backend's health is

@@ -1,0 +1,121 @@
+/**
+ * The session machinery of a backend group, built once per configuration generation: one part
+ * per step of a request (pipeline.ts lists them), each given only what it needs. An aggregated
+ * endpoint serves a group of backends through it; a transparent endpoint's era bridge serves its
+ * one backend through it (`direct`), for the requests whose generation of MCP is not the
+ * backend's.
+ */
+import type { Logger } from 'pino';
+import type { Chain, HookOutcome } from '../../chain.ts';
+import type { Context } from '../../context.ts';
+import type { Era } from '../era.ts';
+import { modernMethodNotAllowed } from '../mcp-endpoint.ts';
+import type { OpenStreams } from '../streams.ts';
+import type { BackendLink } from './backend-link.ts';
+import { CallRouting } from './call-routing.ts';
+import { ClientMessages } from './client-messages.ts';
+import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
+import { SessionHealer } from './healing.ts';
+import type { HealthMonitor } from './health.ts';
+import { HeldStreams } from './held-streams.ts';
+import { InputRounds } from './input-rounds.ts';
+import { OwnMethods } from './own-methods.ts';
+import { McpPipeline } from './pipeline.ts';
+import type { Relay } from './relay.ts';
+import { Resolver } from './resolver.ts';
+import { ResumeTickets } from './resume-tickets.ts';
+import { sinkFor } from './backend-messages.ts';
+import { SessionLists } from './session-lists.ts';
+import { SessionStreams } from './session-streams.ts';
+import type { SessionRecord, SessionStore } from './session-store.ts';
+import { Sessions } from './sessions.ts';
+
+export interface GroupOptions {
+  /** `metadata.name` of the VirtualMCPServer (the serverInfo name clients see). */
+  name: string;
+  links: readonly BackendLink[];
+  chain: Chain;
+  streams: OpenStreams;
+  aggregation: AggregationConfig;
+  session: SessionConfig;
+  failure: FailureHandlingConfig;
+  store: SessionStore;
+  health: HealthMonitor;
+  /** How this replica tells the others about what it holds (relay.ts): started already. */
+  relay: Relay;
+  log: Logger;
+  /**
+   * A transparent endpoint's era bridge: one backend under its own names. A request naming a
+   * tool, prompt or resource goes to it without looking the name up in its lists, as on the
+   * transparent path (the backend answers for what it lacks).
+   */
+  direct?: boolean;
+  /** Backends a config reload removed (sessions may still call their tools): named when one is called. */
+  removedBackends?: readonly string[];
+}
+
+/** What ends the backend sessions of a session the memory store expired (compose.ts). */
+export interface SessionEnder {
+  endBackends(ctx: Context | null, record: SessionRecord): Promise<void>;
+}
+
+export class BackendGroup implements SessionEnder {
+  readonly pipeline: McpPipeline;
+  readonly sessions: Sessions;
+  readonly streams: SessionStreams;
+  readonly #o: GroupOptions;
+  readonly #rounds: InputRounds;
+
+  constructor(options: GroupOptions) {
+    this.#o = options;
+    const { chain, links, log } = options;
+    const byName = new Map(links.map((link) => [link.name, link]));
+    const healer = new SessionHealer({ links, store: options.store, health: options.health, log, sink: (session, link) => sinkFor(session, link.index) });
+    const lists = new SessionLists({ links, byName, aggregation: options.aggregation, healer, log });
+    const direct = options.direct === true && links.length === 1 ? links[0]! : null;
+    const resolver = new Resolver({ links, byName, aggregation: options.aggregation, lists, direct, removedBackends: options.removedBackends ?? [] });
+    this.sessions = new Sessions({ name: options.name, links, byName, chain, store: options.store, session: options.session, failure: options.failure, health: options.health, healer, log });
+    this.#rounds = new InputRounds({ chain, healer, relay: options.relay, log });
+    const held = new HeldStreams(healer);
+    const tickets = new ResumeTickets(options.relay);
+    const routing = new CallRouting({ chain, streams: options.streams, healer, rounds: this.#rounds, held, tickets, maxSessionBytes: options.session.maxSessionBytes });
+    this.streams = new SessionStreams({ links, byName, chain, streams: options.streams, sessions: this.sessions, lists, healer, held, routing, tickets });
+    const own = new OwnMethods({ name: options.name, links, chain, store: options.store, aggregation: options.aggregation, lists, healer, streams: this.streams });
+    const messages = new ClientMessages(links, healer, this.#rounds);
+    this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, messages, own, routing });
+    options.health.onRecovered((name) => this.streams.recovered(name));
+  }
+
+  /** A GET (the session's stream) or DELETE (the session's end); a modern client has neither. */
+  streamOrEnd(ctx: Context): HookOutcome | Promise<HookOutcome> {
+    return modernMethodNotAllowed(ctx) ?? (ctx.req.method === 'GET' ? this.streams.open(ctx) : this.sessions.delete(ctx));
+  }
+
+  /**
+   * The era of the group's first backend (a transparent endpoint's bridge asks it of its one
+   * backend): at once when it is known, else after a probe (an unreachable backend: unknown, null).
+   */
+  backendEra(ctx: Context): Era | null | Promise<Era | null> {
+    const link = this.#o.links[0]!;
+    const known = this.#o.health.profiles.get(link);
+    if (known !== undefined) return known.era;
+    return this.#o.health.profiles.probe(ctx, link).then(
+      (profile) => profile?.era ?? null,
+      () => null,
+    );
+  }
+
+  endBackends(ctx: Context | null, record: SessionRecord): Promise<void> {
+    return this.sessions.endBackends(ctx, record);
+  }
+
+  close(): void {
+    this.#o.health.stop();
+    this.#rounds.close();
+    this.sessions.close();
+  }
+
+  status(mode: 'aggregated' | 'transparent'): unknown {
+    return { mode, name: this.#o.name, sessions: this.sessions.size, backends: this.#o.health.all() };
+  }
+}

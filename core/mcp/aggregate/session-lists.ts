@@ -1,0 +1,62 @@
+/**
+ * The merged lists of a session as the other steps ask for them (lists.ts builds them): cached
+ * per session, the backends the session lacks tried first when their retry is due, and the
+ * backend that serves a resource URI.
+ */
+import type { Logger } from 'pino';
+import type { Context } from '../../context.ts';
+import type { ListKind } from '../methods.ts';
+import type { BackendLink } from './backend-link.ts';
+import { sinkFor } from './backend-messages.ts';
+import type { AggregationConfig } from './config.ts';
+import type { SessionHealer } from './healing.ts';
+import { isFresh, loadList, resourceOwner, type ListCache } from './lists.ts';
+import type { AggregatedSession } from './session.ts';
+import { sessionTag } from './session-store.ts';
+
+/** How long a legacy backend's list stays fresh for a modern client, which hears no list_changed. */
+export const IMPLICIT_LIST_TTL_MS = 60_000;
+
+export interface SessionListsOptions {
+  readonly links: readonly BackendLink[];
+  readonly byName: ReadonlyMap<string, BackendLink>;
+  readonly aggregation: AggregationConfig;
+  readonly healer: SessionHealer;
+  readonly log: Logger;
+}
+
+export class SessionLists {
+  readonly #o: SessionListsOptions;
+
+  constructor(options: SessionListsOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * A merged list: cached per session; the backends the session lacks are tried first when due.
+   * To be served (`fresh`) it must be within its freshness; to route a call any cached one does.
+   */
+  async list(ctx: Context, session: AggregatedSession, kind: ListKind, fresh = false): Promise<ListCache> {
+    if (session.record.missing.length > 0) await this.#o.healer.joinMissing(ctx, session);
+    const cached = session.lists.get(kind);
+    if (cached !== undefined && (!fresh || isFresh(cached, performance.now()))) return cached;
+    return loadList(
+      kind,
+      session,
+      this.#o.links,
+      this.#o.aggregation,
+      (link, message, sink) => this.#o.healer.call(ctx, session, link, message, sink),
+      (link) => sinkFor(session, link.index),
+      (link, error) => this.#o.log.warn({ backend: link.name, err: error, session: sessionTag(session.id) }, `${kind} of backend ${link.name} left out: it failed`),
+      // A modern client's legacy backends send it no list_changed: their lists age out instead.
+      session.record.modern === true ? IMPLICIT_LIST_TTL_MS : null,
+    );
+  }
+
+  /** The backend that serves `uri` (a listed resource, or one a template matches), or null. */
+  async resourceOwner(ctx: Context, session: AggregatedSession, uri: string): Promise<BackendLink | null> {
+    const [resources, templates] = await Promise.all([this.list(ctx, session, 'resources'), this.list(ctx, session, 'resourceTemplates')]);
+    const owner = resourceOwner(resources, templates, uri);
+    return owner === null ? null : (this.#o.byName.get(owner) ?? null);
+  }
+}
