@@ -108,6 +108,71 @@ export function reasonOf(err: unknown): string {
   return (err as GatewayError).description ?? (err as Error).message ?? String(err);
 }
 
+/** What every backend of a new session is initialized with: what the session keeps of its client. */
+interface ClientDeclaration {
+  readonly protocolVersion: string;
+  readonly capabilities: Readonly<Record<string, unknown>>;
+  readonly clientInfo: unknown;
+}
+
+/**
+ * What the session keeps of the client, bounded (declarations.ts), is what every backend gets,
+ * now and when it joins again later (healing.ts): a modern client's legacy backends are
+ * initialized with what its requests declare (checked as they came in), the others with the
+ * client's initialize; its other params (_meta) are not passed on.
+ */
+function declarationOf(ctx: Context, request: JsonRpcRequest, maxSessionBytes: number, implicit: boolean): ClientDeclaration {
+  const envelope = ctx.envelope;
+  if (implicit && envelope !== null) return { protocolVersion: LEGACY_VERSIONS[0]!, capabilities: envelope.capabilities, clientInfo: envelope.clientInfo ?? UNNAMED_CLIENT };
+  const given = request.params ?? {};
+  return {
+    protocolVersion: negotiateVersion(given.protocolVersion),
+    capabilities: declaredCapabilities(given.capabilities, maxSessionBytes, 'params.capabilities'),
+    clientInfo: declaredClientInfo(given.clientInfo),
+  };
+}
+
+/** Every backend's answer: the ones that joined, and the ones that did not, with why. */
+interface Joining {
+  readonly joined: Joined[];
+  readonly missing: { name: string; reason: string }[];
+}
+
+/** Every backend initialized in parallel; the caller's refused credentials end the ones opened and answer the whole request. */
+async function joinAll(ctx: Context, options: InitOptions, declaration: ClientDeclaration, implicit: boolean): Promise<Joining> {
+  const { clientInfo } = declaration;
+  const params = { protocolVersion: declaration.protocolVersion, capabilities: declaration.capabilities, ...(clientInfo === null ? {} : { clientInfo }) };
+  const open = implicit ? joinConfirmed : initializeBackend;
+  const outcomes = await Promise.allSettled(options.links.map((link) => open(ctx, link, params, options.sink(link), options.profiles)));
+  const joining: Joining = { joined: [], missing: [] };
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === 'fulfilled') joining.joined.push(outcome.value);
+    else {
+      joining.missing.push({ name: options.links[i]!.name, reason: reasonOf(outcome.reason) });
+      options.failed?.(options.links[i]!, outcome.reason);
+    }
+  });
+  const refusal = reauthenticationAmong(outcomes);
+  if (refusal !== undefined) {
+    await Promise.allSettled(joining.joined.map((j) => j.link.remove(ctx, j.record)));
+    throw refusal;
+  }
+  return joining;
+}
+
+/**
+ * With backends missing: the session goes on without them (bestEffort), or, with `fail` (or none
+ * joined), the ones opened end and the client gets an error naming the missing ones; null: go on.
+ */
+async function refusedForMissing(ctx: Context, request: JsonRpcRequest, options: InitOptions, { joined, missing }: Joining): Promise<Reply | null> {
+  if (missing.length === 0) return null;
+  options.log.warn({ missing, requestId: ctx.requestId }, `initialize: ${missing.length} backend(s) unavailable`);
+  if (options.failure.partialFailureMode !== 'fail' && joined.length > 0) return null;
+  await Promise.allSettled(joined.map((j) => j.link.remove(ctx, j.record)));
+  const what = missing.map((m) => `${m.name} (${m.reason})`).join('; ');
+  return Reply.rpcError(request.id, INTERNAL_ERROR, joined.length === 0 ? `no backend is available: ${what}` : `backends unavailable: ${what}`, { missing: missing.map((m) => m.name) });
+}
+
 /**
  * A new session: the client's `initialize` (legacy), or, with `implicitId`, the session the
  * gateway holds for a modern client's requests (the backend sessions of its legacy backends),
@@ -119,51 +184,11 @@ export async function initializeSession(
   options: InitOptions,
   implicitId: string | null = null,
 ): Promise<Reply | { session: AggregatedSession; result: Record<string, unknown> }> {
-  const envelope = ctx.envelope;
-  // What the session keeps of the client, bounded (declarations.ts), is what every backend gets,
-  // now and when it joins again later (healing.ts): a modern client's legacy backends are
-  // initialized with what its requests declare (checked as they came in), the others with the
-  // client's initialize; its other params (_meta) are not passed on.
-  let version: string;
-  let clientCapabilities: Readonly<Record<string, unknown>>;
-  let clientInfo: unknown;
-  if (implicitId !== null && envelope !== null) {
-    version = LEGACY_VERSIONS[0]!;
-    clientCapabilities = envelope.capabilities;
-    clientInfo = envelope.clientInfo ?? UNNAMED_CLIENT;
-  } else {
-    const given = request.params ?? {};
-    version = negotiateVersion(given.protocolVersion);
-    clientCapabilities = declaredCapabilities(given.capabilities, options.maxSessionBytes, 'params.capabilities');
-    clientInfo = declaredClientInfo(given.clientInfo);
-  }
-  const params = { protocolVersion: version, capabilities: clientCapabilities, ...(clientInfo === null ? {} : { clientInfo }) };
-  const open = implicitId === null ? initializeBackend : joinConfirmed;
-  const outcomes = await Promise.allSettled(options.links.map((link) => open(ctx, link, params, options.sink(link), options.profiles)));
-  const joined: Joined[] = [];
-  const missing: { name: string; reason: string }[] = [];
-  outcomes.forEach((outcome, i) => {
-    if (outcome.status === 'fulfilled') joined.push(outcome.value);
-    else {
-      missing.push({ name: options.links[i]!.name, reason: reasonOf(outcome.reason) });
-      options.failed?.(options.links[i]!, outcome.reason);
-    }
-  });
-
-  const refusal = reauthenticationAmong(outcomes);
-  if (refusal !== undefined) {
-    await Promise.allSettled(joined.map((j) => j.link.remove(ctx, j.record)));
-    throw refusal;
-  }
-  if (missing.length > 0) {
-    options.log.warn({ missing, requestId: ctx.requestId }, `initialize: ${missing.length} backend(s) unavailable`);
-    if (options.failure.partialFailureMode === 'fail' || joined.length === 0) {
-      await Promise.allSettled(joined.map((j) => j.link.remove(ctx, j.record)));
-      const what = missing.map((m) => `${m.name} (${m.reason})`).join('; ');
-      return Reply.rpcError(request.id, INTERNAL_ERROR, joined.length === 0 ? `no backend is available: ${what}` : `backends unavailable: ${what}`, { missing: missing.map((m) => m.name) });
-    }
-  }
-
+  const declaration = declarationOf(ctx, request, options.maxSessionBytes, implicitId !== null);
+  const joining = await joinAll(ctx, options, declaration, implicitId !== null);
+  const refused = await refusedForMissing(ctx, request, options, joining);
+  if (refused !== null) return refused;
+  const { joined, missing } = joining;
   const principal = ctx.principal;
   const record: SessionRecord = {
     v: 2,
@@ -171,9 +196,9 @@ export async function initializeSession(
     ...(implicitId === null ? {} : { modern: true as const }),
     owner: principal === null ? null : { issuer: principal.issuer, subject: principal.subject },
     createdAt: Date.now(),
-    protocolVersion: version,
-    clientInfo,
-    clientCapabilities,
+    protocolVersion: declaration.protocolVersion,
+    clientInfo: declaration.clientInfo,
+    clientCapabilities: declaration.capabilities,
     backends: Object.fromEntries(joined.map((j) => [j.link.name, j.record])),
     missing: missing.map((m) => m.name),
   };
@@ -181,7 +206,7 @@ export async function initializeSession(
   const now = performance.now();
   for (const { name, reason } of missing) session.absent(name, reason, now);
   const result: Record<string, unknown> = {
-    protocolVersion: version,
+    protocolVersion: declaration.protocolVersion,
     capabilities: mergeCapabilities(
       joined.map((j) => j.record.capabilities),
       missing.length > 0,
@@ -196,4 +221,3 @@ export async function initializeSession(
   session.initializeResult = result;
   return { session, result };
 }
-

@@ -151,79 +151,119 @@ export interface InputRelayOptions {
 
 /** Runs the rounds of a call whose first answer (`first`) asked for input; never throws. */
 export async function relayInput(o: InputRelayOptions, first: JsonRpcResponse): Promise<void> {
-  const events = new ClientEvents(o.ctx, o.session.id);
-  let pending: { cancel(): void } | null = null;
-  // The round in flight to the backend: the client's own call, which runs as long as the client
-  // waits for it, and no longer (its client may leave, even before the round is sent).
-  let sent: AbandonableCall | null = null;
-  const timing: CallTiming = {
-    started: (call) => {
-      if (events.gone) call.abandon();
-      else sent = call;
-    },
-  };
-  o.ctx.inflight = {
-    cancel: () => {
-      pending?.cancel();
-      sent?.abandon();
-    },
-  };
-  const sink: MessageSink = (message) => {
-    if (!('id' in message)) events.send(message); // its notifications (progress); it makes no requests of its own
-  };
-  let final: JsonRpcResponse;
-  try {
+  await new RelayedCall(o).run(first);
+}
+
+type InputRequest = { method?: unknown; params?: unknown };
+type InputRequired = { inputRequests?: Record<string, InputRequest>; requestState?: unknown };
+
+/** One call relayed round by round: the client asked on the call's stream, the backend asked again with the answers. */
+class RelayedCall {
+  readonly #o: InputRelayOptions;
+  readonly #events: ClientEvents;
+  /** The client's answers waited for, while the gateway waits. */
+  #pending: { cancel(): void } | null = null;
+  /**
+   * The round in flight to the backend: the client's own call, which runs as long as the client
+   * waits for it, and no longer (its client may leave, even before the round is sent).
+   */
+  #sent: AbandonableCall | null = null;
+  readonly #timing: CallTiming;
+  /** The backend's notifications during a round (progress) go to the client; it makes no requests of its own. */
+  readonly #sink: MessageSink;
+
+  constructor(o: InputRelayOptions) {
+    this.#o = o;
+    const events = (this.#events = new ClientEvents(o.ctx, o.session.id));
+    this.#timing = {
+      started: (call) => {
+        if (events.gone) call.abandon();
+        else this.#sent = call;
+      },
+    };
+    this.#sink = (message) => {
+      if (!('id' in message)) events.send(message);
+    };
+    o.ctx.inflight = {
+      cancel: () => {
+        this.#pending?.cancel();
+        this.#sent?.abandon();
+      },
+    };
+  }
+
+  async run(first: JsonRpcResponse): Promise<void> {
+    const o = this.#o;
+    let final: JsonRpcResponse;
+    try {
+      final = { ...(await this.#rounds(first)), id: o.ctx.rpcId };
+    } catch (err) {
+      const error = err instanceof GatewayError ? err : new GatewayError('internal_error', 'relaying a request for input failed', { detail: String(err), cause: err });
+      o.ctx.log(error);
+      final = rpcErrorResponse(error, o.ctx.rpcId);
+    } finally {
+      o.ctx.inflight = null;
+    }
+    try {
+      const hooked = o.hooks === null ? final : await runResponseHooks(o.hooks, o.ctx, final);
+      this.#events.end(hooked);
+    } catch (err) {
+      o.ctx.log(err instanceof GatewayError ? err : new GatewayError('internal_error', 'a response hook failed', { detail: String(err), cause: err }));
+      this.#events.end(rpcErrorResponse(new GatewayError('internal_error', 'a response hook failed'), o.ctx.rpcId));
+    }
+  }
+
+  /** Round after round until the backend answers without asking (at most MAX_ROUNDS). */
+  async #rounds(first: JsonRpcResponse): Promise<JsonRpcResponse> {
     let response = first;
     for (let round = 0; isInputRequired(response); round++) {
-      if (round >= MAX_ROUNDS) throw new GatewayError('backend_error', `backend "${o.link.name}" asked for input more than ${MAX_ROUNDS} times`, { extra: { backend: o.link.name } });
-      const result = response.result as { inputRequests?: Record<string, { method?: unknown; params?: unknown }>; requestState?: unknown };
-      const inputRequests = Object.entries(result.inputRequests ?? {});
-      const inputResponses: Record<string, unknown> = {};
-      if (inputRequests.length > 0) {
-        const capabilities = o.session.record.clientCapabilities;
-        for (const [, request] of inputRequests) {
-          const needed = typeof request?.method === 'string' ? (mcpMethod(request.method)?.capability ?? undefined) : undefined;
-          if (needed === undefined || capabilities[needed] === undefined) {
-            throw new GatewayError('backend_error', `backend "${o.link.name}" asked the client for ${typeof request?.method === 'string' ? request.method.slice(0, 64) : 'an unknown request'}, which the client did not declare it can answer`, { extra: { backend: o.link.name } });
-          }
-        }
-        const wait = o.waits.open(o.session, inputRequests.length);
-        pending = wait;
-        inputRequests.forEach(([, request], position) => {
-          events.send({ jsonrpc: '2.0', id: wrapInputRequestId(o.link.index, wait.id, position), method: request.method as string, ...(typeof request.params === 'object' && request.params !== null ? { params: request.params as Record<string, unknown> } : {}) });
-        });
-        const answers = await wait.answers;
-        pending = null;
-        answers.forEach((answer, position) => {
-          // A client's error is no answer: the backend asks again, or gives up, as it sees fit.
-          if (answer?.result !== undefined) inputResponses[inputRequests[position]![0]] = answer.result;
-        });
-      }
-      const retry: JsonRpcRequest = {
-        ...o.request,
-        id: `gatehouse-${randomBytes(9).toString('base64url')}`,
-        params: { ...o.request.params, inputResponses, ...(result.requestState === undefined ? {} : { requestState: result.requestState }) },
-      };
-      const answered = await o.call(retry, sink, timing);
-      sent = null;
-      const problem = o.link.problem(answered, o.request.method);
-      if (problem !== null) throw problem;
-      if (answered.response === null) throw new GatewayError('backend_error', `backend "${o.link.name}" gave no answer to ${o.request.method}`, { extra: { backend: o.link.name } });
-      response = answered.response;
+      if (round >= MAX_ROUNDS) throw new GatewayError('backend_error', `backend "${this.#o.link.name}" asked for input more than ${MAX_ROUNDS} times`, { extra: { backend: this.#o.link.name } });
+      const result = response.result as InputRequired;
+      const answers = await this.#ask(Object.entries(result.inputRequests ?? {}));
+      response = await this.#retry(result, answers);
     }
-    final = { ...response, id: o.ctx.rpcId };
-  } catch (err) {
-    const error = err instanceof GatewayError ? err : new GatewayError('internal_error', 'relaying a request for input failed', { detail: String(err), cause: err });
-    o.ctx.log(error);
-    final = rpcErrorResponse(error, o.ctx.rpcId);
-  } finally {
-    o.ctx.inflight = null;
+    return response;
   }
-  try {
-    const hooked = o.hooks === null ? final : await runResponseHooks(o.hooks, o.ctx, final);
-    events.end(hooked);
-  } catch (err) {
-    o.ctx.log(err instanceof GatewayError ? err : new GatewayError('internal_error', 'a response hook failed', { detail: String(err), cause: err }));
-    events.end(rpcErrorResponse(new GatewayError('internal_error', 'a response hook failed'), o.ctx.rpcId));
+
+  /** The backend's requests asked of the client on the call's stream; its answers, by the backend's keys. */
+  async #ask(inputRequests: [string, InputRequest][]): Promise<Record<string, unknown>> {
+    const inputResponses: Record<string, unknown> = {};
+    if (inputRequests.length === 0) return inputResponses;
+    const o = this.#o;
+    const capabilities = o.session.record.clientCapabilities;
+    for (const [, request] of inputRequests) {
+      const needed = typeof request?.method === 'string' ? (mcpMethod(request.method)?.capability ?? undefined) : undefined;
+      if (needed === undefined || capabilities[needed] === undefined) {
+        throw new GatewayError('backend_error', `backend "${o.link.name}" asked the client for ${typeof request?.method === 'string' ? request.method.slice(0, 64) : 'an unknown request'}, which the client did not declare it can answer`, { extra: { backend: o.link.name } });
+      }
+    }
+    const wait = o.waits.open(o.session, inputRequests.length);
+    this.#pending = wait;
+    inputRequests.forEach(([, request], position) => {
+      this.#events.send({ jsonrpc: '2.0', id: wrapInputRequestId(o.link.index, wait.id, position), method: request.method as string, ...(typeof request.params === 'object' && request.params !== null ? { params: request.params as Record<string, unknown> } : {}) });
+    });
+    const answers = await wait.answers;
+    this.#pending = null;
+    answers.forEach((answer, position) => {
+      // A client's error is no answer: the backend asks again, or gives up, as it sees fit.
+      if (answer?.result !== undefined) inputResponses[inputRequests[position]![0]] = answer.result;
+    });
+    return inputResponses;
+  }
+
+  /** The call again, with the client's answers and the backend's requestState: its answer. */
+  async #retry(result: InputRequired, inputResponses: Record<string, unknown>): Promise<JsonRpcResponse> {
+    const o = this.#o;
+    const retry: JsonRpcRequest = {
+      ...o.request,
+      id: `gatehouse-${randomBytes(9).toString('base64url')}`,
+      params: { ...o.request.params, inputResponses, ...(result.requestState === undefined ? {} : { requestState: result.requestState }) },
+    };
+    const answered = await o.call(retry, this.#sink, this.#timing);
+    this.#sent = null;
+    const problem = o.link.problem(answered, o.request.method);
+    if (problem !== null) throw problem;
+    if (answered.response === null) throw new GatewayError('backend_error', `backend "${o.link.name}" gave no answer to ${o.request.method}`, { extra: { backend: o.link.name } });
+    return answered.response;
   }
 }

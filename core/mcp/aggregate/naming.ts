@@ -65,7 +65,32 @@ export function buildNameTable<T extends Named>(
   config: AggregationConfig,
   applyToolRules: boolean,
 ): NameTable<T> {
-  const backends = [...lists.keys()];
+  const candidates = candidatesOf(lists, config, applyToolRules);
+  const conflicts: NameConflict[] = [];
+  const named = nameEach(candidates, [...lists.keys()], config, conflicts);
+  // Last check: no two exposed names may collide (a prefix or an override may land on a name in use).
+  const byName = new Map<string, ExposedItem<T>>();
+  const items: ExposedItem<T>[] = [];
+  for (const { name, c } of named) {
+    const taken = byName.get(name);
+    if (taken !== undefined) {
+      conflicts.push({
+        name,
+        backends: [taken.backend, c.backend],
+        reason: `"${name}" would name both ${taken.backend}/${taken.original} and ${c.backend}/${c.item.name}: the first is kept`,
+      });
+      continue;
+    }
+    const item = { ...c.item, name, ...(c.description === null ? {} : { description: c.description }) } as T;
+    const exposed: ExposedItem<T> = { name, backend: c.backend, original: c.item.name, item };
+    byName.set(name, exposed);
+    items.push(exposed);
+  }
+  return { items, byName, conflicts };
+}
+
+/** Every item each backend offers, after the tool filters and excludes, with its override. */
+function candidatesOf<T extends Named>(lists: ReadonlyMap<string, readonly T[]>, config: AggregationConfig, applyToolRules: boolean): Candidate<T>[] {
   const candidates: Candidate<T>[] = [];
   for (const [backend, items] of lists) {
     const rules = applyToolRules ? config.tools[backend] : undefined;
@@ -76,7 +101,11 @@ export function buildNameTable<T extends Named>(
       candidates.push({ backend, item, overridden: override?.name ?? null, description: override?.description ?? null });
     }
   }
+  return candidates;
+}
 
+/** Each candidate's exposed name by the conflict resolution; `manual`'s unresolved clashes go to `conflicts`. */
+function nameEach<T extends Named>(candidates: readonly Candidate<T>[], backends: readonly string[], config: AggregationConfig, conflicts: NameConflict[]): { name: string; c: Candidate<T> }[] {
   // Which backends have each bare name (overridden ones do not compete for it).
   const holders = new Map<string, string[]>();
   for (const c of candidates) {
@@ -85,9 +114,7 @@ export function buildNameTable<T extends Named>(
     list.push(c.backend);
     holders.set(c.item.name, list);
   }
-
   const rank = priorityRank(backends, config.priorityOrder);
-  const conflicts: NameConflict[] = [];
   const reported = new Set<string>();
   const named: { name: string; c: Candidate<T> }[] = [];
   for (const c of candidates) {
@@ -120,24 +147,5 @@ export function buildNameTable<T extends Named>(
         break;
     }
   }
-
-  // Last check: no two exposed names may collide (a prefix or an override may land on a name in use).
-  const byName = new Map<string, ExposedItem<T>>();
-  const items: ExposedItem<T>[] = [];
-  for (const { name, c } of named) {
-    const taken = byName.get(name);
-    if (taken !== undefined) {
-      conflicts.push({
-        name,
-        backends: [taken.backend, c.backend],
-        reason: `"${name}" would name both ${taken.backend}/${taken.original} and ${c.backend}/${c.item.name}: the first is kept`,
-      });
-      continue;
-    }
-    const item = { ...c.item, name, ...(c.description === null ? {} : { description: c.description }) } as T;
-    const exposed: ExposedItem<T> = { name, backend: c.backend, original: c.item.name, item };
-    byName.set(name, exposed);
-    items.push(exposed);
-  }
-  return { items, byName, conflicts };
+  return named;
 }
