@@ -1,8 +1,61 @@
 /**
  * A backend MCP server as the core sees it: resolved once from its `MCPServer` resource at start.
  */
-import type { ExternalAuthConfig } from './config/vmcp-types.ts';
 import { NO_PASSTHROUGH, type PassthroughHeaders } from './http/passthrough-headers.ts';
+
+/** `{name, key}` of a `Secret`, plus the resolved value. */
+export interface ResolvedSecretRef {
+  readonly name: string;
+  readonly key: string;
+  readonly value: string;
+}
+
+/**
+ * The outgoing-auth strategy of a backend (an MCPExternalAuthConfig). `name` is its
+ * `metadata.name`. A backend without one (null) is contacted with no credentials, as is one with
+ * `unauthenticated`, which says so explicitly.
+ */
+export type ExternalAuthConfig =
+  | {
+      readonly name: string;
+      readonly type: 'upstreamInject';
+      readonly providerName: string;
+    }
+  | TokenExchangeConfig
+  | {
+      readonly name: string;
+      readonly type: 'headerInjection';
+      /** Lower case. */
+      readonly headerName: string;
+      readonly value: ResolvedSecretRef;
+    }
+  | {
+      readonly name: string;
+      readonly type: 'bearerToken';
+      readonly token: ResolvedSecretRef;
+    }
+  | {
+      readonly name: string;
+      readonly type: 'unauthenticated';
+    };
+
+export interface TokenExchangeConfig {
+  readonly name: string;
+  readonly type: 'tokenExchange';
+  readonly tokenUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: ResolvedSecretRef | null;
+  readonly audience: string;
+  readonly scopes: readonly string[];
+  /** The embedded server's upstream provider whose token is the subject; null: the caller's own token. */
+  readonly subjectProviderName: string | null;
+  /** As an RFC 8693 URN, e.g. `urn:ietf:params:oauth:token-type:access_token`. */
+  readonly subjectTokenType: string;
+  /** Lower case; null: the exchanged token goes in `Authorization: Bearer`. */
+  readonly externalTokenHeaderName: string | null;
+  /** Time allowed for one exchange. */
+  readonly timeoutMs: number;
+}
 
 export interface BackendInfo {
   /** `metadata.name` of the MCPServer. */

@@ -10,12 +10,9 @@ import { z } from 'zod';
 import { didYouMean } from './problems.ts';
 import { isMapping } from './yaml.ts';
 
-/** `{name, key}` of a `Secret`, plus the resolved value. */
-export interface ResolvedSecretRef {
-  readonly name: string;
-  readonly key: string;
-  readonly value: string;
-}
+import type { ResolvedSecretRef } from '../backend.ts';
+
+export type { ResolvedSecretRef } from '../backend.ts';
 
 /** Keys of a Secret, as Kubernetes allows them. */
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;

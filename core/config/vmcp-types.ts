@@ -9,8 +9,10 @@ import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from '..
 import type { BudgetBounds } from '../rate-limit.ts';
 import type { RedisConnectionConfig } from '../store/redis-config.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
-import type { ResolvedSecretRef } from './secrets.ts';
 import type { ServerSettings } from './server-settings.ts';
+import type { ExternalAuthConfig, ResolvedSecretRef } from '../backend.ts';
+
+export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../backend.ts';
 
 export interface BackendConfig {
   /** `metadata.name` of the MCPServer. */
@@ -57,53 +59,6 @@ export type IncomingAuthConfig =
       /** `incomingAuth.scopes` (Gatehouse extension): advertised in `scopes_supported` and the 401 challenge. Absent when not set. */
       readonly scopes?: readonly string[];
     };
-
-/**
- * The outgoing-auth strategy of a backend (an MCPExternalAuthConfig). `name` is its
- * `metadata.name`. A backend without one (null) is contacted with no credentials, as is one with
- * `unauthenticated`, which says so explicitly.
- */
-export type ExternalAuthConfig =
-  | {
-      readonly name: string;
-      readonly type: 'upstreamInject';
-      readonly providerName: string;
-    }
-  | TokenExchangeConfig
-  | {
-      readonly name: string;
-      readonly type: 'headerInjection';
-      /** Lower case. */
-      readonly headerName: string;
-      readonly value: ResolvedSecretRef;
-    }
-  | {
-      readonly name: string;
-      readonly type: 'bearerToken';
-      readonly token: ResolvedSecretRef;
-    }
-  | {
-      readonly name: string;
-      readonly type: 'unauthenticated';
-    };
-
-export interface TokenExchangeConfig {
-  readonly name: string;
-  readonly type: 'tokenExchange';
-  readonly tokenUrl: string;
-  readonly clientId: string;
-  readonly clientSecret: ResolvedSecretRef | null;
-  readonly audience: string;
-  readonly scopes: readonly string[];
-  /** The embedded server's upstream provider whose token is the subject; null: the caller's own token. */
-  readonly subjectProviderName: string | null;
-  /** As an RFC 8693 URN, e.g. `urn:ietf:params:oauth:token-type:access_token`. */
-  readonly subjectTokenType: string;
-  /** Lower case; null: the exchanged token goes in `Authorization: Bearer`. */
-  readonly externalTokenHeaderName: string | null;
-  /** Time allowed for one exchange. */
-  readonly timeoutMs: number;
-}
 
 /** `outgoingAuth.tokenExchangeCache` (Gatehouse extension). */
 export interface TokenExchangeCacheConfig {

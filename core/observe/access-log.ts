@@ -9,7 +9,7 @@
  */
 import type { Context } from '../context.ts';
 import { subjectOf } from '../mcp/methods.ts';
-import { sessionTag } from '../mcp/aggregate/session-store.ts';
+import { sessionTag } from './log.ts';
 
 export interface AccessLogLine {
   requestId: string;

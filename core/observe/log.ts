@@ -3,6 +3,7 @@
  * pino-pretty's one-line-per-record text for a person at a terminal. Request-scoped lines carry
  * the request id; secrets never reach a log (the principal's token is a private field).
  */
+import { createHash } from 'node:crypto';
 import { pino, type Logger, type LevelWithSilent } from 'pino';
 import { build as prettyStream } from 'pino-pretty';
 
@@ -39,4 +40,12 @@ export function createLogger(level: LevelWithSilent = 'info', format: LogFormat 
     ignore: 'pid,hostname,name',
   });
   return pino(options, pretty);
+}
+
+/**
+ * A session's name in logs: its id is a bearer credential of the session (with the owner's
+ * token), so logs above debug carry this short digest instead, enough to correlate lines.
+ */
+export function sessionTag(id: string): string {
+  return createHash('sha256').update(id).digest('base64url').slice(0, 10);
 }

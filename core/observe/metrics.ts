@@ -6,7 +6,7 @@
  */
 import client, { type Registry } from 'prom-client';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './fast-metrics.ts';
-import { redisConnections } from '../store/redis-health.ts';
+import { redisConnections } from './redis-health.ts';
 
 export type Observe = (seconds: number) => void;
 

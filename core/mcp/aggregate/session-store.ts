@@ -4,7 +4,6 @@
  * rebuilt: who owns the session, the backend session ids and the negotiated versions (lists
  * and routing tables are rebuilt from the backends on demand). Secrets are never stored.
  */
-import { createHash } from 'node:crypto';
 
 /** One backend's side of an aggregated session. */
 export interface BackendSessionRecord {
@@ -93,13 +92,7 @@ export function ownedBy(record: SessionRecord, principal: SessionOwner | null): 
   return owner.subject === principal.subject && owner.issuer === principal.issuer;
 }
 
-/**
- * A session's name in logs: its id is a bearer credential of the session (with the owner's
- * token), so logs above debug carry this short digest instead, enough to correlate lines.
- */
-export function sessionTag(id: string): string {
-  return createHash('sha256').update(id).digest('base64url').slice(0, 10);
-}
+export { sessionTag } from '../../observe/log.ts';
 
 /**
  * A record's size as the stores count it against its owner's budget: its bytes as JSON, which
