@@ -6,7 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
 import type { Logger } from 'pino';
-import { GatewayError, sendError, type AuthChallenge, type ErrorTarget } from './errors.ts';
+import { GatewayError, type AuthChallenge } from './errors.ts';
+import { sendError, type ErrorTarget } from './http/error-response.ts';
 import type { ClientEnvelope } from './mcp/era.ts';
 import type { JsonRpcId, JsonRpcMessage } from './mcp/jsonrpc.ts';
 import type { RouteMetrics } from './observe/metrics.ts';

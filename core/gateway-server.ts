@@ -12,7 +12,7 @@
  *   4. authenticate, then authorize (chain.ts) — for the MCP endpoint, /status and /metrics, and
  *      every plugin route that does not opt out.
  *   5. The MCP endpoint, the admin documents, or the plugin route's handler.
- * Every error on the way is mapped to HTTP in one place (errors.ts `sendError`).
+ * Every error on the way is mapped to HTTP in one place (http/error-response.ts `sendError`).
  *
  * The admin documents (/status: backends, their URLs and last errors, session count; /metrics)
  * tell an attacker what is behind the gateway. They answer on the public port only through the

@@ -6,7 +6,7 @@
  * that would escape into a socket callback or an unhandled rejection.
  */
 import type { Context } from './context.ts';
-import { lastResort } from './errors.ts';
+import { lastResort } from './http/error-response.ts';
 import { addCorsHeaders } from './http/cors.ts';
 import { Reply } from './reply.ts';
 import { isPromise } from './thenable.ts';
