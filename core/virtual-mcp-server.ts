@@ -17,8 +17,9 @@ import type { Logger } from 'pino';
 import type { BackendInfo } from './backend.ts';
 import { App } from './app.ts';
 import type { VmcpConfig } from './config/vmcp-types.ts';
-import { createSessionStorage } from './mcp/aggregate/compose.ts';
+import { createSessionStorage, type SessionStorage } from './mcp/aggregate/compose.ts';
 import { createSessionOwners } from './mcp/redis-session-owners.ts';
+import type { SessionOwners } from './mcp/session-owners.ts';
 import { createLogger } from './observe/log.ts';
 import { GatewayMetrics } from './observe/metrics.ts';
 import type { PluginSpec } from './plugin-loader.ts';
@@ -67,163 +68,250 @@ export interface RunningVmcp {
 }
 
 export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp> {
-  const { config } = options;
   const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics() });
-  const { log, metrics } = app;
   try {
-    const storage = app.own(await createSessionStorage(config, log), (s) => s.close(), 'session storage');
-    const owners = app.own(await createSessionOwners(config, log), (o) => o.close(), 'transparent session owners').owners;
-    /** Generations not closed yet: the serving one, and those draining. */
-    const live = new Set<Generation>();
-    let current: Generation | null = null;
-    let server: GatewayServer | null = null;
-    const onChallenge = (generation: Generation, challenge: Parameters<GatewayServer['setAuthChallenge']>[0]): void => {
-      if (generation === current) server?.setAuthChallenge(challenge);
-    };
-    const build = async (next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> => {
-      const generation = await Generation.build({ config: next, log, metrics, storage, owners, builtins, plugins: options.plugins ?? [], upstreams: options.upstreams, onChallenge, previous: current });
-      live.add(generation);
-      return generation;
-    };
-    const close = async (generation: Generation): Promise<void> => {
-      await generation.close();
-      live.delete(generation);
-    };
+    const vmcp = await VirtualMcpServer.compose(app, options);
+    await vmcp.listen();
+    return vmcp;
+  } catch (err) {
+    await app.stop();
+    throw err;
+  }
+}
 
-    const first = await build(config, options.builtins ?? []);
-    current = first;
-    app.own(live, async (all) => {
-      for (const generation of [...all]) await close(generation);
+/** What lives as long as the process, whatever the reloads: built once by `compose`. */
+interface Lasting {
+  readonly storage: SessionStorage;
+  readonly owners: SessionOwners;
+}
+
+/**
+ * A running virtual MCP server: the application, what outlives reloads, and its generations
+ * (the serving one, and those draining). Reloads run one at a time, as named steps (`#apply`).
+ */
+class VirtualMcpServer implements RunningVmcp {
+  readonly #app: App;
+  readonly #options: StartVmcpOptions;
+  readonly #lasting: Lasting;
+  readonly #log: Logger;
+  /** Generations not closed yet: the serving one, and those draining. */
+  readonly #live = new Set<Generation>();
+  /** The serving generation (set by `compose` before anything reads it). */
+  #current!: Generation;
+  #server: GatewayServer | null = null;
+  #address: AddressInfo | null = null;
+  #url = '';
+  #stopped = false;
+  #reloads: Promise<unknown> = Promise.resolve();
+
+  private constructor(app: App, options: StartVmcpOptions, lasting: Lasting) {
+    this.#app = app;
+    this.#options = options;
+    this.#lasting = lasting;
+    this.#log = app.log;
+  }
+
+  /** Session storage and owners (closed with the app), the first generation, and the HTTP server in front of it. */
+  static async compose(app: App, options: StartVmcpOptions): Promise<VirtualMcpServer> {
+    const { config } = options;
+    const storage = app.own(await createSessionStorage(config, app.log), (s) => s.close(), 'session storage');
+    const owners = app.own(await createSessionOwners(config, app.log), (o) => o.close(), 'transparent session owners').owners;
+    const vmcp = new VirtualMcpServer(app, options, { storage, owners });
+    vmcp.#current = await vmcp.#build(config, options.builtins ?? []);
+    app.own(vmcp.#live, async (all) => {
+      for (const generation of [...all]) await vmcp.#close(generation);
     }, 'MCP endpoint, plugins and backend connections');
-    // The server tells every live generation's streams at shutdown, draining ones included.
+    vmcp.#serve();
+    return vmcp;
+  }
+
+  get url(): string {
+    return this.#url;
+  }
+
+  get address(): AddressInfo {
+    return this.#address!;
+  }
+
+  get server(): GatewayServer {
+    return this.#server!;
+  }
+
+  get backends(): readonly BackendInfo[] {
+    return this.#current.backends;
+  }
+
+  get config(): VmcpConfig {
+    return this.#current.config;
+  }
+
+  reload(next: VmcpConfig, builtins: readonly PluginSpec[] = []): Promise<ReloadOutcome> {
+    const run = this.#reloads.then(() => this.#apply(next, builtins)).catch((err: unknown): ReloadOutcome => {
+      this.#log.error({ err }, 'reload failed');
+      return { status: 'failed', error: err };
+    });
+    this.#reloads = run;
+    return run;
+  }
+
+  stop(): Promise<void> {
+    this.#stopped = true;
+    return this.#app.stop();
+  }
+
+  /** The HTTP server, routing to the first generation; it tells every live generation's streams at shutdown, draining ones included. */
+  #serve(): void {
+    const first = this.#current;
+    const config = first.config;
     const streams: ShutdownHook = {
-      drain: () => live.forEach((g) => g.streams.drain()),
-      abort: () => live.forEach((g) => g.streams.abort()),
+      drain: () => this.#live.forEach((g) => g.streams.drain()),
+      abort: () => this.#live.forEach((g) => g.streams.abort()),
     };
-    server = app.serve({
-      host: options.host ?? '127.0.0.1',
-      port: options.port ?? 4483,
+    const server = this.#app.serve({
+      host: this.#options.host ?? '127.0.0.1',
+      port: this.#options.port ?? 4483,
       mcp: first.endpoint,
       chain: first.chain,
       shutdown: [streams],
       publicUrls: publicUrlsOf(config),
       ...listenerOptions(config.server),
     });
+    this.#server = server;
     if (first.challenge !== null) server.setAuthChallenge(first.challenge);
-    app.onStart(async () => {
+    this.#app.onStart(async () => {
       await first.start();
       first.activate();
     });
+  }
 
-    const address = await app.start();
-    const url = app.url(first.mcpPath);
-    const admin = server.adminAddress;
-    log.info(
+  /** Starts the app (plugins, then the listeners) and logs where it listens. */
+  async listen(): Promise<void> {
+    const first = this.#current;
+    this.#address = await this.#app.start();
+    this.#url = this.#app.url(first.mcpPath);
+    const admin = this.#server!.adminAddress;
+    this.#log.info(
       {
-        url,
-        mode: first.transparent ? 'transparent' : 'aggregated',
+        url: this.#url,
+        mode: modeOf(first),
         backends: first.backends.map((b) => `${b.name}=${b.url.href}`),
         ...(admin === null ? {} : { admin: httpUrlOf(admin) }),
       },
       'virtual MCP server listening',
     );
+  }
 
-    const theServer = server;
-    let stopped = false;
-    let queue: Promise<unknown> = Promise.resolve();
-    const apply = async (next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<ReloadOutcome> => {
-      const old = current!;
-      if (stopped) return { status: 'failed', error: new Error('the server is stopping') };
-      const parts = restartNeeded(old.config, next);
-      if (parts.length > 0) {
-        for (const part of parts) log.error({ path: part.path, reason: part.reason }, `reload refused: ${part.path} needs a restart (${part.reason})`);
-        log.error({ file: next.file, needsRestart: parts.map((p) => p.path) }, 'reload refused: nothing was applied, the running configuration keeps serving');
-        return { status: 'restart-needed', parts };
-      }
-      const changes = changesOf(old.config, next);
-      if (nothingChanged(changes)) {
-        log.info({ file: next.file }, 'reload: the configuration is unchanged, nothing to apply');
-        return { status: 'unchanged' };
-      }
-      let generation: Generation;
-      try {
-        generation = await build(next, builtins);
-      } catch (err) {
-        log.error({ err, file: next.file }, 'reload refused: the new configuration could not be built; the running one keeps serving');
-        return { status: 'failed', error: err };
-      }
-      try {
-        await generation.start();
-      } catch (err) {
-        log.error({ err, file: next.file }, 'reload refused: a plugin of the new configuration failed to start; the running one keeps serving');
-        await close(generation);
-        return { status: 'failed', error: err };
-      }
-      if (stopped) {
-        await close(generation);
-        return { status: 'failed', error: new Error('the server is stopping') };
-      }
-      if (generation.transparent !== old.transparent) {
-        log.warn({ from: old.transparent ? 'transparent' : 'aggregated', to: generation.transparent ? 'transparent' : 'aggregated' }, 'reload: the endpoint changes mode, so the live sessions end (their clients are answered 404 and initialize again)');
-      }
-      current = generation;
-      generation.activate();
-      const { drained } = theServer.swap({ chain: generation.chain, mcp: generation.endpoint, publicUrls: publicUrlsOf(next) });
-      if (generation.challenge !== null) theServer.setAuthChallenge(generation.challenge);
-      old.streams.drain();
-      log.info(
-        {
-          file: next.file,
-          url: httpUrlOf(address, generation.mcpPath),
-          mode: generation.transparent ? 'transparent' : 'aggregated',
-          backendsAdded: changes.added,
-          backendsRemoved: changes.removed,
-          backendsChanged: changes.changed,
-          incomingAuth: changes.incomingAuth,
-          outgoingAuth: changes.outgoingAuth,
-          plugins: changes.plugins,
-          other: changes.other,
-          backends: generation.backends.map((b) => `${b.name}=${b.url.href}`),
-        },
-        `reload applied: ${describe(changes)}`,
-      );
-      // The old generation closes once its requests are done, without holding up the next reload.
-      void drained.then(async (done) => {
-        if (!done) log.warn({}, 'reload: requests on the previous configuration outlived the shutdown grace period, closing them');
-        old.streams.abort();
-        await close(old);
-      });
-      return { status: 'applied', changes };
-    };
+  async #build(config: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> {
+    const { storage, owners } = this.#lasting;
+    const generation = await Generation.build({
+      config,
+      log: this.#log,
+      metrics: this.#app.metrics,
+      storage,
+      owners,
+      builtins,
+      plugins: this.#options.plugins ?? [],
+      upstreams: this.#options.upstreams,
+      onChallenge: (g, challenge) => {
+        if (g === this.#current) this.#server?.setAuthChallenge(challenge);
+      },
+      previous: this.#live.size === 0 ? null : this.#current,
+    });
+    this.#live.add(generation);
+    return generation;
+  }
 
-    return {
-      url,
-      address,
-      server: theServer,
-      get backends() {
-        return current!.backends;
+  async #close(generation: Generation): Promise<void> {
+    await generation.close();
+    this.#live.delete(generation);
+  }
+
+  /** One reload: refused when a part needs a restart, skipped when nothing changed, else the next generation is built, started and swapped in. */
+  async #apply(next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<ReloadOutcome> {
+    if (this.#stopped) return stopping();
+    const old = this.#current;
+    const parts = restartNeeded(old.config, next);
+    if (parts.length > 0) return this.#refuseRestart(next, parts);
+    const changes = changesOf(old.config, next);
+    if (nothingChanged(changes)) {
+      this.#log.info({ file: next.file }, 'reload: the configuration is unchanged, nothing to apply');
+      return { status: 'unchanged' };
+    }
+    const generation = await this.#startNext(next, builtins);
+    if (!(generation instanceof Generation)) return generation;
+    this.#switchTo(generation, old, changes);
+    return { status: 'applied', changes };
+  }
+
+  #refuseRestart(next: VmcpConfig, parts: readonly RestartNeeded[]): ReloadOutcome {
+    for (const part of parts) this.#log.error({ path: part.path, reason: part.reason }, `reload refused: ${part.path} needs a restart (${part.reason})`);
+    this.#log.error({ file: next.file, needsRestart: parts.map((p) => p.path) }, 'reload refused: nothing was applied, the running configuration keeps serving');
+    return { status: 'restart-needed', parts };
+  }
+
+  /** The next generation built and its plugins started, or why not (the running one keeps serving). */
+  async #startNext(next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation | ReloadOutcome> {
+    let generation: Generation;
+    try {
+      generation = await this.#build(next, builtins);
+    } catch (err) {
+      this.#log.error({ err, file: next.file }, 'reload refused: the new configuration could not be built; the running one keeps serving');
+      return { status: 'failed', error: err };
+    }
+    try {
+      await generation.start();
+    } catch (err) {
+      this.#log.error({ err, file: next.file }, 'reload refused: a plugin of the new configuration failed to start; the running one keeps serving');
+      await this.#close(generation);
+      return { status: 'failed', error: err };
+    }
+    if (this.#stopped) {
+      await this.#close(generation);
+      return stopping();
+    }
+    return generation;
+  }
+
+  /** New requests go to `generation`; the old one's streams end (clients reopen them here) and it closes once its requests are done. */
+  #switchTo(generation: Generation, old: Generation, changes: Changes): void {
+    if (generation.transparent !== old.transparent) {
+      this.#log.warn({ from: modeOf(old), to: modeOf(generation) }, 'reload: the endpoint changes mode, so the live sessions end (their clients are answered 404 and initialize again)');
+    }
+    const server = this.#server!;
+    const next = generation.config;
+    this.#current = generation;
+    generation.activate();
+    const { drained } = server.swap({ chain: generation.chain, mcp: generation.endpoint, publicUrls: publicUrlsOf(next) });
+    if (generation.challenge !== null) server.setAuthChallenge(generation.challenge);
+    old.streams.drain();
+    this.#log.info(
+      {
+        file: next.file,
+        url: httpUrlOf(this.#address!, generation.mcpPath),
+        mode: modeOf(generation),
+        backendsAdded: changes.added,
+        backendsRemoved: changes.removed,
+        backendsChanged: changes.changed,
+        incomingAuth: changes.incomingAuth,
+        outgoingAuth: changes.outgoingAuth,
+        plugins: changes.plugins,
+        other: changes.other,
+        backends: generation.backends.map((b) => `${b.name}=${b.url.href}`),
       },
-      get config() {
-        return current!.config;
-      },
-      reload(next, builtins = []) {
-        const run = queue.then(() => apply(next, builtins)).catch((err: unknown): ReloadOutcome => {
-          log.error({ err }, 'reload failed');
-          return { status: 'failed', error: err };
-        });
-        queue = run;
-        return run;
-      },
-      stop: () => {
-        stopped = true;
-        return app.stop();
-      },
-    };
-  } catch (err) {
-    await app.stop();
-    throw err;
+      `reload applied: ${describe(changes)}`,
+    );
+    // The old generation closes once its requests are done, without holding up the next reload.
+    void drained.then(async (done) => {
+      if (!done) this.#log.warn({}, 'reload: requests on the previous configuration outlived the shutdown grace period, closing them');
+      old.streams.abort();
+      await this.#close(old);
+    });
   }
 }
+
+const stopping = (): ReloadOutcome => ({ status: 'failed', error: new Error('the server is stopping') });
+
+const modeOf = (generation: Generation): 'transparent' | 'aggregated' => (generation.transparent ? 'transparent' : 'aggregated');
 
 /** "backends added: a, b; removed: c; auth: incoming; plugins". */
 export function describe(changes: Changes): string {

@@ -108,7 +108,20 @@ export class Generation {
     }
   }
 
+  /** The plugins and their chain, the connections to the backends, then the MCP endpoint over them. */
   async #build(options: GenerationOptions): Promise<void> {
+    const chain = await this.#pluginChain(options);
+    // Plugins stop last: what a resource does while it closes may still run hooks.
+    this.#own('plugins', () => this.#stopStarted());
+    const upstreams = new Upstreams(options.upstreams);
+    this.#own('backend connections', () => upstreams.close());
+    this.#endpoint = await this.#mcpEndpoint(options, chain, upstreams);
+    const endpoint = this.#endpoint;
+    this.#own('MCP endpoint', () => endpoint.close());
+  }
+
+  /** Plugins created (or kept from the previous generation), in order, and the chain of their hooks. */
+  async #pluginChain(options: GenerationOptions): Promise<Chain> {
     const { config, log, metrics } = options;
     const backends = this.backends;
     // Plugins: built-ins first (incoming auth is the first phase of everything), then the config's, then code's.
@@ -137,12 +150,17 @@ export class Generation {
     }), existing);
     specs.forEach((spec, i) => this.#byDefinition.set(spec.definition, this.#plugins[i]!));
     if (previous !== null && inherited.length > 0) this.#inherited = { from: previous, plugins: inherited };
-    const chain = new Chain(this.#plugins, metrics.phaseTimer);
-    this.#chain = chain;
-    // Plugins stop last: what a resource does while it closes may still run hooks.
-    this.#own('plugins', () => this.#stopStarted());
-    const upstreams = new Upstreams(options.upstreams);
-    this.#own('backend connections', () => upstreams.close());
+    this.#chain = new Chain(this.#plugins, metrics.phaseTimer);
+    return this.#chain;
+  }
+
+  /**
+   * The aggregated endpoint of a group, or the transparent endpoint of one backend with the same
+   * session machinery as its era bridge.
+   */
+  async #mcpEndpoint(options: GenerationOptions, chain: Chain, upstreams: Upstreams): Promise<McpEndpoint> {
+    const { config, log, metrics } = options;
+    const backends = this.backends;
     const shared = storageFor(options.storage, backends.map((b) => b.name));
     const transparent = this.transparent;
     // A transparent endpoint has the same session machinery, as its era bridge, for its one backend
@@ -165,23 +183,19 @@ export class Generation {
     this.#activate = shared.activate;
     this.#startHealth = () => aggregated.health.start();
     const { bridge } = aggregated.served;
-    this.#endpoint =
-      bridge !== null
-        ? new TransparentEndpoint({
-            path: this.mcpPath,
-            bridge,
-            backend: backends[0]!,
-            upstreams,
-            chain,
-            metrics: metrics.backend(backends[0]!.name),
-            streams: this.streams,
-            maxBodyBytes: config.server.maxBodyBytes,
-            owners: options.owners,
-          })
-        : aggregated.served.endpoint;
-    if (bridge !== null) this.#own('era bridge', () => bridge.close());
-    const endpoint = this.#endpoint;
-    this.#own('MCP endpoint', () => endpoint.close());
+    if (bridge === null) return aggregated.served.endpoint;
+    this.#own('era bridge', () => bridge.close());
+    return new TransparentEndpoint({
+      path: this.mcpPath,
+      bridge,
+      backend: backends[0]!,
+      upstreams,
+      chain,
+      metrics: metrics.backend(backends[0]!.name),
+      streams: this.streams,
+      maxBodyBytes: config.server.maxBodyBytes,
+      owners: options.owners,
+    });
   }
 
   get chain(): Chain {
