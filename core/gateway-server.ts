@@ -20,26 +20,24 @@
  * (loopback by default, for scrapers and operators), without auth but behind its own Host check,
  * and the public port no longer serves them.
  */
-import type { EventEmitter } from 'node:events';
-import { createServer, type Server as HttpServer } from 'node:http';
-import type { HttpRequest, HttpResponse } from './http/types.ts';
-import { WireServer, type DropReason, type WireHandler } from './http/wire/server.ts';
-import { SessionRequestLimit } from './mcp/session-request-limit.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { runHooks, type Chain, type HookOutcome } from './chain.ts';
+import { runHooks, type Chain } from './chain.ts';
 import type { AdminListenerConfig, ConnectionLimits, ServerEngine, ServerSettings } from './config/server-settings.ts';
 import { Context, type RequestScope } from './context.ts';
 import { GatewayError, type AuthChallenge } from './errors.ts';
 import { ClientAddresses } from './http/client-address.ts';
 import { preflightHeaders } from './http/cors.ts';
 import { OriginGuard } from './http/origin-guard.ts';
+import type { HttpRequest, HttpResponse } from './http/types.ts';
+import { createListener, DEFAULT_LIMITS, listenAdmin, listenOn, type AdminListener, type Listener } from './listeners.ts';
+import { compileRoutes, drainedBy, type LiveRoutes, type RouteHandler, type Routes } from './live-routes.ts';
 import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
+import { SessionRequestLimit } from './mcp/session-request-limit.ts';
 import { accessLogLine } from './observe/access-log.ts';
 import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
 import { Reply } from './reply.ts';
 import { respondWhenSettled } from './respond.ts';
-import { Router } from './router.ts';
 import { isPromise } from './thenable.ts';
 
 export interface ServerOptions {
@@ -87,44 +85,13 @@ export interface ShutdownHook {
   abort(): void;
 }
 
-/** What the server needs of a listener; node:http's Server and WireServer both are one. */
-interface Listener extends EventEmitter {
-  listen(port: number, host: string, callback: () => void): unknown;
-  address(): AddressInfo | string | null;
-  close(callback?: (err?: Error) => void): unknown;
-  closeIdleConnections(): void;
-  closeAllConnections(): void;
-}
-
-const KEEP_ALIVE_MS = 65_000;
-const HEADERS_TIMEOUT_MS = 30_000;
-/** nginx's client_body_timeout default. */
-const REQUEST_TIMEOUT_MS = 60_000;
-
-type Handler = (ctx: Context) => HookOutcome | Promise<HookOutcome> | Reply | GatewayError | void;
+type Handler = RouteHandler;
 
 const kCtx = Symbol('gatehouse.ctx');
 const kLastRequestSeen = Symbol('gatehouse.lastRequestSeen');
 type LastRequestSocket = HttpRequest['socket'] & { [kLastRequestSeen]?: true };
 const kLive = Symbol('gatehouse.live');
-type TrackedResponse = HttpResponse & { [kCtx]?: Context; [kLive]?: Live };
-
-/**
- * What the server routes requests to, replaced as a whole by a reload (`swap`): the chain (auth
- * hooks and plugin routes), the MCP endpoint, the public URLs the origin guard accepts. A
- * request keeps the one it started on to its end; `inflight` counts them, for the drain.
- */
-export interface Routes {
-  readonly chain: Chain;
-  readonly mcp: McpEndpoint | null;
-  readonly publicUrls: readonly string[];
-}
-
-interface Live extends Routes {
-  readonly router: Router;
-  readonly mcpHandle: Handler | null;
-  inflight: number;
-}
+type TrackedResponse = HttpResponse & { [kCtx]?: Context; [kLive]?: LiveRoutes };
 
 interface ServerScope extends RequestScope {
   readonly metrics: GatewayMetrics;
@@ -154,7 +121,7 @@ export class GatewayServer {
   readonly log: Logger;
   readonly #options: ServerOptions;
   readonly #scope: ServerScope;
-  #live: Live;
+  #live: LiveRoutes;
   readonly #mcpMetrics: RouteMetrics;
   readonly #builtinMetrics: RouteMetrics;
   readonly #notFoundMetrics: RouteMetrics;
@@ -162,7 +129,7 @@ export class GatewayServer {
   #ready = false;
   #draining = false;
   #address: AddressInfo | null = null;
-  #admin: { readonly http: HttpServer; readonly guard: OriginGuard; readonly address: AddressInfo } | null = null;
+  #admin: AdminListener | null = null;
 
   constructor(options: ServerOptions) {
     this.#options = options;
@@ -180,60 +147,8 @@ export class GatewayServer {
     this.#mcpMetrics = metrics.route('mcp');
     this.#builtinMetrics = metrics.route('builtin');
     this.#notFoundMetrics = metrics.route('not_found');
-    this.#live = this.#compile(options);
-    const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
-    // node:http wants the head's limit within the request's.
-    const headersTimeoutMs = requestTimeoutMs > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) : HEADERS_TIMEOUT_MS;
-    if (options.engine === 'node') {
-      // node:http enforces only the connection limit (it closes the extra socket without an answer).
-      const http = createServer(
-        { noDelay: true, requestTimeout: requestTimeoutMs, headersTimeout: headersTimeoutMs, keepAliveTimeout: KEEP_ALIVE_MS, connectionsCheckingInterval: 1_000 },
-        this.#onRequest,
-      );
-      if (limits.maxConnections > 0) http.maxConnections = limits.maxConnections;
-      http.on('drop', () => metrics.limited('max_connections'));
-      this.http = http;
-    } else {
-      const wire = new WireServer(this.#onRequest as WireHandler, {
-        keepAliveTimeoutMs: KEEP_ALIVE_MS,
-        headersTimeoutMs,
-        requestTimeoutMs,
-        maxConnections: limits.maxConnections,
-        maxPipelinedRequests: limits.maxPipelinedRequests,
-        maxStreamBuffer: limits.maxStreamBuffer,
-        sendTimeoutMs: limits.sendTimeoutMs,
-      });
-      wire.on('dropped', (reason: DropReason) => metrics.limited(reason));
-      metrics.connections = () => wire.connectionCount;
-      this.http = wire;
-    }
-  }
-
-  #compile(routes: Routes): Live {
-    const router = new Router();
-    for (const route of routes.chain.routes) router.add(route, route.plugin, this.#options.metrics.route(route.path));
-    const mcp = routes.mcp;
-    const limit = this.#scope.sessionLimit;
-    let mcpHandle: Handler | null = null;
-    if (mcp !== null) {
-      // After authentication (the chain runs first): only the session's principal counts against it.
-      mcpHandle =
-        limit === null
-          ? (ctx) => mcp.handle(ctx)
-          : (ctx) => {
-              const session = ctx.head.sessionId;
-              if (session !== undefined) {
-                // Counted per principal and session: a party that learned a session's id but is
-                // not its principal cannot fill its count (the endpoint refuses it the session).
-                const principal = ctx.principal;
-                const key = principal === null ? session : `${principal.issuer ?? ''}\0${principal.subject}\0${session}`;
-                if (!limit.enter(key)) return tooManySessionRequests(ctx, limit.max);
-                ctx.countedSession = key;
-              }
-              return mcp.handle(ctx);
-            };
-    }
-    return { chain: routes.chain, mcp, publicUrls: routes.publicUrls, router, mcpHandle, inflight: 0 };
+    this.#live = compileRoutes(options, metrics, this.#scope.sessionLimit);
+    this.http = createListener(this.#onRequest, { engine: options.engine, requestTimeoutMs: options.requestTimeoutMs, limits }, metrics);
   }
 
   /**
@@ -244,14 +159,9 @@ export class GatewayServer {
    */
   swap(next: Routes): { readonly drained: Promise<boolean> } {
     const previous = this.#live;
-    this.#live = this.#compile(next);
+    this.#live = compileRoutes(next, this.#options.metrics, this.#scope.sessionLimit);
     if (this.#address !== null) this.#guard = this.#originGuard(this.#address);
-    const deadline = Date.now() + this.#options.shutdownGraceMs;
-    const drained = (async () => {
-      while (previous.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
-      return previous.inflight === 0;
-    })();
-    return { drained };
+    return { drained: drainedBy(previous, Date.now() + this.#options.shutdownGraceMs) };
   }
 
   #originGuard(address: AddressInfo): OriginGuard {
@@ -285,18 +195,12 @@ export class GatewayServer {
     this.#guard = this.#originGuard(this.#address);
     const admin = this.#options.admin;
     if (admin !== undefined && admin !== null) {
-      const http = createServer({ noDelay: true, requestTimeout: 10_000, headersTimeout: 10_000 }, this.#onAdminRequest);
       try {
-        await listenOn(http, admin.port, admin.host);
+        this.#admin = await listenAdmin(admin, this.#onAdminRequest);
       } catch (err) {
         await new Promise<void>((resolve) => this.http.close(() => resolve()));
         throw err;
       }
-      const address = http.address() as AddressInfo;
-      // Its own names only, and no browser origin: an unauthenticated loopback port must not be
-      // readable from a page that rebinds a name to 127.0.0.1.
-      const guard = new OriginGuard({ host: admin.host, port: address.port, publicUrls: [], allowedHosts: [], allowedOrigins: [] });
-      this.#admin = { http, guard, address };
     }
     return this.#address;
   }
@@ -338,7 +242,7 @@ export class GatewayServer {
     }
   };
 
-  #route(ctx: Context, live: Live): ReturnType<Handler> {
+  #route(ctx: Context, live: LiveRoutes): ReturnType<Handler> {
     // Which Host is meant is ambiguous (RFC 9112 §3.2): the origin guard must not pick one.
     if (ctx.head.hostCount > 1) throw new GatewayError('invalid_request', 'the request has more than one Host header');
     const path = ctx.path;
@@ -479,25 +383,4 @@ export class GatewayServer {
     this.http.closeAllConnections();
     await closed;
   }
-}
-
-const DEFAULT_LIMITS: ConnectionLimits = { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 };
-
-function tooManySessionRequests(ctx: Context, max: number): GatewayError {
-  (ctx.scope as ServerScope).metrics.limited('session_requests');
-  return new GatewayError('too_many_requests', `the session has ${max} requests in flight, as many as server.maxSessionRequests allows: retry when one has ended`, {
-    headers: { 'retry-after': '1' },
-  });
-}
-
-/** Listens, or rejects with the listen error (EADDRINUSE, EACCES...). */
-function listenOn(server: Listener | HttpServer, port: number, host: string): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.removeListener('error', onError);
-      resolve();
-    });
-  });
 }
