@@ -1,7 +1,16 @@
 /**
- * Gatehouse's public API: what a plugin author or an embedding application imports as
- * `gatehouse`.
+ * Gatehouse's public API, the package's entry (`@gatehouse-mcp/gateway`): what a plugin, in this
+ * repository (plugins/, examples/) or in a folder or package of its own, and an application that
+ * embeds the gateway import. The built-in plugins use nothing else
+ * (test/structure/imports.test.ts), so a user's plugin can do whatever they do.
+ *
+ * Nothing in core/ imports this file: each core module imports the ones it needs by path, so that
+ * loading the entry cannot start an import cycle through it. Every name here is the core module's
+ * own binding, so a plugin and the core share one instance of each class (one `GatewayError`).
  */
+
+// ---- The plugin API: a plugin's definition, its hooks and routes, the host it is given ------
+
 export { definePlugin } from './plugin.ts';
 export type {
   Plugin,
@@ -15,12 +24,23 @@ export type {
   RouteDef,
   HookResult,
   HttpMethod,
+  MaybePromise,
 } from './plugin.ts';
-export { Reply } from './reply.ts';
-export { GatewayError, type CoreErrorCode, type AuthChallenge } from './errors.ts';
+export { PluginConfigError, type PluginSpec } from './plugin-loader.ts';
+/**
+ * zod, the schema library of a plugin's `config` (and of every Gatehouse config): the gateway's
+ * own copy, so a plugin needs no dependency but the gateway (plugins/README.md, Writing a plugin).
+ */
+export { z } from 'zod';
+
+// ---- A request as hooks see it: the context, replies, outgoing headers, JSON-RPC ---------------
+
 export { Context, Principal, defineSlot, type MessageTarget, type Slot } from './context.ts';
+export { Reply } from './reply.ts';
 export { OutgoingHeaders } from './outgoing-headers.ts';
 export type { BackendInfo } from './backend.ts';
+/** The raw request a route handler and an `authenticate` hook read (`ctx.req`). */
+export type { HttpRequest } from './http/types.ts';
 export type {
   JsonRpcId,
   JsonRpcMessage,
@@ -30,6 +50,110 @@ export type {
   JsonRpcErrorObject,
 } from './mcp/jsonrpc.ts';
 export { isRequest, isNotification, isResponse } from './mcp/jsonrpc.ts';
+
+// ---- Errors: what a hook answers with, and what a failed start throws -------------------------
+
+export {
+  GatewayError,
+  StartupError,
+  NotAvailableError,
+  errorCatalogue,
+  untrusted,
+  type CoreErrorCode,
+  type AuthChallenge,
+  type GatewayErrorOptions,
+} from './errors.ts';
+
+// ---- Config problems: file:line:col, the YAML path, did-you-mean --------------------------------
+
+export {
+  ConfigError,
+  formatProblem,
+  formatProblems,
+  formatPath,
+  sortProblems,
+  describeValue,
+  didYouMean,
+  schemaIssueMessage,
+  loadFile,
+  validateFile,
+  type ConfigProblem,
+  type PathSegment,
+  type Validation,
+} from './config/problems.ts';
+export { parseYamlDocuments, isMapping, type YamlDocument } from './config/yaml.ts';
+
+// ---- Config helpers: the zod building blocks Gatehouse's own config files are made of ----------
+
+export {
+  addIssue,
+  whenMapping,
+  httpUrlSchema,
+  issuerUrl,
+  parseUrl,
+  uniqueNames,
+  /** A string as it appears in a message: JSON-quoted. */
+  q as quoted,
+  /** A non-empty string. */
+  text as nonEmptyText,
+  /** The context of a zod `superRefine` check. */
+  type Ctx as RefinementCtx,
+} from './config/formats.ts';
+export { durationSchema } from './config/duration.ts';
+export { SecretStore, secretBodyShape, type ResolvedSecretRef } from './config/secrets.ts';
+export { serverSettingsSchema, type ServerSettings } from './config/server-settings.ts';
+export { parseSigningKey, type SigningAlg } from './config/signing-key.ts';
+
+// ---- The vMCP configuration, resolved: what the built-in auth plugins are configured by --------
+
+export { validateVmcpFile } from './config/vmcp-config.ts';
+export type {
+  VmcpConfig,
+  IncomingAuthConfig,
+  InlineOidcConfig,
+  ClusterOidcConfig,
+  AuthServerConfig,
+  UpstreamProviderConfig,
+  TokenResponseMapping,
+  TokenExchangeConfig,
+  TokenExchangeCacheConfig,
+} from './config/vmcp-types.ts';
+export { AUTH_SERVER_ENDPOINT_NAMES, type AuthServerEndpointGroup } from './config/auth-server-limits.ts';
+
+// ---- HTTP helpers: bodies, CORS of public documents, per-client budgets ------------------------
+
+export { readBody, startReading, type BodySink } from './http/body.ts';
+export { PUBLIC_DOCUMENT_HEADERS } from './http/cors.ts';
+export { limitKey } from './http/client-address.ts';
+export { RequestBudget, type BudgetRefusal, type BudgetStore } from './rate-limit.ts';
+/**
+ * `next(value)` at once when `value` is not a promise, else once it resolves: a step that stays
+ * synchronous while what it waits for is. (Not exported as `then`: that would make this module a
+ * thenable.)
+ */
+export { then as mapMaybePromise } from './thenable.ts';
+
+// ---- Observe: logs and metrics --------------------------------------------------------------------
+
+export { createLogger, defaultLogFormat, LOG_LEVELS, LOG_FORMATS, type Logger, type LogFormat } from './observe/log.ts';
+/** Counters and histograms that cost a number's increment per observation (prom-client renders them at scrape). */
+export { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './observe/fast-metrics.ts';
+export { GatewayMetrics, type BackendMetrics } from './observe/metrics.ts';
+
+// ---- Redis, as the gateway connects to it (one address or Sentinel) -------------------------------
+
+export { createRedisClient, waitReady } from './store/redis.ts';
+
+// ---- The upstream client: for a plugin that forwards requests to a server of its own ------------
+
+export { backendInfo } from './backend.ts';
+export { Pool } from './upstream/pool.ts';
+export { Exchange, writeToClient } from './upstream/exchange.ts';
+
+// ---- Servers: the vMCP server (to embed, as the CLI does), and an application of one's own -------
+
 export { startVmcp, type StartVmcpOptions, type RunningVmcp } from './virtual-mcp-server.ts';
-export type { PluginSpec } from './plugin-loader.ts';
-export type { VmcpConfig } from './config/vmcp-types.ts';
+export type { RestartNeeded } from './reload/diff.ts';
+/** The plugin chain, router and lifecycle of a server; the registry server is one. */
+export { App } from './app.ts';
+export { listenerOptions, type GatewayServer } from './gateway-server.ts';
