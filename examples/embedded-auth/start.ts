@@ -5,10 +5,7 @@
  * everything.
  */
 import { fileURLToPath } from 'node:url';
-import { formatProblems } from '../../core/config/problems.ts';
-import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
-import { createLogger } from '../../core/observe/log.ts';
-import { startVmcp } from '../../core/virtual-mcp-server.ts';
+import { createLogger, formatProblems, startVmcp, validateVmcpFile } from '@gatehouse-mcp/gateway';
 import { exitOnStartFailure, exitWith } from '../../plugins/cli/start-failure.ts';
 import { stopOnSignals } from '../../plugins/cli/signals.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';

@@ -16,12 +16,18 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
-import type { AuthServerEndpointGroup } from '../../core/config/auth-server-limits.ts';
-import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
-import type { Context } from '../../core/context.ts';
-import { definePlugin, type HttpMethod, type RouteDef } from '../../core/plugin.ts';
-import { PUBLIC_DOCUMENT_HEADERS } from '../../core/http/cors.ts';
-import { Reply } from '../../core/reply.ts';
+import {
+  type AuthServerConfig,
+  type AuthServerEndpointGroup,
+  type Context,
+  createRedisClient,
+  definePlugin,
+  type HttpMethod,
+  PUBLIC_DOCUMENT_HEADERS,
+  Reply,
+  type RouteDef,
+  waitReady,
+} from '@gatehouse-mcp/gateway';
 import { ProviderBridge } from './bridge.ts';
 import { publicJwks, type ServerKeys } from './keys.ts';
 import { EndpointBudgets } from './endpoint-budgets.ts';
@@ -30,7 +36,6 @@ import { LoginChain } from './login-chain.ts';
 import { MemoryLoginStore, RedisLoginStore, type LoginStore } from './login-store.ts';
 import { redisAdapterClass } from './redis-adapter.ts';
 import { MemoryRefreshGate, RedisRefreshGate } from './refresh-gate.ts';
-import { createRedisClient, waitReady } from '../../core/store/redis.ts';
 import { CALLBACK_PATH, DEFAULT_SCOPES, INTERACTION_PATH, ROUTES } from './routes.ts';
 import { UpstreamProvider } from './upstream-providers.ts';
 import { IssuerHttp } from '../incoming-auth/issuer-http.ts';

@@ -15,13 +15,18 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { backendInfo, type BackendInfo } from '../../core/backend.ts';
-import type { Context } from '../../core/context.ts';
-import { GatewayError } from '../../core/errors.ts';
-import { startReading, type BodySink } from '../../core/http/body.ts';
-import type { BackendMetrics } from '../../core/observe/metrics.ts';
-import { Exchange, writeToClient } from '../../core/upstream/exchange.ts';
-import { Pool } from '../../core/upstream/pool.ts';
+import {
+  backendInfo,
+  type BackendInfo,
+  type BackendMetrics,
+  type BodySink,
+  type Context,
+  Exchange,
+  GatewayError,
+  Pool,
+  startReading,
+  writeToClient,
+} from '@gatehouse-mcp/gateway';
 
 const SECRET_HEADER = 'x-gatehouse-bridge';
 /** Largest request body the authorization server takes (registration documents, token forms). */

@@ -9,13 +9,18 @@
  * client counts by its /64 (what one subscriber holds). Behind any other proxy every client
  * shares the proxy's address, and the per-address budgets are per gateway.
  */
-import { AUTH_SERVER_ENDPOINT_NAMES, type AuthServerEndpointGroup } from '../../core/config/auth-server-limits.ts';
-import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
-import type { Context } from '../../core/context.ts';
-import { limitKey } from '../../core/http/client-address.ts';
-import type { RouteDef } from '../../core/plugin.ts';
-import { RequestBudget, type BudgetRefusal, type BudgetStore } from '../../core/rate-limit.ts';
-import { Reply } from '../../core/reply.ts';
+import {
+  AUTH_SERVER_ENDPOINT_NAMES,
+  type AuthServerConfig,
+  type AuthServerEndpointGroup,
+  type BudgetRefusal,
+  type BudgetStore,
+  type Context,
+  limitKey,
+  Reply,
+  RequestBudget,
+  type RouteDef,
+} from '@gatehouse-mcp/gateway';
 
 type Handler = RouteDef['handler'];
 

@@ -9,9 +9,7 @@
  */
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { JWK } from 'jose';
-import { parseSigningKey, type SigningAlg } from '../../core/config/signing-key.ts';
-import type { ResolvedSecretRef } from '../../core/config/secrets.ts';
-import { StartupError } from '../../core/errors.ts';
+import { parseSigningKey, type ResolvedSecretRef, type SigningAlg, StartupError } from '@gatehouse-mcp/gateway';
 
 export interface ServerKeys {
   /** Private JWKs with `kid`, `alg` and `use`; the first signs. */

@@ -21,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as client from 'openid-client';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';
-import { limitKey } from '../../core/http/client-address.ts';
+import { limitKey } from '@gatehouse-mcp/gateway';
 import type { LoginStore, PendingLeg } from './login-store.ts';
 import { PendingLoginLimit, stateHash } from './pending-legs.ts';
 import { consentPage } from './consent-page.ts';

@@ -8,7 +8,7 @@
  * addresses unless the provider itself is on loopback, plain http only on loopback, time-bound).
  */
 import * as client from 'openid-client';
-import type { TokenResponseMapping, UpstreamProviderConfig } from '../../core/config/vmcp-types.ts';
+import type { TokenResponseMapping, UpstreamProviderConfig } from '@gatehouse-mcp/gateway';
 import type { Logger } from 'pino';
 import { IssuerHttp } from '../incoming-auth/issuer-http.ts';
 

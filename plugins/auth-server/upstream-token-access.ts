@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '@gatehouse-mcp/gateway';
 import type { LoginStore } from './login-store.ts';
 import type { UpstreamProvider, UpstreamTokens } from './upstream-providers.ts';
 

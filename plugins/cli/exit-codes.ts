@@ -6,9 +6,7 @@
  *      missing, a database out of reach, a failed shutdown, a second stop signal, a bug
  *   2  the command line or the configuration is wrong; nothing was started
  */
-import { ConfigError } from '../../core/config/problems.ts';
-import { NotAvailableError, StartupError } from '../../core/errors.ts';
-import { PluginConfigError } from '../../core/plugin-loader.ts';
+import { ConfigError, NotAvailableError, PluginConfigError, StartupError } from '@gatehouse-mcp/gateway';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;

@@ -4,7 +4,7 @@
  * anything else is a bug and shows its stack.
  */
 import { CommanderError } from 'commander';
-import { StartupError } from '../../core/errors.ts';
+import { StartupError } from '@gatehouse-mcp/gateway';
 import { endOutputQuietlyOnClosedPipe } from './closed-pipe.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf } from './exit-codes.ts';
 import { buildProgram } from './program.ts';

@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, Option } from 'commander';
 import type { LevelWithSilent } from 'pino';
-import { LOG_FORMATS, LOG_LEVELS, type LogFormat } from '../../core/observe/log.ts';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat } from '@gatehouse-mcp/gateway';
 
 /** What `validate` takes. */
 export interface ValidateOptions {

@@ -10,8 +10,7 @@
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { formatProblem, type Validation } from '../../core/config/problems.ts';
-import type { Logger } from '../../core/observe/log.ts';
+import { formatProblem, type Logger, type Validation } from '@gatehouse-mcp/gateway';
 
 export type ReloadTrigger = 'SIGHUP' | 'file watch';
 

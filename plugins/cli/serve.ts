@@ -4,8 +4,7 @@
  * until a signal; SIGHUP (and with `--watch-config` a change of the file) reloads a server that
  * can (reload.ts).
  */
-import { formatProblems, type Validation } from '../../core/config/problems.ts';
-import { createLogger, defaultLogFormat, type Logger } from '../../core/observe/log.ts';
+import { createLogger, defaultLogFormat, formatProblems, type Logger, type Validation } from '@gatehouse-mcp/gateway';
 import { InvalidConfigError } from './exit-codes.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { watchConfig, type ReloadTrigger } from './reload.ts';

@@ -8,7 +8,7 @@
  * without a word, which would take a gateway down when an operator (or a tool such as a
  * config-map reloader) asks it to reload.
  */
-import type { Logger } from '../../core/observe/log.ts';
+import type { Logger } from '@gatehouse-mcp/gateway';
 import { EXIT_FAILURE, EXIT_OK } from './exit-codes.ts';
 
 export const SIGHUP_MESSAGE = 'SIGHUP received: reload is not implemented for this server, restart the process to apply configuration changes';

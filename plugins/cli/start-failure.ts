@@ -2,7 +2,7 @@
  * A start that failed, told in one line without a stack trace: the command line and the example
  * scripts print it and exit with the code exit-codes.ts gives it.
  */
-import { StartupError } from '../../core/errors.ts';
+import { StartupError } from '@gatehouse-mcp/gateway';
 import { exitCodeOf, EXIT_FAILURE } from './exit-codes.ts';
 
 /** Prints `message` to stderr and exits with `code`. */

@@ -5,8 +5,7 @@
  * kept server goes on signing) and the handle its upstream tokens are read through.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
-import type { PluginSpec } from '../../core/plugin-loader.ts';
+import type { PluginSpec, VmcpConfig } from '@gatehouse-mcp/gateway';
 import { anonymousAuth } from '../incoming-auth/anonymous.ts';
 import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 import { authServer, type AuthServerPluginConfig } from '../auth-server/auth-server.ts';

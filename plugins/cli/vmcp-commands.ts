@@ -1,8 +1,7 @@
 /**
  * `gatehouse vmcp serve|validate`.
  */
-import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
-import { startVmcp } from '../../core/virtual-mcp-server.ts';
+import { startVmcp, validateVmcpFile } from '@gatehouse-mcp/gateway';
 import { VmcpBuiltins } from './vmcp-builtins.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { fileReload } from './reload.ts';

@@ -3,7 +3,7 @@
  * development only. It contributes no hook at all, so the request path pays nothing for it; it
  * exists so that the choice is explicit in the chain and loudly logged at start.
  */
-import { definePlugin } from '../../core/plugin.ts';
+import { definePlugin } from '@gatehouse-mcp/gateway';
 
 export const anonymousAuth = definePlugin({
   name: 'anonymous',

@@ -9,7 +9,7 @@
  *
  * Hot path: a few character comparisons and one slice; no regex, no allocation but the token.
  */
-import type { HttpRequest } from '../../core/http/types.ts';
+import type { HttpRequest } from '@gatehouse-mcp/gateway';
 import { badBearerRequest } from './errors.ts';
 
 const AUTHORIZATION = 'authorization';

@@ -19,8 +19,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { StartupError } from '../../core/errors.ts';
-import type { ClusterOidcConfig } from '../../core/config/vmcp-types.ts';
+import { type ClusterOidcConfig, StartupError } from '@gatehouse-mcp/gateway';
 import type { TokenValidatorOptions } from './contract.ts';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

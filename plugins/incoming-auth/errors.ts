@@ -7,7 +7,7 @@
  * Descriptions are public and say what is wrong; `detail` is logged only. Neither ever
  * contains a token or key material.
  */
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '@gatehouse-mcp/gateway';
 
 /** 401 `invalid_request`: no bearer token, or one sent in a way the MCP authorization spec forbids. */
 export function badBearerRequest(description: string): GatewayError {

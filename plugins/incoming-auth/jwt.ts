@@ -8,7 +8,7 @@
  * the keys once.
  */
 import { decodeProtectedHeader, errors, jwtVerify, type CryptoKey, type JWTHeaderParameters, type JWTPayload, type JWTVerifyOptions } from 'jose';
-import { untrusted, type GatewayError } from '../../core/errors.ts';
+import { type GatewayError, untrusted } from '@gatehouse-mcp/gateway';
 import type { VerifiedToken } from './contract.ts';
 import { invalidToken } from './errors.ts';
 import type { KeySet } from './key-set.ts';

@@ -13,11 +13,17 @@
  *   error_description` (written by core/errors.ts from what is set here).
  */
 import type { Socket } from 'node:net';
-import type { ClusterOidcConfig, IncomingAuthConfig, InlineOidcConfig } from '../../core/config/vmcp-types.ts';
-import { Principal, type Context } from '../../core/context.ts';
-import type { GatewayError } from '../../core/errors.ts';
-import { PluginConfigError } from '../../core/plugin-loader.ts';
-import { definePlugin, type HookResult } from '../../core/plugin.ts';
+import {
+  type ClusterOidcConfig,
+  type Context,
+  definePlugin,
+  type GatewayError,
+  type HookResult,
+  type IncomingAuthConfig,
+  type InlineOidcConfig,
+  PluginConfigError,
+  Principal,
+} from '@gatehouse-mcp/gateway';
 import { clusterValidatorOptions } from './cluster.ts';
 import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from './contract.ts';
 import { asGatewayError } from './errors.ts';

@@ -8,9 +8,7 @@
  * The root form (`/.well-known/oauth-protected-resource`) is served too, for clients that only
  * try it. Both are public (`auth: false`), cacheable, and readable cross-origin (CORS).
  */
-import { PUBLIC_DOCUMENT_HEADERS } from '../../core/http/cors.ts';
-import type { RouteDef } from '../../core/plugin.ts';
-import { Reply } from '../../core/reply.ts';
+import { PUBLIC_DOCUMENT_HEADERS, Reply, type RouteDef } from '@gatehouse-mcp/gateway';
 
 const WELL_KNOWN_PRM = '/.well-known/oauth-protected-resource';
 

@@ -16,7 +16,7 @@
 import { jwtVerify, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '@gatehouse-mcp/gateway';
 import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from './contract.ts';
 import { discoverIssuer, type IssuerMetadata } from './discovery.ts';
 import { invalidToken, issuerUnavailable } from './errors.ts';

@@ -5,7 +5,7 @@
  * naming it, and the other backends keep working. A refusal of the caller's own token is the
  * core's `invalid_token` (401 with the challenge), so that the client logs in again.
  */
-import { errorCatalogue, GatewayError } from '../../core/errors.ts';
+import { errorCatalogue, GatewayError } from '@gatehouse-mcp/gateway';
 
 const outgoingAuthError = errorCatalogue({
   token_exchange_failed: 502,

@@ -16,9 +16,14 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Registry } from 'prom-client';
-import type { TokenExchangeCacheConfig } from '../../core/config/vmcp-types.ts';
-import { GatewayError } from '../../core/errors.ts';
-import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from '../../core/observe/fast-metrics.ts';
+import {
+  type CounterChild,
+  CounterFamily,
+  GatewayError,
+  type HistogramChild,
+  HistogramFamily,
+  type TokenExchangeCacheConfig,
+} from '@gatehouse-mcp/gateway';
 import { causeOf, type ExchangeFailure } from './errors.ts';
 import type { ExchangedToken } from './sts-client.ts';
 

@@ -10,10 +10,7 @@
  * refused header names the gateway writes itself. The header is built once, at start; the hook
  * only sets it.
  */
-import type { BackendInfo } from '../../core/backend.ts';
-import type { Context } from '../../core/context.ts';
-import type { OutgoingHeaders } from '../../core/outgoing-headers.ts';
-import { definePlugin } from '../../core/plugin.ts';
+import { type BackendInfo, type Context, definePlugin, type OutgoingHeaders } from '@gatehouse-mcp/gateway';
 
 export const staticCredentials = definePlugin<undefined>({
   name: 'static-credentials',

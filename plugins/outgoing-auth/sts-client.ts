@@ -14,8 +14,7 @@
  */
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
-import type { TokenExchangeConfig } from '../../core/config/vmcp-types.ts';
-import type { GatewayError } from '../../core/errors.ts';
+import type { GatewayError, TokenExchangeConfig } from '@gatehouse-mcp/gateway';
 import { IssuerHttp } from '../incoming-auth/issuer-http.ts';
 import { isHeaderSafeToken } from './header-safe.ts';
 import { exchangeFailed, reauthenticate, type ExchangeFailure } from './errors.ts';

@@ -7,12 +7,15 @@
  * Exchanged tokens are cached (exchange-cache.ts): one exchange per user, backend audience and
  * token lifetime, not one per request. A cache hit is synchronous.
  */
-import type { BackendInfo } from '../../core/backend.ts';
-import type { TokenExchangeCacheConfig, TokenExchangeConfig } from '../../core/config/vmcp-types.ts';
-import type { Context } from '../../core/context.ts';
-import { GatewayError } from '../../core/errors.ts';
-import type { OutgoingHeaders } from '../../core/outgoing-headers.ts';
-import { definePlugin } from '../../core/plugin.ts';
+import {
+  type BackendInfo,
+  type Context,
+  definePlugin,
+  GatewayError,
+  type OutgoingHeaders,
+  type TokenExchangeCacheConfig,
+  type TokenExchangeConfig,
+} from '@gatehouse-mcp/gateway';
 import type { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
 import { reauthenticate } from './errors.ts';
 import { ExchangeCache, ExchangeMetrics, exchangeShape } from './exchange-cache.ts';

@@ -9,11 +9,7 @@
  * (and none can be refreshed), gets 401 invalid_token "re-authentication required", with the
  * challenge, so the client logs in again.
  */
-import type { BackendInfo } from '../../core/backend.ts';
-import type { Context } from '../../core/context.ts';
-import type { GatewayError } from '../../core/errors.ts';
-import type { OutgoingHeaders } from '../../core/outgoing-headers.ts';
-import { definePlugin } from '../../core/plugin.ts';
+import { type BackendInfo, type Context, definePlugin, type GatewayError, type OutgoingHeaders } from '@gatehouse-mcp/gateway';
 import { reauthenticate, unusableToken } from './errors.ts';
 import { isHeaderSafeToken } from './header-safe.ts';
 import type { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';

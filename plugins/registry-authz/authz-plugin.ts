@@ -4,9 +4,7 @@
  * consults. Role resolution happens once per request; the checks themselves are the pure
  * functions of caller.ts and publish-rules.ts, applied by the registry's endpoints.
  */
-import { defineSlot, type Context } from '../../core/context.ts';
-import { GatewayError } from '../../core/errors.ts';
-import { definePlugin } from '../../core/plugin.ts';
+import { type Context, definePlugin, defineSlot, GatewayError } from '@gatehouse-mcp/gateway';
 import { badBearerRequest } from '../incoming-auth/errors.ts';
 import { ANONYMOUS_CALLER, authenticatedCaller, type AuthzMode, type Caller } from './caller.ts';
 import type { RoleRules } from './roles.ts';

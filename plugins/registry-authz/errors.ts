@@ -2,7 +2,7 @@
  * The error codes of the claims rules (publish-rules.ts), with their status. Descriptions name
  * the claims at stake, never claims of a resource the caller cannot see.
  */
-import { errorCatalogue } from '../../core/errors.ts';
+import { errorCatalogue } from '@gatehouse-mcp/gateway';
 
 const STATUS = {
   /** Under full authorization an entry needs claims. */

@@ -16,7 +16,7 @@
  * bypasses them. Rule 3 is an invariant of the data ("all versions of one entry carry identical
  * claims") and holds for every caller in every mode.
  */
-import type { GatewayError } from '../../core/errors.ts';
+import type { GatewayError } from '@gatehouse-mcp/gateway';
 import { claimsError } from './errors.ts';
 import { hasClaims, sameClaims, unheldClaims, type ClaimMap } from './claims.ts';
 import { canAccess, canSeeEntry, type Caller } from './caller.ts';

@@ -4,7 +4,7 @@
  * and registries (`/v1/sources`, `/v1/registries`), the identity endpoint (`/v1/me`) and the API's
  * OpenAPI document (`/openapi.json`).
  */
-import { definePlugin } from '../../core/plugin.ts';
+import { definePlugin } from '@gatehouse-mcp/gateway';
 import { consumerRoutes } from './api/consumer-routes.ts';
 import { identityRoute } from './api/identity-route.ts';
 import { openapiRoutes } from './api/openapi-route.ts';

@@ -5,7 +5,7 @@
  * The claims rules of publishing have theirs in plugins/registry-authz/errors.ts. Every error body
  * is `{"error": "<code>", "error_description": "…"}`.
  */
-import { errorCatalogue } from '../../core/errors.ts';
+import { errorCatalogue } from '@gatehouse-mcp/gateway';
 
 const STATUS = {
   /** The body is not JSON at all. */

@@ -9,7 +9,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import type { RestartNeeded } from '../../core/reload/diff.ts';
+import type { RestartNeeded } from '@gatehouse-mcp/gateway';
 import type { RegistryConfig } from './config/registry-config.ts';
 import { applyConfig } from './store/apply-config.ts';
 import type { Store } from './store/store.ts';

@@ -6,13 +6,16 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { App } from '../../core/app.ts';
+import {
+  App,
+  createLogger,
+  GatewayMetrics,
+  type GatewayServer,
+  listenerOptions,
+  type PluginSpec,
+  StartupError,
+} from '@gatehouse-mcp/gateway';
 import type { RegistryConfig } from './config/registry-config.ts';
-import { StartupError } from '../../core/errors.ts';
-import { listenerOptions, type GatewayServer } from '../../core/gateway-server.ts';
-import { createLogger } from '../../core/observe/log.ts';
-import { GatewayMetrics } from '../../core/observe/metrics.ts';
-import type { PluginSpec } from '../../core/plugin-loader.ts';
 import { createTokenValidator } from '../incoming-auth/validator.ts';
 import type { AuthzMode } from '../registry-authz/caller.ts';
 import { registryAuthz } from '../registry-authz/authz-plugin.ts';

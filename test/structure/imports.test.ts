@@ -1,7 +1,10 @@
 /**
  * The rules of the folder map (core/README.md, Design): core/ imports nothing from plugins/, the plugin
- * families import downward only, and no module reaches itself through its imports. Also: every
- * test file is where `npm test`'s glob (test/<folder>/<name>.test.ts) finds it.
+ * families import downward only, and no module reaches itself through its imports. Plugins and
+ * examples reach the core only through its public entry (`@gatehouse-mcp/gateway`, core/index.ts),
+ * as a plugin outside the repository must, and no core module imports that entry (loading it must
+ * not start a cycle through it). Also: every test file is where `npm test`'s glob
+ * (test/<folder>/<name>.test.ts) finds it.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -19,19 +22,37 @@ function filesUnder(dir: string, ending: RegExp): string[] {
   return out;
 }
 
-const IMPORT = /^\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'|^\s*import\s+'(\.[^']+)'|import\('(\.[^']+)'\)/gm;
+const IMPORT = /^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|^\s*import\s+'([^']+)'|import\('([^']+)'\)/gm;
 
-/** Module (repository-relative path) → the modules it imports (static, relative imports). */
+/** The package's name: a module importing it by name (Node's self-reference) gets its entry, core/index.ts. */
+const PACKAGE = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string }).name;
+const ENTRY = 'core/index.ts';
+
+/** The modules `file` imports (static and dynamic), as repository-relative paths; other packages are left out. */
+function importsOf(file: string, source = readFileSync(file, 'utf8')): string[] {
+  const deps: string[] = [];
+  for (const m of source.matchAll(IMPORT)) {
+    const specifier = (m[1] ?? m[2] ?? m[3])!;
+    if (specifier === PACKAGE || specifier.startsWith(`${PACKAGE}/`)) deps.push(specifier === PACKAGE ? ENTRY : specifier);
+    else if (specifier.startsWith('.')) deps.push(relative(REPO_ROOT, resolve(dirname(file), specifier)));
+  }
+  return deps;
+}
+
+/** Module (repository-relative path) → the modules it imports. */
 function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of [...filesUnder(join(REPO_ROOT, 'core'), /\.(ts|mjs)$/), ...filesUnder(join(REPO_ROOT, 'plugins'), /\.(ts|mjs)$/)]) {
-    const deps: string[] = [];
-    for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
-      deps.push(relative(REPO_ROOT, resolve(dirname(file), (m[1] ?? m[2] ?? m[3])!)));
-    }
-    graph.set(relative(REPO_ROOT, file), deps);
+    graph.set(relative(REPO_ROOT, file), importsOf(file));
   }
   return graph;
+}
+
+/** `file -> path` for each import of a core module other than the public entry (or of a subpath of the package). */
+function deepCoreImports(file: string, source?: string): string[] {
+  return importsOf(file, source)
+    .filter((dep) => dep !== ENTRY && (dep.startsWith('core/') || dep.startsWith(`${PACKAGE}/`)))
+    .map((dep) => `${relative(REPO_ROOT, file)} -> ${dep}`);
 }
 
 /** The plugin families, lowest first: each may import the ones before it (and core), not after. */
@@ -86,6 +107,49 @@ describe('the import rules', () => {
     };
     for (const v of graph.keys()) if (!index.has(v)) visit(v);
     assert.deepEqual(cycles, []);
+  });
+
+  it('plugins and examples import the core only through its public entry (@gatehouse-mcp/gateway)', () => {
+    const files = [...filesUnder(join(REPO_ROOT, 'plugins'), /\.(ts|mjs)$/), ...filesUnder(join(REPO_ROOT, 'examples'), /\.(ts|mjs)$/)];
+    const deep = files.flatMap((file) => deepCoreImports(file));
+    assert.deepEqual(deep, [], `import these from '${PACKAGE}' (core/index.ts), adding there what it lacks:\n${deep.join('\n')}`);
+  });
+
+  it('the rule catches every form of a deep import, and lets the entry pass', () => {
+    const file = join(REPO_ROOT, 'plugins/some-plugin/hooks.ts');
+    const source = [
+      "import { definePlugin, z } from '@gatehouse-mcp/gateway';",
+      "import type { Context } from '../../core/context.ts';",
+      "import {\n  GatewayError,\n  untrusted,\n} from '../../core/errors.ts';",
+      "export { Reply } from '../../core/reply.ts';",
+      "const lazy = () => import('../../core/app.ts');",
+      "import { Pool } from '@gatehouse-mcp/gateway/core/upstream/pool.ts';",
+      "import { helper } from './helper.ts';",
+      "import { z as zod } from 'zod';",
+    ].join('\n');
+    assert.deepEqual(deepCoreImports(file, source), [
+      'plugins/some-plugin/hooks.ts -> core/context.ts',
+      'plugins/some-plugin/hooks.ts -> core/errors.ts',
+      'plugins/some-plugin/hooks.ts -> core/reply.ts',
+      'plugins/some-plugin/hooks.ts -> core/app.ts',
+      `plugins/some-plugin/hooks.ts -> ${PACKAGE}/core/upstream/pool.ts`,
+    ]);
+  });
+
+  it('the entry loads, and its bindings are the core modules\' own (one GatewayError class)', async () => {
+    const entry = await import(PACKAGE);
+    const errors = await import('../../core/errors.ts');
+    const context = await import('../../core/context.ts');
+    assert.equal(entry.GatewayError, errors.GatewayError);
+    assert.equal(entry.StartupError, errors.StartupError);
+    assert.equal(entry.Context, context.Context);
+    assert.equal(typeof entry.then, 'undefined', 'the module namespace is not a thenable');
+  });
+
+  it('no core module imports the public entry', () => {
+    const graph = importGraph();
+    const through = [...graph].filter(([file, deps]) => file.startsWith('core/') && deps.includes(ENTRY)).map(([file]) => `${file} -> ${ENTRY}`);
+    assert.deepEqual(through, [], 'a core module imports what it needs by path: importing the entry would load every core module through a cycle');
   });
 });
 

@@ -13,7 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import type { VmcpConfig } from '../../../core/config/vmcp-types.ts';
+import type { VmcpConfig } from '@gatehouse-mcp/gateway';
 
 const RELATIVE = /^\.{1,2}\//;
 

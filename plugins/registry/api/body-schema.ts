@@ -3,8 +3,7 @@
  * messages as `gatehouse registry validate`, every problem at once in one 400.
  */
 import type { z } from 'zod';
-import { GatewayError } from '../../../core/errors.ts';
-import { formatPath, schemaIssueMessage } from '../../../core/config/problems.ts';
+import { formatPath, GatewayError, schemaIssueMessage } from '@gatehouse-mcp/gateway';
 import { resourceNameSchema } from '../config/registry-schema.ts';
 import { READ_ONLY_FIELDS } from './shapes.ts';
 

@@ -5,10 +5,7 @@
  * entry filter (layer 2). Deleted versions are hidden unless `include_deleted=true` (or, for the
  * list, `updated_since`): see list-query.ts.
  */
-import type { Context } from '../../../core/context.ts';
-import { GatewayError } from '../../../core/errors.ts';
-import type { RouteDef } from '../../../core/plugin.ts';
-import { Reply } from '../../../core/reply.ts';
+import { type Context, GatewayError, Reply, type RouteDef } from '@gatehouse-mcp/gateway';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import type { EntryKind } from '../store/records.ts';
 import { endpoint } from './endpoint.ts';

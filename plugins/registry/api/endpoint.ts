@@ -7,10 +7,14 @@
  * (returns nothing), answers (returns a Reply), or refuses (throws a GatewayError). Steps stay
  * synchronous until one returns a promise.
  */
-import type { Context } from '../../../core/context.ts';
-import type { HttpMethod, MaybePromise, RouteDef } from '../../../core/plugin.ts';
-import type { Reply } from '../../../core/reply.ts';
-import { then } from '../../../core/thenable.ts';
+import {
+  type Context,
+  type HttpMethod,
+  mapMaybePromise,
+  type MaybePromise,
+  type Reply,
+  type RouteDef,
+} from '@gatehouse-mcp/gateway';
 
 export type Step = (ctx: Context) => MaybePromise<Reply | void>;
 
@@ -18,7 +22,7 @@ function runSteps(steps: readonly Step[], ctx: Context, from: number): MaybeProm
   for (let i = from; i < steps.length; i++) {
     const result = steps[i]!(ctx);
     if (result === undefined) continue;
-    return then(result, (settled) => (settled === undefined ? runSteps(steps, ctx, i + 1) : settled));
+    return mapMaybePromise(result, (settled) => (settled === undefined ? runSteps(steps, ctx, i + 1) : settled));
   }
   throw new Error(`internal error: the endpoint ${ctx.route} ended without an answer`);
 }

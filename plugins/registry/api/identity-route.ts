@@ -3,8 +3,7 @@
  * under full authorization only (auth-only mode does not resolve them: an empty list). There is
  * no caller identity in anonymous mode: 401.
  */
-import type { RouteDef } from '../../../core/plugin.ts';
-import { Reply } from '../../../core/reply.ts';
+import { Reply, type RouteDef } from '@gatehouse-mcp/gateway';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { endpoint } from './endpoint.ts';
 import { registryError } from '../errors.ts';

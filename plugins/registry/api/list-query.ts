@@ -7,7 +7,7 @@
  * `updated_since` is given, as the official registry API does: a mirror following changes learns
  * of deletions.
  */
-import { GatewayError } from '../../../core/errors.ts';
+import { GatewayError } from '@gatehouse-mcp/gateway';
 
 export interface ListQuery {
   readonly cursor: string | null;

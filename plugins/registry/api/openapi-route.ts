@@ -2,9 +2,7 @@
  * `GET /openapi.json`: the OpenAPI document of the registry API (openapi-document.ts). Public
  * like any API description (no token, any origin may read it), cacheable, serialised once.
  */
-import { PUBLIC_DOCUMENT_HEADERS } from '../../../core/http/cors.ts';
-import type { RouteDef } from '../../../core/plugin.ts';
-import { Reply } from '../../../core/reply.ts';
+import { PUBLIC_DOCUMENT_HEADERS, Reply, type RouteDef } from '@gatehouse-mcp/gateway';
 import { REGISTRY_OPENAPI } from './openapi-document.ts';
 
 export function openapiRoutes(): RouteDef[] {

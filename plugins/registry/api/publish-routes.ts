@@ -9,10 +9,7 @@
  * Deleting a version leaves a tombstone (answered with `status: "deleted"`); a deleted version
  * cannot be published again (409 `version_exists`): versions are immutable.
  */
-import type { Context } from '../../../core/context.ts';
-import { GatewayError } from '../../../core/errors.ts';
-import type { RouteDef } from '../../../core/plugin.ts';
-import { Reply } from '../../../core/reply.ts';
+import { type Context, GatewayError, Reply, type RouteDef } from '@gatehouse-mcp/gateway';
 import { NO_CLAIMS } from '../../registry-authz/claims.ts';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';
 import { managedSourceClaimsProblem, publishClaimsProblem } from '../../registry-authz/publish-rules.ts';

@@ -4,10 +4,7 @@
  * the caller must satisfy a registry's claims to change or delete it. A registry may list only
  * sources the caller can access (others are "unknown"), and at most one managed source.
  */
-import type { Context } from '../../../core/context.ts';
-import { GatewayError } from '../../../core/errors.ts';
-import type { RouteDef } from '../../../core/plugin.ts';
-import { Reply } from '../../../core/reply.ts';
+import { type Context, GatewayError, Reply, type RouteDef } from '@gatehouse-mcp/gateway';
 import { registryBodySchema } from '../config/registry-schema.ts';
 import { canAccess } from '../../registry-authz/caller.ts';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';

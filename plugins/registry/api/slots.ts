@@ -1,7 +1,7 @@
 /**
  * Per-request state of the registry API, in typed slots: what one step finds, the next uses.
  */
-import { defineSlot } from '../../../core/context.ts';
+import { defineSlot } from '@gatehouse-mcp/gateway';
 import type { RegistryRecord, SourceRecord } from '../store/records.ts';
 
 /** The registry named in the path (after `loadRegistry`). */

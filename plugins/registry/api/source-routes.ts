@@ -14,10 +14,7 @@
  */
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import type { Context } from '../../../core/context.ts';
-import { GatewayError } from '../../../core/errors.ts';
-import type { RouteDef } from '../../../core/plugin.ts';
-import { Reply } from '../../../core/reply.ts';
+import { type Context, GatewayError, Reply, type RouteDef } from '@gatehouse-mcp/gateway';
 import { sourceBodySchema } from '../config/registry-schema.ts';
 import { formatDuration, toSourceDefinition, type SourceDefinition } from '../config/registry-config.ts';
 import { canAccess } from '../../registry-authz/caller.ts';

@@ -2,9 +2,7 @@
  * The steps endpoints are made of: role checks (layer 3), loading the registry or source named
  * in the path, the registry gate (layer 1), and reading a JSON body.
  */
-import type { Context } from '../../../core/context.ts';
-import { GatewayError } from '../../../core/errors.ts';
-import { readBody } from '../../../core/http/body.ts';
+import { type Context, GatewayError, readBody } from '@gatehouse-mcp/gateway';
 import { canAccess, holdsRole, type Caller } from '../../registry-authz/caller.ts';
 import { callerClaimPairs } from '../../registry-authz/claims.ts';
 import { callerOf } from '../../registry-authz/authz-plugin.ts';

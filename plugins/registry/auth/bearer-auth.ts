@@ -4,8 +4,7 @@
  * token is a 401 whose WWW-Authenticate challenge points at the registry's RFC 9728 protected
  * resource metadata, which this plugin also serves.
  */
-import { Principal, type Context } from '../../../core/context.ts';
-import { definePlugin } from '../../../core/plugin.ts';
+import { type Context, definePlugin, Principal } from '@gatehouse-mcp/gateway';
 import type { RegistryAuthConfig } from '../config/registry-config.ts';
 import type { VerifiedToken } from '../../incoming-auth/contract.ts';
 import { bearerTokenOf } from '../../incoming-auth/bearer.ts';

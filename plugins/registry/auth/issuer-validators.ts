@@ -6,7 +6,7 @@
  */
 import { decodeJwt } from 'jose';
 import type { Logger } from 'pino';
-import { GatewayError, untrusted } from '../../../core/errors.ts';
+import { GatewayError, untrusted } from '@gatehouse-mcp/gateway';
 import type { OAuthProviderConfig } from '../config/registry-config.ts';
 import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from '../../incoming-auth/contract.ts';
 

@@ -4,13 +4,22 @@
  * problem of the file at once, each as `file:line:col path: message`.
  */
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { formatPath, loadFile, validateFile, schemaIssueMessage, sortProblems } from '../../../core/config/problems.ts';
-import type { ConfigProblem, Validation } from '../../../core/config/problems.ts';
+import {
+  type ConfigProblem,
+  formatPath,
+  isMapping,
+  loadFile,
+  parseYamlDocuments,
+  schemaIssueMessage,
+  SecretStore,
+  type ServerSettings,
+  sortProblems,
+  validateFile,
+  type Validation,
+  type YamlDocument,
+} from '@gatehouse-mcp/gateway';
 import { DEFAULT_DATA_DIR, registryFileSchema, secretDocumentSchema } from './registry-schema.ts';
 import type { RegistryFileInput, SourceInput } from './registry-schema.ts';
-import type { ServerSettings } from '../../../core/config/server-settings.ts';
-import { isMapping, parseYamlDocuments, type YamlDocument } from '../../../core/config/yaml.ts';
-import { SecretStore } from '../../../core/config/secrets.ts';
 import type { z } from 'zod';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import type { RoleRules } from '../../registry-authz/roles.ts';

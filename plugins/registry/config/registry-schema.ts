@@ -7,12 +7,24 @@
  * The source and registry item schemas are also the bodies of the admin API's PUT requests.
  */
 import { z } from 'zod';
-import { durationSchema } from '../../../core/config/duration.ts';
-import { describeValue, didYouMean } from '../../../core/config/problems.ts';
-import { serverSettingsSchema } from '../../../core/config/server-settings.ts';
-import { isMapping } from '../../../core/config/yaml.ts';
-import { secretBodyShape, type SecretStore } from '../../../core/config/secrets.ts';
-import { addIssue, httpUrlSchema, issuerUrl, parseUrl, q, text, uniqueNames, whenMapping, type Ctx } from '../../../core/config/formats.ts';
+import {
+  addIssue,
+  describeValue,
+  didYouMean,
+  durationSchema,
+  httpUrlSchema,
+  isMapping,
+  issuerUrl,
+  nonEmptyText as text,
+  parseUrl,
+  quoted as q,
+  type RefinementCtx as Ctx,
+  secretBodyShape,
+  type SecretStore,
+  serverSettingsSchema,
+  uniqueNames,
+  whenMapping,
+} from '@gatehouse-mcp/gateway';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

@@ -13,7 +13,7 @@
  * path (`/description: must NOT have more than 100 characters`), all at once. Skills have no
  * official schema: they keep the registry's own rules (name, version, description, title).
  */
-import { GatewayError } from '../../../core/errors.ts';
+import { GatewayError } from '@gatehouse-mcp/gateway';
 import { claimMapSchema } from '../config/registry-schema.ts';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import type { EntryKind } from '../store/records.ts';

@@ -1,7 +1,7 @@
 /**
  * Pagination cursors: opaque to clients (base64url of the sort key of the last item served).
  */
-import { GatewayError } from '../../../core/errors.ts';
+import { GatewayError } from '@gatehouse-mcp/gateway';
 
 export function encodeCursor(key: readonly string[]): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');

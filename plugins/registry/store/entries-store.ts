@@ -12,7 +12,7 @@
  * it was deleted). The entry, and so its claims, stays with its tombstones.
  */
 import { createHash } from 'node:crypto';
-import { GatewayError } from '../../../core/errors.ts';
+import { GatewayError } from '@gatehouse-mcp/gateway';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import { Params } from './cursor.ts';

@@ -1,10 +1,9 @@
 /**
  * Registries: a name, claims (the access gate) and an ordered list of sources.
  */
-import { GatewayError } from '../../../core/errors.ts';
+import { didYouMean, GatewayError } from '@gatehouse-mcp/gateway';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import type { RegistryDefinition } from '../config/registry-config.ts';
-import { didYouMean } from '../../../core/config/problems.ts';
 import { resourceClaimPairs } from '../../registry-authz/claims.ts';
 import type { Database, SqlRunner } from './database.ts';
 import type { Origin, RegistryRecord } from './records.ts';

@@ -13,7 +13,7 @@
  */
 import { open, readdir, stat } from 'node:fs/promises';
 import { extname, isAbsolute, join, relative, resolve } from 'node:path';
-import { parseYamlDocuments } from '../../../core/config/yaml.ts';
+import { parseYamlDocuments } from '@gatehouse-mcp/gateway';
 import type { ClusterResource } from './cluster-resource.ts';
 import { isMcpServer, slimResource } from './cluster-resource.ts';
 import { SyncFailure } from './source-reader.ts';

@@ -5,7 +5,7 @@
  * settings: private addresses only when allowed, file paths only under `sync.fileRoot`.
  */
 import type { Logger } from 'pino';
-import type { SecretStore } from '../../../core/config/secrets.ts';
+import type { SecretStore } from '@gatehouse-mcp/gateway';
 import type { SecretRef, SyncSettings } from '../config/registry-config.ts';
 import type { SourceRecord } from '../store/records.ts';
 import { createApiReader } from './api-source.ts';

@@ -3,7 +3,7 @@
  * duration, and per source the entries of its last good data and when that was.
  */
 import client, { type Registry } from 'prom-client';
-import { CounterFamily, HistogramFamily } from '../../../core/observe/fast-metrics.ts';
+import { CounterFamily, HistogramFamily } from '@gatehouse-mcp/gateway';
 
 const SYNC_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
