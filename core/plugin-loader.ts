@@ -2,9 +2,17 @@
  * Turns plugin definitions and their raw config into running plugin instances, at start: the
  * plugin's config schema is checked (problems named by their YAML path), and user plugins named
  * in the config are imported from their module.
+ *
+ * A config names a plugin module by path (absolute once validated: a relative one resolves against
+ * the config file's directory) or by package name. A package name resolves as an import written in
+ * a file of the config file's directory would: node_modules folders upward from there, the
+ * package's "exports" with the import condition (import-meta-resolve is Node's own ESM resolver,
+ * which Node 20 offers only from the importing module). So the plugin a project installs beside its
+ * config is found, not one that happens to be in the gateway's install.
  */
+import { join, isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { isAbsolute } from 'node:path';
+import { resolve as resolveImport } from 'import-meta-resolve';
 import { StartupError } from './errors.ts';
 import type { Plugin, PluginDefinition, PluginHost } from './plugin.ts';
 
@@ -24,19 +32,47 @@ function isDefinition(value: unknown): value is PluginDefinition<unknown> {
   return typeof v === 'object' && v !== null && typeof v.name === 'string' && typeof v.create === 'function';
 }
 
-/** Imports a plugin module named in the config: its default export (or `plugin`) must be a plugin definition. */
-export async function importPlugin(module: string, source: string): Promise<PluginDefinition<unknown>> {
+/** The longest reason a load failure gives (a transform error can quote much of the file). */
+const MAX_REASON = 600;
+
+/** An error's message on one line (a transform error spans several), shortened. */
+function reasonOf(err: unknown): string {
+  const message = (err instanceof Error ? err.message : String(err)).split('\n').map((line) => line.trim()).filter((line) => line !== '').join(' ');
+  const reason = message.length > MAX_REASON ? `${message.slice(0, MAX_REASON - 3)}...` : message;
+  // What Node says when a .ts or .js file written as ESM is loaded as CommonJS: its folder lacks "type": "module".
+  if ((err as { code?: unknown } | null)?.code === 'ERR_REQUIRE_CYCLE_MODULE') {
+    return `${reason} (a plugin written with import/export in a .ts or .js file needs "type": "module" in the package.json of its folder)`;
+  }
+  return reason;
+}
+
+/** A plugin module loaded: its definition, or why it cannot be used (one line). */
+export type LoadedPlugin = { readonly ok: true; readonly definition: PluginDefinition<unknown> } | { readonly ok: false; readonly problem: string };
+
+/**
+ * Loads the plugin module `module` (an absolute path, or a package name resolved from `fromDir`):
+ * its default export (or `plugin`) must be a plugin definition. Returns why not otherwise.
+ */
+export async function loadPluginModule(module: string, fromDir: string): Promise<LoadedPlugin> {
   let loaded: Record<string, unknown>;
   try {
-    loaded = (await import(isAbsolute(module) ? pathToFileURL(module).href : module)) as Record<string, unknown>;
+    const url = isAbsolute(module) ? pathToFileURL(module).href : resolveImport(module, pathToFileURL(join(fromDir, '/')).href);
+    loaded = (await import(url)) as Record<string, unknown>;
   } catch (err) {
-    throw new PluginConfigError([`${source}: cannot load plugin module "${module}": ${(err as Error).message}`]);
+    return { ok: false, problem: `cannot load plugin module "${module}": ${reasonOf(err)}` };
   }
   const definition = loaded.default ?? loaded.plugin;
   if (!isDefinition(definition)) {
-    throw new PluginConfigError([`${source}: module "${module}" does not export a plugin (a default export made with definePlugin)`]);
+    return { ok: false, problem: `module "${module}" does not export a plugin (a default export made with definePlugin)` };
   }
-  return definition;
+  return { ok: true, definition };
+}
+
+/** Imports a plugin module named in the config (see loadPluginModule); a PluginConfigError names `source` and why not. */
+export async function importPlugin(module: string, fromDir: string, source: string): Promise<PluginDefinition<unknown>> {
+  const loaded = await loadPluginModule(module, fromDir);
+  if (!loaded.ok) throw new PluginConfigError([`${source}: ${loaded.problem}`]);
+  return loaded.definition;
 }
 
 /**

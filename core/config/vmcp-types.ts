@@ -138,7 +138,7 @@ export interface AuthServerConfig {
 /** A plugin loaded from `VirtualMCPServer.spec.plugins[]`. */
 export interface PluginRef {
   readonly name: string;
-  /** Absolute path of the module (resolved against the config file), or a package specifier. */
+  /** Absolute path of the module (resolved against the config file), or a package specifier (resolved from the config file's directory when loaded: core/plugin-loader.ts). */
   readonly module: string;
   readonly config: unknown;
   /** YAML path of this entry's `config`, for error messages of the plugin's own schema. */

@@ -127,7 +127,7 @@ export class Generation {
     // Plugins: built-ins first (incoming auth is the first phase of everything), then the config's, then code's.
     const fromConfig: PluginSpec[] = [];
     for (const ref of config.plugins) {
-      fromConfig.push({ definition: await importPlugin(ref.module, ref.yamlPath), config: ref.config, source: ref.yamlPath });
+      fromConfig.push({ definition: await importPlugin(ref.module, config.dir, ref.yamlPath), config: ref.config, source: ref.yamlPath });
     }
     const previous = options.previous ?? null;
     const inherited: Plugin[] = [];
