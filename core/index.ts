@@ -26,7 +26,7 @@ export type {
   HttpMethod,
   MaybePromise,
 } from './plugin.ts';
-export { PluginConfigError, type PluginSpec } from './plugin-loader.ts';
+export { PluginConfigError, resolvePluginModule, type PluginSpec } from './plugin-loader.ts';
 /**
  * zod, the schema library of a plugin's `config` (and of every Gatehouse config): the gateway's
  * own copy, so a plugin needs no dependency but the gateway (plugins/README.md, Writing a plugin).

@@ -11,7 +11,7 @@
  * config is found, not one that happens to be in the gateway's install.
  */
 import { join, isAbsolute } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve as resolveImport } from 'import-meta-resolve';
 import { StartupError } from './errors.ts';
 import type { Plugin, PluginDefinition, PluginHost } from './plugin.ts';
@@ -46,6 +46,16 @@ function reasonOf(err: unknown): string {
   return reason;
 }
 
+/**
+ * The file a plugin module names: an absolute path as it is, a package name (or package subpath)
+ * resolved from `fromDir`. Throws Node's resolution error (ERR_MODULE_NOT_FOUND, ...) when there is none.
+ */
+export function resolvePluginModule(module: string, fromDir: string): string {
+  if (isAbsolute(module)) return module;
+  const url = resolveImport(module, pathToFileURL(join(fromDir, '/')).href);
+  return url.startsWith('file:') ? fileURLToPath(url) : url;
+}
+
 /** A plugin module loaded: its definition, or why it cannot be used (one line). */
 export type LoadedPlugin = { readonly ok: true; readonly definition: PluginDefinition<unknown> } | { readonly ok: false; readonly problem: string };
 
@@ -56,8 +66,8 @@ export type LoadedPlugin = { readonly ok: true; readonly definition: PluginDefin
 export async function loadPluginModule(module: string, fromDir: string): Promise<LoadedPlugin> {
   let loaded: Record<string, unknown>;
   try {
-    const url = isAbsolute(module) ? pathToFileURL(module).href : resolveImport(module, pathToFileURL(join(fromDir, '/')).href);
-    loaded = (await import(url)) as Record<string, unknown>;
+    const resolved = resolvePluginModule(module, fromDir);
+    loaded = (await import(isAbsolute(resolved) ? pathToFileURL(resolved).href : resolved)) as Record<string, unknown>;
   } catch (err) {
     return { ok: false, problem: `cannot load plugin module "${module}": ${reasonOf(err)}` };
   }

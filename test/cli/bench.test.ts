@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import { benchConfigText } from '../../plugins/cli/bench/bench-config.ts';
@@ -119,6 +120,17 @@ describe('gatehouse bench, its parts', () => {
     const withAdmin = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }], spec: '  server: {admin: {port: 9464}}' }));
     assert.match(benchConfigText(await loadVmcpConfig(withAdmin), null), /admin: \{ port: 0 \}/);
     assert.equal(readFileSync(withAdmin, 'utf8').includes('9464'), true, 'the file itself is left alone');
+  });
+
+  it('the copy of the configuration: a plugin named by package becomes the file it resolves to from the original\'s directory', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }], spec: '  plugins: [{name: acme, module: acme-plugin}, {name: gone, module: no-such-plugin}]' }));
+    const pkg = join(dirname(file), 'node_modules', 'acme-plugin');
+    await mkdir(pkg, { recursive: true });
+    await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: 'acme-plugin', type: 'module', exports: { import: './plugin.js' } }));
+    await writeFile(join(pkg, 'plugin.js'), 'export default { name: "acme", create() { return { name: "acme" }; } };\n');
+    const text = benchConfigText(await loadVmcpConfig(file), null);
+    assert.ok(text.includes(`module: ${join(pkg, 'plugin.js')}`), text);
+    assert.ok(text.includes('module: no-such-plugin'), 'one that resolves to nothing stays as written, for the gateway to report');
   });
 
   it('the metrics delta: per plugin and phase, per request the MCP endpoint answered', () => {

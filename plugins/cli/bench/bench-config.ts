@@ -7,15 +7,23 @@
  *   outgoing auth (its STS is called as configured; the echo backend ignores credentials),
  *   aggregation, session storage, plugins.
  * - `--live`: the URLs stay.
- * - Both: a relative plugin `module` becomes the absolute path it names (the copy lives
- *   elsewhere), and `spec.server.admin.port` becomes 0, so that the bench's gateway never
+ * - Both: a plugin `module` given by relative path or package name becomes the absolute path of
+ *   the file it names from the original's directory (the copy lives elsewhere, where neither the
+ *   path nor the project's node_modules would be found), and `spec.server.admin.port` becomes 0, so that the bench's gateway never
  *   fights the real one for its admin port (the public port is `--port 0` already).
  */
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import type { VmcpConfig } from '@gatehouse-mcp/gateway';
+import { resolvePluginModule, type VmcpConfig } from '@gatehouse-mcp/gateway';
 
-const RELATIVE = /^\.{1,2}\//;
+/** The file a plugin module names, or the module as written when it names none (the gateway then says so). */
+function pluginFile(module: string, configDir: string): string {
+  try {
+    return resolvePluginModule(module, configDir);
+  } catch {
+    return module;
+  }
+}
 
 /** The text of the bench's copy of `config`'s file; `backendUrls` (MCPServer name → URL) in echo mode, null with --live. */
 export function benchConfigText(config: VmcpConfig, backendUrls: ReadonlyMap<string, string> | null): string {
@@ -28,8 +36,7 @@ export function benchConfigText(config: VmcpConfig, backendUrls: ReadonlyMap<str
       if (kind === 'MCPServer' && typeof name === 'string' && backendUrls?.has(name) === true) doc.setIn(['spec', 'url'], backendUrls.get(name));
       if (kind === 'VirtualMCPServer') {
         config.plugins.forEach((plugin, index) => {
-          const written = doc.getIn(['spec', 'plugins', index, 'module']);
-          if (typeof written === 'string' && RELATIVE.test(written)) doc.setIn(['spec', 'plugins', index, 'module'], plugin.module);
+          if (typeof doc.getIn(['spec', 'plugins', index, 'module']) === 'string') doc.setIn(['spec', 'plugins', index, 'module'], pluginFile(plugin.module, config.dir));
         });
         if (config.server.admin !== null) doc.setIn(['spec', 'server', 'admin', 'port'], 0);
       }
