@@ -58,15 +58,18 @@ export function sortProblems(problems: readonly ConfigProblem[]): ConfigProblem[
 /** A configuration file's outcome: the resolved config, or every problem in it (sorted by position). */
 export type Validation<C> = { ok: true; config: C } | { ok: false; problems: ConfigProblem[] };
 
+/** Validates a config file's text (as the content of `file`), at once or after loading what it names. */
+export type ValidateText<C> = (text: string, file: string) => Validation<C> | Promise<Validation<C>>;
+
 /** Reads `file` and validates its text with `validate` (a file that cannot be read is its one problem). */
-export async function validateFile<C>(file: string, validate: (text: string, file: string) => Validation<C>): Promise<Validation<C>> {
+export async function validateFile<C>(file: string, validate: ValidateText<C>): Promise<Validation<C>> {
   const text = await readConfigText(file);
   if (typeof text !== 'string') return { ok: false, problems: [text] };
   return validate(text, file);
 }
 
 /** The resolved config of `file`, or a ConfigError listing every problem in it. */
-export async function loadFile<C>(file: string, validate: (text: string, file: string) => Validation<C>): Promise<C> {
+export async function loadFile<C>(file: string, validate: ValidateText<C>): Promise<C> {
   const result = await validateFile(file, validate);
   if (!result.ok) throw new ConfigError(result.problems);
   return result.config;
@@ -143,19 +146,48 @@ export const schemaIssueMessage: z.core.$ZodErrorMap = (issue) => {
     case 'too_small':
       if (issue.origin === 'string') return 'must not be empty';
       if (issue.origin === 'array') return `must list at least ${issue.minimum} ${issue.minimum === 1 ? 'entry' : 'entries'}`;
-      return `must be at least ${issue.minimum} (got ${describeValue(issue.input)})`;
+      return `must be ${issue.inclusive === false ? 'more than' : 'at least'} ${issue.minimum} (got ${describeValue(issue.input)})`;
     case 'too_big':
       if (issue.origin === 'string') return `must be at most ${issue.maximum} characters long`;
       if (issue.origin === 'array') return `must list at most ${issue.maximum} entries`;
-      return `must be at most ${issue.maximum} (got ${describeValue(issue.input)})`;
+      return `must be ${issue.inclusive === false ? 'less than' : 'at most'} ${issue.maximum} (got ${describeValue(issue.input)})`;
     case 'unrecognized_keys': {
-      const known = issue.inst instanceof z.ZodObject ? Object.keys(issue.inst.shape) : [];
+      // By shape, not instanceof: a plugin's schema may come from another copy of zod 4.
+      const shape = (issue.inst as { shape?: unknown } | undefined)?.shape;
+      const known = typeof shape === 'object' && shape !== null ? Object.keys(shape) : [];
       return issue.keys.map((key) => `unknown field ${JSON.stringify(key)}${didYouMean(key, known)}`).join('\n');
     }
     default:
       return undefined;
   }
 };
+
+/** What one problem of a zod issue reports: its path, its message, and where the position points. */
+export interface IssueReport {
+  /** The YAML path the problem names. */
+  readonly path: PathSegment[];
+  readonly message: string;
+  /** The path whose key or value the position points at (`target`). */
+  readonly locatePath: PathSegment[];
+  readonly target: 'key' | 'value';
+}
+
+/**
+ * The problems of a zod issue (parsed with `schemaIssueMessage`) found under `prefix`: one per
+ * unknown key, named at the mapping that has it and positioned at the key; else one at the issue's
+ * path, positioned at the value (at the key when a check asked so with `params: {at: 'key'}`).
+ * A custom issue with `params: {silent: true}` reports nothing (another issue says it better).
+ */
+export function issueReports(issue: z.core.$ZodIssue, prefix: readonly PathSegment[] = []): IssueReport[] {
+  const params = issue.code === 'custom' ? issue.params : undefined;
+  if (params?.silent === true) return [];
+  const path = [...prefix, ...issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)))];
+  if (issue.code === 'unrecognized_keys') {
+    const messages = issue.message.split('\n');
+    return issue.keys.map((key, i) => ({ path, message: messages[i] ?? `unknown field ${JSON.stringify(key)}`, locatePath: [...path, key], target: 'key' }));
+  }
+  return [{ path, message: issue.message, locatePath: path, target: params?.at === 'key' ? 'key' : 'value' }];
+}
 
 /** Levenshtein distance. */
 function editDistance(a: string, b: string): number {

@@ -11,11 +11,12 @@ import { dirname, resolve } from 'node:path';
 import type { RedisConnectionConfig } from '../store/redis-config.ts';
 import type { AggregationConfig } from '../mcp/aggregate/config.ts';
 import type { z } from 'zod';
-import { didYouMean, loadFile, validateFile, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
+import { didYouMean, issueReports, loadFile, validateFile, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem, PathSegment, Validation } from './problems.ts';
 import { AUTH_SERVER_ENDPOINT_GROUPS } from './auth-server-limits.ts';
 import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, RESOURCE_KINDS, resourceSchemas } from './vmcp-schema.ts';
 import type { ParsedResource, ReferenceIndex, ResourceKind } from './vmcp-schema.ts';
+import { pluginProblems } from './plugin-configs.ts';
 import { SecretStore } from './secrets.ts';
 import type {
   AuthServerConfig,
@@ -31,14 +32,36 @@ import type { LocateTarget, YamlDocument } from './yaml.ts';
 
 export type VmcpValidation = Validation<VmcpConfig>;
 
-/** The resolved config of `file`, or a `ConfigError` listing every problem in it. */
+/**
+ * The resolved config of `file`, or a `ConfigError` listing every problem in it: the file's own
+ * checks (validateVmcpText); the plugins it names are loaded when the gateway starts.
+ */
 export const loadVmcpConfig = (file: string): Promise<VmcpConfig> => loadFile(file, validateVmcpText);
 
-/** For `gatehouse validate`: the resolved config, or every problem (sorted by position). */
-export const validateVmcpFile = (file: string): Promise<VmcpValidation> => validateFile(file, validateVmcpText);
+/**
+ * For `gatehouse vmcp validate`, `serve` and reloads: the resolved config, or every problem (sorted
+ * by position), the file's own and its plugins' (validateVmcpTextAndPlugins).
+ */
+export const validateVmcpFile = (file: string): Promise<VmcpValidation> => validateFile(file, validateVmcpTextAndPlugins);
 
-/** Validate YAML text as the content of `file` (relative plugin modules resolve against its directory). */
+/** Validate YAML text as the content of `file` (relative plugin modules resolve against its directory); no plugin code runs. */
 export function validateVmcpText(text: string, file: string): VmcpValidation {
+  return checkText(text, file).validation;
+}
+
+/**
+ * validateVmcpText, then the plugins the text names: each module loaded and each `config` checked
+ * by its plugin's schema (plugin-configs.ts); every problem of both at once.
+ */
+export async function validateVmcpTextAndPlugins(text: string, file: string): Promise<VmcpValidation> {
+  const { validation, vmcp } = checkText(text, file);
+  const problems = vmcp === null ? [] : await pluginProblems(vmcp.document, vmcp.label, dirname(resolve(file)), file);
+  if (problems.length === 0) return validation;
+  return { ok: false, problems: sortProblems([...(validation.ok ? [] : validation.problems), ...problems]) };
+}
+
+/** The file's own checks, and its VirtualMCPServer document (the first; null when there is none or it has syntax errors). */
+function checkText(text: string, file: string): { validation: VmcpValidation; vmcp: ResourceEntry | null } {
   const problems: ConfigProblem[] = [];
   const report: Report = (document, resource, path, message, target = 'value', locatePath = path) => {
     const { line, column } = document.locate(locatePath, target);
@@ -74,8 +97,9 @@ export function validateVmcpText(text: string, file: string): VmcpValidation {
       case 'Secret': collect(parsed.Secret, check(schemas.Secret)); break;
     }
   }
-  if (problems.length > 0) return { ok: false, problems: sortProblems(problems) };
-  return { ok: true, config: assemble(parsed, resolve(file)) };
+  const vmcp = entries.find((entry) => entry.kind === 'VirtualMCPServer' && !entry.document.broken) ?? null;
+  if (problems.length > 0) return { validation: { ok: false, problems: sortProblems(problems) }, vmcp };
+  return { validation: { ok: true, config: assemble(parsed, resolve(file)) }, vmcp };
 }
 
 type ParsedResources = { [K in ResourceKind]: ParsedResource<K>[] };
@@ -190,18 +214,7 @@ function buildIndex(entries: readonly ResourceEntry[], configDir: string): Refer
 
 /** One problem per zod issue (per key for unknown fields), at the position of its path. */
 function reportIssue(issue: z.core.$ZodIssue, entry: ResourceEntry, report: Report): void {
-  const params = issue.code === 'custom' ? issue.params : undefined;
-  if (params?.silent === true) return;
-  const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
-  if (issue.code === 'unrecognized_keys') {
-    const messages = issue.message.split('\n');
-    issue.keys.forEach((key, i) => {
-      // Reported at the mapping that has the field, positioned at the field's key.
-      report(entry.document, entry.label, path, messages[i] ?? `unknown field ${JSON.stringify(key)}`, 'key', [...path, key]);
-    });
-    return;
-  }
-  report(entry.document, entry.label, path, issue.message, params?.at === 'key' ? 'key' : 'value');
+  for (const { path, message, target, locatePath } of issueReports(issue)) report(entry.document, entry.label, path, message, target, locatePath);
 }
 
 // ---- Assembly of the resolved config (the input is valid here) ----------------------------

@@ -11,13 +11,13 @@
  * into the resolved `VmcpConfig`.
  */
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { z } from 'zod';
 import { authSchemas } from './auth-schemas.ts';
 import { authServerConfigSchema, authServerMatchesIncomingAuth } from './auth-server-schema.ts';
 import { durationSchema as duration } from './duration.ts';
 import { addIssue, q, text, uniqueNames, whenMapping } from './formats.ts';
 import { groupSchemas } from './group-schemas.ts';
+import { isPluginPath, pluginModuleOf } from './plugin-configs.ts';
 import { describeValue } from './problems.ts';
 import { httpUrl, passthroughHeader, reference, resourceName, dnsLabel, stringMap, schemaContext, type ReferenceIndex } from './schema-parts.ts';
 import { secretBodyShape } from './secrets.ts';
@@ -66,8 +66,8 @@ function pluginSchema(configDir: string) {
     name: text,
     module: text.transform((specifier, ctx) => {
       // A path (relative to the config file, or absolute), or else a package specifier kept as is.
-      if (!/^\.{1,2}\/|^\//.test(specifier)) return specifier;
-      const path = resolve(configDir, specifier);
+      if (!isPluginPath(specifier)) return specifier;
+      const path = pluginModuleOf(specifier, configDir);
       if (!existsSync(path)) {
         ctx.issues.push({ code: 'custom', input: specifier, message: `file not found: ${path} (relative module paths resolve against the directory of the config file)` });
       }

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { REPO_ROOT } from '../fixtures/processes.ts';
@@ -13,6 +13,14 @@ import { commandAt, commandPaths, runCli as run } from '../helpers/cli.ts';
 import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 
 const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** `line:column` (1-based) of the first occurrence of `text` in `file`. */
+function positionOf(file: string, text: string): string {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const index = lines.findIndex((line) => line.includes(text));
+  assert.ok(index >= 0, `${text} is in ${file}`);
+  return `${index + 1}:${lines[index]!.indexOf(text) + 1}`;
+}
 
 describe('gatehouse --help', () => {
   it('the root lists the systems, the exit codes and how to get more', async () => {
@@ -163,12 +171,39 @@ describe('exit codes of validate and serve', () => {
     }
   });
 
-  it('2 for a plugin module that is not a plugin (a configuration problem found at start)', async () => {
+  it('2 for a plugin module that is not a plugin, at the line of its module: (validate and serve alike)', async () => {
     const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }], spec: '  plugins: [{name: odd, module: ./not-a-plugin.mjs}]' }));
     await writeFile(join(dirname(file), 'not-a-plugin.mjs'), 'export const answer = 42;\n');
-    const result = await run(['vmcp', 'serve', '--config', file, '--port', '0']);
+    const where = positionOf(file, './not-a-plugin.mjs');
+    for (const command of ['validate', 'serve']) {
+      const result = await run(['vmcp', command, '--config', file, ...(command === 'serve' ? ['--port', '0'] : [])]);
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stderr, `${file}:${where} VirtualMCPServer/vmcp spec.plugins[0].module: module "${join(dirname(file), 'not-a-plugin.mjs')}" does not export a plugin (a default export made with definePlugin)\n`);
+    }
+  });
+
+  it('2 from validate for a plugin config its schema refuses, and for a plugin module that cannot load, each at its line', async () => {
+    const allowlist = join(REPO_ROOT, 'examples/plugins/tool-allowlist.ts');
+    const file = await writeConfig(
+      vmcpYaml({
+        backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }],
+        spec: `  plugins:\n    - name: allowlist\n      module: ${allowlist}\n      config: {allowed: [echo]}\n    - {name: esm, module: ./esm-plugin.ts}\n    - {name: broken, module: ./broken/plugin.ts}`,
+      }),
+    );
+    // A .ts plugin written with import/export, in a folder whose package.json (none here) does not say "type": "module".
+    await writeFile(join(dirname(file), 'esm-plugin.ts'), "export default { name: 'esm', create: () => ({ name: 'esm' }) };\n");
+    await mkdir(join(dirname(file), 'broken'));
+    await writeFile(join(dirname(file), 'broken', 'package.json'), '{"type": "module"}\n');
+    await writeFile(join(dirname(file), 'broken', 'plugin.ts'), "export default {\n  name: 'broken',,\n};\n");
+    const result = await run(['vmcp', 'validate', '--config', file]);
     assert.equal(result.code, 2, result.stderr);
-    assert.match(result.stderr, /spec\.plugins\[0\]\.config: module "\S+not-a-plugin\.mjs" does not export a plugin/);
+    assert.equal(result.stdout, '');
+    const problems = result.stderr.trimEnd().split('\n');
+    assert.equal(problems.length, 4, result.stderr);
+    assert.equal(problems[0], `${file}:${positionOf(file, 'config: {allowed')} VirtualMCPServer/vmcp spec.plugins[0].config.allow: is required`);
+    assert.equal(problems[1], `${file}:${positionOf(file, 'allowed:')} VirtualMCPServer/vmcp spec.plugins[0].config: unknown field "allowed" (did you mean "allow"?)`);
+    assert.match(problems[2]!, new RegExp(`^${file}:${positionOf(file, './esm-plugin.ts')} VirtualMCPServer/vmcp spec\\.plugins\\[1\\]\\.module: cannot load plugin module "\\S+esm-plugin\\.ts": .*\\(a plugin written with import/export in a \\.ts or \\.js file needs "type": "module" in the package\\.json of its folder\\)$`));
+    assert.match(problems[3]!, new RegExp(`^${file}:${positionOf(file, './broken/plugin.ts')} VirtualMCPServer/vmcp spec\\.plugins\\[2\\]\\.module: cannot load plugin module "\\S+broken/plugin\\.ts": Transform failed with 1 error: \\S+plugin\\.ts:2:17: ERROR: `));
   });
 
   it('1 when it cannot start: the address is taken', async () => {

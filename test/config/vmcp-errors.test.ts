@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, formatProblem, formatProblems } from '../../core/config/problems.ts';
 import type { ConfigProblem } from '../../core/config/problems.ts';
-import { loadVmcpConfig, validateVmcpFile, validateVmcpText } from '../../core/config/vmcp-config.ts';
+import { loadVmcpConfig, validateVmcpFile, validateVmcpText, validateVmcpTextAndPlugins } from '../../core/config/vmcp-config.ts';
+import { REPO_ROOT } from '../fixtures/processes.ts';
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 
@@ -255,6 +256,47 @@ test('embedded authorization server budgets and bounds: each problem at its YAML
     ['37:7 VirtualMCPServer/vmcp spec.authServerConfig.rateLimiting: unknown field "tokens" (did you mean "token"?)', /tokens: \{\}/],
     ['39:33 VirtualMCPServer/vmcp spec.authServerConfig.maxPendingLoginsPerAddress: is above maxPendingLogins (10)', /maxPendingLoginsPerAddress: 20/],
   ]);
+});
+
+test('plugins: each module loaded and each config checked by its own schema, with positions and did-you-mean, beside the file\'s other problems', async () => {
+  const problems = await expectProblems('error-plugins.yaml', [
+    ['8:53 MCPServer/echo spec.transport: Gatehouse connects to running backends over streamable HTTP only (stdio and sse are not supported) (got "stdio")', /transport: stdio/],
+    // A required key that is absent: at the key of the mapping that lacks it.
+    ['20:7 VirtualMCPServer/vmcp spec.plugins[0].config.allow: is required', /^ {6}config:$/],
+    ['21:9 VirtualMCPServer/vmcp spec.plugins[0].config: unknown field "allw" (did you mean "allow"?)', /allw: \[echo\]/],
+    ['25:29 VirtualMCPServer/vmcp spec.plugins[1].config.limits.perMinute: must be more than 0 (got 0)', /perMinute: 0/],
+    ['25:43 VirtualMCPServer/vmcp spec.plugins[1].config.limits: unknown field "bursts" (did you mean "burst"?)', /bursts: 20/],
+    ['26:16 VirtualMCPServer/vmcp spec.plugins[1].config.tools: must be a list (got "tools_list")', /tools: tools_list/],
+    // The plugin's own check, with its own message and path.
+    ['30:40 VirtualMCPServer/vmcp spec.plugins[2].config.limits.burst: limits.burst must be at least limits.perMinute', /burst: 30/],
+    // No `config:` at all: at the entry's module line.
+    ['32:7 VirtualMCPServer/vmcp spec.plugins[3].config: is required', /module: \.\/plugins\/quota\.ts/],
+    [`34:15 VirtualMCPServer/vmcp spec.plugins[4].module: cannot load plugin module "acme-gatehouse-plugin": Cannot find package 'acme-gatehouse-plugin' imported from ${fixtures}/`, /module: acme-gatehouse-plugin/],
+    [`36:15 VirtualMCPServer/vmcp spec.plugins[5].module: module "${join(fixtures, 'audit-plugin.ts')}" does not export a plugin (a default export made with definePlugin)`, /module: \.\/audit-plugin\.ts/],
+  ]);
+  assert.equal(problems[2]?.path, 'spec.plugins[0].config');
+  // The file's own checks run no plugin code: only the transport is theirs.
+  const text = readFileSync(join(fixtures, 'error-plugins.yaml'), 'utf8');
+  const own = validateVmcpText(text, join(fixtures, 'error-plugins.yaml'));
+  assert.ok(!own.ok);
+  assert.deepEqual(own.problems.map((problem) => problem.path), ['spec.transport']);
+});
+
+test('plugins: a valid plugin config passes, and the config keeps it as written', async () => {
+  const text = readFileSync(join(fixtures, 'error-plugins.yaml'), 'utf8')
+    .replace('transport: stdio', 'transport: streamable-http')
+    .replace(/ {4}- name: quota\n[\s\S]*$/, '    - name: quota\n      module: ./plugins/quota.ts\n      config: {limits: {perMinute: 60, burst: 90}}\n')
+    .replace('allw: [echo]', 'allow: [echo]');
+  const file = join(fixtures, 'valid-plugins.yaml');
+  const result = await validateVmcpTextAndPlugins(text, file);
+  assert.ok(result.ok, result.ok ? '' : formatProblems(result.problems));
+  assert.deepEqual(
+    result.config.plugins.map((plugin) => [plugin.name, plugin.module, plugin.config]),
+    [
+      ['allowlist', join(REPO_ROOT, 'examples/plugins/tool-allowlist.ts'), { allow: ['echo'] }],
+      ['quota', join(fixtures, 'plugins/quota.ts'), { limits: { perMinute: 60, burst: 90 } }],
+    ],
+  );
 });
 
 test('loadVmcpConfig throws a ConfigError that carries every problem and prints them one per line', async () => {
