@@ -19,8 +19,7 @@
  *
  * or from code: `startVmcp({config, plugins: [{definition: toolAllowlist, config: {allow: ['echo']}, source: 'code'}]})`.
  */
-import { z } from 'zod';
-import { Reply, definePlugin, isRequest, type JsonRpcResponse } from '@gatehouse-mcp/gateway';
+import { Reply, definePlugin, isRequest, z, type JsonRpcResponse } from '@gatehouse-mcp/gateway';
 
 const Config = z.strictObject({
   /** Tool names clients may list and call. */

@@ -17,21 +17,11 @@ import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../fixtures/processes.ts';
+import { INSTALL_FLAGS, npm, npmUnavailable, pack, skipOrFail, type Packed } from '../helpers/npm.ts';
 
 const run = promisify(execFile);
-const PACKAGE = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string>; dependencies: Record<string, string> };
+const PACKAGE = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string>; exports: unknown; dependencies: Record<string, string> };
 const EXAMPLE = join(REPO_ROOT, 'examples/quickstart/vmcp.yaml');
-const INSTALL_FLAGS = ['--no-audit', '--no-fund', '--prefer-offline', '--omit=dev', '--loglevel=error'];
-
-interface Packed {
-  readonly tarball: string;
-  readonly files: string[];
-}
-
-async function npm(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('npm', args, { cwd, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
-  return stdout;
-}
 
 describe('the npm package', { timeout: 120_000 }, () => {
   let dir: string;
@@ -40,28 +30,17 @@ describe('the npm package', { timeout: 120_000 }, () => {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gatehouse-package-'));
-    try {
-      await npm(['--version'], dir);
-    } catch (err) {
-      unavailable = `npm is not available: ${(err as Error).message}`;
-      return;
-    }
-    try {
-      await npm(['ping', '--fetch-retries=0', '--fetch-timeout=10000'], dir);
-    } catch (err) {
-      const lines = ((err as { stderr?: string }).stderr ?? (err as Error).message).split('\n');
-      unavailable = `the npm registry cannot be reached to install the dependencies (npm ping: ${lines.find((l) => /error/i.test(l)) ?? lines[0]})`;
-    }
-    const [info] = JSON.parse(await npm(['pack', '--json', '--pack-destination', dir], REPO_ROOT)) as { filename: string; files: { path: string }[] }[];
-    packed = { tarball: join(dir, info!.filename), files: info!.files.map((f) => f.path) };
+    const npmState = await npmUnavailable(dir);
+    unavailable = npmState?.reason ?? null;
+    if (npmState?.npmMissing === true) return;
+    packed = await pack(dir);
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
   /** Installs with npm; skips the test (fails under CI) when the registry cannot be reached. */
   async function install(t: TestContext, args: string[], cwd: string): Promise<boolean> {
     if (unavailable !== null) {
-      if (process.env.CI === 'true') assert.fail(unavailable);
-      t.skip(unavailable);
+      skipOrFail(t, unavailable);
       return false;
     }
     await npm(['install', ...INSTALL_FLAGS, ...args], cwd);
@@ -69,14 +48,12 @@ describe('the npm package', { timeout: 120_000 }, () => {
   }
 
   it('is named so that npx cannot pick up another package, and packs what the bin needs', (t) => {
-    if (packed === null) {
-      if (process.env.CI === 'true') assert.fail(unavailable!);
-      return t.skip(unavailable!);
-    }
+    if (packed === null) return skipOrFail(t, unavailable!);
     assert.equal(PACKAGE.name, '@gatehouse-mcp/gateway');
     assert.deepEqual(PACKAGE.bin, { gatehouse: 'plugins/cli/bin.mjs' });
+    assert.deepEqual(PACKAGE.exports, { '.': './core/index.ts', './package.json': './package.json' }, 'the public entry, and nothing deeper');
     assert.ok(PACKAGE.dependencies.tsx !== undefined, 'tsx runs the TypeScript sources at run time: a dependency, not a dev one');
-    for (const file of ['package.json', 'LICENSE', 'README.md', 'plugins/cli/bin.mjs', 'plugins/cli/main.ts', 'core/virtual-mcp-server.ts', 'plugins/registry/registry-server.ts', 'plugins/registry/model/official/server.schema.json']) {
+    for (const file of ['package.json', 'LICENSE', 'README.md', 'core/index.ts', 'plugins/cli/bin.mjs', 'plugins/cli/main.ts', 'core/virtual-mcp-server.ts', 'plugins/registry/registry-server.ts', 'plugins/registry/model/official/server.schema.json']) {
       assert.ok(packed.files.includes(file), `${file} is in the tarball`);
     }
     assert.deepEqual(packed.files.filter((f) => /^(test|bench|examples|\.ci)\//.test(f)), [], 'no tests, benchmarks or examples');

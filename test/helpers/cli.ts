@@ -51,12 +51,20 @@ export interface ServedCli {
   stop(): Promise<number | null>;
 }
 
+/** Which `gatehouse` serves, and from where. */
+export interface ServeFrom {
+  /** The executable (default: this checkout's, BIN); e.g. an installed package's `node_modules/.bin/gatehouse`. */
+  readonly bin?: string;
+  /** The working directory (default: the checkout). */
+  readonly cwd?: string;
+}
+
 /**
  * Starts `gatehouse <system> serve --config FILE --port 0 ...extra` and waits until it listens;
  * `nodeArgs` go to node itself (e.g. `--max-old-space-size=384`).
  */
-export async function serveCli(system: 'vmcp' | 'registry', config: string, extra: string[] = [], nodeArgs: string[] = []): Promise<ServedCli> {
-  const child = spawn(process.execPath, [...nodeArgs, BIN, system, 'serve', '--config', config, '--port', '0', ...extra], { cwd: REPO_ROOT });
+export async function serveCli(system: 'vmcp' | 'registry', config: string, extra: string[] = [], nodeArgs: string[] = [], from: ServeFrom = {}): Promise<ServedCli> {
+  const child = spawn(process.execPath, [...nodeArgs, from.bin ?? BIN, system, 'serve', '--config', config, '--port', '0', ...extra], { cwd: from.cwd ?? REPO_ROOT });
   const logs: Record<string, unknown>[] = [];
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
