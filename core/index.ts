@@ -26,6 +26,7 @@ export type {
   HttpMethod,
   MaybePromise,
 } from './plugin.ts';
+/** A plugin given in code (definition, config, where it came from); the error of a refused plugin config; where a `module:` leads. */
 export { PluginConfigError, resolvePluginModule, type PluginSpec } from './plugin-loader.ts';
 /**
  * zod, the schema library of a plugin's `config` (and of every Gatehouse config): the gateway's
@@ -57,7 +58,9 @@ export {
   GatewayError,
   StartupError,
   NotAvailableError,
+  /** A plugin's own error codes, each with its HTTP status: `const error = errorCatalogue({quota_exceeded: 429})`. */
   errorCatalogue,
+  /** A value a client or backend chose, made safe for a public error description (quoted, cut, ASCII). */
   untrusted,
   type CoreErrorCode,
   type AuthChallenge,
@@ -74,7 +77,9 @@ export {
   sortProblems,
   describeValue,
   didYouMean,
+  /** The zod error map that words problems for people ("is required", "unknown field ... (did you mean ...?)"). */
   schemaIssueMessage,
+  /** A config file read and validated: the config, or a ConfigError with every problem / the problems as a Validation. */
   loadFile,
   validateFile,
   type ConfigProblem,
@@ -86,11 +91,15 @@ export { parseYamlDocuments, isMapping, type YamlDocument } from './config/yaml.
 // ---- Config helpers: the zod building blocks Gatehouse's own config files are made of ----------
 
 export {
+  /** Adds a problem at a path from a `superRefine`, pointing at its key or its value. */
   addIssue,
+  /** Runs an object's `superRefine` as long as the value is a mapping, even when some fields are invalid. */
   whenMapping,
   httpUrlSchema,
+  /** An issuer or token endpoint URL: https, or http on loopback; no credentials, query or fragment. */
   issuerUrl,
   parseUrl,
+  /** A list whose items' `name`s are unique. */
   uniqueNames,
   /** A string as it appears in a message: JSON-quoted. */
   q as quoted,
@@ -100,6 +109,7 @@ export {
   type Ctx as RefinementCtx,
 } from './config/formats.ts';
 export { durationSchema } from './config/duration.ts';
+/** The Secrets of a config file, and what a `*SecretRef` resolves to. */
 export { SecretStore, secretBodyShape, type ResolvedSecretRef } from './config/secrets.ts';
 export { serverSettingsSchema, type ServerSettings } from './config/server-settings.ts';
 export { parseSigningKey, type SigningAlg } from './config/signing-key.ts';
@@ -123,8 +133,11 @@ export { AUTH_SERVER_ENDPOINT_NAMES, type AuthServerEndpointGroup } from './conf
 // ---- HTTP helpers: bodies, CORS of public documents, per-client budgets ------------------------
 
 export { readBody, startReading, type BodySink } from './http/body.ts';
+/** The CORS headers of a public document any origin may read (metadata and discovery documents). */
 export { PUBLIC_DOCUMENT_HEADERS } from './http/cors.ts';
+/** The key of a client address for a per-client limit (an IPv6 address by its /64). */
 export { limitKey } from './http/client-address.ts';
+/** A token budget per key and a shared one, in memory or Redis (rate limits of a plugin's routes). */
 export { RequestBudget, type BudgetRefusal, type BudgetStore } from './rate-limit.ts';
 /**
  * `next(value)` at once when `value` is not a promise, else once it resolves: a step that stays
@@ -146,8 +159,11 @@ export { createRedisClient, waitReady } from './store/redis.ts';
 
 // ---- The upstream client: for a plugin that forwards requests to a server of its own ------------
 
+/** A server to forward to, described as the gateway describes a backend. */
 export { backendInfo } from './backend.ts';
+/** The keep-alive connection pool of one upstream origin. */
 export { Pool } from './upstream/pool.ts';
+/** One request through a Pool and its response relayed to the client (subclassed per use). */
 export { Exchange, writeToClient } from './upstream/exchange.ts';
 
 // ---- Servers: the vMCP server (to embed, as the CLI does), and an application of one's own -------
@@ -156,4 +172,5 @@ export { startVmcp, type StartVmcpOptions, type RunningVmcp } from './virtual-mc
 export type { RestartNeeded } from './reload/diff.ts';
 /** The plugin chain, router and lifecycle of a server; the registry server is one. */
 export { App } from './app.ts';
+/** The listener settings of a server's config (engine, limits, timeouts), for an App's GatewayServer. */
 export { listenerOptions, type GatewayServer } from './gateway-server.ts';
