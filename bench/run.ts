@@ -14,8 +14,8 @@
  *                                      (valgrind; plugins/verify-instructions.ts); not in the default run
  *
  * Micro benchmark convention (tinybench):
- * - A file `bench/<area>/<name>.bench.ts`, mirroring the source it measures (core/mcp/jsonrpc.ts
- *   → bench/core/mcp/jsonrpc.bench.ts; plugins/x/y.ts → bench/plugins/x/y.bench.ts).
+ * - A file `bench/<area>/<name>.bench.ts`, mirroring the source it measures (core/protocol/jsonrpc.ts
+ *   → bench/core/protocol/jsonrpc.bench.ts; plugins/x/y.ts → bench/plugins/x/y.bench.ts).
  * - Its default export registers tasks on the Bench it is given, sync or async:
  *
  *     import type { Bench } from 'tinybench';

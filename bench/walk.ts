@@ -21,7 +21,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadVmcpConfig } from '../core/config/vmcp-config.ts';
 import { createLogger } from '../core/observe/log.ts';
-import { startVmcp } from '../core/virtual-mcp-server.ts';
+import { startVmcp } from '../core/vmcp/virtual-mcp-server.ts';
 import { VmcpBuiltins } from '../plugins/cli/vmcp-builtins.ts';
 import { createBackend } from './load/backend.ts';
 

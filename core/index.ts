@@ -11,7 +11,7 @@
 
 // ---- The plugin API: a plugin's definition, its hooks and routes, the host it is given ------
 
-export { definePlugin } from './plugin.ts';
+export { definePlugin } from './plugin-api/plugin.ts';
 export type {
   Plugin,
   PluginDefinition,
@@ -25,9 +25,9 @@ export type {
   HookResult,
   HttpMethod,
   MaybePromise,
-} from './plugin.ts';
+} from './plugin-api/plugin.ts';
 /** A plugin given in code (definition, config, where it came from); the error of a refused plugin config; where a `module:` leads. */
-export { PluginConfigError, resolvePluginModule, type PluginSpec } from './plugin-loader.ts';
+export { PluginConfigError, resolvePluginModule, type PluginSpec } from './plugin-api/plugin-loader.ts';
 /**
  * zod, the schema library of a plugin's `config` (and of every Gatehouse config): the gateway's
  * own copy, so a plugin needs no dependency but the gateway (plugins/README.md, Writing a plugin).
@@ -36,10 +36,10 @@ export { z } from 'zod';
 
 // ---- A request as hooks see it: the context, replies, outgoing headers, JSON-RPC ---------------
 
-export { Context, Principal, defineSlot, type MessageTarget, type Slot } from './context.ts';
-export { Reply } from './reply.ts';
-export { OutgoingHeaders } from './outgoing-headers.ts';
-export type { BackendInfo } from './backend.ts';
+export { Context, Principal, defineSlot, type MessageTarget, type Slot } from './plugin-api/context.ts';
+export { Reply } from './plugin-api/reply.ts';
+export { OutgoingHeaders } from './plugin-api/outgoing-headers.ts';
+export type { BackendInfo } from './plugin-api/backend.ts';
 /** The raw request a route handler and an `authenticate` hook read (`ctx.req`). */
 export type { HttpRequest } from './http/types.ts';
 export type {
@@ -49,8 +49,8 @@ export type {
   JsonRpcNotification,
   JsonRpcResponse,
   JsonRpcErrorObject,
-} from './mcp/jsonrpc.ts';
-export { isRequest, isNotification, isResponse } from './mcp/jsonrpc.ts';
+} from './protocol/jsonrpc.ts';
+export { isRequest, isNotification, isResponse } from './protocol/jsonrpc.ts';
 
 // ---- Errors: what a hook answers with, and what a failed start throws -------------------------
 
@@ -65,7 +65,7 @@ export {
   type CoreErrorCode,
   type AuthChallenge,
   type GatewayErrorOptions,
-} from './errors.ts';
+} from './base/errors.ts';
 
 // ---- Config problems: file:line:col, the YAML path, did-you-mean --------------------------------
 
@@ -138,13 +138,13 @@ export { PUBLIC_DOCUMENT_HEADERS } from './http/cors.ts';
 /** The key of a client address for a per-client limit (an IPv6 address by its /64). */
 export { limitKey } from './http/client-address.ts';
 /** A token budget per key and a shared one, in memory or Redis (rate limits of a plugin's routes). */
-export { RequestBudget, type BudgetRefusal, type BudgetStore } from './rate-limit.ts';
+export { RequestBudget, type BudgetRefusal, type BudgetStore } from './base/rate-limit.ts';
 /**
  * `next(value)` at once when `value` is not a promise, else once it resolves: a step that stays
  * synchronous while what it waits for is. (Not exported as `then`: that would make this module a
  * thenable.)
  */
-export { then as mapMaybePromise } from './thenable.ts';
+export { then as mapMaybePromise } from './base/thenable.ts';
 
 // ---- Observe: logs and metrics --------------------------------------------------------------------
 
@@ -160,7 +160,7 @@ export { createRedisClient, waitReady } from './store/redis.ts';
 // ---- The upstream client: for a plugin that forwards requests to a server of its own ------------
 
 /** A server to forward to, described as the gateway describes a backend. */
-export { backendInfo } from './backend.ts';
+export { backendInfo } from './plugin-api/backend.ts';
 /** The keep-alive connection pool of one upstream origin. */
 export { Pool } from './upstream/pool.ts';
 /** One request through a Pool and its response relayed to the client (subclassed per use). */
@@ -168,9 +168,9 @@ export { Exchange, writeToClient } from './upstream/exchange.ts';
 
 // ---- Servers: the vMCP server (to embed, as the CLI does), and an application of one's own -------
 
-export { startVmcp, type StartVmcpOptions, type RunningVmcp } from './virtual-mcp-server.ts';
-export type { RestartNeeded } from './reload/diff.ts';
+export { startVmcp, type StartVmcpOptions, type RunningVmcp } from './vmcp/virtual-mcp-server.ts';
+export type { RestartNeeded } from './vmcp/reload-diff.ts';
 /** The plugin chain, router and lifecycle of a server; the registry server is one. */
-export { App } from './app.ts';
+export { App } from './server/app.ts';
 /** The listener settings of a server's config (engine, limits, timeouts), for an App's GatewayServer. */
-export { listenerOptions, type GatewayServer } from './gateway-server.ts';
+export { listenerOptions, type GatewayServer } from './server/gateway-server.ts';

@@ -18,7 +18,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
-import { startVmcp } from '../../core/virtual-mcp-server.ts';
+import { startVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { GATEHOUSE_BIN, profileArgs } from '../load/gatehouse.ts';

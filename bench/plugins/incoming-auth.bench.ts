@@ -13,7 +13,7 @@
  */
 import { exportJWK, generateKeyPair } from 'jose';
 import type { Bench } from 'tinybench';
-import type { Context } from '../../core/context.ts';
+import type { Context } from '../../core/plugin-api/context.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { oidcAuth } from '../../plugins/incoming-auth/oidc.ts';
 import { tokenCacheKey } from '../../plugins/incoming-auth/token-cache.ts';

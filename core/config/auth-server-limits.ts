@@ -10,7 +10,7 @@
  * budget is above what one process serves (833 refreshes a second measured): it bounds a flood,
  * not normal use. Registrations are rare (one per client install).
  */
-import type { BudgetBounds } from '../rate-limit.ts';
+import type { BudgetBounds } from '../base/rate-limit.ts';
 
 /** The groups of endpoints that have a budget of their own. */
 export const AUTH_SERVER_ENDPOINT_GROUPS = ['registration', 'authorization', 'login', 'token', 'metadata'] as const;

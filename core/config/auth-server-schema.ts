@@ -5,7 +5,7 @@
  * of endpoints, registered clients, sign-ins in progress). Also the rule tying it to incomingAuth.
  */
 import { z } from 'zod';
-import type { RateBound } from '../rate-limit.ts';
+import type { RateBound } from '../base/rate-limit.ts';
 import {
   AUTH_SERVER_ENDPOINT_GROUPS,
   DEFAULT_AUTH_SERVER_RATE_LIMITS,

@@ -5,7 +5,7 @@
  * answers, failure handling and health checks).
  */
 import { z } from 'zod';
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../backend.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../plugin-api/backend.ts';
 import { durationSchema as duration } from './duration.ts';
 import { addIssue, q, text, whenMapping } from './formats.ts';
 import { blockOfType, groupBackendProblem, redisStorageSchema, textList, type ReferenceIndex, type SchemaContext } from './schema-parts.ts';

@@ -1,6 +1,6 @@
 /**
  * The plugins a vMCP config file names (`spec.plugins[]`), checked as the gateway would start
- * them: each module loaded (core/plugin-loader.ts), and each entry's `config` parsed by the
+ * them: each module loaded (core/plugin-api/plugin-loader.ts), and each entry's `config` parsed by the
  * plugin's own schema. Their problems are the file's, with the same file:line:col, YAML path and
  * did-you-mean as every other (an unknown key of a strict plugin config is matched against the
  * schema's keys), so `gatehouse vmcp validate` refuses what `serve` would.
@@ -11,7 +11,7 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadPluginModule } from '../plugin-loader.ts';
+import { loadPluginModule } from '../plugin-api/plugin-loader.ts';
 import { formatPath, issueReports, schemaIssueMessage, type ConfigProblem, type PathSegment } from './problems.ts';
 import { isMapping, type YamlDocument } from './yaml.ts';
 

@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { StartupError } from '../errors.ts';
+import { StartupError } from '../base/errors.ts';
 
 /** One step of a YAML path: a mapping key or a sequence index. */
 export type PathSegment = string | number;

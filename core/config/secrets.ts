@@ -10,9 +10,9 @@ import { z } from 'zod';
 import { didYouMean } from './problems.ts';
 import { isMapping } from './yaml.ts';
 
-import type { ResolvedSecretRef } from '../backend.ts';
+import type { ResolvedSecretRef } from '../plugin-api/backend.ts';
 
-export type { ResolvedSecretRef } from '../backend.ts';
+export type { ResolvedSecretRef } from '../plugin-api/backend.ts';
 
 /** Keys of a Secret, as Kubernetes allows them. */
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;

@@ -8,8 +8,8 @@
  * checked in the same pass); then assemble the resolved config.
  */
 import { dirname, resolve } from 'node:path';
-import type { RedisConnectionConfig } from '../store/redis-config.ts';
-import type { AggregationConfig } from '../mcp/aggregate/config.ts';
+import type { RedisConnectionConfig } from './redis-config.ts';
+import type { AggregationConfig } from './aggregation-config.ts';
 import type { z } from 'zod';
 import { didYouMean, issueReports, loadFile, validateFile, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem, PathSegment, Validation } from './problems.ts';

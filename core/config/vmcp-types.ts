@@ -5,14 +5,14 @@
  * are milliseconds; sizes are bytes; relative paths are absolute.
  */
 
-import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from '../mcp/aggregate/config.ts';
-import type { BudgetBounds } from '../rate-limit.ts';
-import type { RedisConnectionConfig } from '../store/redis-config.ts';
+import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './aggregation-config.ts';
+import type { BudgetBounds } from '../base/rate-limit.ts';
+import type { RedisConnectionConfig } from './redis-config.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ServerSettings } from './server-settings.ts';
-import type { ExternalAuthConfig, ResolvedSecretRef } from '../backend.ts';
+import type { ExternalAuthConfig, ResolvedSecretRef } from '../plugin-api/backend.ts';
 
-export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../backend.ts';
+export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../plugin-api/backend.ts';
 
 export interface BackendConfig {
   /** `metadata.name` of the MCPServer. */
@@ -138,7 +138,7 @@ export interface AuthServerConfig {
 /** A plugin loaded from `VirtualMCPServer.spec.plugins[]`. */
 export interface PluginRef {
   readonly name: string;
-  /** Absolute path of the module (resolved against the config file), or a package specifier (resolved from the config file's directory when loaded: core/plugin-loader.ts). */
+  /** Absolute path of the module (resolved against the config file), or a package specifier (resolved from the config file's directory when loaded: core/plugin-api/plugin-loader.ts). */
   readonly module: string;
   readonly config: unknown;
   /** YAML path of this entry's `config`, for error messages of the plugin's own schema. */

@@ -8,7 +8,7 @@
  * promise form for plugin routes.
  */
 import type { HttpRequest } from './types.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../base/errors.ts';
 
 /** Receives the body (or the reason there is none) for `state`. */
 export interface BodySink<S> {

@@ -5,7 +5,7 @@
  * own origins or a configured one. Anything else is refused with 403 before any other work.
  */
 import { networkInterfaces } from 'node:os';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../base/errors.ts';
 import { bracketHost } from './address.ts';
 import type { RequestHead } from './request-head.ts';
 

@@ -5,12 +5,12 @@
  * events behind it. Used by the transparent path (rewrite.ts) and the routed one
  * (aggregate/routed.ts), which differ only in how an event is written out.
  */
-import { runResponseHooks } from '../chain.ts';
-import type { Context } from '../context.ts';
-import type { ResponseHook } from '../plugin.ts';
-import { isPromise } from '../thenable.ts';
-import { messageProblem, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.ts';
-import type { SseEvent } from './sse.ts';
+import { runResponseHooks } from '../server/chain.ts';
+import type { Context } from '../plugin-api/context.ts';
+import type { ResponseHook } from '../plugin-api/plugin.ts';
+import { isPromise } from '../base/thenable.ts';
+import { messageProblem, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.ts';
+import type { SseEvent } from '../protocol/sse.ts';
 
 /** The JSON-RPC response to request `id` in `data`, or null (another message, or not JSON-RPC). */
 export function responseTo(data: string, id: JsonRpcId | null): JsonRpcResponse | null {

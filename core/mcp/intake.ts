@@ -9,14 +9,14 @@
  * Each step answers with its own clear error. Steps 1–4 are synchronous and throw.
  * `directTarget` is ctx.target of a message sent to one backend as it is (transparent mode).
  */
-import type { Chain, HookOutcome } from '../chain.ts';
-import { runHooks } from '../chain.ts';
-import type { Context, MessageTarget } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import type { Chain, HookOutcome } from '../server/chain.ts';
+import { runHooks } from '../server/chain.ts';
+import type { Context, MessageTarget } from '../plugin-api/context.ts';
+import { GatewayError } from '../base/errors.ts';
 import { declaredLengthProblem } from '../http/body.ts';
-import { parseMessages, type JsonRpcMessage } from './jsonrpc.ts';
-import { subjectOf } from './methods.ts';
-import { standardHeadersProblem } from './standard-headers.ts';
+import { parseMessages, type JsonRpcMessage } from '../protocol/jsonrpc.ts';
+import { subjectOf } from '../protocol/methods.ts';
+import { standardHeadersProblem } from '../protocol/standard-headers.ts';
 import { modernEnvelope } from './request-era.ts';
 
 function isJsonMediaType(value: string | undefined): boolean {

@@ -4,13 +4,13 @@
  * moment they arrive (`X-Accel-Buffering: no` tells buffering proxies in front to do the same);
  * backpressure from a slow client pauses the backend read.
  */
-import type { Context } from '../context.ts';
-import { errorBody, GatewayError } from '../errors.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { errorBody, GatewayError } from '../base/errors.ts';
 import { isCorsHeader, pushCorsHeaders } from '../http/cors.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
-import type { BackendInfo } from '../backend.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
-import { formatSseEvent } from './sse.ts';
+import { formatSseEvent } from '../protocol/sse.ts';
 import type { SessionOwners } from './session-owners.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 

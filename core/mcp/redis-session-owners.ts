@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { VmcpConfig } from '../config/vmcp-types.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../base/errors.ts';
 import type { Logger } from '../observe/log.ts';
 import { createRedisClient, waitReady } from '../store/redis.ts';
 import type { SessionOwner } from './aggregate/session-store.ts';

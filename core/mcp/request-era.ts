@@ -16,11 +16,11 @@
  *   anything else                    → legacy (a session's request, a response, a batch).
  * Every error is HTTP 400 and names the problem.
  */
-import { GatewayError, untrusted } from '../errors.ts';
+import { GatewayError, untrusted } from '../base/errors.ts';
 import type { RequestHead } from '../http/request-head.ts';
-import { isModernVersion, META, SUPPORTED_VERSIONS, type ClientEnvelope } from './era.ts';
-import type { JsonRpcMessage } from './jsonrpc.ts';
-import { mcpMethod } from './methods.ts';
+import { isModernVersion, META, SUPPORTED_VERSIONS, type ClientEnvelope } from '../protocol/era.ts';
+import type { JsonRpcMessage } from '../protocol/jsonrpc.ts';
+import { mcpMethod } from '../protocol/methods.ts';
 
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -7,22 +7,22 @@
  * the events of a request's stream summed, and each event of a GET stream (which lives as long as
  * its client likes); past it the client gets a JSON-RPC error naming the backend and the bound.
  */
-import type { ResponseHook } from '../plugin.ts';
-import { runResponseHooks } from '../chain.ts';
-import { isPromise } from '../thenable.ts';
-import type { Context } from '../context.ts';
-import { errorBody, GatewayError } from '../errors.ts';
+import type { ResponseHook } from '../plugin-api/plugin.ts';
+import { runResponseHooks } from '../server/chain.ts';
+import { isPromise } from '../base/thenable.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { errorBody, GatewayError } from '../base/errors.ts';
 import { removeHeader } from '../http/header-list.ts';
-import type { BackendInfo } from '../backend.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import { answerTooLarge } from '../upstream/upstreams.ts';
-import { messageProblem, type JsonRpcResponse } from './jsonrpc.ts';
+import { messageProblem, type JsonRpcResponse } from '../protocol/jsonrpc.ts';
 import { HookedEvents, responseTo, type HookedEventsHost } from './hooked-events.ts';
 import { clientHeaders, notMcpAnswer } from './pipe.ts';
 import type { SessionOwners } from './session-owners.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
-import { SseParser, formatSseEvent, type SseEvent } from './sse.ts';
+import { SseParser, formatSseEvent, type SseEvent } from '../protocol/sse.ts';
 
 type Mode = 'json' | 'sse' | 'raw';
 

@@ -24,8 +24,8 @@
  * request is one lookup in the local cache.
  */
 import { LRUCache } from 'lru-cache';
-import type { Context } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { GatewayError } from '../base/errors.ts';
 import type { Logger } from '../observe/log.ts';
 import type { SessionOwner } from './aggregate/session-store.ts';
 

@@ -2,7 +2,7 @@
  * The SSE streams open to clients: counted for metrics, and closed at shutdown (standalone GET
  * streams at once, streams answering a request after the grace period).
  */
-import type { ShutdownHook } from '../gateway-server.ts';
+import type { ShutdownHook } from '../server/gateway-server.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
 
 export interface OpenStream {

@@ -14,28 +14,28 @@
  * follows the session's GET stream is forwarded once that stream is established at the backend
  * (stream-openings.ts), so a server that asks on its stream finds it there.
  */
-import type { BackendInfo } from '../backend.ts';
-import { runHooks, type Chain, type HookOutcome } from '../chain.ts';
-import type { Context } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
+import { runHooks, type Chain, type HookOutcome } from '../server/chain.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { GatewayError } from '../base/errors.ts';
 import { discardBody, startReading, type BodySink } from '../http/body.ts';
 import { removeHeader } from '../http/header-list.ts';
 import { passIdentity } from '../http/passthrough-headers.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
-import { OutgoingHeaders } from '../outgoing-headers.ts';
-import type { BackendHook, ResponseHook } from '../plugin.ts';
-import { respondWhenSettled } from '../respond.ts';
+import { OutgoingHeaders } from '../plugin-api/outgoing-headers.ts';
+import type { BackendHook, ResponseHook } from '../plugin-api/plugin.ts';
+import { respondWhenSettled } from '../server/respond.ts';
 import type { Pool } from '../upstream/pool.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
 import { StreamOpenings, type StreamOpening } from '../upstream/stream-openings.ts';
-import type { Era } from './era.ts';
-import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from './mcp-endpoint.ts';
+import type { Era } from '../protocol/era.ts';
+import { methodNotAllowed, modernMethodNotAllowed, type McpEndpoint } from '../server/mcp-endpoint.ts';
 import { acceptMessages, checkPostHead, directTarget, runMessageHooks } from './intake.ts';
 import { PipeExchange } from './pipe.ts';
 import { RewriteExchange } from './rewrite.ts';
 import type { SessionOwners } from './session-owners.ts';
 import type { OpenStreams } from './streams.ts';
-import { isPromise, then } from '../thenable.ts';
+import { isPromise, then } from '../base/thenable.ts';
 
 /** What a transparent endpoint needs of the bridge that serves the requests of the other era. */
 export interface EraBridge {

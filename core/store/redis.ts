@@ -20,7 +20,7 @@
 import { isIP, type Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../observe/log.ts';
-import type { RedisConnectionConfig } from './redis-config.ts';
+import type { RedisConnectionConfig } from '../config/redis-config.ts';
 import { trackRedisConnection, type RedisConnectionHealth } from '../observe/redis-health.ts';
 
 export type HostPort = { readonly host: string; readonly port: number };

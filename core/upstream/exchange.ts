@@ -5,8 +5,8 @@
  * backend.
  */
 import type { HttpResponse } from '../http/types.ts';
-import type { BackendInfo } from '../backend.ts';
-import { GatewayError } from '../errors.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
+import { GatewayError } from '../base/errors.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import type { Connection, UpstreamError, UpstreamHandler } from './backend-connection.ts';
 import type { Pool } from './pool.ts';

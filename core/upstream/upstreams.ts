@@ -9,9 +9,9 @@
  * costs less CPU per request than undici's Pool.dispatch with a raw handler, which costs about
  * half of http.request + pipe or http-proxy; all three stream SSE chunk by chunk.
  */
-import type { BackendInfo } from '../backend.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
 import { formatSize } from '../config/size.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../base/errors.ts';
 import { Pool, PoolFullError } from './pool.ts';
 
 const REASONS: Record<string, string> = {

@@ -1,7 +1,7 @@
 /**
  * How fast the authorization server's endpoints may be used (`authServerConfig.rateLimiting`):
  * each group of endpoints has a budget per client address and one shared by every address
- * (core/rate-limit.ts; in Redis when the server's storage is, so replicas share them). Past
+ * (core/base/rate-limit.ts; in Redis when the server's storage is, so replicas share them). Past
  * either, a 429 with Retry-After and an OAuth error body that names the budget and its YAML path.
  *
  * The client address is the gateway's (core/http/client-address.ts): behind a proxy listed in

@@ -2,7 +2,7 @@
  * Reloading a running `vmcp serve` from its file: on SIGHUP, and with `--watch-config` when the
  * file changes. The file is validated as at start; one with problems is refused with every
  * problem logged (file:line:col and YAML path), and the running configuration keeps serving.
- * What a valid one changes is applied by RunningVmcp.reload (core/virtual-mcp-server.ts), which
+ * What a valid one changes is applied by RunningVmcp.reload (core/vmcp/virtual-mcp-server.ts), which
  * refuses, as a whole, a change that needs a restart.
  *
  * Reloads never overlap: a request that comes while one runs is remembered, and one more reload

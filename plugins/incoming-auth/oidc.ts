@@ -10,7 +10,7 @@
  *   lookup); a promise only when the token must be verified or introspected.
  * - the RFC 9728 documents (resource-metadata.ts), public;
  * - the challenge: every 401 carries `WWW-Authenticate: Bearer realm, resource_metadata, error,
- *   error_description` (written by core/errors.ts from what is set here).
+ *   error_description` (written by core/http/error-response.ts from what is set here).
  */
 import type { Socket } from 'node:net';
 import {

@@ -1,6 +1,6 @@
 /**
  * The registry's error catalogue: every code the registry API answers with beyond the core's
- * (core/errors.ts: invalid_request 400, not_found 404, forbidden 403, insufficient_permissions
+ * (core/base/errors.ts: invalid_request 400, not_found 404, forbidden 403, insufficient_permissions
  * 403, unsupported_media_type 415, payload_too_large 413, invalid_token 401), with its status.
  * The claims rules of publishing have theirs in plugins/registry-authz/errors.ts. Every error body
  * is `{"error": "<code>", "error_description": "…"}`.

@@ -1,6 +1,6 @@
 /**
  * Composes a running registry server from its resolved config on the application lifecycle
- * (core/app.ts): the store (migrated, with the config's sources and registries applied), the
+ * (core/server/app.ts): the store (migrated, with the config's sources and registries applied), the
  * plugins (bearer auth in oauth mode, the registry-authz caller resolution, the registry API),
  * the first sync of the synced sources, then the HTTP server (without an MCP endpoint).
  */

@@ -12,7 +12,7 @@ import { startPaginatingServer, type PaginatingServer } from '../fixtures/pagina
 import { waitFor } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 
 const BOTH = { capabilities: { sampling: true, elicitation: true } };
 

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '../../core/base/errors.ts';
 import { clientCapabilities, clientInfo, clientLogLevel, jsonSize, MAX_INSTRUCTIONS_CHARS, MAX_SERVER_PART_BYTES, serverCapabilities, serverInstructions } from '../../core/mcp/aggregate/declarations.ts';
 import { AggregatedSession, MAX_TASK_ID_LENGTH } from '../../core/mcp/aggregate/session.ts';
 import { paddedCapabilities } from '../helpers/session-state.ts';

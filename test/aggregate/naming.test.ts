@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_AGGREGATION, type AggregationConfig } from '../../core/mcp/aggregate/config.ts';
+import { DEFAULT_AGGREGATION, type AggregationConfig } from '../../core/config/aggregation-config.ts';
 import { buildNameTable, type Named } from '../../core/mcp/aggregate/naming.ts';
 
 const lists = new Map<string, Named[]>([

@@ -10,7 +10,7 @@ import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { serveCli, type ServedCli } from '../helpers/cli.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 
 describe('aggregated sessions shared through Redis', () => {
   let redis: LocalRedis | null = null;

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import type { AuthServerConfig } from '../../core/config/vmcp-types.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { authServer, type AuthServerPluginConfig } from '../../plugins/auth-server/auth-server.ts';
 import { loadServerKeys } from '../../plugins/auth-server/keys.ts';
 import { UpstreamTokenHandle } from '../../plugins/auth-server/upstream-token-access.ts';

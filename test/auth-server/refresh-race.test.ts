@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { MemoryAdapter } from '../../plugins/auth-server/memory-adapter.ts';
 import { RedisAdapter } from '../../plugins/auth-server/redis-adapter.ts';
 import { freePort } from '../fixtures/processes.ts';

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { decodeJwt } from 'jose';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { MemoryAdapter } from '../../plugins/auth-server/memory-adapter.ts';
 import { RedisAdapter } from '../../plugins/auth-server/redis-adapter.ts';
 import { MemoryLoginStore, RedisLoginStore } from '../../plugins/auth-server/login-store.ts';

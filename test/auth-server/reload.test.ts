@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { VmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { answerJson, startScriptedBackend, type ScriptedBackend } from '../fixtures/scripted-backend.ts';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import httpProxy from 'http-proxy';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';

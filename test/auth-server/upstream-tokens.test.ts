@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '../../core/base/errors.ts';
 import { Browser } from './helpers/browser.ts';
 import { startAuthGateway, type AuthGateway } from './helpers/setup.ts';
 

@@ -53,7 +53,7 @@ describe('the npm package', { timeout: 120_000 }, () => {
     assert.deepEqual(PACKAGE.bin, { gatehouse: 'plugins/cli/bin.mjs' });
     assert.deepEqual(PACKAGE.exports, { '.': './core/index.ts', './package.json': './package.json' }, 'the public entry, and nothing deeper');
     assert.ok(PACKAGE.dependencies.tsx !== undefined, 'tsx runs the TypeScript sources at run time: a dependency, not a dev one');
-    for (const file of ['package.json', 'LICENSE', 'README.md', 'core/index.ts', 'plugins/cli/bin.mjs', 'plugins/cli/main.ts', 'core/virtual-mcp-server.ts', 'plugins/registry/registry-server.ts', 'plugins/registry/model/official/server.schema.json']) {
+    for (const file of ['package.json', 'LICENSE', 'README.md', 'core/index.ts', 'plugins/cli/bin.mjs', 'plugins/cli/main.ts', 'core/vmcp/virtual-mcp-server.ts', 'plugins/registry/registry-server.ts', 'plugins/registry/model/official/server.schema.json']) {
       assert.ok(packed.files.includes(file), `${file} is in the tarball`);
     }
     assert.deepEqual(packed.files.filter((f) => /^(test|bench|examples|\.ci)\//.test(f)), [], 'no tests, benchmarks or examples');

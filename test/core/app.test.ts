@@ -1,14 +1,14 @@
 /**
- * The application lifecycle both servers compose (core/app.ts), over a real listening socket:
+ * The application lifecycle both servers compose (core/server/app.ts), over a real listening socket:
  * the order of release, a start that fails half way, a release that throws.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { App } from '../../core/app.ts';
+import { App } from '../../core/server/app.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
-import { definePlugin } from '../../core/plugin.ts';
-import type { PluginSpec } from '../../core/plugin-loader.ts';
+import { definePlugin } from '../../core/plugin-api/plugin.ts';
+import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 import { acceptsConnections } from '../fixtures/processes.ts';
 
 const HOST_INFO = { mcpPath: null, backends: [], configDir: process.cwd() };

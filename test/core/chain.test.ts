@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
-import { backendInfo } from '../../core/backend.ts';
-import { Chain, runHooks, runResponseHooks } from '../../core/chain.ts';
-import { Context } from '../../core/context.ts';
-import { GatewayError } from '../../core/errors.ts';
-import type { JsonRpcMessage, JsonRpcResponse } from '../../core/mcp/jsonrpc.ts';
+import { backendInfo } from '../../core/plugin-api/backend.ts';
+import { Chain, runHooks, runResponseHooks } from '../../core/server/chain.ts';
+import { Context } from '../../core/plugin-api/context.ts';
+import { GatewayError } from '../../core/base/errors.ts';
+import type { JsonRpcMessage, JsonRpcResponse } from '../../core/protocol/jsonrpc.ts';
 import { createLogger } from '../../core/observe/log.ts';
-import type { Plugin } from '../../core/plugin.ts';
-import { Reply } from '../../core/reply.ts';
+import type { Plugin } from '../../core/plugin-api/plugin.ts';
+import { Reply } from '../../core/plugin-api/reply.ts';
 
 const noTimer = () => null;
 

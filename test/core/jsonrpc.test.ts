@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../../core/errors.ts';
-import { parseMessages, type JsonRpcMessage } from '../../core/mcp/jsonrpc.ts';
-import { decodeHeaderValue, standardHeadersProblem } from '../../core/mcp/standard-headers.ts';
+import { GatewayError } from '../../core/base/errors.ts';
+import { parseMessages, type JsonRpcMessage } from '../../core/protocol/jsonrpc.ts';
+import { decodeHeaderValue, standardHeadersProblem } from '../../core/protocol/standard-headers.ts';
 
 function parseError(body: string): GatewayError {
   try {

@@ -1,11 +1,11 @@
 /**
- * The one MCP method table (core/mcp/methods.ts): what each reader takes from it — the subject a
+ * The one MCP method table (core/protocol/methods.ts): what each reader takes from it — the subject a
  * message names (intake's ctx.target, the access log), the value Mcp-Name mirrors, the era rules,
  * list kinds — and that a method name chosen by a client finds nothing it should not.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LIST_CHANGED_NOTIFICATIONS, mcpMethod, mcpNameOf, METHODS, subjectOf } from '../../core/mcp/methods.ts';
+import { LIST_CHANGED_NOTIFICATIONS, mcpMethod, mcpNameOf, METHODS, subjectOf } from '../../core/protocol/methods.ts';
 
 const request = (method: string, params?: Record<string, unknown>) => ({ jsonrpc: '2.0' as const, id: 1, method, ...(params === undefined ? {} : { params }) });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { OutgoingHeaders } from '../../core/outgoing-headers.ts';
+import { OutgoingHeaders } from '../../core/plugin-api/outgoing-headers.ts';
 
 describe('OutgoingHeaders', () => {
   it('sets, replaces, reads and deletes headers in the flat list', () => {

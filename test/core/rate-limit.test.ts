@@ -1,12 +1,12 @@
 /**
- * Request budgets (core/rate-limit.ts): a key's own budget, the shared one, which is spent
+ * Request budgets (core/base/rate-limit.ts): a key's own budget, the shared one, which is spent
  * first, the bound on keys kept in memory, and on Redis one budget for every replica (two
  * budgets on one Redis stand for two gateway processes), kept per process when Redis is gone.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { RequestBudget, type BudgetBounds } from '../../core/rate-limit.ts';
+import { RequestBudget, type BudgetBounds } from '../../core/base/rate-limit.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
 import { skipIf, type Skip } from '../store/helpers/service.ts';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '../../core/base/errors.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
-import { Router } from '../../core/router.ts';
+import { Router } from '../../core/server/router.ts';
 
 const metrics = new GatewayMetrics({ processMetrics: false });
 const handler = () => undefined;

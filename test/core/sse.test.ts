@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { StringDecoder } from 'node:string_decoder';
 import { describe, it } from 'node:test';
-import { SseParser, formatSseEvent, type SseEvent } from '../../core/mcp/sse.ts';
+import { SseParser, formatSseEvent, type SseEvent } from '../../core/protocol/sse.ts';
 
 /** Each event's fields, and what is left, after feeding `chunks` to one parser. */
 function parseAll(chunks: readonly (Buffer | string)[], parser = new SseParser()): { events: [string | null, string | null, string][]; rest: string } {

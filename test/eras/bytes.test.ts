@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EnvelopeTails, META, towardLegacy } from '../../core/mcp/era.ts';
-import { completeResultBytes } from '../../core/mcp/json-scan.ts';
-import type { JsonRpcRequest } from '../../core/mcp/jsonrpc.ts';
+import { EnvelopeTails, META, towardLegacy } from '../../core/protocol/era.ts';
+import { completeResultBytes } from '../../core/protocol/json-scan.ts';
+import type { JsonRpcRequest } from '../../core/protocol/jsonrpc.ts';
 
 const complete = (text: string, id = '7'): string | null => completeResultBytes(Buffer.from(text), id)?.toString() ?? null;
 

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { definePlugin } from '../../core/plugin.ts';
-import { Reply } from '../../core/reply.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { definePlugin } from '../../core/plugin-api/plugin.ts';
+import { Reply } from '../../core/plugin-api/reply.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { verdictOf } from '../../core/mcp/aggregate/profiles.ts';
 import { connectClient } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';

@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import httpProxy from 'http-proxy';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { serveCli, type ServedCli } from '../helpers/cli.ts';

@@ -18,7 +18,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client as Sdk2Client, StreamableHTTPClientTransport as Sdk2Transport } from '@modelcontextprotocol/client';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { connectClient } from '../fixtures/client.ts';
 import { startEverythingServer } from '../fixtures/everything-server.ts';
 import { startSdkServer } from '../fixtures/sdk-server.ts';

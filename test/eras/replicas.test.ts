@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import httpProxy from 'http-proxy';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { connectClient } from '../fixtures/client.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startSdk2Server, type Sdk2Server } from '../fixtures/sdk2-server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';

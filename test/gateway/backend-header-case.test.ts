@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { createServer, type ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { Plugin } from '../../core/plugin.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { Plugin } from '../../core/plugin-api/plugin.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';
 

@@ -11,7 +11,7 @@ import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
 import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 
 interface RpcError {
   jsonrpc: string;

@@ -1,6 +1,6 @@
 /**
  * Reloading a running virtual MCP server: a new configuration applied to the live gateway
- * (core/virtual-mcp-server.ts `reload`), from the file (plugins/cli/reload.ts), and through the
+ * (core/vmcp/virtual-mcp-server.ts `reload`), from the file (plugins/cli/reload.ts), and through the
  * real CLI with SIGHUP and --watch-config. Real sockets, the official SDK client, real backends.
  */
 import assert from 'node:assert/strict';
@@ -9,10 +9,10 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino, { type Logger } from 'pino';
 import { Counter } from 'prom-client';
-import { definePlugin } from '../../core/plugin.ts';
-import type { PluginSpec } from '../../core/plugin-loader.ts';
+import { definePlugin } from '../../core/plugin-api/plugin.ts';
+import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 import { loadVmcpConfig, validateVmcpFile } from '../../core/config/vmcp-config.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { connectClient, textOf, withClient } from '../fixtures/client.ts';
 import { waitFor } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';

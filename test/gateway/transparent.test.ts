@@ -10,7 +10,7 @@ import { startEverythingServer, type EverythingServer } from '../fixtures/everyt
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { waitFor } from '../fixtures/processes.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 
 describe('transparent mode: SDK client → Gatehouse → SDK server (SSE responses)', () => {
   let backend: SdkServer;

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import { createLogger, type Logger } from '../../core/observe/log.ts';
-import type { PluginSpec } from '../../core/plugin-loader.ts';
+import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 import type { UpstreamOptions } from '../../core/upstream/upstreams.ts';
-import { startVmcp, type RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { startVmcp, type RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { VmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 
 export interface TestBackend {

@@ -23,7 +23,7 @@ import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import { createResponseParser, kOnBody, kOnHeadersComplete, kOnMessageComplete } from '../../core/http/parser.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
-import { startVmcp, type RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import { startVmcp, type RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { spawnFixture, type SpawnedFixture } from '../fixtures/processes.ts';
 import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '../../core/base/errors.ts';
 import { bearerTokenFrom, bearerTokenOf } from '../../plugins/incoming-auth/bearer.ts';
 
 function request(rawHeaders: string[]): IncomingMessage {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { exportSPKI, importJWK, SignJWT, type CryptoKey } from 'jose';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { connectClient } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { INITIALIZE, startTestGateway } from '../helpers/gateway.ts';

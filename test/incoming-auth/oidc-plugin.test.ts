@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Context } from '../../core/context.ts';
-import type { AuthChallenge } from '../../core/errors.ts';
-import { GatewayError } from '../../core/errors.ts';
-import type { Plugin } from '../../core/plugin.ts';
+import type { Context } from '../../core/plugin-api/context.ts';
+import type { AuthChallenge } from '../../core/base/errors.ts';
+import { GatewayError } from '../../core/base/errors.ts';
+import type { Plugin } from '../../core/plugin-api/plugin.ts';
 import { oidcAuth } from '../../plugins/incoming-auth/oidc.ts';
 import { b64url, KeyIssuer } from './helpers/key-issuer.ts';
 import { AUDIENCE, Clock, log } from './helpers/validator.ts';

@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createLogger } from '../../core/observe/log.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import type { TokenValidator } from '../../plugins/incoming-auth/contract.ts';
 import { createTokenValidator } from '../../plugins/incoming-auth/validator.ts';
 import { connectClient } from '../fixtures/client.ts';

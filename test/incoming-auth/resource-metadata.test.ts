@@ -3,8 +3,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Context } from '../../core/context.ts';
-import { Reply } from '../../core/reply.ts';
+import type { Context } from '../../core/plugin-api/context.ts';
+import { Reply } from '../../core/plugin-api/reply.ts';
 import {
   protectedResourceMetadata,
   protectedResourceRoutes,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { JWTPayload } from 'jose';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '../../core/base/errors.ts';
 import type { TokenValidatorOptions } from '../../plugins/incoming-auth/contract.ts';
 import { createTokenValidator } from '../../plugins/incoming-auth/validator.ts';
 import { KeyIssuer } from './helpers/key-issuer.ts';

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { importPlugin, loadPluginModule, PluginConfigError } from '../../core/plugin-loader.ts';
+import { importPlugin, loadPluginModule, PluginConfigError } from '../../core/plugin-api/plugin-loader.ts';
 
 /** A plugin definition as plain JavaScript (no import: these folders have no gateway installed). */
 const plugin = (name: string) => `export default { name: ${JSON.stringify(name)}, create() { return { name: ${JSON.stringify(name)} }; } };\n`;

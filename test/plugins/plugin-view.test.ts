@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { MessageTarget } from '../../core/context.ts';
-import type { JsonRpcMessage, JsonRpcResponse } from '../../core/mcp/jsonrpc.ts';
-import { definePlugin } from '../../core/plugin.ts';
-import type { PluginSpec } from '../../core/plugin-loader.ts';
+import type { MessageTarget } from '../../core/plugin-api/context.ts';
+import type { JsonRpcMessage, JsonRpcResponse } from '../../core/protocol/jsonrpc.ts';
+import { definePlugin } from '../../core/plugin-api/plugin.ts';
+import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';

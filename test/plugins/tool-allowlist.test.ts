@@ -10,7 +10,7 @@ import { connectClient } from '../fixtures/client.ts';
 import { REPO_ROOT } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
-import { PluginConfigError } from '../../core/plugin-loader.ts';
+import { PluginConfigError } from '../../core/plugin-api/plugin-loader.ts';
 
 const MODULE = `${REPO_ROOT}examples/plugins/tool-allowlist.ts`;
 

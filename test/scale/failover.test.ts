@@ -45,7 +45,7 @@ import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.j
 import { Redis } from 'ioredis';
 import { decodeJwt } from 'jose';
 import { Agent, fetch as undiciFetch } from 'undici';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { ClientFlows, REDIRECT } from '../auth-server/helpers/flows.ts';
 import { HeadlessOAuthProvider } from '../auth-server/helpers/sdk-oauth.ts';
 import { USER } from '../auth-server/helpers/setup.ts';

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { formatProblems } from '../../core/config/problems.ts';
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
 import { rawExchange, rawRequestBytes } from '../helpers/raw-http.ts';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { startSdkServer } from '../fixtures/sdk-server.ts';
 import { serveCli } from '../helpers/cli.ts';
 import { INITIALIZE, post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import toolAllowlist from '../../examples/plugins/tool-allowlist.ts';
-import type { Plugin } from '../../core/plugin.ts';
+import type { Plugin } from '../../core/plugin-api/plugin.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
 

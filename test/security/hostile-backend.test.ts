@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
-import type { Plugin } from '../../core/plugin.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
+import type { Plugin } from '../../core/plugin-api/plugin.ts';
 import { answerJson, startScriptedBackend, type ScriptedBackend } from '../fixtures/scripted-backend.ts';
 import { INITIALIZE, post, startTestGateway } from '../helpers/gateway.ts';
-import { GatewayError } from '../../core/errors.ts';
+import { GatewayError } from '../../core/base/errors.ts';
 
 async function open(url: string): Promise<Record<string, string>> {
   const init = await post(url, INITIALIZE);

@@ -80,7 +80,7 @@ for (const { mode, oidc, budget } of CONFIGS) {
       await measuredProperty(`hostile-headers ${label}`, headerCaseArb(rig), (c) => runCase(rig, c), budget, HEAP_LIMIT, () => (tally = new Tally()));
     });
 
-    // ---- Reported, not fixed here (core/gateway-server.ts is being changed by others) ----
+    // ---- Reported, not fixed here (core/server/gateway-server.ts is being changed by others) ----
 
     it('a request carrying Upgrade (without Connection: upgrade) is answered before its connection closes, though another follows it', async () => {
       const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });

@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { isIdentityHeader } from '../../core/http/identity-headers.ts';
 import { GATEWAY_USER_AGENT } from '../../core/mcp/aggregate/backend-link.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';

@@ -18,7 +18,7 @@ import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import { freePort } from '../fixtures/processes.ts';
 import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
 import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { openRawSession, post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { Plugin } from '../../core/plugin.ts';
+import type { Plugin } from '../../core/plugin-api/plugin.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 
 describe('transparent mode: a resumed stream with onResponse hooks configured', () => {

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { waitFor } from '../fixtures/processes.ts';
 import { INITIALIZE, post } from '../helpers/gateway.ts';
 import { startOidcGateway, type OidcGateway } from '../incoming-auth/helpers/oidc-gateway.ts';

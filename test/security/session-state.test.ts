@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
 import { waitFor } from '../fixtures/processes.ts';
 import { startPaginatingServer, type PaginatingServer } from '../fixtures/paginating-server.ts';

@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { RunningVmcp } from '../../core/virtual-mcp-server.ts';
-import { Principal, type Context } from '../../core/context.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
+import { Principal, type Context } from '../../core/plugin-api/context.ts';
 import { SessionOwners } from '../../core/mcp/session-owners.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import type { SdkServer } from '../fixtures/sdk-server.ts';

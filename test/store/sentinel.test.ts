@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { RedisSessionStore } from '../../core/mcp/aggregate/redis-session-store.ts';
-import type { RedisConnectionConfig } from '../../core/store/redis-config.ts';
+import type { RedisConnectionConfig } from '../../core/config/redis-config.ts';
 import { GatewayMetrics } from '../../core/observe/metrics.ts';
 import { createRedisClient, waitReady } from '../../core/store/redis.ts';
 import { waitFor } from '../fixtures/processes.ts';

@@ -1,7 +1,7 @@
 /**
- * The rules of the folder map (core/README.md, Design): core/ imports nothing from plugins/, the plugin
- * families import downward only, and no module reaches itself through its imports. Plugins and
- * examples reach the core only through its public entry (`@gatehouse-mcp/gateway`, core/index.ts),
+ * The rules of the folder map (core/README.md, Design): core/ imports nothing from plugins/, the
+ * layers of core and the plugin families import downward only, and no module reaches itself
+ * through its imports. Plugins and examples reach the core only through its public entry (`@gatehouse-mcp/gateway`, core/index.ts),
  * as a plugin outside the repository must, and no core module imports that entry (loading it must
  * not start a cycle through it). Also: every test file is where `npm test`'s glob
  * (test/<folder>/<name>.test.ts) finds it.
@@ -59,6 +59,26 @@ function deepCoreImports(file: string, source?: string): string[] {
 const LAYERS = ['core/', 'plugins/incoming-auth/', 'plugins/auth-server/', 'plugins/outgoing-auth/', 'plugins/registry-authz/', 'plugins/registry/', 'plugins/cli/'];
 const layerOf = (path: string): number => LAYERS.findIndex((prefix) => path.startsWith(prefix));
 
+/**
+ * The layers of core, lowest first (core/README.md, Layers): a core module imports modules of its
+ * own layer or of lower ones, never of a higher one, so no two folders of core form a cycle.
+ */
+const CORE_LAYERS = [
+  'core/base/', // the error catalogue, the promise helper, request budgets: imports nothing of core
+  'core/observe/', // logs and metrics
+  'core/http/', // HTTP on the wire: the own server, heads, bodies, CORS, an error as a response
+  'core/protocol/', // JSON-RPC framing, SSE, the MCP method table and the generations' wire rules
+  'core/plugin-api/', // what a plugin is and is given: the request context, replies, hooks, backends, the loader
+  'core/config/', // the vMCP configuration: schemas, problems with positions, resolved types
+  'core/store/', // Redis connections
+  'core/upstream/', // the backend client: pools, exchanges, stream openings
+  'core/server/', // the gateway server: listeners, the fixed request order, the hook chain, the app lifecycle
+  'core/mcp/', // the MCP engine: endpoints, sessions, aggregation
+  'core/vmcp/', // the virtual MCP server composed from its config, and reloads
+  'core/index.ts', // the public entry
+];
+const coreLayerOf = (path: string): number => CORE_LAYERS.findIndex((prefix) => path.startsWith(prefix));
+
 describe('the import rules', () => {
   const graph = importGraph();
 
@@ -72,6 +92,18 @@ describe('the import rules', () => {
       for (const dep of deps) if (layerOf(dep) > layerOf(file)) upward.push(`${file} -> ${dep}`);
     }
     assert.deepEqual(upward, []);
+  });
+
+  it('every core module is in a layer of core, and imports only its own layer or lower ones', () => {
+    const core = [...graph.keys()].filter((file) => file.startsWith('core/'));
+    assert.deepEqual(core.filter((file) => coreLayerOf(file) === -1), [], 'put the module in one of CORE_LAYERS');
+    const upward: string[] = [];
+    for (const file of core) {
+      for (const dep of graph.get(file)!) {
+        if (dep.startsWith('core/') && coreLayerOf(dep) > coreLayerOf(file)) upward.push(`${file} -> ${dep}`);
+      }
+    }
+    assert.deepEqual(upward, [], 'a lower layer of core imports a higher one');
   });
 
   it('has no import cycle', () => {
@@ -119,27 +151,27 @@ describe('the import rules', () => {
     const file = join(REPO_ROOT, 'plugins/some-plugin/hooks.ts');
     const source = [
       "import { definePlugin, z } from '@gatehouse-mcp/gateway';",
-      "import type { Context } from '../../core/context.ts';",
-      "import {\n  GatewayError,\n  untrusted,\n} from '../../core/errors.ts';",
-      "export { Reply } from '../../core/reply.ts';",
-      "const lazy = () => import('../../core/app.ts');",
+      "import type { Context } from '../../core/plugin-api/context.ts';",
+      "import {\n  GatewayError,\n  untrusted,\n} from '../../core/base/errors.ts';",
+      "export { Reply } from '../../core/plugin-api/reply.ts';",
+      "const lazy = () => import('../../core/server/app.ts');",
       "import { Pool } from '@gatehouse-mcp/gateway/core/upstream/pool.ts';",
       "import { helper } from './helper.ts';",
       "import { z as zod } from 'zod';",
     ].join('\n');
     assert.deepEqual(deepCoreImports(file, source), [
-      'plugins/some-plugin/hooks.ts -> core/context.ts',
-      'plugins/some-plugin/hooks.ts -> core/errors.ts',
-      'plugins/some-plugin/hooks.ts -> core/reply.ts',
-      'plugins/some-plugin/hooks.ts -> core/app.ts',
+      'plugins/some-plugin/hooks.ts -> core/plugin-api/context.ts',
+      'plugins/some-plugin/hooks.ts -> core/base/errors.ts',
+      'plugins/some-plugin/hooks.ts -> core/plugin-api/reply.ts',
+      'plugins/some-plugin/hooks.ts -> core/server/app.ts',
       `plugins/some-plugin/hooks.ts -> ${PACKAGE}/core/upstream/pool.ts`,
     ]);
   });
 
   it('the entry loads, and its bindings are the core modules\' own (one GatewayError class)', async () => {
     const entry = await import(PACKAGE);
-    const errors = await import('../../core/errors.ts');
-    const context = await import('../../core/context.ts');
+    const errors = await import('../../core/base/errors.ts');
+    const context = await import('../../core/plugin-api/context.ts');
     assert.equal(entry.GatewayError, errors.GatewayError);
     assert.equal(entry.StartupError, errors.StartupError);
     assert.equal(entry.Context, context.Context);

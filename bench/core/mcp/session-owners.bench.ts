@@ -4,7 +4,7 @@
  * bindings. Next to it, the anonymous case (no principal: nothing looked up).
  */
 import type { Bench } from 'tinybench';
-import { Principal, type Context } from '../../../core/context.ts';
+import { Principal, type Context } from '../../../core/plugin-api/context.ts';
 import { SessionOwners } from '../../../core/mcp/session-owners.ts';
 import { createLogger } from '../../../core/observe/log.ts';
 

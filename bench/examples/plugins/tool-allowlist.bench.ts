@@ -6,9 +6,9 @@
  * whole path around them (and gatehouse_plugin_phase_seconds the same hooks inside a gateway).
  */
 import type { Bench } from 'tinybench';
-import type { Context } from '../../../core/context.ts';
-import type { JsonRpcRequest, JsonRpcResponse } from '../../../core/mcp/jsonrpc.ts';
-import type { MethodHook, PluginHost, ResponseHook, MessageHook } from '../../../core/plugin.ts';
+import type { Context } from '../../../core/plugin-api/context.ts';
+import type { JsonRpcRequest, JsonRpcResponse } from '../../../core/protocol/jsonrpc.ts';
+import type { MethodHook, PluginHost, ResponseHook, MessageHook } from '../../../core/plugin-api/plugin.ts';
 import toolAllowlist from '../../../examples/plugins/tool-allowlist.ts';
 
 /** Results go to an exported sink so the engine cannot drop the work as dead code. */

@@ -11,10 +11,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Bench } from 'tinybench';
-import { backendInfo } from '../../../core/backend.ts';
+import { backendInfo } from '../../../core/plugin-api/backend.ts';
 import type { TokenExchangeConfig } from '../../../core/config/vmcp-types.ts';
-import { Principal, type Context } from '../../../core/context.ts';
-import { OutgoingHeaders } from '../../../core/outgoing-headers.ts';
+import { Principal, type Context } from '../../../core/plugin-api/context.ts';
+import { OutgoingHeaders } from '../../../core/plugin-api/outgoing-headers.ts';
 import { createLogger } from '../../../core/observe/log.ts';
 import { ExchangeCache, ExchangeMetrics, exchangeShape } from '../../../plugins/outgoing-auth/exchange-cache.ts';
 import { staticCredentials } from '../../../plugins/outgoing-auth/static-credentials.ts';

@@ -9,12 +9,12 @@
  *
  * Backends that restart, go down or come back are healed into the session (healing.ts).
  */
-import type { HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import type { GatewayError } from '../../errors.ts';
+import type { HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import type { GatewayError } from '../../base/errors.ts';
 import { discardBody, startReading, type BodySink } from '../../http/body.ts';
 import { acceptMessages, checkPostHead } from '../intake.ts';
-import { methodNotAllowed, type McpEndpoint } from '../mcp-endpoint.ts';
+import { methodNotAllowed, type McpEndpoint } from '../../server/mcp-endpoint.ts';
 import { BackendGroup, type GroupOptions, type SessionEnder } from './group.ts';
 import type { SessionRecord } from './session-store.ts';
 

@@ -4,11 +4,11 @@
  * of its method, then out in the shape the client's generation of MCP wants. Routed answers take
  * the same hooks in routed.ts, as they stream.
  */
-import { runResponseHooks, type Chain, type HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { Reply } from '../../reply.ts';
-import { isPromise } from '../../thenable.ts';
-import type { JsonRpcId, JsonRpcResponse } from '../jsonrpc.ts';
+import { runResponseHooks, type Chain, type HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { Reply } from '../../plugin-api/reply.ts';
+import { isPromise } from '../../base/thenable.ts';
+import type { JsonRpcId, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import { completed } from './modern-answers.ts';
 
 /** JSON-RPC error codes the gateway answers with itself. */

@@ -4,23 +4,23 @@
  * that precede the response handed to a sink), and the session's initialize, notifications and
  * DELETE. Outgoing credentials come from the prepareBackend hooks compiled for this backend.
  */
-import type { BackendInfo } from '../../backend.ts';
-import { runHooks, type Chain, type HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
+import type { BackendInfo } from '../../plugin-api/backend.ts';
+import { runHooks, type Chain, type HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
 import type { BackendMetrics } from '../../observe/metrics.ts';
-import { OutgoingHeaders } from '../../outgoing-headers.ts';
+import { OutgoingHeaders } from '../../plugin-api/outgoing-headers.ts';
 import { passAllowed } from '../../http/passthrough-headers.ts';
-import type { BackendHook } from '../../plugin.ts';
+import type { BackendHook } from '../../plugin-api/plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { Pool } from '../../upstream/pool.ts';
 import { answerTooLarge, type Upstreams } from '../../upstream/upstreams.ts';
-import { GATEHOUSE_VERSION, isModernVersion, towardLegacy, towardModern, type ClientEnvelope } from '../era.ts';
-import { standardHeaders } from '../standard-headers.ts';
-import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../jsonrpc.ts';
-import { SseParser } from '../sse.ts';
+import { GATEHOUSE_VERSION, isModernVersion, towardLegacy, towardModern, type ClientEnvelope } from '../../protocol/era.ts';
+import { standardHeaders } from '../../protocol/standard-headers.ts';
+import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
+import { SseParser } from '../../protocol/sse.ts';
 import type { BackendSessionRecord } from './session-store.ts';
-import { isPromise } from '../../thenable.ts';
+import { isPromise } from '../../base/thenable.ts';
 
 /** Receives the messages a backend sends on a call's stream besides the response itself. */
 export type MessageSink = (message: JsonRpcMessage, eventId: string | null) => void;

@@ -4,8 +4,8 @@
  * fan-out call's, the backend's own stream), and the messages on a fan-out call's stream go to
  * the client's GET stream, if it has one.
  */
-import type { JsonRpcMessage } from '../jsonrpc.ts';
-import { mcpMethod } from '../methods.ts';
+import type { JsonRpcMessage } from '../../protocol/jsonrpc.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
 import type { MessageSink } from './backend-link.ts';
 import type { AggregatedSession } from './session.ts';
 

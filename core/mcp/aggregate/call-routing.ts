@@ -6,13 +6,13 @@
  * backend forgot the session: it joins again and the request goes once more), or handed to the
  * input rounds (a call that needs the client's input first).
  */
-import type { Chain, HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { GatewayError, rpcErrorResponse } from '../../errors.ts';
-import { respond } from '../../respond.ts';
-import { isPromise } from '../../thenable.ts';
-import { isModernVersion } from '../era.ts';
-import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
+import type { Chain, HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError, rpcErrorResponse } from '../../base/errors.ts';
+import { respond } from '../../server/respond.ts';
+import { isPromise } from '../../base/thenable.ts';
+import { isModernVersion } from '../../protocol/era.ts';
+import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import { answer, answerError, INTERNAL_ERROR, INVALID_PARAMS } from './answer.ts';
 import { callerMustReauthenticate, forBackend, type BackendLink } from './backend-link.ts';

@@ -4,12 +4,12 @@
  * backend's requests (sampling, elicitation, roots) go back to the backend that asked (the id says
  * which, ids.ts), or to the round of a call the gateway relays for a modern backend (input-relay.ts).
  */
-import type { HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { GatewayError, untrusted } from '../../errors.ts';
-import { Reply } from '../../reply.ts';
-import { isModernVersion } from '../era.ts';
-import type { JsonRpcNotification, JsonRpcResponse } from '../jsonrpc.ts';
+import type { HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError, untrusted } from '../../base/errors.ts';
+import { Reply } from '../../plugin-api/reply.ts';
+import { isModernVersion } from '../../protocol/era.ts';
+import type { JsonRpcNotification, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { BackendLink } from './backend-link.ts';
 import type { SessionHealer } from './healing.ts';
 import { unwrapInputRequestId, unwrapRequestId } from './ids.ts';

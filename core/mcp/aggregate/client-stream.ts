@@ -15,18 +15,18 @@
  * back), the session's calls routed to that backend wait for it (`opening`), so a server that
  * asks the client something on its stream finds the stream there (stream-openings.ts).
  */
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
 import { addCorsHeaders } from '../../http/cors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import { answerTooLarge, upstreamError } from '../../upstream/upstreams.ts';
 import { StreamOpenings, type StreamOpening } from '../../upstream/stream-openings.ts';
-import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
-import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
+import { SseParser, formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink, type SessionVerdict } from './backend-link.ts';
 import { isResumableEventId, multiplexEventId } from './ids.ts';
-import { isModernVersion, META, towardModern } from '../era.ts';
+import { isModernVersion, META, towardModern } from '../../protocol/era.ts';
 import { asksAnything, backendPart, everything, listenRequest, tagged, wanted, type ListenSpec } from './listen.ts';
 import { eventMessage, eventTowardClient, towardClient } from './toward-client.ts';
 import type { AggregatedSession, SessionStream } from './session.ts';

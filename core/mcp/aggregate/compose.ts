@@ -5,8 +5,8 @@
  * or Sentinel) so that several gateway processes serve one set of sessions.
  */
 import type { Logger } from 'pino';
-import type { BackendInfo } from '../../backend.ts';
-import type { Chain } from '../../chain.ts';
+import type { BackendInfo } from '../../plugin-api/backend.ts';
+import type { Chain } from '../../server/chain.ts';
 import type { VmcpConfig } from '../../config/vmcp-types.ts';
 import type { GatewayMetrics } from '../../observe/metrics.ts';
 import { createRedisClient, waitReady } from '../../store/redis.ts';
@@ -21,7 +21,7 @@ import { MemorySessionStore } from './memory-session-store.ts';
 import { RedisSessionStore } from './redis-session-store.ts';
 import { LocalRelay, RedisRelay, type Relay } from './relay.ts';
 import { sessionTag, type SessionStore } from './session-store.ts';
-import { needsAggregation } from './config.ts';
+import { needsAggregation } from '../../config/aggregation-config.ts';
 
 export interface AggregatedDeps {
   config: VmcpConfig;

@@ -18,9 +18,9 @@
  * The same holds for what goes on to the backends: a modern request's envelope is checked here
  * too (its log level one of MCP's), since a list sends it to every modern backend.
  */
-import { GatewayError } from '../../errors.ts';
-import { MCP_LOG_LEVELS, META } from '../era.ts';
-import { MAX_NESTING } from '../jsonrpc.ts';
+import { GatewayError } from '../../base/errors.ts';
+import { MCP_LOG_LEVELS, META } from '../../protocol/era.ts';
+import { MAX_NESTING } from '../../protocol/jsonrpc.ts';
 
 /** Characters kept of each of clientInfo's name, version and title. */
 export const MAX_INFO_CHARS = 256;

@@ -6,9 +6,9 @@
  * era (sessions, envelopes, requests for input). It also probes the backend's era and watches
  * its health.
  */
-import type { HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import type { Era } from '../era.ts';
+import type { HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import type { Era } from '../../protocol/era.ts';
 import type { EraBridge as Bridge } from '../transparent-endpoint.ts';
 import { BackendGroup, type GroupOptions, type SessionEnder } from './group.ts';
 import type { SessionRecord } from './session-store.ts';

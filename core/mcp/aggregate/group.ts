@@ -6,15 +6,15 @@
  * backend's.
  */
 import type { Logger } from 'pino';
-import type { Chain, HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import type { Era } from '../era.ts';
-import { modernMethodNotAllowed } from '../mcp-endpoint.ts';
+import type { Chain, HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import type { Era } from '../../protocol/era.ts';
+import { modernMethodNotAllowed } from '../../server/mcp-endpoint.ts';
 import type { OpenStreams } from '../streams.ts';
 import type { BackendLink } from './backend-link.ts';
 import { CallRouting } from './call-routing.ts';
 import { ClientMessages } from './client-messages.ts';
-import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './config.ts';
+import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from '../../config/aggregation-config.ts';
 import { SessionHealer } from './healing.ts';
 import type { HealthMonitor } from './health.ts';
 import { HeldStreams } from './held-streams.ts';

@@ -22,10 +22,10 @@
  * backend starts from its defaults, as after any restart.
  */
 import type { Logger } from 'pino';
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
-import type { JsonRpcMessage } from '../jsonrpc.ts';
-import { LIST_CHANGED_NOTIFICATIONS } from '../methods.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
+import type { JsonRpcMessage } from '../../protocol/jsonrpc.ts';
+import { LIST_CHANGED_NOTIFICATIONS } from '../../protocol/methods.ts';
 import { callerMustReauthenticate, GATEWAY_CALL, reauthenticationAmong, type BackendLink, type CallResult, type CallTiming, type MessageSink } from './backend-link.ts';
 import type { HealthMonitor } from './health.ts';
 import { confirmBackendSession, initializeBackend, reasonOf } from './init.ts';

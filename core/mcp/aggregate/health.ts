@@ -8,7 +8,7 @@
  * up. Sessions that gave up on a backend try it again at once when it turns healthy.
  */
 import type { Logger } from 'pino';
-import { LEGACY_VERSIONS } from '../era.ts';
+import { LEGACY_VERSIONS } from '../../protocol/era.ts';
 import type { BackendLink } from './backend-link.ts';
 import { BackendProfiles, modernRecord } from './profiles.ts';
 

@@ -5,12 +5,12 @@
  * modern client's call that may be asked, that stream is opened first, and what comes on it is
  * asked in the one call in flight on that backend session.
  */
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
-import { isPromise } from '../../thenable.ts';
-import { isModernVersion } from '../era.ts';
-import type { JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
-import { mcpMethod } from '../methods.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
+import { isPromise } from '../../base/thenable.ts';
+import { isModernVersion } from '../../protocol/era.ts';
+import type { JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
 import { INTERNAL_ERROR } from './answer.ts';
 import type { BackendLink } from './backend-link.ts';
 import { observeBackend } from './backend-messages.ts';

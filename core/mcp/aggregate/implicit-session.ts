@@ -11,7 +11,7 @@
  * set of capabilities (anonymous mode is for development only).
  */
 import { createHash } from 'node:crypto';
-import type { Principal } from '../../context.ts';
+import type { Principal } from '../../plugin-api/context.ts';
 import { ownerKey } from './session-store.ts';
 
 const PREFIX = 'm.';

@@ -7,15 +7,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
-import { Reply } from '../../reply.ts';
-import type { JsonRpcRequest } from '../jsonrpc.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
+import { Reply } from '../../plugin-api/reply.ts';
+import type { JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import { reauthenticationAmong, type BackendLink, type MessageSink } from './backend-link.ts';
-import type { FailureHandlingConfig } from './config.ts';
+import type { FailureHandlingConfig } from '../../config/aggregation-config.ts';
 import { serverInfo } from './modern-answers.ts';
 import { modernRecord, type BackendProfiles } from './profiles.ts';
-import { isModernVersion, LEGACY_VERSIONS, UNNAMED_CLIENT } from '../era.ts';
+import { isModernVersion, LEGACY_VERSIONS, UNNAMED_CLIENT } from '../../protocol/era.ts';
 import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo, serverCapabilities, serverInstructions } from './declarations.ts';
 import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';

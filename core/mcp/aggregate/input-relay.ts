@@ -10,14 +10,14 @@
  * onResponse hooks. Notifications the backend sends on the way (progress) reach the client too.
  */
 import { randomBytes } from 'node:crypto';
-import type { Context } from '../../context.ts';
-import { GatewayError, rpcErrorResponse } from '../../errors.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError, rpcErrorResponse } from '../../base/errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';
-import type { ResponseHook } from '../../plugin.ts';
-import { runResponseHooks } from '../../chain.ts';
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
-import { mcpMethod } from '../methods.ts';
-import { formatSseEvent } from '../sse.ts';
+import type { ResponseHook } from '../../plugin-api/plugin.ts';
+import { runResponseHooks } from '../../server/chain.ts';
+import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
+import { formatSseEvent } from '../../protocol/sse.ts';
 import type { AbandonableCall, BackendLink, CallResult, CallTiming, MessageSink } from './backend-link.ts';
 import { wrapInputRequestId } from './ids.ts';
 import type { AggregatedSession } from './session.ts';

@@ -12,11 +12,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Chain, HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import type { ClientEnvelope } from '../era.ts';
-import type { JsonRpcRequest, JsonRpcResponse } from '../jsonrpc.ts';
-import { mcpMethod } from '../methods.ts';
+import type { Chain, HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import type { ClientEnvelope } from '../../protocol/era.ts';
+import type { JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
 import { answerError, INTERNAL_ERROR, INVALID_PARAMS } from './answer.ts';
 import type { BackendLink } from './backend-link.ts';
 import type { SessionHealer } from './healing.ts';

@@ -13,12 +13,12 @@
  * send on a stream that is not open yet. It lives as long as the session here, and is opened
  * again by the next call when it ends.
  */
-import type { Context } from '../../context.ts';
-import type { GatewayError } from '../../errors.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import type { GatewayError } from '../../base/errors.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import { answerTooLarge } from '../../upstream/upstreams.ts';
-import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
-import { SseParser } from '../sse.ts';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
+import { SseParser } from '../../protocol/sse.ts';
 import type { BackendLink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { eventMessage } from './toward-client.ts';

@@ -6,8 +6,8 @@
  * of its own with the part of the filter that backend serves. What comes back passes the
  * client's filter and, for a modern client, carries its subscription's id.
  */
-import { META } from '../era.ts';
-import { ownEntry, type JsonRpcMessage, type JsonRpcRequest } from '../jsonrpc.ts';
+import { META } from '../../protocol/era.ts';
+import { ownEntry, type JsonRpcMessage, type JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 
 /** What a `subscriptions/listen` asks for (2026-07-28 `notifications` filter). */
 export interface ListenFilter {

@@ -4,13 +4,13 @@
  * cached per session until a `notifications/<kind>/list_changed`, and served to the client in
  * pages of its own (an opaque cursor tied to the list's version).
  */
-import { GatewayError } from '../../errors.ts';
+import { GatewayError } from '../../base/errors.ts';
 import { answerTooLarge } from '../../upstream/upstreams.ts';
 import { reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';
-import { isModernVersion } from '../era.ts';
-import type { JsonRpcMessage } from '../jsonrpc.ts';
-import type { ListKind } from '../methods.ts';
-import type { AggregationConfig } from './config.ts';
+import { isModernVersion } from '../../protocol/era.ts';
+import type { JsonRpcMessage } from '../../protocol/jsonrpc.ts';
+import type { ListKind } from '../../protocol/methods.ts';
+import type { AggregationConfig } from '../../config/aggregation-config.ts';
 import { jsonSize } from './declarations.ts';
 import { buildNameTable, type ExposedItem, type Named, type NameConflict, type NameTable } from './naming.ts';
 import type { BackendSessionRecord } from './session-store.ts';

@@ -4,8 +4,8 @@
  * cacheable results (`server/discover`, the lists) a `ttlMs` and a `cacheScope`, and the
  * gateway's own `serverInfo` in `_meta`. Methods of the legacy era only are not found.
  */
-import { GATEHOUSE_VERSION, META, SUPPORTED_VERSIONS } from '../era.ts';
-import type { JsonRpcResponse } from '../jsonrpc.ts';
+import { GATEHOUSE_VERSION, META, SUPPORTED_VERSIONS } from '../../protocol/era.ts';
+import type { JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { BackendLink } from './backend-link.ts';
 import { mergeCapabilities, mergeInstructions, type AggregatedSession } from './session.ts';
 

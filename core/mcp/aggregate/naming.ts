@@ -10,7 +10,7 @@
  *              it is a conflict: none of its tools is exposed, and the conflict is reported.
  * Overrides (tools only) always win and are never prefixed.
  */
-import { prefixFor, type AggregationConfig } from './config.ts';
+import { prefixFor, type AggregationConfig } from '../../config/aggregation-config.ts';
 
 export interface Named {
   readonly name: string;

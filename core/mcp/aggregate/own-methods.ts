@@ -4,16 +4,16 @@
  * `logging/setLevel` (sent on to every backend that logs); `subscriptions/listen` opens a
  * stream (session-streams.ts). Anything else unrouted is "method not found".
  */
-import type { Chain, HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { Reply } from '../../reply.ts';
-import { isModernVersion, META } from '../era.ts';
-import type { JsonRpcRequest } from '../jsonrpc.ts';
-import { mcpMethod, type ListKind } from '../methods.ts';
+import type { Chain, HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { Reply } from '../../plugin-api/reply.ts';
+import { isModernVersion, META } from '../../protocol/era.ts';
+import type { JsonRpcRequest } from '../../protocol/jsonrpc.ts';
+import { mcpMethod, type ListKind } from '../../protocol/methods.ts';
 import { answer, answerError, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND } from './answer.ts';
 import type { BackendLink } from './backend-link.ts';
 import { sinkFor } from './backend-messages.ts';
-import type { AggregationConfig } from './config.ts';
+import type { AggregationConfig } from '../../config/aggregation-config.ts';
 import type { SessionHealer } from './healing.ts';
 import { hintsOf, page, pageText } from './lists.ts';
 import { discoverResult, serverInfo, withCacheHints } from './modern-answers.ts';

@@ -14,7 +14,7 @@
  * its replica's: a retry that reaches another replica is resumed through that one.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Principal } from '../../context.ts';
+import type { Principal } from '../../plugin-api/context.ts';
 import { ownerKey } from './session-store.ts';
 
 /** How long a parked call waits for the client's retry. */

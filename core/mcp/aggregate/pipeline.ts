@@ -15,15 +15,15 @@
  * sync ones), so a routed call meets no promise until its answer comes back.
  */
 import { runMessageHooks } from '../intake.ts';
-import type { Chain, HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
-import { Reply } from '../../reply.ts';
-import { respondWhenSettled } from '../../respond.ts';
-import { isPromise } from '../../thenable.ts';
-import { META } from '../era.ts';
-import type { JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
-import { mcpMethod } from '../methods.ts';
+import type { Chain, HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
+import { Reply } from '../../plugin-api/reply.ts';
+import { respondWhenSettled } from '../../server/respond.ts';
+import { isPromise } from '../../base/thenable.ts';
+import { META } from '../../protocol/era.ts';
+import type { JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
 import { answerError, METHOD_NOT_FOUND } from './answer.ts';
 import type { CallRouting } from './call-routing.ts';
 import type { ClientMessages } from './client-messages.ts';

@@ -12,9 +12,9 @@
  * An answer that says nothing of the era (a 401 to a probe without the caller's credentials,
  * an unreachable backend) is no verdict: the next use probes again, with the caller's context.
  */
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
-import { MODERN_VERSIONS, META, type Era } from '../era.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
+import { MODERN_VERSIONS, META, type Era } from '../../protocol/era.ts';
 import type { BackendLink, CallResult } from './backend-link.ts';
 import { serverCapabilities, serverInstructions } from './declarations.ts';
 import type { BackendSessionRecord } from './session-store.ts';

@@ -20,7 +20,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { GatewayError } from '../../errors.ts';
+import { GatewayError } from '../../base/errors.ts';
 import type { Logger } from '../../observe/log.ts';
 import { ownerKey, sessionTag, type CreateOutcome, type SessionOwner, type SessionRecord, type SessionStore } from './session-store.ts';
 

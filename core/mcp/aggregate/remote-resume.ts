@@ -11,13 +11,13 @@
  * the client leaves.
  */
 import { EventEmitter } from 'node:events';
-import type { Context } from '../../context.ts';
-import { Context as RequestContext } from '../../context.ts';
-import { GatewayError, rpcErrorResponse } from '../../errors.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { Context as RequestContext } from '../../plugin-api/context.ts';
+import { GatewayError, rpcErrorResponse } from '../../base/errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';
 import type { HttpHeaders, HttpRequest, HttpResponse } from '../../http/types.ts';
-import type { ClientEnvelope } from '../era.ts';
-import type { JsonRpcId } from '../jsonrpc.ts';
+import type { ClientEnvelope } from '../../protocol/era.ts';
+import type { JsonRpcId } from '../../protocol/jsonrpc.ts';
 import type { Relay } from './relay.ts';
 
 /** How long B waits for the holder's first word before answering the retry with an error. */

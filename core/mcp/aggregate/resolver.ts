@@ -7,13 +7,13 @@
  * created the task). A transparent endpoint's era bridge (`direct`) sends everything naming a
  * subject to its one backend as the client named it, as the transparent path does.
  */
-import type { Context, MessageTarget } from '../../context.ts';
-import type { JsonRpcRequest } from '../jsonrpc.ts';
-import { mcpMethod } from '../methods.ts';
+import type { Context, MessageTarget } from '../../plugin-api/context.ts';
+import type { JsonRpcRequest } from '../../protocol/jsonrpc.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
 import { directTarget } from '../intake.ts';
 import { INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND } from './answer.ts';
 import type { BackendLink } from './backend-link.ts';
-import { prefixFor, type AggregationConfig } from './config.ts';
+import { prefixFor, type AggregationConfig } from '../../config/aggregation-config.ts';
 import { isFresh, type ListCache } from './lists.ts';
 import type { SessionLists } from './session-lists.ts';
 import type { AggregatedSession } from './session.ts';

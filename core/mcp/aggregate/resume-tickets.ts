@@ -28,7 +28,7 @@
  * collide with the earlier request's claim.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { JsonRpcId } from '../jsonrpc.ts';
+import type { JsonRpcId } from '../../protocol/jsonrpc.ts';
 import type { Relay } from './relay.ts';
 
 /** How long after its answer started a ticket lets the response through, and how long its claim is kept. */

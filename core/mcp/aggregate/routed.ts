@@ -23,25 +23,25 @@
  *  - onResponse hooks of the method see every response the client gets here, the gateway's own
  *    errors included (JSON read whole, SSE through hooked-events.ts), after ids are rewritten.
  */
-import type { Context } from '../../context.ts';
-import { errorBody, GatewayError, rpcErrorResponse } from '../../errors.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { errorBody, GatewayError, rpcErrorResponse } from '../../base/errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';
-import type { ResponseHook } from '../../plugin.ts';
-import { runResponseHooks } from '../../chain.ts';
-import { isPromise } from '../../thenable.ts';
+import type { ResponseHook } from '../../plugin-api/plugin.ts';
+import { runResponseHooks } from '../../server/chain.ts';
+import { isPromise } from '../../base/thenable.ts';
 import { Exchange, writeToClient } from '../../upstream/exchange.ts';
 import { answerTooLarge } from '../../upstream/upstreams.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
-import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../jsonrpc.ts';
-import { completeResultBytes } from '../json-scan.ts';
-import { SseParser, formatSseEvent, type SseEvent } from '../sse.ts';
+import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
+import { completeResultBytes } from '../../protocol/json-scan.ts';
+import { SseParser, formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
 import type { ResumeTickets, Ticket } from './resume-tickets.ts';
 import type { AggregatedSession, AskableCall } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
-import { isModernVersion, logWanted } from '../era.ts';
+import { isModernVersion, logWanted } from '../../protocol/era.ts';
 import { isInputRequired } from './input-relay.ts';
 import { completed, completeOwned } from './modern-answers.ts';
 import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';

@@ -4,11 +4,11 @@
  * backend that serves a resource URI.
  */
 import type { Logger } from 'pino';
-import type { Context } from '../../context.ts';
-import type { ListKind } from '../methods.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import type { ListKind } from '../../protocol/methods.ts';
 import type { BackendLink } from './backend-link.ts';
 import { sinkFor } from './backend-messages.ts';
-import type { AggregationConfig } from './config.ts';
+import type { AggregationConfig } from '../../config/aggregation-config.ts';
 import type { SessionHealer } from './healing.ts';
 import { isFresh, loadList, resourceOwner, type ListCache } from './lists.ts';
 import type { AggregatedSession } from './session.ts';

@@ -5,11 +5,11 @@
  * client's `subscriptions/listen` (the change notifications its filter asks for, from every
  * backend in its own era, listen.ts). A backend that comes back joins the sessions that can hear it.
  */
-import type { Chain, HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { runHooks } from '../../chain.ts';
-import { GatewayError } from '../../errors.ts';
-import type { JsonRpcRequest } from '../jsonrpc.ts';
+import type { Chain, HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { runHooks } from '../../server/chain.ts';
+import { GatewayError } from '../../base/errors.ts';
+import type { JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import { answerError, INVALID_PARAMS } from './answer.ts';
 import type { BackendLink } from './backend-link.ts';

@@ -3,10 +3,10 @@
  * plus what is rebuilt on demand and never stored — list caches, the routing of in-flight
  * requests and tasks, and the client's open GET stream.
  */
-import type { Context } from '../../context.ts';
-import { EnvelopeTails, LEGACY_VERSIONS, type ClientEnvelope } from '../era.ts';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../jsonrpc.ts';
-import type { ListKind } from '../methods.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { EnvelopeTails, LEGACY_VERSIONS, type ClientEnvelope } from '../../protocol/era.ts';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
+import type { ListKind } from '../../protocol/methods.ts';
 import type { ListCache } from './lists.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
 

@@ -6,16 +6,16 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { runHooks, type Chain, type HookOutcome } from '../../chain.ts';
-import type { Context } from '../../context.ts';
-import { GatewayError } from '../../errors.ts';
-import { Reply } from '../../reply.ts';
-import { isPromise } from '../../thenable.ts';
-import { LEGACY_VERSIONS, UNNAMED_CLIENT } from '../era.ts';
-import type { JsonRpcRequest } from '../jsonrpc.ts';
+import { runHooks, type Chain, type HookOutcome } from '../../server/chain.ts';
+import type { Context } from '../../plugin-api/context.ts';
+import { GatewayError } from '../../base/errors.ts';
+import { Reply } from '../../plugin-api/reply.ts';
+import { isPromise } from '../../base/thenable.ts';
+import { LEGACY_VERSIONS, UNNAMED_CLIENT } from '../../protocol/era.ts';
+import type { JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import { answer } from './answer.ts';
 import type { BackendLink } from './backend-link.ts';
-import type { FailureHandlingConfig, SessionConfig } from './config.ts';
+import type { FailureHandlingConfig, SessionConfig } from '../../config/aggregation-config.ts';
 import type { SessionHealer } from './healing.ts';
 import type { HealthMonitor } from './health.ts';
 import { implicitSessionId } from './implicit-session.ts';

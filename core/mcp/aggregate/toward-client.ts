@@ -10,9 +10,9 @@
  *    dropped, so a backend cannot answer, or forge, a request another backend is serving;
  *  - SSE data that is not a JSON-RPC message is dropped: the gateway is the MCP server here.
  */
-import type { JsonRpcId, JsonRpcMessage } from '../jsonrpc.ts';
-import { messageProblem } from '../jsonrpc.ts';
-import { formatSseEvent, type SseEvent } from '../sse.ts';
+import type { JsonRpcId, JsonRpcMessage } from '../../protocol/jsonrpc.ts';
+import { messageProblem } from '../../protocol/jsonrpc.ts';
+import { formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import { wrapRequestId } from './ids.ts';
 
 /**

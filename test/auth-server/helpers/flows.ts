@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../../core/vmcp/virtual-mcp-server.ts';
 import type { VmcpBuiltins } from '../../../plugins/cli/vmcp-builtins.ts';
 import { startTestGateway, type TestBackend } from '../../helpers/gateway.ts';
 import { captureLog, type CapturedLog } from '../../store/helpers/log.ts';

@@ -5,7 +5,7 @@
  */
 import { DEFAULT_AUTH_SERVER_BOUNDS } from '../../../core/config/auth-server-limits.ts';
 import type { AuthServerConfig, UpstreamProviderConfig } from '../../../core/config/vmcp-types.ts';
-import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../../core/vmcp/virtual-mcp-server.ts';
 import { authServer, type AuthServerPluginConfig } from '../../../plugins/auth-server/auth-server.ts';
 import { loadServerKeys } from '../../../plugins/auth-server/keys.ts';
 import { UpstreamTokenHandle } from '../../../plugins/auth-server/upstream-token-access.ts';

@@ -5,7 +5,7 @@
 import { request as httpRequest, type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { loadVmcpConfig } from '../../../core/config/vmcp-config.ts';
 import { createLogger } from '../../../core/observe/log.ts';
-import { startVmcp, type RunningVmcp } from '../../../core/virtual-mcp-server.ts';
+import { startVmcp, type RunningVmcp } from '../../../core/vmcp/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../../plugins/cli/vmcp-builtins.ts';
 import { vmcpYaml, writeConfig, type TestBackend } from '../../helpers/gateway.ts';
 import { freePort } from '../../fixtures/processes.ts';

@@ -5,7 +5,7 @@
  */
 import type { JWTPayload } from 'jose';
 import type { Logger } from '../../../core/observe/log.ts';
-import type { RunningVmcp } from '../../../core/virtual-mcp-server.ts';
+import type { RunningVmcp } from '../../../core/vmcp/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer, type SdkServerOptions } from '../../fixtures/sdk-server.ts';
 import { startTestGateway } from '../../helpers/gateway.ts';
 import { inlineOidcYaml } from './gateway.ts';

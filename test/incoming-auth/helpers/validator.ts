@@ -3,7 +3,7 @@
  * refusal assertions (every refusal is a GatewayError; no token ever appears in one).
  */
 import assert from 'node:assert/strict';
-import { GatewayError } from '../../../core/errors.ts';
+import { GatewayError } from '../../../core/base/errors.ts';
 import { createLogger } from '../../../core/observe/log.ts';
 import type { TokenValidator, TokenValidatorOptions } from '../../../plugins/incoming-auth/contract.ts';
 import { createTokenValidator } from '../../../plugins/incoming-auth/validator.ts';

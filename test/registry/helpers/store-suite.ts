@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ClaimMap } from '../../../plugins/registry-authz/claims.ts';
 import type { SourceDefinition } from '../../../plugins/registry/config/registry-config.ts';
-import { GatewayError } from '../../../core/errors.ts';
+import { GatewayError } from '../../../core/base/errors.ts';
 import { callerClaimPairs, sameClaims } from '../../../plugins/registry-authz/claims.ts';
 import { applyConfig } from '../../../plugins/registry/store/apply-config.ts';
 import { documentDigest, type ClaimsCheck, type PublishInput } from '../../../plugins/registry/store/entries-store.ts';

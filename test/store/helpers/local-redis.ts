@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { RedisConnectionConfig } from '../../../core/store/redis-config.ts';
+import type { RedisConnectionConfig } from '../../../core/config/redis-config.ts';
 import { parseHostPort } from '../../../core/store/redis.ts';
 import { probeClient } from './redis-process.ts';
 import { unavailable, type Skip } from './service.ts';

@@ -1,9 +1,9 @@
 /**
- * JSON-RPC framing on the hot path (core/mcp/jsonrpc.ts): what parsing and checking one
+ * JSON-RPC framing on the hot path (core/protocol/jsonrpc.ts): what parsing and checking one
  * `tools/call` body costs, next to the bare JSON.parse it is built on.
  */
 import type { Bench } from 'tinybench';
-import { messageProblem, parseMessages } from '../../../core/mcp/jsonrpc.ts';
+import { messageProblem, parseMessages } from '../../../core/protocol/jsonrpc.ts';
 
 const BODY = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}');
 const TEXT = BODY.toString();

@@ -16,7 +16,7 @@ import type { SessionStorage } from '../mcp/aggregate/compose.ts';
 import type { SessionEnder } from '../mcp/aggregate/group.ts';
 import type { Relay, RelayHandler, RelayMessage } from '../mcp/aggregate/relay.ts';
 import type { SessionOwner, SessionRecord, SessionStore } from '../mcp/aggregate/session-store.ts';
-import { isPromise } from '../thenable.ts';
+import { isPromise } from '../base/thenable.ts';
 
 /** `record` as seen by a generation whose backends are `names`; the same object when nothing differs. */
 export function recordFor(record: SessionRecord, names: ReadonlySet<string>): SessionRecord {

@@ -13,7 +13,7 @@
 import { join, isAbsolute } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve as resolveImport } from 'import-meta-resolve';
-import { StartupError } from './errors.ts';
+import { StartupError } from '../base/errors.ts';
 import type { Plugin, PluginDefinition, PluginHost } from './plugin.ts';
 
 /** A plugin to start: its definition, its raw config, and where that config came from. */

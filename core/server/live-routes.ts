@@ -5,13 +5,13 @@
  */
 import type { HookOutcome } from './chain.ts';
 import type { Chain } from './chain.ts';
-import type { Context } from './context.ts';
-import { GatewayError } from './errors.ts';
-import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
-import type { GatewayMetrics } from './observe/metrics.ts';
-import type { Reply } from './reply.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { GatewayError } from '../base/errors.ts';
+import type { McpEndpoint } from './mcp-endpoint.ts';
+import type { GatewayMetrics } from '../observe/metrics.ts';
+import type { Reply } from '../plugin-api/reply.ts';
 import { Router } from './router.ts';
-import type { SessionRequestLimit } from './mcp/session-request-limit.ts';
+import type { SessionRequestLimit } from './session-request-limit.ts';
 
 /** What answers a request once it is routed: the MCP endpoint, an admin document, a plugin route's handler. */
 export type RouteHandler = (ctx: Context) => HookOutcome | Promise<HookOutcome> | Reply | GatewayError | void;

@@ -1,5 +1,5 @@
 /**
- * The access log's cost (core/observe/access-log.ts, written by core/gateway-server.ts when a
+ * The access log's cost (core/server/access-log.ts, written by core/server/gateway-server.ts when a
  * response is done). Off (the default), a request pays the one boolean check it always paid, so
  * "off" is measured as that branch; on, the line is built and pino serialises it (here to a
  * stream that discards it, so the terminal or a pipe is not what is measured).
@@ -8,8 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Bench } from 'tinybench';
-import { Context } from '../../../core/context.ts';
-import { accessLogLine } from '../../../core/observe/access-log.ts';
+import { Context } from '../../../core/plugin-api/context.ts';
+import { accessLogLine } from '../../../core/server/access-log.ts';
 import { createLogger } from '../../../core/observe/log.ts';
 
 const req = {

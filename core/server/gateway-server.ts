@@ -23,22 +23,22 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { runHooks, type Chain } from './chain.ts';
-import type { AdminListenerConfig, ConnectionLimits, ServerEngine, ServerSettings } from './config/server-settings.ts';
-import { Context, type RequestScope } from './context.ts';
-import { GatewayError, type AuthChallenge } from './errors.ts';
-import { ClientAddresses } from './http/client-address.ts';
-import { preflightHeaders } from './http/cors.ts';
-import { OriginGuard } from './http/origin-guard.ts';
-import type { HttpRequest, HttpResponse } from './http/types.ts';
+import type { AdminListenerConfig, ConnectionLimits, ServerEngine, ServerSettings } from '../config/server-settings.ts';
+import { Context, type RequestScope } from '../plugin-api/context.ts';
+import { GatewayError, type AuthChallenge } from '../base/errors.ts';
+import { ClientAddresses } from '../http/client-address.ts';
+import { preflightHeaders } from '../http/cors.ts';
+import { OriginGuard } from '../http/origin-guard.ts';
+import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { createListener, DEFAULT_LIMITS, listenAdmin, listenOn, type AdminListener, type Listener } from './listeners.ts';
 import { compileRoutes, drainedBy, type LiveRoutes, type RouteHandler, type Routes } from './live-routes.ts';
-import type { McpEndpoint } from './mcp/mcp-endpoint.ts';
-import { SessionRequestLimit } from './mcp/session-request-limit.ts';
-import { accessLogLine } from './observe/access-log.ts';
-import type { GatewayMetrics, RouteMetrics } from './observe/metrics.ts';
-import { Reply } from './reply.ts';
+import type { McpEndpoint } from './mcp-endpoint.ts';
+import { SessionRequestLimit } from './session-request-limit.ts';
+import { accessLogLine } from './access-log.ts';
+import type { GatewayMetrics, RouteMetrics } from '../observe/metrics.ts';
+import { Reply } from '../plugin-api/reply.ts';
 import { respondWhenSettled } from './respond.ts';
-import { isPromise } from './thenable.ts';
+import { isPromise } from '../base/thenable.ts';
 
 export interface ServerOptions {
   host: string;

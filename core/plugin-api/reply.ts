@@ -2,7 +2,7 @@
  * A response a hook or a route returns to short-circuit the request. Hooks never write to the
  * socket themselves; returning a Reply (or a GatewayError) is the only way to stop the chain.
  */
-import type { JsonRpcId } from './mcp/jsonrpc.ts';
+import type { JsonRpcId } from '../protocol/jsonrpc.ts';
 
 export type ReplyBody = string | Buffer | null;
 

@@ -7,9 +7,9 @@
  *
  * Built only when the access log is on; with it off the server reads one boolean per request.
  */
-import type { Context } from '../context.ts';
-import { subjectOf } from '../mcp/methods.ts';
-import { sessionTag } from './log.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { subjectOf } from '../protocol/methods.ts';
+import { sessionTag } from '../observe/log.ts';
 
 export interface AccessLogLine {
   requestId: string;

@@ -6,22 +6,22 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { backendInfo, type BackendInfo } from '../backend.ts';
-import { Chain } from '../chain.ts';
+import { backendInfo, type BackendInfo } from '../plugin-api/backend.ts';
+import { Chain } from '../server/chain.ts';
 import type { VmcpConfig } from '../config/vmcp-types.ts';
-import type { AuthChallenge } from '../errors.ts';
-import type { McpEndpoint } from '../mcp/mcp-endpoint.ts';
+import type { AuthChallenge } from '../base/errors.ts';
+import type { McpEndpoint } from '../server/mcp-endpoint.ts';
 import { TransparentEndpoint } from '../mcp/transparent-endpoint.ts';
 import type { SessionOwners } from '../mcp/session-owners.ts';
 import { OpenStreams } from '../mcp/streams.ts';
 import { createAggregated, type SessionStorage } from '../mcp/aggregate/compose.ts';
 import type { SessionEnder } from '../mcp/aggregate/group.ts';
-import { needsAggregation } from '../mcp/aggregate/config.ts';
+import { needsAggregation } from '../config/aggregation-config.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
-import { createPlugins, importPlugin, type PluginSpec } from '../plugin-loader.ts';
-import type { MaybePromise, Plugin, PluginDefinition } from '../plugin.ts';
+import { createPlugins, importPlugin, type PluginSpec } from '../plugin-api/plugin-loader.ts';
+import type { MaybePromise, Plugin, PluginDefinition } from '../plugin-api/plugin.ts';
 import { Upstreams, type UpstreamOptions } from '../upstream/upstreams.ts';
-import { storageFor } from './sessions.ts';
+import { storageFor } from './reload-sessions.ts';
 
 export interface GenerationOptions {
   readonly config: VmcpConfig;

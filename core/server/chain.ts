@@ -17,10 +17,10 @@
  *  5. onResponse      The backend's JSON-RPC response to a hooked method, before the client sees
  *                     it. Methods nobody hooks are piped through byte for byte.
  */
-import type { BackendInfo } from './backend.ts';
-import type { Context } from './context.ts';
-import type { JsonRpcResponse } from './mcp/jsonrpc.ts';
-import type { Observe } from './observe/metrics.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
+import type { Context } from '../plugin-api/context.ts';
+import type { JsonRpcResponse } from '../protocol/jsonrpc.ts';
+import type { Observe } from '../observe/metrics.ts';
 import type {
   BackendHook,
   HookResult,
@@ -29,8 +29,8 @@ import type {
   RequestHook,
   ResponseHook,
   RouteDef,
-} from './plugin.ts';
-import { isPromise } from './thenable.ts';
+} from '../plugin-api/plugin.ts';
+import { isPromise } from '../base/thenable.ts';
 
 export type HookOutcome = HookResult | void;
 

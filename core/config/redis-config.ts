@@ -2,7 +2,7 @@
  * How to reach Redis: one plain address (development) or a Sentinel-managed master
  * (production). Shared by the aggregated-session store and the auth server's storage.
  */
-import type { ResolvedSecretRef } from '../config/secrets.ts';
+import type { ResolvedSecretRef } from './secrets.ts';
 
 export interface RedisConnectionConfig {
   /** Sentinel-managed master: the master's name and the sentinels to ask for it. */

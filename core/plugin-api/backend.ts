@@ -1,7 +1,7 @@
 /**
  * A backend MCP server as the core sees it: resolved once from its `MCPServer` resource at start.
  */
-import { NO_PASSTHROUGH, type PassthroughHeaders } from './http/passthrough-headers.ts';
+import { NO_PASSTHROUGH, type PassthroughHeaders } from '../http/passthrough-headers.ts';
 
 /** `{name, key}` of a `Secret`, plus the resolved value. */
 export interface ResolvedSecretRef {

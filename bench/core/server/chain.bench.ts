@@ -1,16 +1,16 @@
 /**
- * The plugin chain's cost per phase (core/chain.ts): a phase no plugin uses is `null` (one
+ * The plugin chain's cost per phase (core/server/chain.ts): a phase no plugin uses is `null` (one
  * branch), and 1 or 5 no-op plugins per phase, with and without the per-plugin timing the
  * gateway records for /metrics.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Bench } from 'tinybench';
-import { Chain, runHooks } from '../../core/chain.ts';
-import { Context } from '../../core/context.ts';
-import type { JsonRpcRequest } from '../../core/mcp/jsonrpc.ts';
-import { createLogger } from '../../core/observe/log.ts';
-import { GatewayMetrics } from '../../core/observe/metrics.ts';
-import type { Plugin } from '../../core/plugin.ts';
+import { Chain, runHooks } from '../../../core/server/chain.ts';
+import { Context } from '../../../core/plugin-api/context.ts';
+import type { JsonRpcRequest } from '../../../core/protocol/jsonrpc.ts';
+import { createLogger } from '../../../core/observe/log.ts';
+import { GatewayMetrics } from '../../../core/observe/metrics.ts';
+import type { Plugin } from '../../../core/plugin-api/plugin.ts';
 
 const req = { url: '/mcp', headers: {}, rawHeaders: ['Host', '127.0.0.1:4483', 'Content-Type', 'application/json'] } as unknown as IncomingMessage;
 const scope = { log: createLogger('silent'), challenge: null };

@@ -3,7 +3,7 @@
  * clear error for each way it can be wrong, and the 2026-07-28 standard headers check
  * (`Mcp-Method` / `Mcp-Name` must agree with the body they describe).
  */
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../base/errors.ts';
 
 export type JsonRpcId = string | number | null;
 

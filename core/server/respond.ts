@@ -5,11 +5,11 @@
  * connection already gone) ends in the plain 500 or a cut connection, never in an exception
  * that would escape into a socket callback or an unhandled rejection.
  */
-import type { Context } from './context.ts';
-import { lastResort } from './http/error-response.ts';
-import { addCorsHeaders } from './http/cors.ts';
-import { Reply } from './reply.ts';
-import { isPromise } from './thenable.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { lastResort } from '../http/error-response.ts';
+import { addCorsHeaders } from '../http/cors.ts';
+import { Reply } from '../plugin-api/reply.ts';
+import { isPromise } from '../base/thenable.ts';
 
 export function writeReply(ctx: Context, reply: Reply): void {
   const res = ctx.res;

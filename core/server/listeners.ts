@@ -6,11 +6,11 @@
 import type { EventEmitter } from 'node:events';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { AdminListenerConfig, ConnectionLimits, ServerEngine } from './config/server-settings.ts';
-import { OriginGuard } from './http/origin-guard.ts';
-import type { HttpRequest, HttpResponse } from './http/types.ts';
-import { WireServer, type DropReason, type WireHandler } from './http/wire/server.ts';
-import type { GatewayMetrics } from './observe/metrics.ts';
+import type { AdminListenerConfig, ConnectionLimits, ServerEngine } from '../config/server-settings.ts';
+import { OriginGuard } from '../http/origin-guard.ts';
+import type { HttpRequest, HttpResponse } from '../http/types.ts';
+import { WireServer, type DropReason, type WireHandler } from '../http/wire/server.ts';
+import type { GatewayMetrics } from '../observe/metrics.ts';
 
 const KEEP_ALIVE_MS = 65_000;
 const HEADERS_TIMEOUT_MS = 30_000;

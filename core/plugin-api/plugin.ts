@@ -11,8 +11,8 @@ import type { Registry } from 'prom-client';
 import type { ZodType } from 'zod';
 import type { BackendInfo } from './backend.ts';
 import type { Context } from './context.ts';
-import type { AuthChallenge, GatewayError } from './errors.ts';
-import type { JsonRpcMessage, JsonRpcResponse } from './mcp/jsonrpc.ts';
+import type { AuthChallenge, GatewayError } from '../base/errors.ts';
+import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.ts';
 import type { OutgoingHeaders } from './outgoing-headers.ts';
 import type { Reply } from './reply.ts';
 

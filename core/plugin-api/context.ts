@@ -4,15 +4,15 @@
  * (`defineSlot`), never in closures.
  */
 import { randomBytes } from 'node:crypto';
-import type { HttpRequest, HttpResponse } from './http/types.ts';
+import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import type { Logger } from 'pino';
-import { GatewayError, type AuthChallenge } from './errors.ts';
-import { sendError, type ErrorTarget } from './http/error-response.ts';
-import type { ClientEnvelope } from './mcp/era.ts';
-import type { JsonRpcId, JsonRpcMessage } from './mcp/jsonrpc.ts';
-import type { RouteMetrics } from './observe/metrics.ts';
-import type { ClientAddresses } from './http/client-address.ts';
-import { RequestHead } from './http/request-head.ts';
+import { GatewayError, type AuthChallenge } from '../base/errors.ts';
+import { sendError, type ErrorTarget } from '../http/error-response.ts';
+import type { ClientEnvelope } from '../protocol/era.ts';
+import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.ts';
+import type { RouteMetrics } from '../observe/metrics.ts';
+import type { ClientAddresses } from '../http/client-address.ts';
+import { RequestHead } from '../http/request-head.ts';
 
 /** Who is calling, as established by the authenticate phase. */
 export class Principal {

@@ -17,14 +17,14 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { BackendInfo } from './backend.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
 import { Chain } from './chain.ts';
-import type { AuthChallenge } from './errors.ts';
+import type { AuthChallenge } from '../base/errors.ts';
 import { GatewayServer, type ServerOptions } from './gateway-server.ts';
-import { httpUrlOf } from './http/address.ts';
-import type { GatewayMetrics } from './observe/metrics.ts';
-import { createPlugins, type PluginSpec } from './plugin-loader.ts';
-import type { MaybePromise, Plugin, PluginHost } from './plugin.ts';
+import { httpUrlOf } from '../http/address.ts';
+import type { GatewayMetrics } from '../observe/metrics.ts';
+import { createPlugins, type PluginSpec } from '../plugin-api/plugin-loader.ts';
+import type { MaybePromise, Plugin, PluginHost } from '../plugin-api/plugin.ts';
 
 export interface AppOptions {
   readonly log: Logger;
@@ -96,7 +96,7 @@ export class App {
 
   /**
    * Creates the HTTP server (once), with the chain of plugins() (or one given: a server whose
-   * plugins are a reloadable generation, see reload/generation.ts) and the challenge a plugin already set.
+   * plugins are a reloadable generation, see vmcp/generation.ts) and the challenge a plugin already set.
    */
   serve(options: Omit<ServerOptions, 'log' | 'metrics' | 'chain'> & { chain?: Chain }): GatewayServer {
     if (this.#server !== null) throw new Error('App: serve() is called once');

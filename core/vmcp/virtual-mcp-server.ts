@@ -1,7 +1,7 @@
 /**
  * Composes a running virtual MCP server from its resolved config on the application lifecycle
  * (app.ts): the session storage and the HTTP server, which live as long as the process, and a
- * generation (reload/generation.ts: plugins and chain, connection pools, the MCP endpoint —
+ * generation (vmcp/generation.ts: plugins and chain, connection pools, the MCP endpoint —
  * transparent for one backend, aggregated for a group) that a reload replaces whole. The
  * composition root (the CLI, or a user's own code) decides which plugins run; this file knows no
  * identity provider.
@@ -10,24 +10,24 @@
  * the serving one, with the same session storage; the server then routes new requests to it
  * (GatewayServer.swap), the old generation's standalone streams are ended (clients reopen them,
  * on the new one), and it is closed once its requests are done (or the shutdown grace period is
- * over). What needs a restart is in reload/diff.ts; such a reload is refused as a whole.
+ * over). What needs a restart is in vmcp/reload-diff.ts; such a reload is refused as a whole.
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { BackendInfo } from './backend.ts';
-import { App } from './app.ts';
-import type { VmcpConfig } from './config/vmcp-types.ts';
-import { createSessionStorage, type SessionStorage } from './mcp/aggregate/compose.ts';
-import { createSessionOwners } from './mcp/redis-session-owners.ts';
-import type { SessionOwners } from './mcp/session-owners.ts';
-import { createLogger } from './observe/log.ts';
-import { GatewayMetrics } from './observe/metrics.ts';
-import type { PluginSpec } from './plugin-loader.ts';
-import { listenerOptions, type GatewayServer, type ShutdownHook } from './gateway-server.ts';
-import { httpUrlOf } from './http/address.ts';
-import type { UpstreamOptions } from './upstream/upstreams.ts';
-import { Generation, publicUrlsOf } from './reload/generation.ts';
-import { changesOf, nothingChanged, restartNeeded, type Changes, type RestartNeeded } from './reload/diff.ts';
+import type { BackendInfo } from '../plugin-api/backend.ts';
+import { App } from '../server/app.ts';
+import type { VmcpConfig } from '../config/vmcp-types.ts';
+import { createSessionStorage, type SessionStorage } from '../mcp/aggregate/compose.ts';
+import { createSessionOwners } from '../mcp/redis-session-owners.ts';
+import type { SessionOwners } from '../mcp/session-owners.ts';
+import { createLogger } from '../observe/log.ts';
+import { GatewayMetrics } from '../observe/metrics.ts';
+import type { PluginSpec } from '../plugin-api/plugin-loader.ts';
+import { listenerOptions, type GatewayServer, type ShutdownHook } from '../server/gateway-server.ts';
+import { httpUrlOf } from '../http/address.ts';
+import type { UpstreamOptions } from '../upstream/upstreams.ts';
+import { Generation, publicUrlsOf } from './generation.ts';
+import { changesOf, nothingChanged, restartNeeded, type Changes, type RestartNeeded } from './reload-diff.ts';
 
 export interface StartVmcpOptions {
   config: VmcpConfig;

@@ -3,10 +3,10 @@
  * origin guard and the authenticate / authorize phases. Transparent (one backend) and
  * aggregated (a group) modes both implement it.
  */
-import type { HookOutcome } from '../chain.ts';
-import type { Context } from '../context.ts';
-import { GatewayError } from '../errors.ts';
-import { isModernVersion } from './era.ts';
+import type { HookOutcome } from './chain.ts';
+import type { Context } from '../plugin-api/context.ts';
+import { GatewayError } from '../base/errors.ts';
+import { isModernVersion } from '../protocol/era.ts';
 
 export interface McpEndpoint {
   readonly path: string;

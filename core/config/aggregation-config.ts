@@ -32,7 +32,7 @@
  *       healthCheckInterval: 30s          # 0s: off
  *       unhealthyThreshold: 3
  */
-import type { RedisConnectionConfig } from '../../store/redis-config.ts';
+import type { RedisConnectionConfig } from './redis-config.ts';
 
 export type ConflictResolution = 'prefix' | 'priority' | 'manual';
 

@@ -4,11 +4,11 @@
  * segment by segment, in registration order. A path that exists under another method is a 405
  * with `Allow`, not a 404.
  */
-import { GatewayError, untrusted } from './errors.ts';
+import { GatewayError, untrusted } from '../base/errors.ts';
 
 const CONTROL = /[\x00-\x1f\x7f]/;
-import type { HttpMethod, RouteDef } from './plugin.ts';
-import type { RouteMetrics } from './observe/metrics.ts';
+import type { HttpMethod, RouteDef } from '../plugin-api/plugin.ts';
+import type { RouteMetrics } from '../observe/metrics.ts';
 
 export interface Route {
   readonly def: RouteDef;
