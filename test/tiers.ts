@@ -31,6 +31,7 @@ export const UNIT: readonly string[] = [
   'test/aggregate/naming.test.ts',
   'test/aggregate/resume-tickets.test.ts',
   'test/aggregate/uri-template.test.ts',
+  'test/bench/compare.test.ts',
   'test/config/',
   'test/core/app.test.ts',
   'test/core/chain.test.ts',

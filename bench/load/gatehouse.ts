@@ -9,15 +9,18 @@
  * Variants (other auth modes, more plugins) are rows built with `gatehouseRow()`: a config
  * generator, and optional static headers or a `prepare` step that yields headers (e.g. a token
  * minted once the row has started an issuer).
+ *
+ * With `BENCH_COMPARE`, each gatehouse row has a twin (selection.ts, `withTwins`) whose context names
+ * the other checkout: `startGatehouse` then runs that checkout's `plugins/cli/bin.mjs`, with it
+ * as the working directory, on the same generated config (checkout.ts).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { assertRunnable, fileSuffix, thisCheckoutOf } from './checkout.ts';
 import { freePort, httpRequest, spawnChild, waitUntil } from './process.ts';
 import { NotAvailable, type Row, type RowContext, type Target } from './target.ts';
 
-export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const GATEHOUSE_BIN = join(REPO_ROOT, 'plugins', 'cli', 'bin.mjs');
+export { GATEHOUSE_BIN, REPO_ROOT } from './checkout.ts';
 
 export interface GatehouseConfigContext {
   backendUrl: string;
@@ -85,20 +88,34 @@ export function profileArgs(label: string): string[] {
   return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', resolve(dir, label)];
 }
 
+/**
+ * A gateway that did not get ready, as `NotAvailable`: first line for the table, what happened
+ * and the gateway's own error line (e.g. an older checkout refusing a config field it does not
+ * know); then the tail of its output.
+ */
+export function startFailure(err: unknown, output: string): NotAvailable {
+  const lines = output.trim().split('\n');
+  const key = lines.find((l) => /(^|\s)(\w*Error\b|error:)/i.test(l)) ?? lines[lines.length - 1] ?? '';
+  const what = ((err instanceof Error ? err.message : String(err)).split('\n')[0] ?? '').replace(/:$/, '');
+  return new NotAvailable(`${what}${key.trim() === '' ? '' : `: ${key.trim()}`}\n${lines.slice(-12).join('\n')}`);
+}
+
 /** Starts the gateway; throws `NotAvailable` when it is missing or does not get ready. */
 export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOptions): Promise<Target> {
-  if (!existsSync(GATEHOUSE_BIN)) throw new NotAvailable(`${GATEHOUSE_BIN} does not exist yet`);
+  const checkout = ctx.checkout ?? thisCheckoutOf();
+  assertRunnable(checkout);
+  const label = `${opts.label}${fileSuffix(ctx.checkout)}`;
   const port = opts.port ?? (await freePort());
   const dir = join(ctx.tmpDir, 'gatehouse');
   mkdirSync(dir, { recursive: true });
-  const configFile = join(dir, `${opts.label}.yaml`);
+  const configFile = join(dir, `${label}.yaml`);
   writeFileSync(configFile, opts.config({ backendUrl: ctx.backendUrl, port, tmpDir: ctx.tmpDir }));
 
   const child = spawnChild(
-    'gatehouse',
+    `gatehouse${fileSuffix(ctx.checkout)}`,
     process.execPath,
-    [...profileArgs(opts.label), GATEHOUSE_BIN, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port)],
-    { cwd: REPO_ROOT, env: { ...process.env, ...opts.env } },
+    [...profileArgs(label), checkout.bin, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port)],
+    { cwd: checkout.root, env: { ...process.env, ...opts.env } },
   );
   const timeoutMs = Number(process.env['BENCH_START_TIMEOUT'] ?? 20) * 1000;
   try {
@@ -110,12 +127,7 @@ export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOption
     );
   } catch (err) {
     await child.stop();
-    // First line for the table: what happened + the gateway's own error line; then its output.
-    const output = child.output().trim();
-    const lines = output.split('\n');
-    const key = lines.find((l) => /(^|\s)(\w*Error\b|error:)/i.test(l)) ?? lines[lines.length - 1] ?? '';
-    const what = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
-    throw new NotAvailable(`${what}${key.trim() === '' ? '' : `: ${key.trim()}`}\n${lines.slice(-12).join('\n')}`);
+    throw startFailure(err, child.output());
   }
   return {
     url: `http://127.0.0.1:${port}${opts.path ?? '/mcp'}`,

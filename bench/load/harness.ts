@@ -7,16 +7,25 @@
  *
  * Environment: BENCH_ROUNDS (passes over all rows, each row reporting its median round;
  * default 1), BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS
- * (default 32), BENCH_THREADS (wrk threads, default 1), BENCH_ROWS (name filter, see rows.ts),
+ * (default 32), BENCH_THREADS (wrk threads, default 1), BENCH_ROWS (name filter, see selection.ts),
  * BENCH_START_TIMEOUT (s, gateway readiness, default 20), BENCH_NGINX / BENCH_WRK (binaries),
  * BENCH_NOISY_PERCENT (other processes' CPU share that marks a row noisy, default 10),
- * BENCH_STRICT=1 (exit non-zero when any row is not clean).
+ * BENCH_STRICT=1 (exit non-zero when any row is not clean), BENCH_COMPARE (below).
+ *
+ * BENCH_COMPARE=[label=]path: another checkout of this repository, installed (checkout.ts).
+ * Every gatehouse row gets a twin, `<row> @ <label>`, right after it: the same row with the
+ * gateway of that checkout. Within a round a row and its twin run back to back, the twin first
+ * in every other round, so an even BENCH_ROUNDS gives each side each place equally. The report
+ * adds, per pair, this checkout's CPU µs/request ÷ the other's (of the reported rounds, and per
+ * round), and is written to bench/results/compare-load.{json,md} instead of latest.*: a compare
+ * run's table is not the benchmark's result of this code.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, release, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startBackendProcess } from './backend.ts';
+import { compareCheckoutOf, thisCheckoutOf } from './checkout.ts';
 import { clockTicksPerSecond, cpuDeltaMicros, cpuSnapshot, machineBusyMicros, ownTreeMicros, peakRssKiB } from './cpu.ts';
 import { nginxVersion } from './nginx.ts';
 import { httpRequest, installCleanupHandlers, onCleanup, stopAll } from './process.ts';
@@ -26,12 +35,15 @@ import {
   pickMedian,
   markdownTable,
   ratioSummary,
+  twinTable,
+  type CheckoutInfo,
   type LoadReport,
   type LoadSettings,
   type MachineInfo,
   type RowResult,
 } from './report.ts';
-import { selectedRows } from './rows.ts';
+import { rows as allRows } from './rows.ts';
+import { roundOrder, selectedRows, withTwins } from './selection.ts';
 import { NotAvailable, type Row, type RowContext, type Target } from './target.ts';
 import { CALL_BODY, CALL_HEADERS, errorCount, runWrk, wrkVersion } from './wrk.ts';
 
@@ -75,6 +87,8 @@ function machineInfo(): MachineInfo {
   };
 }
 
+const checkoutInfo = ({ label, root }: { label: string; root: string }): CheckoutInfo => ({ label, root });
+
 const log = (msg: string): void => {
   process.stderr.write(`${msg}\n`);
 };
@@ -113,6 +127,7 @@ async function measureRow(row: Row, ctx: RowContext, backendPid: number, s: Load
   const result = (status: RowResult['status'], reason: string | null): RowResult => ({
     name: row.name,
     role: row.role,
+    ...(row.twinOf === undefined ? {} : { twinOf: row.twinOf }),
     status,
     reason,
     measured: null,
@@ -185,7 +200,7 @@ async function measureRow(row: Row, ctx: RowContext, backendPid: number, s: Load
 export interface RunLoadOptions {
   rows?: Row[];
   settings?: LoadSettings;
-  /** Write bench/results/latest.{json,md} (default true). */
+  /** Write bench/results/latest.{json,md}, or compare-load.{json,md} with BENCH_COMPARE (default true). */
   write?: boolean;
 }
 
@@ -193,7 +208,8 @@ export interface RunLoadOptions {
 export async function runLoad(opts: RunLoadOptions = {}): Promise<LoadReport> {
   installCleanupHandlers();
   const settings = opts.settings ?? settingsFromEnv();
-  const rowList = opts.rows ?? selectedRows();
+  const other = compareCheckoutOf();
+  const rowList = opts.rows ?? selectedRows(withTwins(allRows, other));
   const machine = machineInfo();
   if (machine.wrk === null) throw new Error('wrk not found (apt-get install -y wrk): the load benchmark needs it');
 
@@ -204,13 +220,14 @@ export async function runLoad(opts: RunLoadOptions = {}): Promise<LoadReport> {
     const backend = await startBackendProcess();
     const ctx: RowContext = { backendUrl: backend.url, tmpDir };
     log(`load: backend on ${backend.url}; ${settings.durationSeconds} s per row after ${settings.warmupSeconds} s warm-up, ` +
-      `${settings.connections} connections`);
+      `${settings.connections} connections` + (other === null ? '' : `; each gatehouse row also against ${other.label} (${other.root})`));
     // Rounds interleave the rows, so a burst of load from elsewhere spoils one round of a few
     // rows rather than every round of one row.
     const perRow: RowResult[][] = rowList.map(() => []);
     for (let round = 1; round <= settings.rounds; round++) {
       if (settings.rounds > 1) log(`round ${round}/${settings.rounds}`);
-      for (const [i, row] of rowList.entries()) {
+      for (const i of roundOrder(rowList, round)) {
+        const row = rowList[i]!;
         const previous = perRow[i] ?? [];
         if (previous.some((r) => r.status === 'unavailable')) continue; // do not wait for it again
         previous.push(await measureRow(row, ctx, backend.child.pid, settings));
@@ -225,13 +242,16 @@ export async function runLoad(opts: RunLoadOptions = {}): Promise<LoadReport> {
     removeTmp();
   }
 
-  const report: LoadReport = { machine, settings, rows: results, ratios: computeRatios(results) };
-  process.stdout.write(`\n## Load benchmark\n\n${markdownTable(report.rows)}\n\n${ratioSummary(report)}\n`);
+  const compare = other === null ? null : { this: checkoutInfo(thisCheckoutOf()), other: checkoutInfo(other) };
+  const report: LoadReport = { machine, settings, ...(compare === null ? {} : { compare }), rows: results, ratios: computeRatios(results) };
+  const twins = twinTable(report);
+  process.stdout.write(`\n## Load benchmark\n\n${markdownTable(report.rows)}\n\n${twins === '' ? '' : `${twins}\n\n`}${ratioSummary(report)}\n`);
   if (opts.write !== false) {
     mkdirSync(RESULTS_DIR, { recursive: true });
-    writeFileSync(join(RESULTS_DIR, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
-    writeFileSync(join(RESULTS_DIR, 'latest.md'), markdownReport(report));
-    process.stdout.write(`\nwrote ${join(RESULTS_DIR, 'latest.json')} and latest.md\n`);
+    const base = compare === null ? 'latest' : 'compare-load';
+    writeFileSync(join(RESULTS_DIR, `${base}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(join(RESULTS_DIR, `${base}.md`), markdownReport(report));
+    process.stdout.write(`\nwrote ${join(RESULTS_DIR, `${base}.json`)} and ${base}.md\n`);
   }
   return report;
 }

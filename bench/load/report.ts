@@ -1,6 +1,9 @@
 /**
  * Results of the load benchmark: per-row figures, the ratios taken within one run, and their
  * renderings (a markdown table + ratio summary, and the JSON written to bench/results/).
+ *
+ * With BENCH_COMPARE, a twin row (`twinOf`) is a subject like any other, and `ratios.twins`
+ * pairs each with its row: this checkout's CPU µs/request ÷ the compared one's (`twinTable`).
  */
 import type { RowRole } from './target.ts';
 import { errorCount, type WrkResult } from './wrk.ts';
@@ -45,6 +48,8 @@ export interface RoundSummary {
 export interface RowResult {
   name: string;
   role: RowRole;
+  /** A twin's subject: the row this one repeats on the BENCH_COMPARE checkout. */
+  twinOf?: string;
   status: RowStatus;
   reason: string | null;
   /** The measurement reported: with several rounds, the one where other processes took least CPU. */
@@ -65,12 +70,37 @@ export interface SubjectRatios {
   flagged: boolean;
 }
 
+/** A gatehouse row and its twin on the compared checkout: this code ÷ that code. */
+export interface TwinRatios {
+  /** The row on this checkout. */
+  name: string;
+  /** Its twin, `<name> @ <label>`. */
+  twin: string;
+  /** CPU µs/req of the row ÷ its twin's (each its reported round: the median). */
+  cpuThisOverOther: number | null;
+  /** req/s of the row ÷ its twin's. */
+  throughputThisOverOther: number | null;
+  /** The same CPU ratio round by round (null where either side was not measured): the pairs ran back to back. */
+  cpuPerRound: (number | null)[];
+  /** True when either row had errors or was noisy. */
+  flagged: boolean;
+}
+
 export interface Ratios {
   reference: string | null;
   baseline: string | null;
   /** Every measured row's CPU µs/req ÷ nginx's. */
   cpuVsNginx: Record<string, number | null>;
   subjects: SubjectRatios[];
+  /** With BENCH_COMPARE: each gatehouse row against its twin (empty otherwise). */
+  twins: TwinRatios[];
+}
+
+/** A checkout a compare run measured (BENCH_COMPARE). */
+export interface CheckoutInfo {
+  /** Short commit (`+modified` when its tracked files differ from it), or the label given. */
+  label: string;
+  root: string;
 }
 
 export interface MachineInfo {
@@ -98,6 +128,8 @@ export interface LoadSettings {
 export interface LoadReport {
   machine: MachineInfo;
   settings: LoadSettings;
+  /** Only in a BENCH_COMPARE run: the two checkouts whose gateways the rows and their twins ran. */
+  compare?: { this: CheckoutInfo; other: CheckoutInfo };
   rows: RowResult[];
   ratios: Ratios;
 }
@@ -130,10 +162,33 @@ export function computeRatios(rows: RowResult[]): Ratios {
         throughputVsBaseline: ratio(m?.rps, baseM?.rps),
         cpuVsBaseline: ratio(m?.cpuMicrosPerRequest, baseM?.cpuMicrosPerRequest),
         cpuVsNginx: m?.cpuVsNginx ?? null,
-        flagged: [r, base, ref].some((x) => x?.status === 'flagged' || (x?.measured != null && isNoisy(x.measured))),
+        flagged: [r, base, ref].some((x) => x !== undefined && suspect(x)),
       };
     });
-  return { reference: ref?.name ?? null, baseline: base?.name ?? null, cpuVsNginx, subjects };
+  return { reference: ref?.name ?? null, baseline: base?.name ?? null, cpuVsNginx, subjects, twins: twinRatios(rows) };
+}
+
+const suspect = (r: RowResult): boolean => r.status === 'flagged' || (r.measured != null && isNoisy(r.measured));
+
+function twinRatios(rows: RowResult[]): TwinRatios[] {
+  const out: TwinRatios[] = [];
+  for (const twin of rows) {
+    if (twin.twinOf === undefined) continue;
+    const row = rows.find((r) => r.name === twin.twinOf);
+    if (row === undefined) continue;
+    const a = measuredRow(row);
+    const b = measuredRow(twin);
+    const rounds = Math.min(row.rounds.length, twin.rounds.length);
+    out.push({
+      name: row.name,
+      twin: twin.name,
+      cpuThisOverOther: ratio(a?.cpuMicrosPerRequest, b?.cpuMicrosPerRequest),
+      throughputThisOverOther: ratio(a?.rps, b?.rps),
+      cpuPerRound: Array.from({ length: rounds }, (_, i) => ratio(row.rounds[i]?.cpuMicrosPerRequest ?? undefined, twin.rounds[i]?.cpuMicrosPerRequest ?? undefined)),
+      flagged: suspect(row) || suspect(twin),
+    });
+  }
+  return out;
 }
 
 function describeErrors(m: Measurement): string {
@@ -220,16 +275,44 @@ export function machineLine(report: LoadReport): string {
   return (
     `${m.date} · ${m.cpuModel}, ${m.cores} cores · Node ${m.node} · ${m.nginx ?? 'no nginx'} · ${m.wrk ?? 'no wrk'} · ` +
     `wrk -t${s.threads} -c${s.connections}, ${s.durationSeconds} s measured after ${s.warmupSeconds} s warm-up` +
-    (s.rounds > 1 ? `, median of ${s.rounds} rounds` : '')
+    (s.rounds > 1 ? `, median of ${s.rounds} rounds` : '') +
+    (report.compare === undefined ? '' : ` · this checkout ${report.compare.this.label} against ${report.compare.other.label} (${report.compare.other.root})`)
   );
 }
 
-/** The markdown of bench/results/latest.md (quoted in bench/README.md). */
+/**
+ * With BENCH_COMPARE: per gatehouse row, its CPU µs/request and its twin's, and this ÷ that,
+ * of the reported rounds and round by round (empty without twins).
+ */
+export function twinTable(report: LoadReport): string {
+  const { twins } = report.ratios;
+  if (twins.length === 0) return '';
+  const self = report.compare?.this.label ?? 'this';
+  const other = report.compare?.other.label ?? 'the compared checkout';
+  const cpu = (name: string): string => fixed(measuredRow(report.rows.find((r) => r.name === name))?.cpuMicrosPerRequest, 1);
+  const out = [
+    `This checkout (${self}) against ${other}, CPU µs/request, each row and its twin back to back in every round:`,
+    '',
+    `| gatehouse row | ${cell(self)} | ${cell(other)} | ${cell(self)} ÷ ${cell(other)} | per round | req/s ${cell(self)} ÷ ${cell(other)} |`,
+    '|---|---:|---:|---:|---|---:|',
+  ];
+  for (const t of twins) {
+    const perRound = t.cpuPerRound.map((x) => fixed(x, 2)).join(', ');
+    out.push(
+      `| ${cell(t.name)} | ${cpu(t.name)} | ${cpu(t.twin)} | ${fixed(t.cpuThisOverOther, 2)}${t.flagged ? ' ⚠' : ''} | ${perRound} | ${fixed(t.throughputThisOverOther, 2)} |`,
+    );
+  }
+  if (twins.some((t) => t.flagged)) out.push('', '⚠: a row of the pair had errors or was noisy; rerun before quoting it.');
+  return out.join('\n');
+}
+
+/** The markdown of bench/results/latest.md (quoted in bench/README.md), or compare-load.md. */
 export function markdownReport(report: LoadReport): string {
+  const twins = twinTable(report);
   return `${machineLine(report)}
 
 ${markdownTable(report.rows)}
-
+${twins === '' ? '' : `\n${twins}\n`}
 CPU is user+sys of the target's processes (nginx: master + worker) divided by requests served;
 load generator, proxy and backend share the machine, so ratios within one run are what to quote.
 The Node rows run their TypeScript through tsx's loader (gatehouse too), which accounts for about

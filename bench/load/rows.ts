@@ -13,7 +13,9 @@
  *   }),
  *
  * Any other row is `{ name, role, start: async (ctx) => ({ url, pids, stop }) }`.
- * `BENCH_ROWS=nginx,http-proxy` runs only the rows whose name contains one of the words.
+ * `BENCH_ROWS=nginx,http-proxy` runs only the rows whose name contains one of the words (selection.ts).
+ *
+ * With `BENCH_COMPARE`, every gatehouse row here gets a twin on the other checkout (selection.ts).
  */
 import { startBackendProcess } from './backend.ts';
 import { anonymousConfig, gatehouseRow, nodeEngineConfig } from './gatehouse.ts';
@@ -57,10 +59,3 @@ export const rows: Row[] = [
     config: nodeEngineConfig,
   }),
 ];
-
-/** The rows selected by `BENCH_ROWS` (comma-separated name fragments), or all. */
-export function selectedRows(all: readonly Row[] = rows, filter = process.env['BENCH_ROWS']): Row[] {
-  if (filter === undefined || filter.trim() === '') return [...all];
-  const words = filter.split(',').map((w) => w.trim().toLowerCase()).filter((w) => w !== '');
-  return all.filter((r) => words.some((w) => r.name.toLowerCase().includes(w)));
-}

@@ -2,6 +2,7 @@
  * The data model of the load benchmark: a row is something to measure, a target is a started
  * row. Rows are plain data (see rows.ts): adding a variant is adding an entry to a list.
  */
+import type { Checkout } from './checkout.ts';
 
 /** A running server under load. */
 export interface Target {
@@ -31,6 +32,11 @@ export interface RowContext {
   backendUrl: string;
   /** A per-run temp dir; a row may create files and dirs inside it (removed at the end). */
   tmpDir: string;
+  /**
+   * The checkout a gatehouse row starts its gateway from: unset for this one, the
+   * `BENCH_COMPARE` checkout for a twin (see `withTwins` in rows.ts).
+   */
+  checkout?: Checkout;
 }
 
 export interface Row {
@@ -40,6 +46,11 @@ export interface Row {
   start(ctx: RowContext): Promise<Target>;
   /** Extra request headers for every request of this row (e.g. `authorization`). */
   headers?: Record<string, string>;
+  /**
+   * A twin's subject: the name of the row this one repeats with the gateway of the
+   * `BENCH_COMPARE` checkout (same role, config and headers, so the same ratios).
+   */
+  twinOf?: string;
 }
 
 /** A row that cannot run on this machine or in this tree (yet): reported, not fatal. */
