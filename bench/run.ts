@@ -32,12 +32,21 @@
  *
  * Environment of the load benchmark: see bench/load/harness.ts (BENCH_DURATION, BENCH_WARMUP,
  * BENCH_CONNECTIONS, BENCH_ROWS, BENCH_STRICT, ...).
+ *
+ * BENCH_COMPARE=[label=]path (another checkout of this repository, `npm ci` run in it; see
+ * bench/load/checkout.ts): the load, aggregation and protocol generations benchmarks also run
+ * each gateway process they start from that checkout, interleaved with this checkout's, and
+ * report this ÷ that; they write bench/results/compare-{load.json,load.md,aggregate.json,eras.json}
+ * instead of their usual files. A run without a `--*-only` flag then leaves the micro benchmarks
+ * out (they measure this checkout's code in this process: nothing to compare); `--micro-only`
+ * still runs them, as a normal run. The variable is checked before anything runs.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Bench, type BenchOptions } from 'tinybench';
+import { compareCheckoutOf, thisCheckoutOf } from './load/checkout.ts';
 import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
 import { runEras } from './aggregate/eras.ts';
 import { runAggregate } from './aggregate/run.ts';
@@ -154,6 +163,22 @@ async function main(): Promise<number> {
     console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
   }
+  let compared: ReturnType<typeof compareCheckoutOf>;
+  try {
+    compared = compareCheckoutOf();
+  } catch (err) {
+    console.error((err as Error).message);
+    return 2;
+  }
+  if (compared !== null) {
+    const comparedParts = only.length === 0 || ['load-only', 'aggregate-only', 'eras-only'].includes(only[0]!);
+    console.error(
+      comparedParts
+        ? `BENCH_COMPARE: this checkout (${thisCheckoutOf().label}) against ${compared.label} (${compared.root})` +
+            (only.length === 0 ? '; the micro benchmarks are left out (nothing of theirs is compared: --micro-only runs them)' : '')
+        : `BENCH_COMPARE: not used by --${only[0]} (this checkout only, written as a normal run)`,
+    );
+  }
   if (only[0] === 'instructions-only') {
     if (!valgrindAvailable()) {
       console.error('--instructions-only needs valgrind (callgrind and callgrind_control): apt-get install -y valgrind');
@@ -165,7 +190,8 @@ async function main(): Promise<number> {
     return 0;
   }
   if (only[0] === 'walk-only') return (await runWalk()) ? 0 : 1;
-  const run = (part: 'micro' | 'load' | 'aggregate' | 'eras'): boolean => only.length === 0 || only[0] === `${part}-only`;
+  const run = (part: 'micro' | 'load' | 'aggregate' | 'eras'): boolean =>
+    only.length === 0 ? !(part === 'micro' && compared !== null) : only[0] === `${part}-only`;
   let failed = false;
   if (run('micro')) {
     console.log('## Micro benchmarks');

@@ -16,12 +16,18 @@
  *   direct        the client in the backend's own era, straight to the backend
  *   passthrough   the same through the gateway
  *   bridged       the client of the other era through the gateway
+ *
+ * With BENCH_COMPARE (bench/load/checkout.ts), each gateway has a twin from the other checkout
+ * on the same config, and each of its measurements is followed by the twin's: a twin row per
+ * backend (`other`), its cells the twin's figures, or why the twin did not start or broke.
  */
 import { startSdkServer } from '../../test/fixtures/sdk-server.ts';
 import { startSdk2Server } from '../../test/fixtures/sdk2-server.ts';
+import type { Checkout } from '../load/checkout.ts';
 import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { freePort, type ManagedChild } from '../load/process.ts';
-import { configYaml, HEADERS, startGateway } from './run.ts';
+import { retire, startGateway, startTwin, type Twin } from './gateway.ts';
+import { configYaml, HEADERS } from './run.ts';
 
 const CALLS = Number(process.env['BENCH_INPUT_CALLS'] ?? 1200);
 const WARMUP_CALLS = 300;
@@ -142,6 +148,16 @@ async function measure(call: (id: number) => Promise<void>, gateway: ManagedChil
   return { p50Ms: r(percentile(times, 50)), p99Ms: r(percentile(times, 99)), gatewayCpuUsPerCall: cpu === null ? null : Math.round((cpu / times.length) * 10) / 10 };
 }
 
+/** The twin gateway's cells of a row (BENCH_COMPARE): null where it was not measured. */
+export interface ComparedInput {
+  readonly label: string;
+  readonly plainCall: InputFigures | null;
+  readonly passthrough: InputFigures | null;
+  readonly bridged: InputFigures | null;
+  /** Why a cell is missing: the twin did not start, or broke on that measurement (the later ones skipped). */
+  readonly unavailable: string | null;
+}
+
 export interface InputRow {
   readonly backend: 'legacy (SDK v1)' | 'modern (SDK v2, 2026-07-28 only)';
   /** A call that asks nothing, in the backend's era, through the gateway: the reference. */
@@ -149,35 +165,68 @@ export interface InputRow {
   readonly direct: InputFigures;
   readonly passthrough: InputFigures;
   readonly bridged: InputFigures;
+  /** Only with BENCH_COMPARE. */
+  readonly other?: ComparedInput;
 }
 
-/** Both backends, each direct, passed through and bridged. */
-export async function runInputRoundTrips(dir: string): Promise<InputRow[]> {
+/** Measures on the twin's gateway, after this checkout's same measurement; null once it is gone. */
+async function measureTwin(twin: Twin | null, call: (url: string) => Promise<(id: number) => Promise<void>>): Promise<InputFigures | null> {
+  if (twin?.gateway == null) return null;
+  try {
+    return await measure(await call(twin.gateway.url), twin.gateway.child);
+  } catch (err) {
+    await retire(twin, err);
+    return null;
+  }
+}
+
+/** Both backends, each direct, passed through and bridged; with `other`, through its twin gateways too. */
+export async function runInputRoundTrips(dir: string, other: Checkout | null = null): Promise<InputRow[]> {
   const legacyBackend = await startSdkServer({ name: 'legacy', tools: ['elicit', 'echo'] });
   const modernBackend = await startSdk2Server({ name: 'modern', posture: 'modern' });
   const rows: InputRow[] = [];
   try {
     for (const [era, backend] of [['legacy', legacyBackend], ['modern', modernBackend]] as const) {
       const port = await freePort();
-      const gateway = await startGateway(dir, `eras-input-${era}`, configYaml([{ name: era, port: Number(new URL(backend.url).port) }], port), port);
+      const yamlFor = (gatewayPort: number): string => configYaml([{ name: era, port: Number(new URL(backend.url).port) }], gatewayPort);
+      const gateway = await startGateway(dir, `eras-input-${era}`, yamlFor(port), port);
+      const twin = other === null ? null : await startTwin(dir, `eras-input-${era}`, yamlFor, other);
       try {
         const own = async (url: string): Promise<(id: number) => Promise<void>> => {
           if (era === 'modern') return (id) => modernCall(url, id);
           const session = await legacySession(url);
           return (id) => legacyCall(url, session, id);
         };
-        const other = async (url: string): Promise<(id: number) => Promise<void>> => {
+        const otherEra = async (url: string): Promise<(id: number) => Promise<void>> => {
           if (era === 'legacy') return (id) => modernCall(url, id);
           const session = await legacySession(url);
           return (id) => legacyCall(url, session, id);
         };
-        const plainCall = await measure(era === 'modern' ? (id) => modernEcho(gateway.url, id) : await legacySession(gateway.url).then((session) => (id: number) => legacyEcho(gateway.url, session, id)), gateway.child);
+        const plain = async (url: string): Promise<(id: number) => Promise<void>> => {
+          if (era === 'modern') return (id) => modernEcho(url, id);
+          const session = await legacySession(url);
+          return (id) => legacyEcho(url, session, id);
+        };
+        const plainCall = await measure(await plain(gateway.url), gateway.child);
+        const twinPlainCall = await measureTwin(twin, plain);
         const direct = await measure(await own(backend.url), null);
         const passthrough = await measure(await own(gateway.url), gateway.child);
-        const bridged = await measure(await other(gateway.url), gateway.child);
-        rows.push({ backend: era === 'legacy' ? 'legacy (SDK v1)' : 'modern (SDK v2, 2026-07-28 only)', plainCall, direct, passthrough, bridged });
+        const twinPassthrough = await measureTwin(twin, own);
+        const bridged = await measure(await otherEra(gateway.url), gateway.child);
+        const twinBridged = await measureTwin(twin, otherEra);
+        rows.push({
+          backend: era === 'legacy' ? 'legacy (SDK v1)' : 'modern (SDK v2, 2026-07-28 only)',
+          plainCall,
+          direct,
+          passthrough,
+          bridged,
+          ...(twin === null || other === null
+            ? {}
+            : { other: { label: other.label, plainCall: twinPlainCall, passthrough: twinPassthrough, bridged: twinBridged, unavailable: twin.unavailable } }),
+        });
       } finally {
         await gateway.child.stop();
+        await twin?.gateway?.child.stop();
       }
     }
   } finally {
@@ -187,17 +236,32 @@ export async function runInputRoundTrips(dir: string): Promise<InputRow[]> {
   return rows;
 }
 
-/** The rows as markdown. */
-export function inputTable(rows: readonly InputRow[]): string[] {
-  const cell = (f: InputFigures): string => `${f.p50Ms} / ${f.p99Ms}${f.gatewayCpuUsPerCall === null ? '' : ` · ${f.gatewayCpuUsPerCall} µs`}`;
+/** The rows as markdown; with BENCH_COMPARE each followed by its twin's (`@ label`). */
+export function inputTable(rows: readonly InputRow[], other: Checkout | null = null): string[] {
+  const cell = (f: InputFigures | null): string => (f === null ? 'n/a' : `${f.p50Ms} / ${f.p99Ms}${f.gatewayCpuUsPerCall === null ? '' : ` · ${f.gatewayCpuUsPerCall} µs`}`);
+  const twinRow = (r: InputRow): string[] => {
+    const o = r.other;
+    if (o === undefined) return [];
+    const why = o.unavailable === null ? '' : ` (${o.unavailable.replace(/\|/g, '\\|')})`;
+    return [`| ${r.backend} @ ${o.label}${why} | ${cell(o.plainCall)} | (the same backend) | ${cell(o.passthrough)} | ${cell(o.bridged)} |`];
+  };
+  const ratio = (a: InputFigures | null, b: InputFigures | null): string =>
+    a?.gatewayCpuUsPerCall == null || b?.gatewayCpuUsPerCall == null || !(b.gatewayCpuUsPerCall > 0) ? 'n/a' : (a.gatewayCpuUsPerCall / b.gatewayCpuUsPerCall).toFixed(2);
   return [
     '## A request for input across eras (elicitation round trip per tools/call)',
     '',
     '| backend | a call asking nothing, through the gateway | direct, its own era | through the gateway, its own era | the other era, bridged |',
     '|---|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.backend} | ${cell(r.plainCall)} | ${cell(r.direct)} | ${cell(r.passthrough)} | ${cell(r.bridged)} |`),
+    ...rows.flatMap((r) => [`| ${r.backend} | ${cell(r.plainCall)} | ${cell(r.direct)} | ${cell(r.passthrough)} | ${cell(r.bridged)} |`, ...twinRow(r)]),
     '',
     'each cell: p50 / p99 ms of the whole call · the gateway\'s CPU per call',
+    ...(other === null
+      ? []
+      : [
+          '',
+          `gateway CPU per call, this checkout ÷ ${other.label} (one measurement each, back to back): ` +
+            rows.map((r) => `${r.backend}: asking nothing ${ratio(r.plainCall, r.other?.plainCall ?? null)}, own era ${ratio(r.passthrough, r.other?.passthrough ?? null)}, bridged ${ratio(r.bridged, r.other?.bridged ?? null)}`).join('; '),
+        ]),
     '',
     `${CALLS} calls, ${CONCURRENCY} at a time, after ${WARMUP_CALLS}; a call is the whole exchange (a 2026 call: two requests)`,
   ];

@@ -25,7 +25,8 @@ import { join } from 'node:path';
 import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 import { freePort, spawnNodeScript, stopAll, type ManagedChild } from '../load/process.ts';
-import { HEADERS, openSession, startGateway } from './run.ts';
+import { startGateway } from './gateway.ts';
+import { HEADERS, openSession } from './run.ts';
 
 const FLOOD_MIB = Number(process.env['BENCH_FLOOD_MIB'] ?? 150);
 const CPU_MIB = Number(process.env['BENCH_CPU_MIB'] ?? 64);

@@ -10,6 +10,14 @@
  *
  * Backends: bench/aggregate/backend.ts (stateless, JSON responses), so the gateway is measured.
  * Results: printed as markdown and written to bench/results/aggregate.json.
+ *
+ * BENCH_COMPARE=[label=]path (another checkout, installed; bench/load/checkout.ts): part 2 also
+ * measures a twin of each gateway, started from that checkout on the same config, in the same
+ * rounds: A and B of one setup back to back, the whole order reversed every other round. It
+ * reports that checkout's figures and this ÷ that CPU per request, and writes
+ * bench/results/compare-aggregate.json instead of aggregate.json. Parts 1 (tools/list latency)
+ * and 3 (memory per session: the gateway in this process, through startVmcp, so this
+ * checkout's code only) are not compared: they run on this checkout alone.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,11 +28,12 @@ import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import { createLogger } from '../../core/observe/log.ts';
 import { startVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
+import { compareCheckoutOf, type Checkout } from '../load/checkout.ts';
 import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
-import { GATEHOUSE_BIN, profileArgs } from '../load/gatehouse.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
-import { freePort, spawnChild, spawnNodeScript, stopAll, waitUntil, type ManagedChild } from '../load/process.ts';
+import { freePort, spawnNodeScript, stopAll, waitUntil } from '../load/process.ts';
 import { runWrk } from '../load/wrk.ts';
+import { compareHeader, retire, startGateway, startTwin, thisOverOther, type Gateway, type Twin } from './gateway.ts';
 
 const BACKENDS = 5;
 const TOOLS = 50;
@@ -72,14 +81,6 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-export async function startGateway(dir: string, label: string, yaml: string, port: number): Promise<{ child: ManagedChild; url: string }> {
-  const config = join(dir, `${label}.yaml`);
-  writeFileSync(config, yaml);
-  const child = spawnChild(`gatehouse-${label}`, process.execPath, [...profileArgs(label), GATEHOUSE_BIN, 'vmcp', 'serve', '--config', config, '--port', String(port), '--log-level', 'warn']);
-  await waitUntil(`gatehouse ${label} ready`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 20_000, child);
-  return { child, url: `http://127.0.0.1:${port}/mcp` };
-}
-
 async function listLatency(url: string): Promise<{ coldP50: number; coldP99: number; warmP50: number; warmP99: number; tools: number }> {
   const cold: number[] = [];
   const warm: number[] = [];
@@ -101,33 +102,86 @@ async function listLatency(url: string): Promise<{ coldP50: number; coldP99: num
 }
 
 type CallFigures = Awaited<ReturnType<typeof callCpu>>;
+type Setup = 'aggregated' | 'transparent';
+const SETUPS: readonly Setup[] = ['aggregated', 'transparent'];
+const TOOL: Record<Setup, string> = { aggregated: 'b0_tool_001', transparent: 'tool_001' };
 
 /** The round whose CPU per request is the median (its other figures come with it). */
 function medianRound(rounds: readonly CallFigures[]): CallFigures {
   return [...rounds].sort((a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest)[Math.floor((rounds.length - 1) / 2)]!;
 }
 
+/** The other checkout's side of part 2: its gateways (twins) on the same configs. */
+interface Compared {
+  readonly checkout: Checkout;
+  readonly twins: Record<Setup, Twin>;
+}
+
+interface CallRound {
+  aggregated: CallFigures;
+  transparent: CallFigures;
+  /** The twins' figures of this round (null: not available); absent without BENCH_COMPARE. */
+  other?: Record<Setup, CallFigures | null>;
+}
+
 /**
  * tools/call through both gateways, ROUNDS times, alternating which goes first so that a drift
- * of the machine weighs on both alike.
+ * of the machine weighs on both alike; with twins, each right after (or, reversed, before) its
+ * gateway.
  */
-async function callRounds(dir: string, aggregated: { child: ManagedChild; url: string }, transparent: { child: ManagedChild; url: string }) {
-  const rounds: { aggregated: CallFigures; transparent: CallFigures }[] = [];
+async function callRounds(dir: string, gateways: Record<Setup, Gateway>, compared: Compared | null) {
+  const sides = SETUPS.flatMap((setup) => (compared === null ? [{ setup, twin: false }] : [{ setup, twin: false }, { setup, twin: true }]));
+  const rounds: CallRound[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    const runAggregated = () => callCpu(dir, `aggregated-${round}`, aggregated, 'b0_tool_001');
-    const runTransparent = () => callCpu(dir, `transparent-${round}`, transparent, 'tool_001');
-    if (round % 2 === 0) {
-      const a = await runAggregated();
-      rounds.push({ aggregated: a, transparent: await runTransparent() });
-    } else {
-      const t = await runTransparent();
-      rounds.push({ aggregated: await runAggregated(), transparent: t });
+    const mine: Partial<Record<Setup, CallFigures>> = {};
+    const theirs: Record<Setup, CallFigures | null> = { aggregated: null, transparent: null };
+    for (const { setup, twin } of round % 2 === 0 ? sides : [...sides].reverse()) {
+      if (!twin) {
+        mine[setup] = await callCpu(dir, `${setup}-${round}`, gateways[setup], TOOL[setup]);
+        continue;
+      }
+      const other = compared!.twins[setup];
+      if (other.gateway === null) continue;
+      try {
+        theirs[setup] = await callCpu(dir, `${setup}-${round}@${compared!.checkout.label}`, other.gateway, TOOL[setup]);
+      } catch (err) {
+        await retire(other, err);
+      }
     }
+    rounds.push({ aggregated: mine.aggregated!, transparent: mine.transparent!, ...(compared === null ? {} : { other: theirs }) });
   }
   return { aggregated: medianRound(rounds.map((r) => r.aggregated)), transparent: medianRound(rounds.map((r) => r.transparent)), rounds };
 }
 
-async function callCpu(dir: string, label: string, gateway: { child: ManagedChild; url: string }, tool: string) {
+/** The twins' medians over the rounds they were measured in, and this ÷ that, per setup and per round. */
+function comparedCalls(compared: Compared, calls: Awaited<ReturnType<typeof callRounds>>) {
+  const median = (setup: Setup): CallFigures | null => {
+    const measured = calls.rounds.flatMap((r) => (r.other?.[setup] ? [r.other[setup]] : []));
+    return measured.length === 0 ? null : medianRound(measured);
+  };
+  const other = { aggregated: median('aggregated'), transparent: median('transparent') };
+  return {
+    ...compareHeader(compared.checkout),
+    notCompared: 'part 1 (tools/list latency) and part 3 (memory per idle session, measured in this process through startVmcp) ran on this checkout only',
+    toolsCall: {
+      ...other,
+      cpuRatio: thisOverOther(other.aggregated?.cpuUsPerRequest, other.transparent?.cpuUsPerRequest),
+      unavailable: { aggregated: compared.twins.aggregated.unavailable, transparent: compared.twins.transparent.unavailable },
+      rounds: calls.rounds.map((r) => ({ aggregated: r.other?.aggregated?.cpuUsPerRequest ?? null, transparent: r.other?.transparent?.cpuUsPerRequest ?? null })),
+    },
+    /** This checkout's CPU µs/request ÷ the other's: of the medians, and round by round (A and B back to back). */
+    thisOverOther: {
+      aggregated: thisOverOther(calls.aggregated.cpuUsPerRequest, other.aggregated?.cpuUsPerRequest),
+      transparent: thisOverOther(calls.transparent.cpuUsPerRequest, other.transparent?.cpuUsPerRequest),
+      rounds: calls.rounds.map((r) => ({
+        aggregated: thisOverOther(r.aggregated.cpuUsPerRequest, r.other?.aggregated?.cpuUsPerRequest),
+        transparent: thisOverOther(r.transparent.cpuUsPerRequest, r.other?.transparent?.cpuUsPerRequest),
+      })),
+    },
+  };
+}
+
+async function callCpu(dir: string, label: string, gateway: Gateway, tool: string) {
   const session = await openSession(gateway.url);
   const headers = { ...HEADERS, 'mcp-session-id': session };
   const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: tool, arguments: { text: 'hi' } } });
@@ -193,7 +247,19 @@ export async function runAggregate(): Promise<void> {
     const transparent = await startGateway(dir, 'transparent', configYaml(backends.slice(0, 1), transparentPort), transparentPort);
 
     const list = await listLatency(aggregated.url);
-    const calls = await callRounds(dir, aggregated, transparent);
+    const otherCheckout = compareCheckoutOf();
+    const compared: Compared | null =
+      otherCheckout === null
+        ? null
+        : {
+            checkout: otherCheckout,
+            twins: {
+              aggregated: await startTwin(dir, 'aggregated', (port) => configYaml(backends, port), otherCheckout),
+              transparent: await startTwin(dir, 'transparent', (port) => configYaml(backends.slice(0, 1), port), otherCheckout),
+            },
+          };
+    const calls = await callRounds(dir, { aggregated, transparent }, compared);
+    for (const twin of Object.values(compared?.twins ?? {})) await twin.gateway?.child.stop();
     const callAggregated = calls.aggregated;
     const callTransparent = calls.transparent;
     const memory = await sessionMemory(aggregatedYaml, dir);
@@ -210,8 +276,11 @@ export async function runAggregate(): Promise<void> {
         rounds: calls.rounds.map((r) => ({ aggregated: r.aggregated.cpuUsPerRequest, transparent: r.transparent.cpuUsPerRequest })),
       },
       idleSessions: memory,
+      ...(compared === null ? {} : { compare: comparedCalls(compared, calls) }),
     };
-    writeFileSync(join(RESULTS_DIR, 'aggregate.json'), JSON.stringify(report, null, 2) + '\n');
+    // A compare run's figures are a before/after, not this code's result: a file of their own.
+    const file = join(RESULTS_DIR, compared === null ? 'aggregate.json' : 'compare-aggregate.json');
+    writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
     const lines = [
       '## Aggregation',
       '',
@@ -221,19 +290,45 @@ export async function runAggregate(): Promise<void> {
       '|---|---:|---:|---:|---:|---:|',
       `| transparent (1 backend) | ${callTransparent.rps} | ${callTransparent.p50Ms} | ${callTransparent.p99Ms} | ${callTransparent.cpuUsPerRequest} | ${callTransparent.errors} |`,
       `| aggregated (${BACKENDS} backends) | ${callAggregated.rps} | ${callAggregated.p50Ms} | ${callAggregated.p99Ms} | ${callAggregated.cpuUsPerRequest} | ${callAggregated.errors} |`,
+      ...(report.compare === undefined ? [] : compareRows(report.compare)),
       '',
       ROUNDS === 1
         ? `aggregated / transparent CPU per request: ${report.toolsCall.cpuRatio}×`
         : `aggregated / transparent CPU per request: ${report.toolsCall.cpuRatio}× (medians of ${ROUNDS} alternating rounds; per round: ${report.toolsCall.rounds.map((r) => `${r.aggregated}/${r.transparent}`).join(', ')} µs)`,
+      ...(report.compare === undefined ? [] : ['', ...compareLines(report.compare)]),
       '',
       'skipped' in memory
         ? `idle sessions: skipped (${memory.skipped})`
         : `memory per idle aggregated session (${memory.sessions} open, ${BACKENDS} backend sessions each): ${memory.heapBytesPerSession} B heap, ${memory.rssBytesPerSession} B RSS`,
     ];
-    process.stdout.write(lines.join('\n') + '\n');
+    process.stdout.write(lines.join('\n') + `\n\nwrote ${file}\n`);
   } finally {
     await stopAll();
   }
+}
+
+type Comparison = ReturnType<typeof comparedCalls>;
+
+/** The twins' rows of the tools/call table. */
+function compareRows(c: Comparison): string[] {
+  const label = c.other.label;
+  const row = (setup: Setup, name: string): string => {
+    const f = c.toolsCall[setup];
+    if (f === null) return `| ${name} @ ${label} | not available: ${(c.toolsCall.unavailable[setup] ?? 'no round measured').replace(/\|/g, '\\|')} | | | | |`;
+    return `| ${name} @ ${label} | ${f.rps} | ${f.p50Ms} | ${f.p99Ms} | ${f.cpuUsPerRequest} | ${f.errors} |`;
+  };
+  return [row('transparent', 'transparent (1 backend)'), row('aggregated', `aggregated (${BACKENDS} backends)`)];
+}
+
+/** This ÷ the other checkout, per setup, of the medians and per round. */
+function compareLines(c: Comparison): string[] {
+  const x = (n: number | null): string => (n === null ? 'n/a' : `${n.toFixed(2)}×`);
+  const perRound = (setup: Setup): string => (ROUNDS === 1 ? '' : ` (per round: ${c.thisOverOther.rounds.map((r) => r[setup]?.toFixed(2) ?? 'n/a').join(', ')})`);
+  return [
+    `this checkout (${c.this.label}) ÷ ${c.other.label}, CPU per request: transparent ${x(c.thisOverOther.transparent)}${perRound('transparent')}, aggregated ${x(c.thisOverOther.aggregated)}${perRound('aggregated')}; ` +
+      `${c.other.label}'s aggregated / transparent ${x(c.toolsCall.cpuRatio)}`,
+    `not compared: ${c.notCompared}`,
+  ];
 }
 
 if (process.argv[1]?.endsWith('aggregate/run.ts')) {
