@@ -79,7 +79,8 @@ async function callCpu(dir: string, label: string, gateway: Gateway, tool: strin
   }
   const check = (await (await rpc(gateway.url, body, headers)).json()) as { result?: unknown; error?: unknown };
   if (check.result === undefined) throw new Error(`${label}: tools/call failed: ${JSON.stringify(check)}`);
-  await runWrk({ url: gateway.url, seconds: WARMUP, connections: CONNECTIONS, threads: 1, headers, body, dir, label: `${label}-warmup` });
+  // wrk refuses -d0s: BENCH_WARMUP=0 means no warm-up, as in the load benchmark.
+  if (WARMUP > 0) await runWrk({ url: gateway.url, seconds: WARMUP, connections: CONNECTIONS, threads: 1, headers, body, dir, label: `${label}-warmup` });
   const pid = gateway.child.proc.pid!;
   const before = cpuSnapshot([pid]);
   const result = await runWrk({ url: gateway.url, seconds: SECONDS, connections: CONNECTIONS, threads: 1, headers, body, dir, label });
