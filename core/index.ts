@@ -79,6 +79,8 @@ export {
   didYouMean,
   /** The zod error map that words problems for people ("is required", "unknown field ... (did you mean ...?)"). */
   schemaIssueMessage,
+  /** The problems of one zod issue: its YAML path, message, and the key or value its position points at. */
+  issueReports,
   /** A config file read and validated: the config, or a ConfigError with every problem / the problems as a Validation. */
   loadFile,
   validateFile,

@@ -11,6 +11,7 @@ import {
   loadFile,
   parseYamlDocuments,
   schemaIssueMessage,
+  issueReports,
   SecretStore,
   type ServerSettings,
   sortProblems,
@@ -167,17 +168,9 @@ export function validateRegistryText(text: string, file: string): RegistryValida
 
 function reportIssues(problems: ConfigProblem[], file: string, document: YamlDocument, issues: readonly z.core.$ZodIssue[], resource: string): void {
   for (const issue of issues) {
-    if (issue.code === 'custom' && (issue.params as { silent?: boolean } | undefined)?.silent === true) continue;
-    const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
-    const report = (message: string, at: 'key' | 'value', locatePath = path): void => {
-      const { line, column } = document.locate(locatePath, at);
+    for (const { path, message, target, locatePath } of issueReports(issue)) {
+      const { line, column } = document.locate(locatePath, target);
       problems.push({ file, line, column, resource, path: formatPath(path), message });
-    };
-    if (issue.code === 'unrecognized_keys') {
-      const messages = issue.message.split('\n');
-      issue.keys.forEach((key, i) => report(messages[i] ?? `unknown field ${JSON.stringify(key)}`, 'key', [...path, key]));
-    } else {
-      report(issue.message, issue.code === 'custom' && issue.params?.at === 'key' ? 'key' : 'value');
     }
   }
 }
