@@ -11,7 +11,7 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadPluginModule } from '../plugin-api/plugin-loader.ts';
+import { loadPluginModule, oneLine } from '../plugin-api/plugin-loader.ts';
 import { formatPath, issueReports, schemaIssueMessage, type ConfigProblem, type PathSegment } from './problems.ts';
 import { isMapping, type YamlDocument } from './yaml.ts';
 
@@ -62,7 +62,7 @@ export async function pluginProblems(document: YamlDocument, resource: string, c
       parsed = schema.safeParse(entry.config, { error: schemaIssueMessage });
     } catch (err) {
       // A check of the plugin's own that throws instead of reporting an issue.
-      report([...at, 'config'], `the plugin's schema failed on this config: ${err instanceof Error ? err.message : String(err)}`);
+      report([...at, 'config'], `the plugin's schema failed on this config: ${oneLine(err)}`);
       continue;
     }
     if (parsed.success) continue;

@@ -35,10 +35,32 @@ function isDefinition(value: unknown): value is PluginDefinition<unknown> {
 /** The longest reason a load failure gives (a transform error can quote much of the file). */
 const MAX_REASON = 600;
 
-/** An error's message on one line (a transform error spans several), shortened. */
+/**
+ * How long a plugin module's top level may take to load. A module that awaits something that
+ * never comes would otherwise hold `validate`, a start or a reload (and every reload after it)
+ * for ever.
+ */
+export const PLUGIN_LOAD_TIMEOUT_MS = 30_000;
+
+/**
+ * Text a plugin or a load failure gave, on one line and shortened, with control characters
+ * (CR, NUL, escape sequences) made spaces: it goes into `validate`'s one-line problems and into
+ * logs. Never throws, whatever was thrown (a value without a usable toString included).
+ */
+export function oneLine(value: unknown, max = MAX_REASON): string {
+  let text: string;
+  try {
+    text = value instanceof Error ? value.message : String(value);
+  } catch {
+    text = 'a value that cannot be shown';
+  }
+  const line = text.split(/\r?\n/).map((part) => part.replace(/[\x00-\x1f\x7f]/g, ' ').trim()).filter((part) => part !== '').join(' ');
+  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
+}
+
+/** An error's message on one line (a transform error spans several), shortened, with a hint for the usual mistake. */
 function reasonOf(err: unknown): string {
-  const message = (err instanceof Error ? err.message : String(err)).split('\n').map((line) => line.trim()).filter((line) => line !== '').join(' ');
-  const reason = message.length > MAX_REASON ? `${message.slice(0, MAX_REASON - 3)}...` : message;
+  const reason = oneLine(err);
   // What Node says when a .ts or .js file written as ESM is loaded as CommonJS: its folder lacks "type": "module".
   if ((err as { code?: unknown } | null)?.code === 'ERR_REQUIRE_CYCLE_MODULE') {
     return `${reason} (a plugin written with import/export in a .ts or .js file needs "type": "module" in the package.json of its folder)`;
@@ -53,7 +75,9 @@ function reasonOf(err: unknown): string {
 export function resolvePluginModule(module: string, fromDir: string): string {
   if (isAbsolute(module)) return module;
   const url = resolveImport(module, pathToFileURL(join(fromDir, '/')).href);
-  return url.startsWith('file:') ? fileURLToPath(url) : url;
+  // A plugin is a file: not a Node built-in (node:fs), nor code written into the config (data:).
+  if (!url.startsWith('file:')) throw new Error(`it resolves to ${JSON.stringify(oneLine(url, 64))}, not a file: a plugin module is a path or the name of an installed package`);
+  return fileURLToPath(url);
 }
 
 /** A plugin module loaded: its definition, or why it cannot be used (one line). */
@@ -64,18 +88,38 @@ export type LoadedPlugin = { readonly ok: true; readonly definition: PluginDefin
  * its default export (or `plugin`) must be a plugin definition. Returns why not otherwise.
  */
 export async function loadPluginModule(module: string, fromDir: string): Promise<LoadedPlugin> {
+  const named = JSON.stringify(module);
   let loaded: Record<string, unknown>;
   try {
-    const resolved = resolvePluginModule(module, fromDir);
-    loaded = (await import(isAbsolute(resolved) ? pathToFileURL(resolved).href : resolved)) as Record<string, unknown>;
+    const url = pathToFileURL(resolvePluginModule(module, fromDir)).href;
+    const outcome = await withinLoadTimeout(import(url) as Promise<Record<string, unknown>>);
+    if (outcome === null) return { ok: false, problem: `plugin module ${named} did not finish loading in ${PLUGIN_LOAD_TIMEOUT_MS / 1000} s (its top-level code waits on something that does not come)` };
+    loaded = outcome;
   } catch (err) {
-    return { ok: false, problem: `cannot load plugin module "${module}": ${reasonOf(err)}` };
+    return { ok: false, problem: `cannot load plugin module ${named}: ${reasonOf(err)}` };
   }
   const definition = loaded.default ?? loaded.plugin;
   if (!isDefinition(definition)) {
-    return { ok: false, problem: `module "${module}" does not export a plugin (a default export made with definePlugin)` };
+    return { ok: false, problem: `module ${named} does not export a plugin (a default export made with definePlugin)` };
   }
   return { ok: true, definition };
+}
+
+/**
+ * The import's module, or null when it did not settle within PLUGIN_LOAD_TIMEOUT_MS. The timer
+ * holds the process until then: a top-level await that nothing else keeps alive gets this answer,
+ * not Node's exit 13.
+ */
+async function withinLoadTimeout<T>(loading: Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), PLUGIN_LOAD_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([loading, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Imports a plugin module named in the config (see loadPluginModule); a PluginConfigError names `source` and why not. */

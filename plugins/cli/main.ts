@@ -11,8 +11,15 @@ import { buildProgram } from './program.ts';
 
 endOutputQuietlyOnClosedPipe(process.stdout, process.stderr);
 
+/** Set when the command run is `validate`: it ends once its output is written. */
+let oneShot = false;
+
 try {
-  await buildProgram().parseAsync(process.argv);
+  const program = buildProgram();
+  program.hook('preAction', (_program, action) => {
+    if (action.name() === 'validate') oneShot = true;
+  });
+  await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
     // --help and --version end with 0; every other commander error (unknown command or option,
@@ -25,4 +32,22 @@ try {
     process.stderr.write(`gatehouse: ${(err as Error).stack ?? String(err)}\n`);
     process.exitCode = EXIT_FAILURE;
   }
+}
+
+// validate loads the plugin modules a file names: one that leaves a timer, a socket or a client
+// open would keep the process (and a CI step that validates) from ending after its verdict.
+if (oneShot) {
+  await Promise.all([written(process.stdout), written(process.stderr)]);
+  process.exit();
+}
+
+/** Resolves once what was written to `stream` before is flushed (or the stream failed). */
+function written(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    try {
+      stream.write('', () => resolve());
+    } catch {
+      resolve();
+    }
+  });
 }

@@ -206,6 +206,36 @@ describe('exit codes of validate and serve', () => {
     assert.match(problems[3]!, new RegExp(`^${file}:${positionOf(file, './broken/plugin.ts')} VirtualMCPServer/vmcp spec\\.plugins\\[2\\]\\.module: cannot load plugin module "\\S+broken/plugin\\.ts": Transform failed with 1 error: \\S+plugin\\.ts:2:17: ERROR: `));
   });
 
+  it('validate ends after its verdict when a plugin module leaves a timer open at its top level', async () => {
+    const file = await writeConfig(vmcpYaml({ backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }], spec: '  plugins: [{name: lingering, module: ./lingering.mjs}]' }));
+    await writeFile(join(dirname(file), 'lingering.mjs'), "setInterval(() => {}, 1000);\nexport default { name: 'lingering', create: () => ({ name: 'lingering' }) };\n");
+    const started = performance.now();
+    const result = await run(['vmcp', 'validate', '--config', file]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /: OK \(VirtualMCPServer\/vmcp/);
+    // It used to print OK and then never exit (the test's own timeout ended it).
+    assert.ok(performance.now() - started < 30_000, 'validate exited');
+  });
+
+  it('2 for a plugin module that names no file (a Node built-in, a data: URL), and a load failure stays one line', async () => {
+    const file = await writeConfig(
+      vmcpYaml({
+        backends: [{ name: 'echo', url: 'http://127.0.0.1:9/mcp' }],
+        spec: '  plugins:\n    - {name: builtin, module: "node:fs"}\n    - {name: inline, module: "data:text/javascript,export default {name: 1}"}\n    - {name: noisy, module: ./noisy.mjs}',
+      }),
+    );
+    // A module whose error message carries CR, LF and an escape sequence: it must not forge or colour a line of output.
+    await writeFile(join(dirname(file), 'noisy.mjs'), 'throw new Error("first\\r\\nFAKE.yaml:1:1 forged\\u001b[31m red");\n');
+    const result = await run(['vmcp', 'validate', '--config', file]);
+    assert.equal(result.code, 2, result.stderr);
+    const problems = result.stderr.trimEnd().split('\n');
+    assert.equal(problems.length, 3, result.stderr);
+    assert.match(problems[0]!, /spec\.plugins\[0\]\.module: cannot load plugin module "node:fs": it resolves to "node:fs", not a file: a plugin module is a path or the name of an installed package$/);
+    assert.match(problems[1]!, /spec\.plugins\[1\]\.module: cannot load plugin module "data:text\/javascript,export default \{name: 1\}": it resolves to "data:text\/javascript,.*", not a file/);
+    assert.match(problems[2]!, /spec\.plugins\[2\]\.module: cannot load plugin module "\S+noisy\.mjs": first FAKE\.yaml:1:1 forged \[31m red$/);
+    assert.doesNotMatch(result.stderr, /[\r\x1b]/);
+  });
+
   it('1 when it cannot start: the address is taken', async () => {
     const { createServer } = await import('node:net');
     const blocker = createServer();
