@@ -144,7 +144,7 @@ export const schemaIssueMessage: z.core.$ZodErrorMap = (issue) => {
       return `must be ${expected} (got ${describeValue(issue.input)})`;
     }
     case 'too_small':
-      if (issue.origin === 'string') return 'must not be empty';
+      if (issue.origin === 'string') return Number(issue.minimum) <= 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters long`;
       if (issue.origin === 'array') return `must list at least ${issue.minimum} ${issue.minimum === 1 ? 'entry' : 'entries'}`;
       return `must be ${issue.inclusive === false ? 'more than' : 'at least'} ${issue.minimum} (got ${describeValue(issue.input)})`;
     case 'too_big':

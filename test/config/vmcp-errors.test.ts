@@ -8,10 +8,11 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, formatProblem, formatProblems } from '../../core/config/problems.ts';
+import { ConfigError, formatProblem, formatProblems, schemaIssueMessage } from '../../core/config/problems.ts';
 import type { ConfigProblem } from '../../core/config/problems.ts';
 import { loadVmcpConfig, validateVmcpFile, validateVmcpText, validateVmcpTextAndPlugins } from '../../core/config/vmcp-config.ts';
 import { REPO_ROOT } from '../fixtures/processes.ts';
+import { z } from 'zod';
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 
@@ -354,4 +355,11 @@ spec:
     'config.yaml:15:1 Secret/s spec: write the Secret\'s fields either at the top level (as Kubernetes does) or under spec, not both (top level has: stringData)',
     'config.yaml:21:22 VirtualMCPServer/vmcp spec.config.groupRef: MCPGroup "tools" has no MCPServer: add an MCPServer with spec.groupRef: tools',
   ]);
+});
+
+test('a string shorter than its minimum is worded by the minimum: empty when it is 1, a length past that', () => {
+  const messageOf = (schema: z.ZodType, value: unknown): string | undefined => schema.safeParse(value, { error: schemaIssueMessage }).error?.issues[0]?.message;
+  assert.equal(messageOf(z.string().min(1), ''), 'must not be empty');
+  // It said "must not be empty" to a 3-character value of a 16-character minimum; the value is not echoed (it may be a secret).
+  assert.equal(messageOf(z.string().min(16), 'abc'), 'must be at least 16 characters long');
 });
