@@ -205,5 +205,3 @@ function buildIndex(entries: readonly ResourceEntry[], configDir: string): Refer
 function reportIssue(issue: z.core.$ZodIssue, entry: ResourceEntry, report: Report): void {
   for (const { path, message, target, locatePath } of issueReports(issue)) report(entry.document, entry.label, path, message, target, locatePath);
 }
-
-// ---- Assembly of the resolved config (the input is valid here) ----------------------------

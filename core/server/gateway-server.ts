@@ -85,8 +85,6 @@ export interface ShutdownHook {
   abort(): void;
 }
 
-type Handler = RouteHandler;
-
 const kCtx = Symbol('gatehouse.ctx');
 const kLastRequestSeen = Symbol('gatehouse.lastRequestSeen');
 type LastRequestSocket = HttpRequest['socket'] & { [kLastRequestSeen]?: true };
@@ -174,7 +172,7 @@ export class GatewayServer {
     });
   }
 
-  setAuthChallenge(challenge: AuthChallenge): void {
+  setAuthChallenge(challenge: AuthChallenge | null): void {
     this.#scope.challenge = challenge;
   }
 
@@ -242,7 +240,7 @@ export class GatewayServer {
     }
   };
 
-  #route(ctx: Context, live: LiveRoutes): ReturnType<Handler> {
+  #route(ctx: Context, live: LiveRoutes): ReturnType<RouteHandler> {
     // Which Host is meant is ambiguous (RFC 9112 §3.2): the origin guard must not pick one.
     if (ctx.head.hostCount > 1) throw new GatewayError('invalid_request', 'the request has more than one Host header');
     const path = ctx.path;
@@ -280,7 +278,7 @@ export class GatewayServer {
     ctx.params = match.params;
     if (match.route.def.anyOrigin === true) this.#checkHost(ctx);
     else this.#checkOrigin(ctx);
-    const handler = match.route.def.handler as Handler;
+    const handler = match.route.def.handler as RouteHandler;
     return match.route.auth ? this.#authenticated(ctx, live.chain, handler) : handler(ctx);
   }
 
@@ -341,7 +339,7 @@ export class GatewayServer {
    * authenticate, then authorize, then the handler; sync while every hook is. The branches are
    * written out rather than passed to `then()`: a closure per request is what the sync path saves.
    */
-  #authenticated(ctx: Context, chain: Chain, handler: Handler): ReturnType<Handler> {
+  #authenticated(ctx: Context, chain: Chain, handler: RouteHandler): ReturnType<RouteHandler> {
     const hooks = chain.authenticate;
     if (hooks === null) return this.#authorized(ctx, chain, handler);
     const outcome = runHooks(hooks, ctx, undefined);
@@ -349,7 +347,7 @@ export class GatewayServer {
     return outcome !== undefined ? outcome : this.#authorized(ctx, chain, handler);
   }
 
-  #authorized(ctx: Context, chain: Chain, handler: Handler): ReturnType<Handler> {
+  #authorized(ctx: Context, chain: Chain, handler: RouteHandler): ReturnType<RouteHandler> {
     const hooks = chain.authorize;
     if (hooks === null) return handler(ctx);
     const outcome = runHooks(hooks, ctx, undefined);

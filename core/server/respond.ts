@@ -1,6 +1,6 @@
 /**
  * Writing what a hook or handler answered: a `Reply` as is, anything else through the one error
- * mapping (errors.ts). Every answer the gateway itself gives goes through here, and neither
+ * mapping (http/error-response.ts). Every answer the gateway itself gives goes through here, and neither
  * function throws: a writer that refuses what it is given (a header value with CR, LF or NUL, a
  * connection already gone) ends in the plain 500 or a cut connection, never in an exception
  * that would escape into a socket callback or an unhandled rejection.

@@ -2,7 +2,7 @@
  * `server.maxSessionRequests`: how many requests one MCP session may have in flight at once (its
  * GET stream and listens included). Without it, one client could hold every backend connection and
  * the gateway's memory with calls that never end. Counted after the request is authenticated, per
- * principal and `Mcp-Session-Id` (the key gateway-server.ts gives), so another principal that
+ * principal and `Mcp-Session-Id` (the key live-routes.ts gives), so another principal that
  * learned the id cannot fill the session's count; the count goes down when the response is done
  * (finished, or the client went away). Stateless (2026-07-28)
  * requests carry no session: `maxPipelinedRequests` and `maxConnections` bound them.

@@ -1,6 +1,6 @@
 /**
  * One generation of a virtual MCP server: what a reload builds anew from a configuration and
- * swaps in whole (reload.ts) — the plugins and their chain, the backend connections, the MCP
+ * swaps in whole (virtual-mcp-server.ts, reload) — the plugins and their chain, the backend connections, the MCP
  * endpoint and its health monitor, the SSE streams it opened. The HTTP server, the metrics and
  * the session storage are the process's and outlive every generation.
  */

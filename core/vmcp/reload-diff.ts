@@ -1,7 +1,7 @@
 /**
  * What a reload may change, and what it changed.
  *
- * Reloaded (a new generation, reload.ts): the backends (added, removed, URL, timeouts, answer
+ * Reloaded (a new generation, virtual-mcp-server.ts): the backends (added, removed, URL, timeouts, answer
  * size bound, outgoing auth), incoming auth (including its resourceUrl, hence the MCP path), aggregation,
  * failure handling, passthroughHeaders, the token-exchange cache, the plugins and their config, server.maxBodyBytes.
  *

@@ -1,5 +1,5 @@
 /**
- * What a generation of the server (reload.ts) sees of the sessions every generation shares.
+ * What a generation of the server (generation.ts) sees of the sessions every generation shares.
  *
  * A session's record names the backends it joined (and those that were down at initialize) by
  * name, as the generation that created it had them. Seen through this view by a later

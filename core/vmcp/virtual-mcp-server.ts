@@ -96,8 +96,8 @@ class VirtualMcpServer implements RunningVmcp {
   readonly #log: Logger;
   /** Generations not closed yet: the serving one, and those draining. */
   readonly #live = new Set<Generation>();
-  /** The serving generation (set by `compose` before anything reads it). */
-  #current!: Generation;
+  /** The serving generation (null only while `compose` builds the first). */
+  #current: Generation | null = null;
   #server: GatewayServer | null = null;
   #address: AddressInfo | null = null;
   #url = '';
@@ -138,11 +138,15 @@ class VirtualMcpServer implements RunningVmcp {
   }
 
   get backends(): readonly BackendInfo[] {
-    return this.#current.backends;
+    return this.#serving.backends;
   }
 
   get config(): VmcpConfig {
-    return this.#current.config;
+    return this.#serving.config;
+  }
+
+  get #serving(): Generation {
+    return this.#current!;
   }
 
   reload(next: VmcpConfig, builtins: readonly PluginSpec[] = []): Promise<ReloadOutcome> {
@@ -161,7 +165,7 @@ class VirtualMcpServer implements RunningVmcp {
 
   /** The HTTP server, routing to the first generation; it tells every live generation's streams at shutdown, draining ones included. */
   #serve(): void {
-    const first = this.#current;
+    const first = this.#serving;
     const config = first.config;
     const streams: ShutdownHook = {
       drain: () => this.#live.forEach((g) => g.streams.drain()),
@@ -186,7 +190,7 @@ class VirtualMcpServer implements RunningVmcp {
 
   /** Starts the app (plugins, then the listeners) and logs where it listens. */
   async listen(): Promise<void> {
-    const first = this.#current;
+    const first = this.#serving;
     this.#address = await this.#app.start();
     this.#url = this.#app.url(first.mcpPath);
     const admin = this.#server!.adminAddress;
@@ -215,7 +219,7 @@ class VirtualMcpServer implements RunningVmcp {
       onChallenge: (g, challenge) => {
         if (g === this.#current) this.#server?.setAuthChallenge(challenge);
       },
-      previous: this.#live.size === 0 ? null : this.#current,
+      previous: this.#current,
     });
     this.#live.add(generation);
     return generation;
@@ -229,7 +233,7 @@ class VirtualMcpServer implements RunningVmcp {
   /** One reload: refused when a part needs a restart, skipped when nothing changed, else the next generation is built, started and swapped in. */
   async #apply(next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<ReloadOutcome> {
     if (this.#stopped) return stopping();
-    const old = this.#current;
+    const old = this.#serving;
     const parts = restartNeeded(old.config, next);
     if (parts.length > 0) return this.#refuseRestart(next, parts);
     const changes = changesOf(old.config, next);
@@ -258,6 +262,11 @@ class VirtualMcpServer implements RunningVmcp {
       this.#log.error({ err, file: next.file }, 'reload refused: the new configuration could not be built; the running one keeps serving');
       return { status: 'failed', error: err };
     }
+    if (this.#stopped) {
+      // Stopped while it was built: its plugins never start.
+      await this.#close(generation);
+      return stopping();
+    }
     try {
       await generation.start();
     } catch (err) {
@@ -282,7 +291,8 @@ class VirtualMcpServer implements RunningVmcp {
     this.#current = generation;
     generation.activate();
     const { drained } = server.swap({ chain: generation.chain, mcp: generation.endpoint, publicUrls: publicUrlsOf(next) });
-    if (generation.challenge !== null) server.setAuthChallenge(generation.challenge);
+    // The new incoming auth's challenge, or none (a reload to anonymous): never the old one's.
+    server.setAuthChallenge(generation.challenge);
     old.streams.drain();
     this.#log.info(
       {
