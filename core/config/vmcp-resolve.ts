@@ -90,6 +90,7 @@ function toBackends(parsed: ParsedResources, spec: VmcpSpec): BackendConfig[] {
       answerTimeoutMs: timeouts.perWorkload[server.metadata.name] ?? timeouts.default ?? server.spec.timeout,
       maxResponseBytes: spec.config.operational.maxBackendResponseSize,
       externalAuth: refName === undefined ? null : checked(externalAuths.get(refName), `MCPExternalAuthConfig ${refName}`),
+      annotations: server.metadata.annotations ?? {},
     };
   });
 }

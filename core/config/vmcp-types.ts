@@ -30,6 +30,8 @@ export interface BackendConfig {
   readonly maxResponseBytes: number;
   /** The outgoing-auth strategy that applies to this backend (after `outgoingAuth.source`), or null. */
   readonly externalAuth: ExternalAuthConfig | null;
+  /** `metadata.annotations` of the MCPServer (none: empty), for plugins (e.g. a claims map of who may use it). */
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 export interface InlineOidcConfig {

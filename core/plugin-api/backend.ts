@@ -77,6 +77,11 @@ export interface BackendInfo {
   readonly auth: ExternalAuthConfig | null;
   /** `spec.passthroughHeaders` of the VirtualMCPServer: client headers this backend gets besides the usual ones. */
   readonly passthroughHeaders: PassthroughHeaders;
+  /**
+   * `metadata.annotations` of the MCPServer, as written (none: empty): what an operator says of the
+   * backend for plugins to read, such as ToolHive's `toolhive.stacklok.dev/authz-claims`.
+   */
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 /** `operational.maxBackendResponseSize` by default: as large as a JSON answer was ever read (32 MiB). */
@@ -88,7 +93,15 @@ export interface AnswerBounds {
   readonly maxResponseBytes?: number;
 }
 
-export function backendInfo(name: string, url: string, timeoutMs: number, auth: ExternalAuthConfig | null = null, bounds: AnswerBounds = {}, passthroughHeaders: PassthroughHeaders = NO_PASSTHROUGH): BackendInfo {
+export function backendInfo(
+  name: string,
+  url: string,
+  timeoutMs: number,
+  auth: ExternalAuthConfig | null = null,
+  bounds: AnswerBounds = {},
+  passthroughHeaders: PassthroughHeaders = NO_PASSTHROUGH,
+  annotations: Readonly<Record<string, string>> = NO_ANNOTATIONS,
+): BackendInfo {
   const parsed = new URL(url);
   return {
     name,
@@ -101,5 +114,8 @@ export function backendInfo(name: string, url: string, timeoutMs: number, auth: 
     maxResponseBytes: bounds.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     auth,
     passthroughHeaders,
+    annotations,
   };
 }
+
+const NO_ANNOTATIONS: Readonly<Record<string, string>> = Object.freeze({});

@@ -64,7 +64,7 @@ function authServerInputs(config: VmcpConfig): unknown {
 }
 
 function backendKey(backend: BackendConfig): unknown {
-  return { url: backend.url, timeoutMs: backend.timeoutMs, answerTimeoutMs: backend.answerTimeoutMs, maxResponseBytes: backend.maxResponseBytes, externalAuth: backend.externalAuth };
+  return { url: backend.url, timeoutMs: backend.timeoutMs, answerTimeoutMs: backend.answerTimeoutMs, maxResponseBytes: backend.maxResponseBytes, externalAuth: backend.externalAuth, annotations: backend.annotations };
 }
 
 export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {

@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { loadVmcpConfig, validateVmcpText } from '../../core/config/vmcp-config.ts';
 import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import { GROUP_WITH_ECHO } from '../helpers/gateway.ts';
+import { backendInfo } from '../../core/plugin-api/backend.ts';
+import { changesOf, nothingChanged } from '../../core/vmcp/reload-diff.ts';
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 
@@ -26,7 +28,7 @@ test('the minimal file resolves, with every default', async () => {
     dir: fixtures,
     name: 'vmcp',
     groupRef: 'tools',
-    backends: [{ name: 'echo', url: 'http://127.0.0.1:9100/mcp', transport: 'streamable-http', timeoutMs: 30_000, answerTimeoutMs: 30_000, maxResponseBytes: 32 * 1024 * 1024, externalAuth: null }],
+    backends: [{ name: 'echo', url: 'http://127.0.0.1:9100/mcp', transport: 'streamable-http', timeoutMs: 30_000, answerTimeoutMs: 30_000, maxResponseBytes: 32 * 1024 * 1024, externalAuth: null, annotations: {} }],
     incomingAuth: { type: 'anonymous', resourceUrl: 'http://127.0.0.1:4483/mcp' },
     outgoingAuthSource: 'discovered',
     tokenExchangeCache: { maxEntries: 10_000, defaultLifetimeMs: 60_000, expirySkewMs: 30_000 },
@@ -274,4 +276,42 @@ spec:
 `);
   assert.deepEqual(config.backends.map((backend) => backend.name), ['b', 'a']);
   assert.deepEqual(config.incomingAuth, { type: 'anonymous', resourceUrl: null });
+});
+
+test("an MCPServer's annotations are the backend's, as written, and changing them reloads the backend", () => {
+  const file = (claims: string): string => `
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPGroup
+metadata: {name: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata:
+  name: github
+  annotations: {toolhive.stacklok.dev/authz-claims: '${claims}'}
+spec: {url: "http://127.0.0.1:9102/mcp", groupRef: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: MCPServer
+metadata: {name: plain}
+spec: {url: "http://127.0.0.1:9103/mcp", groupRef: tools}
+---
+apiVersion: gatehouse.dev/v1alpha1
+kind: VirtualMCPServer
+metadata: {name: vmcp}
+spec:
+  config: {groupRef: tools}
+  incomingAuth: {type: anonymous}
+`;
+  const before = configOf(file('{"team": "platform"}'));
+  assert.deepEqual(before.backends.map((b) => [b.name, b.annotations]), [
+    ['github', { 'toolhive.stacklok.dev/authz-claims': '{"team": "platform"}' }],
+    ['plain', {}],
+  ]);
+  const info = backendInfo('github', 'http://127.0.0.1:9102/mcp', 1000, null, {}, undefined, before.backends[0]!.annotations);
+  assert.equal(info.annotations['toolhive.stacklok.dev/authz-claims'], '{"team": "platform"}');
+  assert.deepEqual(backendInfo('plain', 'http://127.0.0.1:9103/mcp', 1000).annotations, {});
+  const after = configOf(file('{"team": "security"}'));
+  assert.deepEqual(changesOf(before, after).changed, ['github']);
+  assert.ok(nothingChanged(changesOf(before, configOf(file('{"team": "platform"}')))));
 });
