@@ -108,6 +108,7 @@ export const E2E: readonly string[] = [
   'test/registry/providers.test.ts',
   'test/registry/publish-claims.test.ts',
   'test/registry/reload.test.ts',
+  'test/registry/skill-shape.test.ts',
   'test/registry/source-kinds.test.ts',
   'test/registry/store.test.ts',
   'test/registry/sync-replicas.test.ts',

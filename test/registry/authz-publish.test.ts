@@ -143,10 +143,11 @@ describe('skills', () => {
   it('are published with "type": "skill" and listed at /v0.1/skills', async () => {
     const res = await publish('acme-all', 'platformWriter', { type: 'skill', ...server('com.acme/review-skill', '0.1.0', platform) });
     assert.equal(res.status, 201, res.text);
-    assert.equal(res.json<VersionBody>().skill?.name, 'com.acme/review-skill');
+    // One shape for published and synced skills: {namespace, name} (test/registry/skill-shape.test.ts).
+    assert.deepEqual([res.json<VersionBody>().skill?.namespace, res.json<VersionBody>().skill?.name], ['com.acme', 'review-skill']);
     assert.equal(res.json<VersionBody>().skill?.remotes, undefined);
     const skills = (await acme.registry.request('GET', '/acme-all/v0.1/skills', { token: acme.tokens.platformWriter! })).json<ListBody>();
-    assert.deepEqual(skills.skills?.map((s) => s.skill?.name), ['com.acme/review-skill', 'shared-skill']);
+    assert.deepEqual(skills.skills?.map((s) => `${String(s.skill?.namespace)}/${s.skill?.name}`), ['com.acme/review-skill', 'io.acme/shared-skill']);
     const servers = (await acme.registry.request('GET', '/acme-all/v0.1/servers?search=review', { token: acme.tokens.platformWriter! })).json<ListBody>();
     assert.equal(servers.servers?.length, 0);
     const del = await acme.registry.request('DELETE', '/acme-all/v0.1/skills/com.acme%2Freview-skill/versions/0.1.0', { token: acme.tokens.platformWriter! });

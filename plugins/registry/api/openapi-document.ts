@@ -206,12 +206,14 @@ function buildDocument(): Json {
         ServerResponse: serverResponse,
         ServerList: officialSchemas.ServerList,
         SkillDetail: {
-          description: 'A skill document. There is no official skill schema: Gatehouse requires a name ("namespace/name", or `namespace` and `name` apart) and a version, and keeps the rest as it is.',
+          description:
+            'A skill document, in ToolHive\'s skill shape (the registry file\'s `data.skills[]`; the official registry has no skill schema): `namespace` and `name` apart, whether the skill was published or synced. ' +
+            'Gatehouse requires these and a version and keeps the other fields as they are. In paths and `search`, a skill is named "namespace/name".',
           type: 'object',
-          required: ['name', 'version'],
+          required: ['namespace', 'name', 'version'],
           properties: {
-            name: { type: 'string', description: '"namespace/name", or the name within `namespace`' },
-            namespace: { type: 'string' },
+            namespace: { type: 'string', description: 'Reverse-DNS namespace, e.g. "io.github.acme"' },
+            name: { type: 'string', pattern: '^[^/]+$', description: 'The skill\'s name within its namespace, e.g. "pdf-report"' },
             version: { type: 'string', maxLength: 255 },
             description: { type: 'string' },
             title: { type: 'string' },
@@ -246,10 +248,12 @@ function buildDocument(): Json {
             },
             {
               type: 'object',
+              description: 'A skill, named `{namespace, name}` or `name: "namespace/name"`: stored and served as `{namespace, name}` either way',
               required: ['type', 'name', 'version', 'description'],
               properties: {
                 type: { const: 'skill' },
-                name: { type: 'string', description: 'Reverse-DNS "namespace/name"' },
+                namespace: { type: 'string', description: 'Reverse-DNS namespace; without it, `name` is "namespace/name"' },
+                name: { type: 'string', description: 'The name within `namespace`, or reverse-DNS "namespace/name"' },
                 version: { type: 'string', maxLength: 255 },
                 description: { type: 'string', minLength: 1 },
                 title: { type: 'string' },

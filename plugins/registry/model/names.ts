@@ -9,6 +9,7 @@
  *   versioning is recommended; other versions are accepted but rank below semver ones.
  */
 import { isWellFormedText } from './json-value.ts';
+import { skillFullName } from './skill-document.ts';
 
 /**
  * `namespace/name`: the namespace's dot-separated labels start and end with a letter or digit (no
@@ -24,6 +25,17 @@ export function entryNameProblem(name: unknown): string | null {
     return `name ${JSON.stringify(name)} is not valid: use reverse-DNS "namespace/name" with exactly one "/", dot-separated labels of letters, digits and "-" in the namespace, and letters, digits, ".", "_" and "-" in the name, each starting with a letter or digit (e.g. "io.github.acme/weather")`;
   }
   return null;
+}
+
+/**
+ * The registry's name of a document of `kind` (a server's `name`; a skill's `namespace/name`,
+ * from either of its shapes: skill-document.ts) when it is valid, else what is wrong with it.
+ */
+export function documentName(kind: 'server' | 'skill', document: Readonly<Record<string, unknown>>): { name: string; problem: null } | { name: undefined; problem: string } {
+  const naming = kind === 'skill' ? skillFullName(document) : { ok: true as const, fullName: document.name };
+  if (!naming.ok) return { name: undefined, problem: naming.problem };
+  const problem = entryNameProblem(naming.fullName);
+  return problem === null ? { name: naming.fullName as string, problem: null } : { name: undefined, problem };
 }
 
 /**

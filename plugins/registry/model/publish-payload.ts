@@ -6,7 +6,8 @@
  * What is stored and served is the document without `type` and `claims` (those belong to the
  * registry, not to the server). For a server given a `url` but no `remotes`, the URL is also
  * offered as its streamable-HTTP remote, so that clients reading server.json find it where the
- * format puts it.
+ * format puts it. A skill is named `{namespace, name}` or `name: "namespace/name"`, and stored
+ * as `{namespace, name}` either way, as synced skills are (skill-document.ts).
  *
  * A server's stored document must validate against the official server.json schema (2025-12-11)
  * and the official registry's further rules (server-json.ts): every problem is named by its JSON
@@ -17,7 +18,8 @@ import { GatewayError } from '@gatehouse-mcp/gateway';
 import { claimMapSchema } from '../config/registry-schema.ts';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import type { EntryKind } from '../store/records.ts';
-import { entryNameProblem, versionProblem } from './names.ts';
+import { documentName, versionProblem } from './names.ts';
+import { canonicalSkill } from './skill-document.ts';
 import { describeProblems, serverJsonProblems } from './server-json.ts';
 
 export interface PublishPayload {
@@ -59,7 +61,8 @@ export function parsePublishPayload(body: unknown): PublishPayload {
   };
   const type = fields.type ?? 'server';
   if (type !== 'server' && type !== 'skill') refuse('type', `type must be "server" (the default) or "skill" (got ${JSON.stringify(type)})`);
-  const nameProblem = entryNameProblem(fields.name);
+  // A skill may be named `{namespace, name}` (ToolHive's shape, the one stored) or `name: "namespace/name"`.
+  const { name, problem: nameProblem } = documentName(type === 'skill' ? 'skill' : 'server', fields);
   if (nameProblem !== null) refuse('name', nameProblem);
   const version = versionProblem(fields.version);
   if (version !== null) refuse('version', version);
@@ -79,7 +82,8 @@ export function parsePublishPayload(body: unknown): PublishPayload {
     }
   }
 
-  const { type: _type, claims: _claims, ...document } = fields;
+  const { type: _type, claims: _claims, ...fieldsKept } = fields;
+  const document = type === 'skill' && name !== undefined ? { ...canonicalSkill(fieldsKept, name) } : fieldsKept;
   if (type === 'server' && urlValid && document.remotes === undefined) {
     document.remotes = [{ type: 'streamable-http', url: fields.url }];
   }
@@ -88,5 +92,5 @@ export function parsePublishPayload(body: unknown): PublishPayload {
     if (schemaProblems.length > 0) problems.push(describeProblems(schemaProblems));
   }
   if (problems.length > 0) throw new GatewayError('invalid_request', problems.join('; '));
-  return { kind: type as EntryKind, name: fields.name as string, version: fields.version as string, claims, document };
+  return { kind: type as EntryKind, name: name!, version: fields.version as string, claims, document };
 }

@@ -12,6 +12,7 @@ import { Params, decodeCursor, encodeCursor } from './cursor.ts';
 import type { Database } from './database.ts';
 import { LIVE, NOT_OUTRANKED, SERVED_COLUMNS, servedByRegistry, toServedVersion, visibleTo, type ServedRow } from './entry-sql.ts';
 import type { EntryFilter, EntryKind, EntryRecord, Page, ServedVersion } from './records.ts';
+import { canonicalDocument } from '../model/skill-document.ts';
 
 export interface VersionListQuery {
   readonly registry: string;
@@ -96,11 +97,14 @@ export class EntryListing {
        WHERE entry_id = ANY($1::int[]) AND deleted_at IS NULL ORDER BY entry_id, version_key DESC, published_at DESC, version DESC`,
       [page.map((row) => row.id)],
     );
+    const entryOf = new Map(page.map((row) => [row.id, row]));
     const byEntry = new Map<number, EntryRecord['versions'][number][]>();
     for (const v of versions) {
       let list = byEntry.get(v.entry_id);
       if (list === undefined) byEntry.set(v.entry_id, (list = []));
-      list.push({ version: v.version, document: v.document, isLatest: v.is_latest, publishedAt: v.published_at, updatedAt: v.updated_at, deletedAt: null });
+      const entry = entryOf.get(v.entry_id)!;
+      // A skill row written before skills had one shape reads in it (model/skill-document.ts).
+      list.push({ version: v.version, document: canonicalDocument(entry.kind, entry.name, v.document), isLatest: v.is_latest, publishedAt: v.published_at, updatedAt: v.updated_at, deletedAt: null });
     }
     const items = page.map((row) => ({ source: row.source, kind: row.kind, name: row.name, claims: row.claims, versions: byEntry.get(row.id) ?? [] }));
     const last = items.at(-1);

@@ -10,6 +10,7 @@
 import type { Params } from './cursor.ts';
 import type { SqlRunner } from './database.ts';
 import type { EntryFilter, EntryKind, ServedVersion, VersionRecord } from './records.ts';
+import { canonicalDocument } from '../model/skill-document.ts';
 
 /**
  * The entry `e` of source `rs` (with `rsrc` its row in sources) is not outranked in its registry:
@@ -70,7 +71,8 @@ export function toServedVersion(row: ServedRow): ServedVersion {
     kind: row.kind,
     name: row.name,
     version: row.version,
-    document: row.document,
+    // A skill row written before skills had one shape reads in it (model/skill-document.ts).
+    document: canonicalDocument(row.kind, row.name, row.document),
     isLatest: row.is_latest,
     publishedAt: row.published_at,
     updatedAt: row.updated_at,

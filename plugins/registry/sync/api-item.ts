@@ -7,7 +7,8 @@
  * syncs). A bad item is refused with a problem in words, never thrown.
  */
 import type { EntryKind } from '../store/records.ts';
-import { entryNameProblem, versionProblem } from '../model/names.ts';
+import { documentName, versionProblem } from '../model/names.ts';
+import { canonicalSkill } from '../model/skill-document.ts';
 import { checkUpstreamItem } from './upstream-file.ts';
 
 export const OFFICIAL_META = 'io.modelcontextprotocol.registry/official';
@@ -45,8 +46,9 @@ export function parseUpdatedAt(value: unknown): number | null {
 function labelOf(kind: EntryKind, raw: unknown, where: string): string {
   const document = isObject(raw) ? raw[kind] : undefined;
   if (!isObject(document)) return where;
-  const { name, version } = document;
-  return entryNameProblem(name) === null && versionProblem(version) === null ? `${where} (${name as string} ${version as string})` : where;
+  const { name } = documentName(kind, document);
+  const { version } = document;
+  return name !== undefined && versionProblem(version) === null ? `${where} (${name} ${version as string})` : where;
 }
 
 /**
@@ -71,13 +73,14 @@ export function checkPeerItem(kind: EntryKind, raw: unknown, where: string): Pee
   const document = raw[kind];
   if (!isObject(document)) return refuse(`"${kind}" must be an object (the ${kind === 'server' ? 'server.json' : 'skill'} document)`, updatedAtMs);
   if (status === 'deleted') {
-    const name = kind === 'skill' && typeof document.namespace === 'string' && typeof document.name === 'string' ? `${document.namespace}/${document.name}` : document.name;
-    const problem = entryNameProblem(name) ?? versionProblem(document.version);
-    if (problem !== null) return refuse(problem, updatedAtMs);
-    return { ok: true, item: { kind, name: name as string, version: document.version as string, document, digest: '', status, updatedAtMs } };
+    const { name, problem } = documentName(kind, document);
+    const versionWrong = versionProblem(document.version);
+    if (problem !== null || versionWrong !== null) return refuse(problem ?? versionWrong!, updatedAtMs);
+    const stored = kind === 'skill' ? canonicalSkill(document, name) : document;
+    return { ok: true, item: { kind, name, version: document.version as string, document: stored, digest: '', status, updatedAtMs } };
   }
   const checked = checkUpstreamItem(kind, document, where);
   if ('problem' in checked) return { ok: false, problem: checked.problem, updatedAtMs };
-  const { name, version, digest } = checked.item;
-  return { ok: true, item: { kind, name, version, document, digest, status, updatedAtMs } };
+  // The document as stored (a skill in its one shape: model/skill-document.ts).
+  return { ok: true, item: { ...checked.item, status, updatedAtMs } };
 }

@@ -1,8 +1,9 @@
 /**
  * The upstream registry file format: the official MCP registry's data as one JSON document,
  * `{"data": {"servers": [<server.json>...], "skills": [<skill>...]}}` (other top-level fields,
- * such as `$schema`, `version` and `meta`, are allowed and ignored). A skill is named either by
- * `name: "namespace/name"` or by `namespace` and `name` apart.
+ * such as `$schema`, `version` and `meta`, are allowed and ignored). A skill is named by
+ * `namespace` and `name` apart (ToolHive's shape), or by `name: "namespace/name"`; either way it is
+ * stored and served in ToolHive's shape (model/skill-document.ts).
  *
  * A file that is not JSON, or not of that shape, is refused as a whole (the source keeps its last
  * good data). Within a good file, each item is checked on its own (`checkUpstreamItem`, which
@@ -16,8 +17,9 @@ import { documentDigest } from '../store/entries-store.ts';
 import type { EntryKind } from '../store/records.ts';
 import type { SyncItem } from '../store/source-sync-writer.ts';
 import { jsonValueBound, jsonValueProblem, MAX_SYNCED_JSON_VALUES } from '../model/json-value.ts';
-import { entryNameProblem, versionProblem } from '../model/names.ts';
+import { documentName, versionProblem } from '../model/names.ts';
 import { describeProblems, serverJsonProblems } from '../model/server-json.ts';
+import { canonicalSkill } from '../model/skill-document.ts';
 
 export type UpstreamParse =
   | {
@@ -66,11 +68,10 @@ const MAX_PROBLEM_LENGTH = 400;
 
 function checkItem(kind: EntryKind, document: unknown, where: string): ItemCheck {
   if (!isObject(document)) return { problem: `${where}: must be an object` };
-  const name = kind === 'skill' && typeof document.namespace === 'string' && typeof document.name === 'string' ? `${document.namespace}/${document.name}` : document.name;
-  const nameProblem = entryNameProblem(name);
+  const { name, problem: nameProblem } = documentName(kind, document);
   const version = document.version;
   const versionOk = versionProblem(version) === null;
-  const label = nameProblem === null && versionOk ? `${where} (${name as string} ${version as string})` : where;
+  const label = name !== undefined && versionOk ? `${where} (${name} ${version as string})` : where;
   const structural = jsonValueProblem(document);
   if (structural !== null) return { problem: `${label}: ${structural.replace(/^\$/, 'the item')}` };
   const first = nameProblem ?? versionProblem(version);
@@ -79,7 +80,8 @@ function checkItem(kind: EntryKind, document: unknown, where: string): ItemCheck
     const problems = serverJsonProblems(document);
     if (problems.length > 0) return { problem: `${label}: ${describeProblems(problems)}` };
   }
-  return { item: { kind, name: name as string, version: version as string, document, digest: documentDigest(document) } };
+  const stored = kind === 'skill' ? canonicalSkill(document, name!) : document;
+  return { item: { kind, name: name!, version: version as string, document: stored, digest: documentDigest(stored) } };
 }
 
 export function parseUpstreamFile(content: string, maxValues = MAX_SYNCED_JSON_VALUES): UpstreamParse {
