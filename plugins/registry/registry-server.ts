@@ -49,6 +49,11 @@ export interface RunningRegistry {
   readonly sync: SyncScheduler;
   /** The configuration now served. */
   readonly config: RegistryConfig;
+  /**
+   * The routes its plugins serve (`:name` parameters), besides the server's own probes and
+   * `/metrics`: what `GET /openapi.json` must describe (test/registry/openapi.test.ts).
+   */
+  readonly routes: readonly { readonly method: string; readonly path: string }[];
   /** Applies `next` (its sources, registries and Secrets; the rest needs a restart); never rejects. */
   reload(next: RegistryConfig): Promise<RegistryReloadOutcome>;
   stop(): Promise<void>;
@@ -92,7 +97,9 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       'source sync',
     );
     specs.push({ definition: registryApi as PluginSpec['definition'], config: { store, maxBodyBytes: config.server.maxBodyBytes, sync, syncSettings: config.sync }, source: `${config.file}` });
-    await app.plugins(specs, { mcpPath: null, backends: [], configDir: config.dir });
+    const chain = await app.plugins(specs, { mcpPath: null, backends: [], configDir: config.dir });
+    // A route may take several methods: one item per method.
+    const routes = chain.routes.flatMap(({ method, path }) => (typeof method === 'string' ? [method] : method).map((one) => ({ method: one, path })));
 
     const server = app.serve({
       host: options.host ?? '127.0.0.1',
@@ -127,6 +134,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       get config() {
         return served;
       },
+      routes,
       reload,
       stop: () => app.stop(),
     };

@@ -11,13 +11,15 @@
  *   deleting leaves a tombstone; `include_deleted` lists tombstones (always with
  *   `updated_since`); errors are `{"error", "error_description"}`.
  *
- * The admin API (`/v1/...`) is not described here (see plugins/registry/README.md). The document is built once,
- * when this module loads, from the vendored files.
+ * The admin API (`/v1/...`) and the server's own endpoints (protected resource metadata, probes,
+ * `/metrics`) are described by openapi-admin.ts, so that the document names every route the
+ * server serves. The document is built once, when this module loads, from the vendored files and
+ * the admin API's body schemas.
  */
 import { readFileSync } from 'node:fs';
 import { OFFICIAL_SCHEMA_VERSION, OFFICIAL_SERVER_SCHEMA } from '../model/official-schema.ts';
-
-type Json = Record<string, unknown>;
+import { adminPaths, adminSchemas, openapiPreflight } from './openapi-admin.ts';
+import { errors, json, ref, type Json } from './openapi-parts.ts';
 
 const OFFICIAL: Json = JSON.parse(readFileSync(new URL('../model/official/openapi.json', import.meta.url), 'utf8'));
 
@@ -31,22 +33,6 @@ function at(value: unknown, ...path: string[]): Json {
 /** `#/definitions/X` references of the JSON schema, as OpenAPI component references. */
 function asComponents(definitions: Json): Json {
   return JSON.parse(JSON.stringify(definitions).replaceAll('"$ref":"#/definitions/', '"$ref":"#/components/schemas/'));
-}
-
-const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: Json): Json => ({ 'application/json': { schema } });
-
-function errors(...codes: number[]): Json {
-  const why: Record<number, string> = {
-    400: 'The request is not valid: the description names each problem (for a server.json, each failing JSON path)',
-    401: 'A bearer token is required (oauth mode), or the one sent is not valid',
-    403: 'The caller may not do this: the registry\'s claims (forbidden), a role (insufficient_permissions), a registry without a managed source (not_publishable), the managed source\'s claims or publish claims (claims_not_held)',
-    404: 'The registry, or the entry or version, is not found (or not visible to the caller)',
-    409: 'The version exists, or existed and was deleted (version_exists: versions are immutable); the name is provided by another source (name_conflict); the claims differ from the entry\'s (claims_mismatch)',
-    413: 'The body is over the server\'s maxBodySize',
-    415: 'The body is not declared JSON',
-  };
-  return Object.fromEntries(codes.map((code) => [String(code), { description: why[code], content: json(ref('Error')) }]));
 }
 
 const registryParam: Json = {
@@ -99,7 +85,7 @@ function kindPaths(kind: 'server' | 'skill'): Json {
         summary: `List MCP ${plural}`,
         description: `${kind === 'server' ? list.description : 'Returns a list of the registered skills'}, one item per version, in name and version order, filtered to what the caller may see. Deleted versions are left out unless include_deleted=true or updated_since is given.`,
         parameters: parameters('/v0.1/servers', 'get', kind, { limit, search, include_deleted: includeDeletedParam(true) }),
-        responses: { '200': { description: `A list of ${plural}`, content: json(ref(`${Kind}List`)) }, ...errors(400, 401, 403, 404) },
+        responses: { '200': { description: `A list of ${plural}`, content: json(ref(`${Kind}List`)) }, ...errors([400, 401, 403, 404]) },
       },
     },
     [`/{registry}/v0.1/${plural}/${name}/versions`]: {
@@ -108,7 +94,7 @@ function kindPaths(kind: 'server' | 'skill'): Json {
         summary: `List all versions of an MCP ${kind}`,
         description: `${versions.description}; deleted versions only with include_deleted=true. 404 when the ${kind} has no version to show.`,
         parameters: parameters('/v0.1/servers/{serverName}/versions', 'get', kind, { include_deleted: includeDeletedParam(false) }),
-        responses: { '200': { description: 'The versions, newest publication first', content: json(ref(`${Kind}List`)) }, ...errors(400, 401, 403, 404) },
+        responses: { '200': { description: 'The versions, newest publication first', content: json(ref(`${Kind}List`)) }, ...errors([400, 401, 403, 404]) },
       },
     },
     [`/{registry}/v0.1/${plural}/${name}/versions/{version}`]: {
@@ -117,7 +103,7 @@ function kindPaths(kind: 'server' | 'skill'): Json {
         summary: `Get a specific MCP ${kind} version`,
         description: `${one.description} A deleted version is found only with include_deleted=true.`,
         parameters: parameters('/v0.1/servers/{serverName}/versions/{version}', 'get', kind, { include_deleted: includeDeletedParam(false) }),
-        responses: { '200': { description: `The ${kind} version`, content: json(ref(`${Kind}Response`)) }, ...errors(400, 401, 403, 404) },
+        responses: { '200': { description: `The ${kind} version`, content: json(ref(`${Kind}Response`)) }, ...errors([400, 401, 403, 404]) },
       },
       delete: {
         tags: ['publish'],
@@ -128,7 +114,7 @@ function kindPaths(kind: 'server' | 'skill'): Json {
           'A deleted version cannot be published again. Entries of synced sources are not deletable here (404).',
         security: [{ bearerAuth: [] }, {}],
         parameters: parameters('/v0.1/servers/{serverName}/versions/{version}', 'delete', kind),
-        responses: { '200': { description: 'The tombstone of the deleted version', content: json(ref(`${Kind}Response`)) }, ...errors(401, 403, 404) },
+        responses: { '200': { description: 'The tombstone of the deleted version', content: json(ref(`${Kind}Response`)) }, ...errors([401, 403, 404]) },
       },
     },
   };
@@ -157,14 +143,20 @@ function buildDocument(): Json {
         `The official MCP registry API (${(OFFICIAL.info as Json).version} OpenAPI) as Gatehouse serves it: every path is under \`/{registry}/v0.1/\`; ` +
         `server.json documents are validated against the official schema ${OFFICIAL_SCHEMA_VERSION} (${String(OFFICIAL_SERVER_SCHEMA.$id)}) when published or synced; skills are served like servers under \`skills\`. ` +
         'Deleted versions are kept as tombstones (`status: "deleted"`), listed with include_deleted and always by updated_since. ' +
-        'Authentication depends on the server: a bearer token in oauth mode, none in anonymous mode. The admin API (/v1/sources, /v1/registries, /v1/me) is described in the registry server\'s README (plugins/registry/README.md).',
+        'The admin API (`/v1/sources`, `/v1/registries`, `/v1/me`) manages the sources and registries a server hosts; its bodies are the configuration file\'s `sources[]` and `registries[]` items. ' +
+        'Authentication depends on the server: a bearer token in oauth mode, none in anonymous mode (then everything is open, and `/v1/me` is 401). Who may do what is decided by roles and claims (plugins/registry-authz/README.md). ' +
+        'Every error is `{"error": "<code>", "error_description": "…"}`.',
       license: OFFICIAL.info === undefined ? undefined : (OFFICIAL.info as Json).license,
     },
     tags: [
       { name: 'servers', description: 'Discovering and retrieving MCP servers' },
       { name: 'skills', description: 'Discovering and retrieving skills' },
       { name: 'publish', description: 'Publishing and deleting versions in a registry\'s managed source' },
-      { name: 'meta', description: 'This document' },
+      { name: 'sources', description: 'Admin: the sources of entries (managed, file, git, api, cluster) and their syncs' },
+      { name: 'registries', description: 'Admin: the registries a server hosts, each serving some sources' },
+      { name: 'identity', description: 'Who the caller is' },
+      { name: 'meta', description: 'This document and the protected resource metadata' },
+      { name: 'operations', description: 'Probes and metrics' },
     ],
     security: [{ bearerAuth: [] }, {}],
     paths: {
@@ -186,7 +178,7 @@ function buildDocument(): Json {
               headers: { Location: { description: 'The path of the published version', schema: { type: 'string' } } },
               content: json({ anyOf: [ref('ServerResponse'), ref('SkillResponse')] }),
             },
-            ...errors(400, 401, 403, 404, 409, 413, 415),
+            ...errors([400, 401, 403, 404, 409, 413, 415]),
           },
         },
       },
@@ -197,7 +189,9 @@ function buildDocument(): Json {
           security: [{}],
           responses: { '200': { description: 'The OpenAPI document of the registry API', content: json({ type: 'object' }) } },
         },
+        options: openapiPreflight,
       },
+      ...adminPaths(),
     },
     components: {
       securitySchemes: at(OFFICIAL, 'components', 'securitySchemes'),
@@ -262,8 +256,9 @@ function buildDocument(): Json {
             },
           ],
         },
+        ...adminSchemas(),
         Error: {
-          description: 'An error: a code and what is wrong, in words',
+          description: 'An error: a code and what is wrong, in words (some codes add fields: source_in_use names the `registries`)',
           type: 'object',
           required: ['error', 'error_description'],
           properties: { error: { type: 'string', example: 'invalid_request' }, error_description: { type: 'string', example: '/description: must NOT have more than 100 characters' } },
