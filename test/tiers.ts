@@ -83,6 +83,7 @@ export const E2E: readonly string[] = [
   'test/eras/transparent.test.ts',
   'test/examples/embedded-auth.test.ts',
   'test/examples/quickstart.test.ts',
+  'test/examples/registry-quickstart.test.ts',
   'test/fixtures/',
   'test/gateway/',
   'test/incoming-auth/browser-cors.test.ts',

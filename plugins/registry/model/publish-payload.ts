@@ -49,7 +49,7 @@ function topField(path: string): string {
 /** The payload, or a 400 naming every problem of the body. */
 export function parsePublishPayload(body: unknown): PublishPayload {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new GatewayError('invalid_request', 'the body must be a JSON object: {"name", "version", "description", "url", "claims"}');
+    throw new GatewayError('invalid_request', 'the body must be a JSON object: a server.json {"name", "version", "description", "remotes": [{"type": "streamable-http", "url"}]}, with "claims" when the registry needs them');
   }
   const fields = body as Record<string, unknown>;
   const problems: string[] = [];
