@@ -40,14 +40,16 @@ export function skillFullName(document: Readonly<Record<string, unknown>>): Skil
 
 /**
  * The document in the one shape, for a skill whose registry name is `fullName` (a valid
- * `namespace/name`): `namespace` and `name` first, the other fields as they were. A document
- * already in it is returned as it is (the same object).
+ * `namespace/name`): `namespace` and `name` first, the other fields as they were (so one skill
+ * is the same JSON text from every path). A document already in it is returned as it is (the
+ * same object).
  */
 export function canonicalSkill(document: Readonly<Record<string, unknown>>, fullName: string): Readonly<Record<string, unknown>> {
   const slash = fullName.indexOf('/');
   const namespace = fullName.slice(0, slash);
   const name = fullName.slice(slash + 1);
-  if (document.namespace === namespace && document.name === name) return document;
+  const keys = Object.keys(document);
+  if (keys[0] === 'namespace' && keys[1] === 'name' && document.namespace === namespace && document.name === name) return document;
   const { namespace: _namespace, name: _name, ...rest } = document;
   return { namespace, name, ...rest };
 }
