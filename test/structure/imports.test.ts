@@ -56,7 +56,7 @@ function deepCoreImports(file: string, source?: string): string[] {
 }
 
 /** The plugin families, lowest first: each may import the ones before it (and core), not after. */
-const LAYERS = ['core/', 'plugins/incoming-auth/', 'plugins/auth-server/', 'plugins/outgoing-auth/', 'plugins/registry-authz/', 'plugins/registry/', 'plugins/cli/'];
+const LAYERS = ['core/', 'plugins/cedar-authz/', 'plugins/incoming-auth/', 'plugins/auth-server/', 'plugins/outgoing-auth/', 'plugins/registry-authz/', 'plugins/registry/', 'plugins/cli/'];
 const layerOf = (path: string): number => LAYERS.findIndex((prefix) => path.startsWith(prefix));
 
 /**

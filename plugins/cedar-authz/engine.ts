@@ -1,0 +1,151 @@
+/**
+ * The Cedar authorizer: ToolHive's decision for one MCP operation by one caller, with a bounded
+ * cache of decisions.
+ *
+ * A decision is Cedar's over ToolHive's request (request.ts): default deny, a `forbid` wins, and,
+ * as in ToolHive (`IsAuthorized`: any diagnostic error fails the request), an error while
+ * evaluating *any* policy denies, where Cedar itself would skip the erroring policy. So a permit
+ * on `principal.claim_roles` denies every request of a token without `roles` unless guarded with
+ * `principal has claim_roles`. A request Cedar cannot take, or a caller without a `sub`, is a deny.
+ *
+ * The cache (lru-cache, `cacheSize` decisions) keys a decision by what the policies can read of
+ * the request (references.ts): action and resource (and the tool's annotations), the claims the
+ * policies name, the group parents, the subject only when a policy can compare it, the arguments
+ * only when a policy reads them. A refreshed token (new `exp`, `iat`, `jti`) keeps its decisions
+ * unless a policy reads those claims or the whole `context`.
+ */
+import { LRUCache } from 'lru-cache';
+import { statefulIsAuthorized, type EntityJson, type EntityUidJson } from '@cedar-policy/cedar-wasm/nodejs';
+import type { CedarAuthzSettings } from './config.ts';
+import { checkPolicies, describePolicyProblem, parseEntities, policiesAsJson, preparePolicySet } from './policies.ts';
+import { policyReferences, type PolicyReferences } from './references.ts';
+import { buildRequest, principalGroups, subjectOf, type CedarAction, type ClaimMapping, type ToolAnnotations } from './request.ts';
+
+export type Decision = 'allow' | 'deny';
+
+/** Who asks: what the gateway's `Principal` carries (ToolHive reads only the token's claims). */
+export interface CedarCaller {
+  readonly claims: Readonly<Record<string, unknown>>;
+}
+
+export interface CedarAuthorizerOptions {
+  /** Decisions kept (least recently used dropped first); 0 turns the cache off. Default 10,000. */
+  readonly cacheSize?: number;
+  /** Told why a request was denied by an error (a policy's evaluation error, a request Cedar refused). */
+  readonly onError?: (reason: string) => void;
+}
+
+export interface CedarAuthorizer {
+  /**
+   * ToolHive's decision on `action` on `resource` (a tool or prompt name, a resource URI) by
+   * `caller`, with the call's `args` (none for a list's per-item decision) and, for a tool, the
+   * annotations its server lists.
+   */
+  decide(caller: CedarCaller, action: CedarAction, resource: string, args?: Readonly<Record<string, unknown>> | null, annotations?: ToolAnnotations): Decision;
+  /** Some policy reads an argument: a call's decision can differ from its list entry's (no arguments). */
+  readonly referencesArguments: boolean;
+  /** The preparsed set's id in the wasm instance (a digest of the policies). */
+  readonly policySetId: string;
+}
+
+/** A key longer than this is not cached (a huge argument or claim must not fill memory). */
+const MAX_KEY_LENGTH = 4096;
+
+const uidKey = (uid: EntityUidJson): string => {
+  const plain = '__entity' in uid ? uid.__entity : uid;
+  return `${plain.type}\u0000${plain.id}`;
+};
+
+/** The parts of a request the policies can read, as one string; null when not worth caching. */
+function cacheKey(refs: PolicyReferences, mapping: ClaimMapping, claims: Readonly<Record<string, unknown>>, sub: string, action: CedarAction, resource: string, args: Readonly<Record<string, unknown>> | null | undefined, annotations: ToolAnnotations | undefined): string | null {
+  const parts: unknown[] = [action, resource, refs.principalId ? sub : null, principalGroups(claims, mapping).sort()];
+  if (action === 'call_tool' && annotations !== undefined) {
+    parts.push([annotations.readOnlyHint, annotations.destructiveHint, annotations.idempotentHint, annotations.openWorldHint]);
+  }
+  if (refs.wholeContext) parts.push(claims, args ?? null);
+  else {
+    for (const name of refs.attributes) {
+      if (name.startsWith('claim_')) parts.push(claims[name.slice(6)]);
+      else if (name.startsWith('claimset_')) parts.push(claims[name.slice(9)]);
+    }
+    if (refs.arguments && args) {
+      const read = Object.keys(args).filter((k) => refs.attributes.has(`arg_${k}`) || refs.attributes.has(`arg_${k}_present`)).sort();
+      parts.push(read.map((k) => [k, args[k]]));
+    }
+  }
+  const key = JSON.stringify(parts);
+  return key.length > MAX_KEY_LENGTH ? null : key;
+}
+
+/** The static entities, and the request's, the request's winning on the same uid (ToolHive merges them so). */
+function mergeEntities(store: readonly EntityJson[], storeKeys: ReadonlySet<string>, request: EntityJson[]): EntityJson[] {
+  const requestKeys = request.map((entity) => uidKey(entity.uid));
+  if (!requestKeys.some((key) => storeKeys.has(key))) return [...request, ...store];
+  return [...request, ...store.filter((entity) => !requestKeys.includes(uidKey(entity.uid)))];
+}
+
+/**
+ * A Cedar authorizer for `settings` (checked: a policy or entity problem throws, listing all of
+ * them; a config validated by config.ts has none).
+ */
+export function createCedarAuthorizer(settings: CedarAuthzSettings, options: CedarAuthorizerOptions = {}): CedarAuthorizer {
+  const problems = checkPolicies(settings.policies);
+  const store = parseEntities(settings.entitiesJson);
+  if (!store.ok) problems.push(...store.problems);
+  if (problems.length > 0 || !store.ok || settings.policies.length === 0) {
+    const lines = problems.map((p) => `${p.index === null ? 'entitiesJson' : `policies[${p.index}]`}: ${describePolicyProblem(p)}`);
+    throw new Error(`invalid Cedar authorization config: ${settings.policies.length === 0 ? 'no policies' : lines.join('; ')}`);
+  }
+  const policySetId = preparePolicySet(settings.policies);
+  const refs = policyReferences(policiesAsJson(settings.policies));
+  const storeKeys = new Set(store.entities.map((entity) => uidKey(entity.uid)));
+  const mapping: ClaimMapping = settings;
+  const cacheSize = options.cacheSize ?? 10_000;
+  const cache = cacheSize > 0 ? new LRUCache<string, Decision>({ max: cacheSize }) : null;
+  const onError = options.onError ?? (() => {});
+
+  const evaluate = (claims: Readonly<Record<string, unknown>>, action: CedarAction, resource: string, args: Readonly<Record<string, unknown>> | null | undefined, annotations: ToolAnnotations | undefined): Decision => {
+    const request = buildRequest(mapping, claims, action, resource, args, annotations);
+    if (request === null) return 'deny';
+    try {
+      const answer = statefulIsAuthorized({
+        principal: request.principal,
+        action: request.action,
+        resource: request.resource,
+        context: request.context,
+        entities: mergeEntities(store.entities, storeKeys, request.entities),
+        preparsedPolicySetId: policySetId,
+      });
+      if (answer.type === 'failure') {
+        onError(`the request was refused: ${answer.errors.map((e) => e.message).join('; ')}`);
+        return 'deny';
+      }
+      const { decision, diagnostics } = answer.response;
+      if (diagnostics.errors.length > 0) {
+        onError(diagnostics.errors.map((e) => `${e.policyId}: ${e.error.message}`).join('; '));
+        return 'deny';
+      }
+      return decision === 'allow' ? 'allow' : 'deny';
+    } catch (err) {
+      onError(`cedar-wasm threw: ${err instanceof Error ? err.message : String(err)}`);
+      return 'deny';
+    }
+  };
+
+  return {
+    policySetId,
+    referencesArguments: refs.arguments,
+    decide(caller, action, resource, args, annotations) {
+      const sub = subjectOf(caller.claims);
+      if (sub === null) return 'deny';
+      const key = cache === null ? null : cacheKey(refs, mapping, caller.claims, sub, action, resource, args, annotations);
+      if (key !== null) {
+        const known = cache!.get(key);
+        if (known !== undefined) return known;
+      }
+      const decision = evaluate(caller.claims, action, resource, args, annotations);
+      if (key !== null) cache!.set(key, decision);
+      return decision;
+    },
+  };
+}
