@@ -29,7 +29,10 @@ export interface CedarCaller {
 }
 
 export interface CedarAuthorizerOptions {
-  /** Decisions kept (least recently used dropped first); 0 turns the cache off. Default 10,000. */
+  /**
+   * Decisions kept (least recently used dropped first): at most this many, whose keys total at
+   * most 256 characters each on average. 0 turns the cache off. Default 10,000.
+   */
   readonly cacheSize?: number;
   /** Told why a request was denied by an error (a policy's evaluation error, a request Cedar refused). */
   readonly onError?: (reason: string) => void;
@@ -46,6 +49,8 @@ export interface CedarAuthorizer {
   readonly referencesArguments: boolean;
   /** The preparsed set's id in the wasm instance (a digest of the policies). */
   readonly policySetId: string;
+  /** How many decisions the cache holds. */
+  readonly cachedDecisions: number;
 }
 
 /** A key longer than this is not cached (a huge argument or claim must not fill memory). */
@@ -73,7 +78,12 @@ function cacheKey(refs: PolicyReferences, mapping: ClaimMapping, claims: Readonl
       parts.push(read.map((k) => [k, args[k]]));
     }
   }
-  const key = JSON.stringify(parts);
+  let key: string;
+  try {
+    key = JSON.stringify(parts);
+  } catch {
+    return null; // a value nested past the stack (arguments are the client's): decided, not cached
+  }
   return key.length > MAX_KEY_LENGTH ? null : key;
 }
 
@@ -101,7 +111,8 @@ export function createCedarAuthorizer(settings: CedarAuthzSettings, options: Ced
   const storeKeys = new Set(store.entities.map((entity) => uidKey(entity.uid)));
   const mapping: ClaimMapping = settings;
   const cacheSize = options.cacheSize ?? 10_000;
-  const cache = cacheSize > 0 ? new LRUCache<string, Decision>({ max: cacheSize }) : null;
+  // Bounded by count and by the keys' total length (a key is at most MAX_KEY_LENGTH characters).
+  const cache = cacheSize > 0 ? new LRUCache<string, Decision>({ max: cacheSize, maxSize: cacheSize * 256, sizeCalculation: (_, key) => key.length + 1 }) : null;
   const onError = options.onError ?? (() => {});
 
   const evaluate = (claims: Readonly<Record<string, unknown>>, action: CedarAction, resource: string, args: Readonly<Record<string, unknown>> | null | undefined, annotations: ToolAnnotations | undefined): Decision => {
@@ -135,6 +146,9 @@ export function createCedarAuthorizer(settings: CedarAuthzSettings, options: Ced
   return {
     policySetId,
     referencesArguments: refs.arguments,
+    get cachedDecisions() {
+      return cache?.size ?? 0;
+    },
     decide(caller, action, resource, args, annotations) {
       const sub = subjectOf(caller.claims);
       if (sub === null) return 'deny';

@@ -50,8 +50,9 @@ export function lineColumnAt(text: string, byteOffset: number): { line: number; 
 const ID_PREFIX = /^failed to parse policy with id `[^`]*` from string: /;
 
 function problemOf(index: number | null, text: string | null, error: DetailedError): PolicyProblem {
-  const message = `${error.message.replace(ID_PREFIX, '')}${error.help ? ` (${error.help})` : ''}`;
   const at = error.sourceLocations?.[0];
+  const label = at?.label ? `: ${at.label}` : '';
+  const message = `${error.message.replace(ID_PREFIX, '')}${label}${error.help ? ` (${error.help})` : ''}`;
   if (text === null || at === undefined) return { index, line: 0, column: 0, message };
   return { index, ...lineColumnAt(text, at.start), message };
 }
