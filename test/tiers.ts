@@ -32,6 +32,7 @@ export const UNIT: readonly string[] = [
   'test/aggregate/resume-tickets.test.ts',
   'test/aggregate/uri-template.test.ts',
   'test/bench/compare.test.ts',
+  'test/cedar-authz/',
   'test/config/',
   'test/core/app.test.ts',
   'test/core/chain.test.ts',
