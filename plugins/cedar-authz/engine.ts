@@ -110,13 +110,16 @@ export function createCedarAuthorizer(settings: CedarAuthzSettings, options: Ced
   const refs = policyReferences(policiesAsJson(settings.policies));
   const storeKeys = new Set(store.entities.map((entity) => uidKey(entity.uid)));
   const mapping: ClaimMapping = settings;
+  // Only the claims and arguments the policies name are sent to Cedar (it reads attributes by
+  // name only, so no decision changes); all of them when a policy uses the context as a whole.
+  const only = refs.wholeContext ? null : refs.attributes;
   const cacheSize = options.cacheSize ?? 10_000;
   // Bounded by count and by the keys' total length (a key is at most MAX_KEY_LENGTH characters).
   const cache = cacheSize > 0 ? new LRUCache<string, Decision>({ max: cacheSize, maxSize: cacheSize * 256, sizeCalculation: (_, key) => key.length + 1 }) : null;
   const onError = options.onError ?? (() => {});
 
   const evaluate = (claims: Readonly<Record<string, unknown>>, action: CedarAction, resource: string, args: Readonly<Record<string, unknown>> | null | undefined, annotations: ToolAnnotations | undefined): Decision => {
-    const request = buildRequest(mapping, claims, action, resource, args, annotations);
+    const request = buildRequest(mapping, claims, action, resource, args, annotations, only);
     if (request === null) return 'deny';
     try {
       const answer = statefulIsAuthorized({

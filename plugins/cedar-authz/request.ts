@@ -96,29 +96,38 @@ function multiValuedTokens(value: unknown): string[] | null {
   return null;
 }
 
+/**
+ * The attribute names the policies read (references.ts), or null for all: Cedar reads an attribute
+ * only by its name, so leaving out the others changes no decision and saves marshalling them
+ * into the wasm instance on every call.
+ */
+export type AttributeFilter = ReadonlySet<string> | null;
+
+const kept = (only: AttributeFilter, name: string): boolean => only === null || only.has(name);
+
 /** The claims as Cedar attributes: `claim_<name>` for each, `claimset_<name>` for the multi-valued ones. */
-export function claimAttributes(claims: Readonly<Record<string, unknown>>, multiValued: readonly string[]): Record<string, CedarValueJson> {
+export function claimAttributes(claims: Readonly<Record<string, unknown>>, multiValued: readonly string[], only: AttributeFilter = null): Record<string, CedarValueJson> {
   const prefixed: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(claims)) prefixed[`claim_${name}`] = value;
+  for (const [name, value] of Object.entries(claims)) if (kept(only, `claim_${name}`)) prefixed[`claim_${name}`] = value;
   for (const name of multiValued) {
     if (!Object.hasOwn(claims, name)) continue;
     const value = claims[name];
     // A list is joined with spaces; a string passes unchanged; another type is left as it is.
-    if (Array.isArray(value)) prefixed[`claim_${name}`] = (multiValuedTokens(value) ?? []).join(' ');
+    if (Array.isArray(value) && kept(only, `claim_${name}`)) prefixed[`claim_${name}`] = (multiValuedTokens(value) ?? []).join(' ');
     const tokens = multiValuedTokens(value);
-    if (tokens !== null) prefixed[`claimset_${name}`] = tokens;
+    if (tokens !== null && kept(only, `claimset_${name}`)) prefixed[`claimset_${name}`] = tokens;
   }
   return cedarRecord(prefixed, 0);
 }
 
 /** ToolHive's `preprocessArguments`: scalars as `arg_<name>`, anything else as `arg_<name>_present: true`. */
-export function argumentAttributes(args: Readonly<Record<string, unknown>> | null | undefined): Record<string, CedarValueJson> {
+export function argumentAttributes(args: Readonly<Record<string, unknown>> | null | undefined, only: AttributeFilter = null): Record<string, CedarValueJson> {
   if (args === null || args === undefined) return {};
   const prefixed: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(args)) {
-    const kind = typeof value;
-    if (kind === 'string' || kind === 'boolean' || kind === 'number') prefixed[`arg_${name}`] = value;
-    else prefixed[`arg_${name}_present`] = true;
+    const scalar = typeof value === 'string' || typeof value === 'boolean' || typeof value === 'number';
+    const key = scalar ? `arg_${name}` : `arg_${name}_present`;
+    if (kept(only, key)) prefixed[key] = scalar ? value : true;
   }
   return cedarRecord(prefixed, 0);
 }
@@ -155,6 +164,7 @@ export function subjectOf(claims: Readonly<Record<string, unknown>>): string | n
 /**
  * The Cedar request of `action` on `resourceId` (a tool or prompt name, a resource URI) by the
  * holder of `claims`; null when the claims have no subject (ToolHive's ErrMissingPrincipal: deny).
+ * `only`: the `claim_*`/`claimset_*`/`arg_*` attributes to include (null: all, ToolHive's request).
  */
 export function buildRequest(
   mapping: ClaimMapping,
@@ -163,11 +173,12 @@ export function buildRequest(
   resourceId: string,
   args?: Readonly<Record<string, unknown>> | null,
   annotations?: ToolAnnotations,
+  only: AttributeFilter = null,
 ): CedarRequest | null {
   const sub = subjectOf(claims);
   if (sub === null) return null;
-  const claimAttrs = claimAttributes(claims, mapping.multiValuedClaims);
-  const argAttrs = argumentAttributes(args);
+  const claimAttrs = claimAttributes(claims, mapping.multiValuedClaims, only);
+  const argAttrs = argumentAttributes(args, only);
   const principal = { type: 'Client', id: sub };
   const actionUid = { type: 'Action', id: action };
   const resource = { type: RESOURCE_TYPES[action], id: wellFormed(resourceId) };

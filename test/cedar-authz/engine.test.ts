@@ -7,7 +7,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createCedarAuthorizer, type CedarAuthorizer } from '../../plugins/cedar-authz/engine.ts';
+import { isAuthorized } from '@cedar-policy/cedar-wasm/nodejs';
 import type { CedarAuthzSettings } from '../../plugins/cedar-authz/config.ts';
+import { policiesAsJson } from '../../plugins/cedar-authz/policies.ts';
+import { policyReferences } from '../../plugins/cedar-authz/references.ts';
+import { buildRequest, type CedarAction } from '../../plugins/cedar-authz/request.ts';
 
 function authorizer(policies: string[], more: Partial<CedarAuthzSettings> = {}, errors: string[] = []): CedarAuthorizer {
   return createCedarAuthorizer(
@@ -249,5 +253,45 @@ describe('the preparsed policy set', () => {
     assert.throws(() => authorizer(['permit(principal, acton, resource);', 'permit(principal, action, resource)']), /policies\[0\]: line 1 col 19: .*acton.*; policies\[1\]: /);
     assert.throws(() => authorizer([]), /no policies/);
     assert.throws(() => authorizer(['permit(principal, action, resource);'], { entitiesJson: '{' }), /entitiesJson: is not JSON/);
+  });
+});
+
+describe('only the attributes the policies read are sent to Cedar', () => {
+  it('changes no decision: the same decisions with every claim and argument (ToolHive\'s whole request)', () => {
+    const policies = [
+      'permit(principal, action == Action::"call_tool", resource) when { principal has claim_roles && principal.claim_roles.contains("admin") };',
+      'permit(principal, action == Action::"call_tool", resource == Tool::"calc") when { context has arg_op && context.arg_op == "add" };',
+      'forbid(principal, action, resource) when { context has claim_blocked && context.claim_blocked };',
+      'permit(principal in THVGroup::"dev", action == Action::"get_prompt", resource);',
+    ];
+    const settings = { policies, entitiesJson: '[]', groupClaimName: '', roleClaimName: '', groupEntityType: 'THVGroup', multiValuedClaims: [], serverName: 'srv' };
+    const record = Object.fromEntries(policies.map((text, i) => [`policy${i}`, text]));
+    const read = policyReferences(policiesAsJson(policies)).attributes;
+    const callers = [
+      { sub: 'a', roles: ['admin'], email: 'a@x', exp: 1 },
+      { sub: 'b', roles: ['dev'], groups: ['dev'], blocked: false, level: 3 },
+      { sub: 'c', roles: ['admin'], blocked: true, nested: { deep: [1, 'x'] } },
+      { sub: 'd' },
+    ];
+    const requests: [CedarAction, string, Record<string, unknown> | undefined][] = [
+      ['call_tool', 'calc', { op: 'add', n: 1.5 }],
+      ['call_tool', 'calc', { op: 'sub', list: [1] }],
+      ['call_tool', 'other', undefined],
+      ['get_prompt', 'p', { x: 'y' }],
+    ];
+    const decide = (claims: Record<string, unknown>, action: CedarAction, id: string, args: Record<string, unknown> | undefined, only: ReadonlySet<string> | null) => {
+      const request = buildRequest(settings, claims, action, id, args, undefined, only)!;
+      const answer = isAuthorized({ ...request, policies: { staticPolicies: record } });
+      assert.equal(answer.type, 'success');
+      return answer.type === 'success' ? `${answer.response.decision}/${answer.response.diagnostics.errors.length > 0}` : 'failure';
+    };
+    let compared = 0;
+    for (const claims of callers) {
+      for (const [action, id, args] of requests) {
+        assert.equal(decide(claims, action, id, args, read), decide(claims, action, id, args, null), `${JSON.stringify(claims)} ${action} ${id}`);
+        compared++;
+      }
+    }
+    assert.equal(compared, 16);
   });
 });

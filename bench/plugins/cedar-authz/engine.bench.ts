@@ -7,10 +7,13 @@
  * - cached: the decision found in the cache (the key built from the claims the policies read).
  * - uncached: the whole evaluation (request built, entities merged, statefulIsAuthorized on the
  *   preparsed set), the cache turned off.
- * - the request alone (buildRequest), the part of the uncached figure that is ours.
+ * - the request alone (buildRequest), the part of the uncached figure that is ours: with the
+ *   claims the policies read (what the engine sends) and with every claim (ToolHive's request).
  */
 import type { Bench } from 'tinybench';
 import { createCedarAuthorizer } from '../../../plugins/cedar-authz/engine.ts';
+import { policiesAsJson } from '../../../plugins/cedar-authz/policies.ts';
+import { policyReferences } from '../../../plugins/cedar-authz/references.ts';
 import { buildRequest } from '../../../plugins/cedar-authz/request.ts';
 import type { CedarAuthzSettings } from '../../../plugins/cedar-authz/config.ts';
 
@@ -64,6 +67,7 @@ export default function register(bench: Bench): void {
   const cached = createCedarAuthorizer(SETTINGS);
   const uncached = createCedarAuthorizer(SETTINGS, { cacheSize: 0 });
   const args = { operation: 'add', a: 1, b: 2 };
+  const read = policyReferences(policiesAsJson(POLICIES)).attributes;
   if (cached.decide(CALLER, 'call_tool', 'deploy') !== 'allow') throw new Error('expected the deploy tool to be allowed');
   if (uncached.decide(CALLER, 'call_tool', 'calculator', args) !== 'allow') throw new Error('expected the calculator to be allowed');
 
@@ -77,7 +81,10 @@ export default function register(bench: Bench): void {
     .add('Cedar decision, uncached, a call with 3 arguments', () => {
       sink = uncached.decide(CALLER, 'call_tool', 'calculator', args);
     })
-    .add('  part: buildRequest (ToolHive request: claims, groups, entities)', () => {
+    .add('  part: buildRequest (claims the policies read, groups, entities)', () => {
+      sink = buildRequest(SETTINGS, CALLER.claims, 'call_tool', 'deploy', null, undefined, read);
+    })
+    .add('  part: buildRequest, every claim (ToolHive\'s whole request)', () => {
       sink = buildRequest(SETTINGS, CALLER.claims, 'call_tool', 'deploy');
     });
 }
