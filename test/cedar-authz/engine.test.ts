@@ -126,6 +126,15 @@ describe('the request', () => {
     assert.equal(uri.decide(alice(), 'read_resource', 'mem://x'), 'allow');
   });
 
+  it('multi-valued claims: a list or a space-separated string is claim_<name> (joined) and claimset_<name> (a Set), as ToolHive\'s multi_valued_claims', () => {
+    const authz = authorizer(['permit(principal, action, resource) when { principal.claimset_scp.contains("Mail.Read") && context.claim_scp like "*Mail.Read*" };'], { multiValuedClaims: ['scp'] });
+    assert.equal(authz.decide(alice({ scp: ['Mail.Read', 'User.Read', 7] }), 'call_tool', 't'), 'allow', 'a list (non-strings skipped)');
+    assert.equal(authz.decide(alice({ scp: ' Mail.Read  User.Read ' }), 'call_tool', 't'), 'allow', 'a string');
+    assert.equal(authz.decide(alice({ scp: 'Mail.ReadWrite' }), 'call_tool', 't'), 'deny', 'the Set holds exact elements');
+    const unlisted = authorizer(['permit(principal, action, resource) when { principal has claimset_scp };']);
+    assert.equal(unlisted.decide(alice({ scp: ['Mail.Read'] }), 'call_tool', 't'), 'deny', 'not listed: no claimset_');
+  });
+
   it('arguments: scalars as arg_<name>, anything else (null, list, object) as arg_<name>_present', () => {
     const authz = authorizer(['permit(principal, action, resource) when { context.arg_q == "x" && context.arg_flag && context.arg_list_present && context.arg_obj_present && context.arg_none_present };']);
     assert.equal(authz.decide(alice(), 'call_tool', 't', { q: 'x', flag: true, list: [1], obj: { a: 1 }, none: null }), 'allow');
