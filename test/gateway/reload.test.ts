@@ -10,16 +10,19 @@ import { after, before, describe, it } from 'node:test';
 import pino, { type Logger } from 'pino';
 import { Counter } from 'prom-client';
 import { definePlugin } from '../../core/plugin-api/plugin.ts';
+import { GatewayError } from '../../core/base/errors.ts';
 import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 import { loadVmcpConfig, validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { connectClient, textOf, withClient } from '../fixtures/client.ts';
-import { waitFor } from '../fixtures/processes.ts';
+import { freePort, waitFor } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { startTestGateway, vmcpYaml, writeConfig, type TestBackend, type VmcpYamlOptions } from '../helpers/gateway.ts';
 import { serveCli } from '../helpers/cli.ts';
 import { fileReload, coalesce, type ReloadTrigger } from '../../plugins/cli/reload.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
+import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
+import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
 
 type Line = Record<string, unknown>;
 
@@ -185,6 +188,42 @@ describe('reload of plugins and auth', () => {
       assert.equal(call.headers['x-api-key'], 'k-123', 'the new outgoing auth');
     } finally {
       await c.close();
+    }
+  });
+});
+
+describe('reload of incoming auth to anonymous', () => {
+  it("clears the previous auth challenge: a 401 after the reload carries no WWW-Authenticate naming the old resource metadata", async () => {
+    const issuer = await KeyIssuer.start();
+    await issuer.addKey('ES256');
+    const backend = await startSdkServer({ name: 'alpha', tools: ['echo'] });
+    const port = await freePort();
+    const resourceUrl = `http://127.0.0.1:${port}/mcp`;
+    // A plugin given in code (it runs in every generation) with a route that answers 401 on its own.
+    const gate: PluginSpec = {
+      definition: definePlugin({
+        name: 'gate',
+        create: () => ({ name: 'gate', routes: [{ method: 'GET', path: '/gate', auth: false, handler: () => new GatewayError('unauthorized', 'not you', { status: 401 }) }] }),
+      }),
+      config: undefined,
+      source: 'test',
+    };
+    const options = (incomingAuth: string): VmcpYamlOptions => ({ backends: [{ name: 'alpha', url: backend.url }], incomingAuth });
+    const gateway = await startTestGateway({ ...options(inlineOidcYaml({ issuer: issuer.url, audience: 'aud', resourceUrl })), port, plugins: [gate] });
+    try {
+      const before = await fetch(`http://127.0.0.1:${port}/gate`);
+      assert.equal(before.status, 401);
+      assert.match(before.headers.get('www-authenticate') ?? '', /resource_metadata=/, 'with OIDC, a 401 names the protected resource metadata');
+      const next = await loadVmcpConfig(await writeConfig(vmcpYaml(options(`  incomingAuth: {type: anonymous, resourceUrl: "${resourceUrl}"}\n`))));
+      const outcome = await gateway.reload(next, vmcpBuiltins(next));
+      assert.equal(outcome.status, 'applied', JSON.stringify(outcome));
+      const after = await fetch(`http://127.0.0.1:${port}/gate`);
+      assert.equal(after.status, 401);
+      // It kept the OIDC generation's challenge before: a client was sent to sign in where nothing asks it to.
+      assert.equal(after.headers.get('www-authenticate'), null);
+    } finally {
+      await gateway.stop();
+      await Promise.all([backend.close(), issuer.close()]);
     }
   });
 });
