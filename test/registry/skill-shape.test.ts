@@ -11,6 +11,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startTestRegistry, tempDir, type EntriesBody, type ListBody, type TestRegistry, type VersionBody } from './helpers/registry.ts';
+import { skillFullName } from '../../plugins/registry/model/skill-document.ts';
 
 /** The skill's fields besides its name, identical on every path. */
 const BODY = {
@@ -149,5 +150,13 @@ describe('a skill stored in the old shape', () => {
       "SELECT v.document FROM entry_versions v JOIN entries e ON e.id = v.entry_id WHERE e.name = 'io.acme/legacy'",
     );
     assert.deepEqual(rows[0]?.document, { name: 'io.acme/legacy', version: '0.9.0', description: 'Stored before' }, 'no migration rewrote the row');
+  });
+});
+
+describe('how a skill is named', () => {
+  it('a null namespace counts as none, as before there was one shape (a peer writing namespace: null keeps its skills)', () => {
+    assert.deepEqual(skillFullName({ namespace: null, name: 'io.github.acme/pdf-report' }), { ok: true, fullName: 'io.github.acme/pdf-report' });
+    assert.deepEqual(skillFullName({ namespace: 'io.github.acme', name: 'pdf-report' }), { ok: true, fullName: 'io.github.acme/pdf-report' });
+    assert.equal(skillFullName({ namespace: 7, name: 'pdf-report' }).ok, false);
   });
 });

@@ -29,7 +29,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 export function skillFullName(document: Readonly<Record<string, unknown>>): SkillNaming {
   const { namespace, name } = document;
-  if (namespace === undefined) {
+  // A null namespace is no namespace, as the registry read it before it had one shape (a peer or a
+  // file that writes `namespace: null` keeps its skills).
+  if (namespace === undefined || namespace === null) {
     return typeof name === 'string' ? { ok: true, fullName: name } : { ok: false, problem: 'name is required: the skill\'s "namespace" and "name" (or one "namespace/name")' };
   }
   if (typeof namespace !== 'string' || namespace === '') return { ok: false, problem: 'namespace must be a non-empty string: the reverse-DNS namespace of the skill, such as "io.github.acme"' };
