@@ -26,6 +26,9 @@ export type {
   HttpMethod,
   MaybePromise,
 } from './plugin-api/plugin.ts';
+/** What one caller sees of the group: per-user tool policy (a plugin's `view`). */
+export type { View, ViewItem } from './plugin-api/view.ts';
+export type { ListKind } from './protocol/methods.ts';
 /** A plugin given in code (definition, config, where it came from); the error of a refused plugin config; where a `module:` leads. */
 export { PluginConfigError, resolvePluginModule, type PluginSpec } from './plugin-api/plugin-loader.ts';
 /**

@@ -15,6 +15,7 @@ import type { AuthChallenge, GatewayError } from '../base/errors.ts';
 import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.ts';
 import type { OutgoingHeaders } from './outgoing-headers.ts';
 import type { Reply } from './reply.ts';
+import type { View } from './view.ts';
 
 export type HookResult = Reply | GatewayError | undefined;
 export type MaybePromise<T> = T | Promise<T>;
@@ -64,6 +65,8 @@ export interface Plugin {
   /** Called once per backend at start: return the hook for that backend, or null when it does not apply. */
   readonly prepareBackend?: (backend: BackendInfo) => BackendHook | null;
   readonly onResponse?: MethodHook<ResponseHook>;
+  /** Which tools, prompts and resources a caller sees and may use (view.ts). */
+  readonly view?: View;
   start?(): MaybePromise<void>;
   stop?(): MaybePromise<void>;
 }
