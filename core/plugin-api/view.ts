@@ -11,9 +11,13 @@
  * key changes (a token refreshed with other claims, a reload).
  */
 import type { Context } from './context.ts';
-import type { HookResult, MaybePromise } from './plugin.ts';
+import type { Reply } from './reply.ts';
+import type { GatewayError } from '../base/errors.ts';
 import type { JsonRpcRequest } from '../protocol/jsonrpc.ts';
 import type { ListKind } from '../protocol/methods.ts';
+
+/** What an admit step answers: a Reply or GatewayError refuses, undefined lets the call through. */
+export type Refusal = Reply | GatewayError | undefined | void;
 
 /** One item of a merged list, as a view decides on it. */
 export interface ViewItem {
@@ -40,7 +44,7 @@ export interface View {
    */
   key(ctx: Context): string | null;
   /** Whether the caller sees each of `items` (one entry per item, in order). */
-  visible(ctx: Context, items: readonly ViewItem[]): MaybePromise<ArrayLike<boolean>>;
+  visible(ctx: Context, items: readonly ViewItem[]): ArrayLike<boolean> | Promise<ArrayLike<boolean>>;
   /**
    * Whether the caller may learn that `backend` is part of the group: an answer such as "tool x
    * cannot be called now: backend b is unavailable" names it only then. Absent: never (the caller
@@ -52,5 +56,5 @@ export interface View {
    * ref), with the request as the client sent it: a decision that needs the arguments. A Reply or
    * GatewayError refuses it; undefined lets it through.
    */
-  admit?(ctx: Context, item: ViewItem, request: JsonRpcRequest): MaybePromise<HookResult | void>;
+  admit?(ctx: Context, item: ViewItem, request: JsonRpcRequest): Refusal | Promise<Refusal>;
 }

@@ -16,6 +16,10 @@
  *                     a backend credential.
  *  5. onResponse      The backend's JSON-RPC response to a hooked method, before the client sees
  *                     it. Methods nobody hooks are piped through byte for byte.
+ *
+ * Beside the phases, a plugin's `view` (plugin-api/view.ts) decides what a caller sees of the
+ * group: asked when a list is built for a caller, and, with `admit`, for each call of an item
+ * the caller sees, just before the onMessage hooks (a refusal never reaches a hook or a backend).
  */
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import type { Context } from '../plugin-api/context.ts';
@@ -30,6 +34,7 @@ import type {
   ResponseHook,
   RouteDef,
 } from '../plugin-api/plugin.ts';
+import type { View } from '../plugin-api/view.ts';
 import { isPromise } from '../base/thenable.ts';
 
 export type HookOutcome = HookResult | void;
@@ -119,6 +124,8 @@ export class Chain {
   readonly #timer: PhaseTimer;
   /** True when some onMessage or onResponse hook exists: messages must then be looked into. */
   readonly seesMessages: boolean;
+  /** The plugins' views, in plugin order; null when no plugin filters what callers see. */
+  readonly views: readonly View[] | null;
 
   constructor(plugins: readonly Plugin[], timer: PhaseTimer) {
     this.plugins = plugins;
@@ -129,7 +136,9 @@ export class Chain {
     const messageEntries: { methods: readonly string[] | null; hook: MessageHook }[] = [];
     const responses = new Map<string, ResponseHook[]>();
 
+    const views: View[] = [];
     for (const plugin of plugins) {
+      if (plugin.view) views.push(plugin.view);
       if (plugin.authenticate) authenticate.push(timed(plugin.authenticate, timer(plugin.name, 'authenticate')));
       if (plugin.authorize) authorize.push(timed(plugin.authorize, timer(plugin.name, 'authorize')));
       if (plugin.onMessage) {
@@ -155,6 +164,7 @@ export class Chain {
     this.#messages = compileMethodTable(messageEntries);
     this.#messagesAll = orNull(this.#messages.all);
     this.#responses = responses;
+    this.views = orNull(views);
     this.seesMessages = this.hasMessageHooks || responses.size > 0;
   }
 

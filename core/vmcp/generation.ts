@@ -61,7 +61,12 @@ export class Generation {
   readonly config: VmcpConfig;
   readonly backends: readonly BackendInfo[];
   readonly mcpPath: string;
-  readonly transparent: boolean;
+  /**
+   * One backend, passed through as it is: one backend with no tool configuration and no plugin
+   * view (a view decides per caller on whole lists, which the session machinery keeps and pages:
+   * a group of one, under the backend's own names). Settled once the chain is made.
+   */
+  transparent: boolean;
   readonly streams: OpenStreams;
   /** Backends of earlier generations this one has not (live sessions may still name their tools). */
   readonly removedBackends: readonly string[];
@@ -151,6 +156,10 @@ export class Generation {
     specs.forEach((spec, i) => this.#byDefinition.set(spec.definition, this.#plugins[i]!));
     if (previous !== null && inherited.length > 0) this.#inherited = { from: previous, plugins: inherited };
     this.#chain = new Chain(this.#plugins, metrics.phaseTimer);
+    if (this.transparent && this.#chain.views !== null) {
+      this.transparent = false;
+      log.info({ backend: backends[0]!.name }, 'one backend, served as a group of one under its own names (not passed through): a plugin decides what each caller sees of it');
+    }
     return this.#chain;
   }
 
@@ -166,8 +175,11 @@ export class Generation {
     // A transparent endpoint has the same session machinery, as its era bridge, for its one backend
     // under its own names: it serves the requests whose generation of MCP is not the backend's,
     // and checks the backend's health.
+    const single = backends.length === 1 && !needsAggregation(1, config.aggregation);
     const aggregated = await createAggregated({
-      config: transparent ? { ...config, aggregation: { ...config.aggregation, conflictResolution: 'priority' } } : config,
+      // One backend keeps its names: with no other to clash with, `priority` leaves every name bare.
+      config: single ? { ...config, aggregation: { ...config.aggregation, conflictResolution: 'priority' } } : config,
+      bridge: transparent,
       path: this.mcpPath,
       backends,
       upstreams,

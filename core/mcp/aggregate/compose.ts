@@ -36,6 +36,11 @@ export interface AggregatedDeps {
   storage?: SessionStorage;
   /** Backends earlier configurations had and this one has not (reload). */
   removedBackends?: readonly string[];
+  /**
+   * Whether this is a transparent endpoint's era bridge, not an aggregated endpoint; unset: when
+   * the group is one backend with no tool configuration.
+   */
+  bridge?: boolean;
 }
 
 /**
@@ -140,8 +145,8 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     log,
     removedBackends: deps.removedBackends ?? [],
   };
-  // One backend, no tool configuration: a transparent endpoint, whose era bridge this is (virtual-mcp-server.ts).
-  const served = needsAggregation(deps.backends.length, config.aggregation)
+  // One backend, no tool configuration: a transparent endpoint, whose era bridge this is (generation.ts).
+  const served = !(deps.bridge ?? !needsAggregation(deps.backends.length, config.aggregation))
     ? { endpoint: new AggregatedEndpoint({ ...group, path: deps.path, maxBodyBytes: config.server.maxBodyBytes }), bridge: null }
     : { endpoint: null, bridge: new EraBridge(group) };
   const sessions = served.endpoint ?? served.bridge;

@@ -26,6 +26,7 @@ import { Resolver } from './resolver.ts';
 import { ResumeTickets } from './resume-tickets.ts';
 import { sinkFor } from './backend-messages.ts';
 import { SessionLists } from './session-lists.ts';
+import { ListViews } from './list-views.ts';
 import { SessionStreams } from './session-streams.ts';
 import type { SessionRecord, SessionStore } from './session-store.ts';
 import { Sessions } from './sessions.ts';
@@ -71,9 +72,10 @@ export class BackendGroup implements SessionEnder {
     const { chain, links, log } = options;
     const byName = new Map(links.map((link) => [link.name, link]));
     const healer = new SessionHealer({ links, store: options.store, health: options.health, log, sink: (session, link) => sinkFor(session, link.index) });
-    const lists = new SessionLists({ links, byName, aggregation: options.aggregation, healer, log });
+    const views = chain.views === null ? null : new ListViews(chain.views);
+    const lists = new SessionLists({ links, byName, aggregation: options.aggregation, healer, log, views });
     const direct = options.direct === true && links.length === 1 ? links[0]! : null;
-    const resolver = new Resolver({ links, byName, aggregation: options.aggregation, lists, direct, removedBackends: options.removedBackends ?? [] });
+    const resolver = new Resolver({ links, byName, aggregation: options.aggregation, lists, direct, removedBackends: options.removedBackends ?? [], admits: views?.admits === true });
     this.sessions = new Sessions({ name: options.name, links, byName, chain, store: options.store, session: options.session, failure: options.failure, health: options.health, healer, log });
     this.#rounds = new InputRounds({ chain, healer, relay: options.relay, log });
     const held = new HeldStreams(healer);
@@ -82,7 +84,7 @@ export class BackendGroup implements SessionEnder {
     this.streams = new SessionStreams({ links, byName, chain, streams: options.streams, sessions: this.sessions, lists, healer, held, routing, tickets });
     const own = new OwnMethods({ name: options.name, links, chain, store: options.store, aggregation: options.aggregation, lists, healer, streams: this.streams });
     const messages = new ClientMessages(links, healer, this.#rounds);
-    this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, messages, own, routing });
+    this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, views: views?.admits === true ? views : null, messages, own, routing });
     options.health.onRecovered((name) => this.streams.recovered(name));
   }
 

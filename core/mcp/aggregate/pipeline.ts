@@ -4,8 +4,9 @@
  *   1. session   the client's session: found (sessions.ts), or opened — a legacy client's
  *                `initialize` (its hooks first), a modern client's implicit session
  *   2. resolve   the backend a routed request goes to and its name there: ctx.target (resolver.ts)
- *   3. hooks     the onMessage hooks, on the message as the client sent it: a hook may answer,
- *                or replace the message (which is then resolved again)
+ *   3. hooks     the views' admit steps on the item a call names (per-user policy with the call's
+ *                arguments, list-views.ts), then the onMessage hooks, on the message as the client
+ *                sent it: a hook may answer, or replace the message (which is then resolved again)
  *   4. dispatch  by kind: the client's answer to a backend, a notification (client-messages.ts),
  *                a method the gateway answers itself (own-methods.ts), a routed call (call-routing.ts)
  *   5. answer    the response through its method's onResponse hooks (answer.ts; a routed answer
@@ -30,6 +31,7 @@ import type { ClientMessages } from './client-messages.ts';
 import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo, clientLogLevel } from './declarations.ts';
 import type { OwnMethods } from './own-methods.ts';
 import type { Resolution, Resolver } from './resolver.ts';
+import type { ListViews } from './list-views.ts';
 import { AggregatedSession } from './session.ts';
 import type { Sessions } from './sessions.ts';
 
@@ -39,6 +41,8 @@ export interface PipelineSteps {
   readonly maxSessionBytes: number;
   readonly sessions: Sessions;
   readonly resolver: Resolver;
+  /** The chain's views when some has an admit step, else null. */
+  readonly views: ListViews | null;
   readonly messages: ClientMessages;
   readonly own: OwnMethods;
   readonly routing: CallRouting;
@@ -112,7 +116,18 @@ export class McpPipeline {
   // ---- 3. hooks ----
 
   #hooks(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Resolution): HookOutcome | Promise<HookOutcome> {
-    if (routed !== null && 'target' in routed) ctx.target = routed.target;
+    if (routed !== null && 'target' in routed) {
+      ctx.target = routed.target;
+      if (routed.subject !== null && this.#o.views !== null) {
+        const admitted = this.#o.views.admit(ctx, routed.subject, message as JsonRpcRequest);
+        if (isPromise(admitted)) return admitted.then((refusal) => refusal ?? this.#messageHooks(ctx, session, message, routed));
+        if (admitted !== undefined) return admitted;
+      }
+    }
+    return this.#messageHooks(ctx, session, message, routed);
+  }
+
+  #messageHooks(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Resolution): HookOutcome | Promise<HookOutcome> {
     const hooked = runMessageHooks(ctx, this.#o.chain);
     if (hooked === undefined && ctx.message === message) return this.#dispatch(ctx, session, message, routed);
     return this.#afterHooks(ctx, session, message, routed, hooked);
@@ -127,6 +142,11 @@ export class McpPipeline {
       message = ctx.message as JsonRpcMessage;
       routed = 'id' in message && 'method' in message ? await this.#o.resolver.resolve(ctx, session, message) : null;
       ctx.target = routed !== null && 'target' in routed ? routed.target : null;
+      // What the replacement calls is admitted as what the client called would have been.
+      if (routed !== null && 'target' in routed && routed.subject !== null && this.#o.views !== null) {
+        const refusal = await this.#o.views.admit(ctx, routed.subject, message as JsonRpcRequest);
+        if (refusal !== undefined) return refusal;
+      }
     }
     return this.#dispatch(ctx, session, message, routed);
   }

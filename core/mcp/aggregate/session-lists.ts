@@ -1,7 +1,8 @@
 /**
  * The merged lists of a session as the other steps ask for them (lists.ts builds them): cached
- * per session, the backends the session lacks tried first when their retry is due, and the
- * backend that serves a resource URI.
+ * per session, the backends the session lacks tried first when their retry is due, the backend
+ * that serves a resource URI, and, when plugins have views, each list as the caller sees it
+ * (list-views.ts): every step below serves, pages and routes by that one.
  */
 import type { Logger } from 'pino';
 import type { Context } from '../../plugin-api/context.ts';
@@ -11,6 +12,7 @@ import { sinkFor } from './backend-messages.ts';
 import type { AggregationConfig } from '../../config/aggregation-config.ts';
 import type { SessionHealer } from './healing.ts';
 import { isFresh, loadList, resourceOwner, type ListCache } from './lists.ts';
+import type { ListViews } from './list-views.ts';
 import type { AggregatedSession } from './session.ts';
 import { sessionTag } from './session-store.ts';
 
@@ -23,6 +25,8 @@ export interface SessionListsOptions {
   readonly aggregation: AggregationConfig;
   readonly healer: SessionHealer;
   readonly log: Logger;
+  /** The chain's views; null when no plugin filters what callers see. */
+  readonly views: ListViews | null;
 }
 
 export class SessionLists {
@@ -37,6 +41,26 @@ export class SessionLists {
    * To be served (`fresh`) it must be within its freshness; to route a call any cached one does.
    */
   async list(ctx: Context, session: AggregatedSession, kind: ListKind, fresh = false): Promise<ListCache> {
+    const full = await this.#full(ctx, session, kind, fresh);
+    return this.#o.views === null ? full : this.#o.views.of(ctx, session, kind, full);
+  }
+
+  /**
+   * The caller's list when the session has it now, with no backend asked and no promise (every
+   * backend joined, and the caller's view of it made): undefined otherwise.
+   */
+  cached(ctx: Context, session: AggregatedSession, kind: ListKind): ListCache | undefined {
+    if (session.record.missing.length > 0) return undefined;
+    return this.#o.views === null ? session.lists.get(kind) : this.#o.views.cached(ctx, session, kind);
+  }
+
+  /** Whether an answer may name backend `name` to the caller (always, unless views say otherwise). */
+  knowsBackend(ctx: Context, name: string): boolean {
+    return this.#o.views === null || this.#o.views.knowsBackend(ctx, name);
+  }
+
+  /** The whole list, as the backends give it. */
+  async #full(ctx: Context, session: AggregatedSession, kind: ListKind, fresh: boolean): Promise<ListCache> {
     if (session.record.missing.length > 0) await this.#o.healer.joinMissing(ctx, session);
     const cached = session.lists.get(kind);
     if (cached !== undefined && (!fresh || isFresh(cached, performance.now()))) return cached;

@@ -8,6 +8,7 @@ import { EnvelopeTails, LEGACY_VERSIONS, type ClientEnvelope } from '../../proto
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import type { ListKind } from '../../protocol/methods.ts';
 import type { ListCache } from './lists.ts';
+import type { ViewedList } from './list-views.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
 
 /** What the session needs from the client's GET stream. */
@@ -66,6 +67,8 @@ export class AggregatedSession {
   /** Joins in progress, by backend: concurrent requests wait for the same one. */
   #joining: Map<string, Promise<BackendSessionRecord>> | null = null;
   readonly lists = new Map<ListKind, ListCache>();
+  /** The lists as the session's caller sees them, when plugins have views (made when first needed). */
+  viewed: Map<ListKind, ViewedList> | null = null;
   /** Client request id → index of the backend it was routed to (for notifications/cancelled). */
   readonly inflight = new Map<JsonRpcId, number>();
   /** Task id → backend index (tasks created by routed calls), the newest MAX_TASKS. */
@@ -281,7 +284,11 @@ export class AggregatedSession {
 
   invalidate(kind: ListKind): void {
     this.lists.delete(kind);
-    if (kind === 'resources') this.lists.delete('resourceTemplates');
+    this.viewed?.delete(kind);
+    if (kind === 'resources') {
+      this.lists.delete('resourceTemplates');
+      this.viewed?.delete('resourceTemplates');
+    }
     this.listVersion++;
   }
 
