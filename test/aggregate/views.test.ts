@@ -206,6 +206,18 @@ describe('views: aggregated, what a caller may not see does not exist for it', (
     }
   });
 
+  it('tells a client of only the backends it may know in the instructions and server/discover', async () => {
+    await withClient(gateway.url, { headers: { 'x-user': 'bob' } }, async (c) => {
+      assert.match(c.client.getInstructions() ?? '', /aggregating: a\.$/m);
+    });
+    await withClient(gateway.url, { headers: { 'x-user': 'alice' } }, async (c) => {
+      assert.match(c.client.getInstructions() ?? '', /aggregating: a, b\./);
+    });
+    const discovered = await modern(gateway.url, 'bob', 'server/discover');
+    const instructions = String((discovered.body['result'] as Record<string, unknown>)['instructions']);
+    assert.match(instructions, /aggregating: a\.$/m);
+  });
+
   it('serves a modern client its own list, private to it, and hides the same items', async () => {
     const list = await modern(gateway.url, 'bob', 'tools/list');
     const result = list.body['result'] as { tools: { name: string }[]; cacheScope: string; nextCursor?: string };

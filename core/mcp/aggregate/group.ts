@@ -76,7 +76,7 @@ export class BackendGroup implements SessionEnder {
     const lists = new SessionLists({ links, byName, aggregation: options.aggregation, healer, log, views });
     const direct = options.direct === true && links.length === 1 ? links[0]! : null;
     const resolver = new Resolver({ links, byName, aggregation: options.aggregation, lists, direct, removedBackends: options.removedBackends ?? [], admits: views?.admits === true });
-    this.sessions = new Sessions({ name: options.name, links, byName, chain, store: options.store, session: options.session, failure: options.failure, health: options.health, healer, log });
+    this.sessions = new Sessions({ name: options.name, links, byName, chain, store: options.store, session: options.session, failure: options.failure, health: options.health, healer, log, knows: views === null ? null : (ctx, backend) => views.knowsBackend(ctx, backend) });
     this.#rounds = new InputRounds({ chain, healer, relay: options.relay, log });
     const held = new HeldStreams(healer);
     const tickets = new ResumeTickets(options.relay);

@@ -36,6 +36,8 @@ export interface InitOptions {
   /** A backend failed its initialize (for the health monitor: a timeout, an answer past its bound, a 5xx...). */
   failed?: (link: BackendLink, err: unknown) => void;
   log: Logger;
+  /** Whether the client may be told of a backend (plugin views): its instructions name only those. Absent or null: every one. */
+  knows?: ((ctx: Context, backend: string) => boolean) | null;
 }
 
 interface Joined {
@@ -169,8 +171,9 @@ async function refusedForMissing(ctx: Context, request: JsonRpcRequest, options:
   options.log.warn({ missing, requestId: ctx.requestId }, `initialize: ${missing.length} backend(s) unavailable`);
   if (options.failure.partialFailureMode !== 'fail' && joined.length > 0) return null;
   await Promise.allSettled(joined.map((j) => j.link.remove(ctx, j.record)));
-  const what = missing.map((m) => `${m.name} (${m.reason})`).join('; ');
-  return Reply.rpcError(request.id, INTERNAL_ERROR, joined.length === 0 ? `no backend is available: ${what}` : `backends unavailable: ${what}`, { missing: missing.map((m) => m.name) });
+  const told = missing.filter((m) => options.knows?.(ctx, m.name) ?? true);
+  const what = told.length === 0 ? '' : `: ${told.map((m) => `${m.name} (${m.reason})`).join('; ')}`;
+  return Reply.rpcError(request.id, INTERNAL_ERROR, joined.length === 0 ? `no backend is available${what}` : `backends unavailable${what}`, { missing: told.map((m) => m.name) });
 }
 
 /**
@@ -212,10 +215,11 @@ export async function initializeSession(
       missing.length > 0,
     ),
     serverInfo: serverInfo(options.name),
+    // Names only the backends the client may be told of (plugin views): none other is disclosed.
     instructions: mergeInstructions(
       options.name,
-      joined.map((j) => ({ name: j.link.name, instructions: j.instructions })),
-      missing,
+      joined.filter((j) => options.knows?.(ctx, j.link.name) ?? true).map((j) => ({ name: j.link.name, instructions: j.instructions })),
+      missing.filter((m) => options.knows?.(ctx, m.name) ?? true),
     ),
   };
   session.initializeResult = result;

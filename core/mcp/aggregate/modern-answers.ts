@@ -45,7 +45,7 @@ export function withCacheHints(resultText: string, hints: CacheHints, meta: stri
  * The gateway's answer to `server/discover`: every version it speaks, the capabilities of the
  * session's backends merged as for `initialize`, its instructions, its identity.
  */
-export function discoverResult(session: AggregatedSession, name: string, links: readonly BackendLink[], hints: CacheHints): Record<string, unknown> {
+export function discoverResult(session: AggregatedSession, name: string, links: readonly BackendLink[], hints: CacheHints, knows: (backend: string) => boolean): Record<string, unknown> {
   const initialized = session.initializeResult;
   const records = [...session.backends.values()];
   const missing = session.record.missing;
@@ -57,8 +57,8 @@ export function discoverResult(session: AggregatedSession, name: string, links: 
       initialized?.['instructions'] ??
       mergeInstructions(
         name,
-        links.filter((l) => session.backends.has(l.name)).map((l) => ({ name: l.name, instructions: undefined })),
-        missing.map((m) => ({ name: m, reason: 'unavailable' })),
+        links.filter((l) => session.backends.has(l.name) && knows(l.name)).map((l) => ({ name: l.name, instructions: undefined })),
+        missing.filter(knows).map((m) => ({ name: m, reason: 'unavailable' })),
       ),
     ttlMs: hints.ttlMs,
     cacheScope: hints.cacheScope,

@@ -58,7 +58,7 @@ export class OwnMethods {
         break;
       case 'server/discover':
         // Asked inside a legacy session too: a dual-era client may probe before it falls back.
-        return answer(ctx, chain, { jsonrpc: '2.0', id: request.id, result: discoverResult(session, this.#o.name, this.#o.links, { ttlMs: IMPLICIT_LIST_TTL_MS, cacheScope: 'private' }) });
+        return answer(ctx, chain, { jsonrpc: '2.0', id: request.id, result: discoverResult(session, this.#o.name, this.#o.links, { ttlMs: IMPLICIT_LIST_TTL_MS, cacheScope: 'private' }, (backend) => this.#o.lists.knowsBackend(ctx, backend)) });
       case 'ping':
         return answer(ctx, chain, { jsonrpc: '2.0', id: request.id, result: {} });
       case 'logging/setLevel':

@@ -39,6 +39,8 @@ export interface SessionsOptions {
   readonly health: HealthMonitor;
   readonly healer: SessionHealer;
   readonly log: Logger;
+  /** Whether an answer may name a backend to the caller (plugin views); null: always. */
+  readonly knows: ((ctx: Context, backend: string) => boolean) | null;
 }
 
 export class Sessions {
@@ -166,6 +168,7 @@ export class Sessions {
       sink: () => () => undefined,
       failed: (link, err) => this.#o.healer.failedAlone(link, err),
       log: this.#o.log,
+      knows: this.#o.knows,
     };
   }
 
