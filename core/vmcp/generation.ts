@@ -15,7 +15,8 @@ import { TransparentEndpoint } from '../mcp/transparent-endpoint.ts';
 import type { SessionOwners } from '../mcp/session-owners.ts';
 import { OpenStreams } from '../mcp/streams.ts';
 import { createAggregated, type SessionStorage } from '../mcp/aggregate/compose.ts';
-import type { SessionEnder } from '../mcp/aggregate/group.ts';
+import type { SessionEnder, ShownCarrier } from '../mcp/aggregate/group.ts';
+import type { ShownLists } from '../mcp/aggregate/shown-lists.ts';
 import { needsAggregation } from '../config/aggregation-config.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
 import { createPlugins, importPlugin, type PluginSpec } from '../plugin-api/plugin-loader.ts';
@@ -73,7 +74,7 @@ export class Generation {
   challenge: AuthChallenge | null = null;
   #chain: Chain | null = null;
   #endpoint: McpEndpoint | null = null;
-  #sessions: SessionEnder | null = null;
+  #sessions: (SessionEnder & ShownCarrier) | null = null;
   #startHealth: (() => void) | null = null;
   #activate: ((sessions: SessionEnder) => void) | null = null;
   #plugins: Plugin[] = [];
@@ -227,6 +228,16 @@ export class Generation {
       this.#started.push(plugin);
     }
     this.#startHealth?.();
+  }
+
+  /** What the live sessions' clients were shown of their lists (for the generation that replaces this one). */
+  shownLists(): Map<string, ShownLists> {
+    return this.#sessions?.shownLists() ?? new Map();
+  }
+
+  /** What the replaced generation's clients were shown: each is told what changed for it when its stream opens here. */
+  carryShown(shown: Map<string, ShownLists>): void {
+    this.#sessions?.carryShown(shown);
   }
 
   /** This generation serves from now on (relay messages, session expiry, its plugins' metrics). */

@@ -289,6 +289,8 @@ class VirtualMcpServer implements RunningVmcp {
     const server = this.#server!;
     const next = generation.config;
     this.#current = generation;
+    // Before the old streams end: their clients reopen them here, and hear what changed for them.
+    generation.carryShown(old.shownLists());
     generation.activate();
     const { drained } = server.swap({ chain: generation.chain, mcp: generation.endpoint, publicUrls: publicUrlsOf(next) });
     // The new incoming auth's challenge, or none (a reload to anonymous): never the old one's.

@@ -13,7 +13,9 @@ import { after, before, describe, it } from 'node:test';
 import { connectClient, withClient } from '../fixtures/client.ts';
 import { startPaginatingServer, type PaginatingServer } from '../fixtures/paginating-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { post, startTestGateway } from '../helpers/gateway.ts';
+import { post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
+import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { Principal, type Context } from '../../core/plugin-api/context.ts';
 import { definePlugin, type PluginDefinition } from '../../core/plugin-api/plugin.ts';
 import type { ViewItem } from '../../core/plugin-api/view.ts';
@@ -34,8 +36,11 @@ const headerUser = definePlugin({
 });
 
 /** What `bob` may see: even-numbered tools of `a`, `b`'s echo tool; of `b` nothing else. `alice` sees everything. */
+/** The policy in force: a reload test widens it to every tool of `a` (a policy changed by a reload). */
+const policy = { wide: false };
+
 function bobSees(item: ViewItem): boolean {
-  if (item.backend === 'a') return /[02468]$/.test(item.original);
+  if (item.backend === 'a') return policy.wide || /[02468]$/.test(item.original);
   return item.kind === 'tools' && item.original === 'echo';
 }
 
@@ -262,5 +267,67 @@ describe('views: one backend is served as a group of one, under its own names', 
   it('hides the same for a modern client', async () => {
     const list = await modern(gateway.url, 'bob', 'tools/list');
     assert.deepEqual((list.body['result'] as { tools: { name: string }[] }).tools.map((t) => t.name), ['tool_000', 'tool_002', 'tool_004', 'tool_006']);
+  });
+});
+
+describe('views: a reload tells list_changed to exactly the sessions whose lists changed for them', () => {
+  let a: PaginatingServer;
+  let b: SdkServer;
+  let gateway: RunningVmcp;
+  const asked: Asked = { visible: 0, admit: 0 };
+  const backends = (): { name: string; url: string }[] => [
+    { name: 'a', url: a.url },
+    { name: 'b', url: b.url },
+  ];
+
+  before(async () => {
+    a = await startPaginatingServer({ name: 'a', tools: 6, pageSize: 7 });
+    b = await startSdkServer({ name: 'b', tools: ['echo', 'add'] });
+    gateway = await startTestGateway({ backends: backends(), plugins: specs(asked) });
+  });
+  after(async () => {
+    policy.wide = false;
+    await gateway.stop();
+    await a.close();
+    await b.close();
+  });
+
+  async function reload(config: string | undefined): Promise<void> {
+    const loaded = await loadVmcpConfig(await writeConfig(vmcpYaml({ backends: backends(), ...(config === undefined ? {} : { config }) })));
+    const outcome = await gateway.reload(loaded, vmcpBuiltins(loaded));
+    assert.equal(outcome.status, 'applied');
+  }
+
+  it('a policy change: bob, whose view widened, is told; alice, whose list is the same, is not', async () => {
+    const bob = await connectClient(gateway.url, { headers: { 'x-user': 'bob' } });
+    const alice = await connectClient(gateway.url, { headers: { 'x-user': 'alice' } });
+    try {
+      assert.equal((await bob.client.listTools()).tools.length, 4);
+      assert.equal((await alice.client.listTools()).tools.length, 8);
+      // The policy widens with a reload of a configuration that changes nothing any list shows.
+      policy.wide = true;
+      await reload('aggregation: {pageSize: 100}');
+      await bob.waitForNotification('notifications/tools/list_changed', undefined, 5_000);
+      assert.equal((await bob.client.listTools()).tools.length, 7);
+      // alice's stream reopened on the new generation too (bob's did, and was told): nothing for her.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(alice.notifications.filter((n) => n.method === 'notifications/tools/list_changed').length, 0);
+      assert.equal((await alice.client.listTools()).tools.length, 8);
+    } finally {
+      await bob.close();
+      await alice.close();
+    }
+  });
+
+  it('a tool filter changed by the reload: the session is told, with no backend saying a word', async () => {
+    const alice = await connectClient(gateway.url, { headers: { 'x-user': 'alice' } });
+    try {
+      assert.equal((await alice.client.listTools()).tools.length, 8);
+      await reload('aggregation: {tools: [{workload: b, filter: [echo]}]}');
+      await alice.waitForNotification('notifications/tools/list_changed', undefined, 5_000);
+      assert.deepEqual((await alice.client.listTools()).tools.map((t) => t.name).filter((n) => n.startsWith('b_')), ['b_echo']);
+    } finally {
+      await alice.close();
+    }
   });
 });

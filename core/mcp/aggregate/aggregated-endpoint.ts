@@ -15,7 +15,8 @@ import type { GatewayError } from '../../base/errors.ts';
 import { discardBody, startReading, type BodySink } from '../../http/body.ts';
 import { acceptMessages, checkPostHead } from '../intake.ts';
 import { methodNotAllowed, type McpEndpoint } from '../../server/mcp-endpoint.ts';
-import { BackendGroup, type GroupOptions, type SessionEnder } from './group.ts';
+import { BackendGroup, type GroupOptions, type SessionEnder, type ShownCarrier } from './group.ts';
+import type { ShownLists } from './shown-lists.ts';
 import type { SessionRecord } from './session-store.ts';
 
 export interface AggregatedOptions extends GroupOptions {
@@ -23,7 +24,7 @@ export interface AggregatedOptions extends GroupOptions {
   maxBodyBytes: number;
 }
 
-export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, SessionEnder {
+export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, SessionEnder, ShownCarrier {
   readonly path: string;
   readonly #group: BackendGroup;
   readonly #maxBodyBytes: number;
@@ -74,5 +75,13 @@ export class AggregatedEndpoint implements McpEndpoint, BodySink<Context>, Sessi
 
   status(): unknown {
     return this.#group.status('aggregated');
+  }
+
+  shownLists(): Map<string, ShownLists> {
+    return this.#group.shownLists();
+  }
+
+  carryShown(shown: Map<string, ShownLists>): void {
+    this.#group.carryShown(shown);
   }
 }

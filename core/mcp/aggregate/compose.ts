@@ -15,7 +15,7 @@ import type { OpenStreams } from '../streams.ts';
 import { BackendLink } from './backend-link.ts';
 import { AggregatedEndpoint } from './aggregated-endpoint.ts';
 import { EraBridge } from './era-bridge.ts';
-import type { SessionEnder } from './group.ts';
+import type { SessionEnder, ShownCarrier } from './group.ts';
 import { HealthMonitor } from './health.ts';
 import { MemorySessionStore } from './memory-session-store.ts';
 import { RedisSessionStore } from './redis-session-store.ts';
@@ -59,7 +59,7 @@ export interface Aggregated {
   /** An aggregated group's endpoint, or a transparent endpoint's era bridge (one backend). */
   served: { readonly endpoint: AggregatedEndpoint; readonly bridge: null } | { readonly endpoint: null; readonly bridge: EraBridge };
   /** What ends the backend sessions of an expired session (the one of the two above). */
-  sessions: SessionEnder;
+  sessions: SessionEnder & ShownCarrier;
   health: HealthMonitor;
   /** Closes the store's connection (Redis). */
   close(): Promise<void>;

@@ -10,10 +10,11 @@ import type { HookOutcome } from '../../server/chain.ts';
 import type { Context } from '../../plugin-api/context.ts';
 import type { Era } from '../../protocol/era.ts';
 import type { EraBridge as Bridge } from '../transparent-endpoint.ts';
-import { BackendGroup, type GroupOptions, type SessionEnder } from './group.ts';
+import { BackendGroup, type GroupOptions, type SessionEnder, type ShownCarrier } from './group.ts';
+import type { ShownLists } from './shown-lists.ts';
 import type { SessionRecord } from './session-store.ts';
 
-export class EraBridge implements Bridge, SessionEnder {
+export class EraBridge implements Bridge, SessionEnder, ShownCarrier {
   readonly #group: BackendGroup;
 
   constructor(options: GroupOptions) {
@@ -39,6 +40,14 @@ export class EraBridge implements Bridge, SessionEnder {
 
   close(): void {
     this.#group.close();
+  }
+
+  shownLists(): Map<string, ShownLists> {
+    return this.#group.shownLists();
+  }
+
+  carryShown(shown: Map<string, ShownLists>): void {
+    this.#group.carryShown(shown);
   }
 
   status(): { backends: unknown } {

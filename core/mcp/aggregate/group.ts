@@ -27,6 +27,7 @@ import { ResumeTickets } from './resume-tickets.ts';
 import { sinkFor } from './backend-messages.ts';
 import { SessionLists } from './session-lists.ts';
 import { ListViews } from './list-views.ts';
+import { shownBy, type ShownLists } from './shown-lists.ts';
 import { SessionStreams } from './session-streams.ts';
 import type { SessionRecord, SessionStore } from './session-store.ts';
 import { Sessions } from './sessions.ts';
@@ -60,7 +61,13 @@ export interface SessionEnder {
   endBackends(ctx: Context | null, record: SessionRecord): Promise<void>;
 }
 
-export class BackendGroup implements SessionEnder {
+/** What a generation's sessions showed their clients, handed to the next generation at a reload (shown-lists.ts). */
+export interface ShownCarrier {
+  shownLists(): Map<string, ShownLists>;
+  carryShown(shown: Map<string, ShownLists>): void;
+}
+
+export class BackendGroup implements SessionEnder, ShownCarrier {
   readonly pipeline: McpPipeline;
   readonly sessions: Sessions;
   readonly streams: SessionStreams;
@@ -86,6 +93,21 @@ export class BackendGroup implements SessionEnder {
     const messages = new ClientMessages(links, healer, this.#rounds);
     this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, views: views?.admits === true ? views : null, messages, own, routing });
     options.health.onRecovered((name) => this.streams.recovered(name));
+  }
+
+  /** What each live session's client was shown of its lists (shown-lists.ts), by session id. */
+  shownLists(): Map<string, ShownLists> {
+    const shown = new Map<string, ShownLists>();
+    for (const session of this.sessions.live()) {
+      const lists = shownBy(session);
+      if (lists !== null) shown.set(session.id, lists);
+    }
+    return shown;
+  }
+
+  /** The previous generation's `shownLists()`: each session's client is told what changed when its stream opens here. */
+  carryShown(shown: Map<string, ShownLists>): void {
+    this.streams.carryShown(shown);
   }
 
   /** A GET (the session's stream) or DELETE (the session's end); a modern client has neither. */

@@ -25,6 +25,7 @@ import type { AggregatedSession } from './session.ts';
 import { ownerKey, type BackendSessionRecord } from './session-store.ts';
 import type { Sessions } from './sessions.ts';
 import { observeBackend } from './backend-messages.ts';
+import { tellChanged, type ShownLists } from './shown-lists.ts';
 
 /** subscriptions/listen streams one principal may hold open at once (each holds a stream per backend). */
 const MAX_LISTENS_PER_PRINCIPAL = 8;
@@ -48,6 +49,8 @@ export class SessionStreams {
   readonly #o: SessionStreamsOptions;
   /** Open subscriptions/listen streams per principal (its owner key; '' for anonymous). */
   readonly #listens = new Map<string, number>();
+  /** What the sessions' clients were shown before a reload (shown-lists.ts), until their stream opens here. */
+  #shown: Map<string, ShownLists> | null = null;
 
   constructor(options: SessionStreamsOptions) {
     this.#o = options;
@@ -68,7 +71,18 @@ export class SessionStreams {
     const stream = new ClientStream(ctx, session, this.#o.byName, this.#o.streams, observeBackend, this.#o.healer, parsed?.kind === 'multiplex' ? parsed.positions : new Map());
     session.stream = stream;
     stream.open();
+    const shown = this.#shown?.get(session.id);
+    if (shown !== undefined) {
+      this.#shown!.delete(session.id);
+      // A list that fails here was logged where it failed; the client lists again when it can.
+      tellChanged(ctx, session, stream, this.#o.lists, shown).catch(() => undefined);
+    }
     return undefined;
+  }
+
+  /** What the sessions' clients were shown by the generation this one replaces. */
+  carryShown(shown: Map<string, ShownLists>): void {
+    this.#shown = shown.size === 0 ? null : shown;
   }
 
   /**
