@@ -24,7 +24,8 @@
  *   speaks SSE (transport sse, or stdio behind an SSE proxy), `streamable-http` otherwise.
  * - Package: `spec.image` as an OCI package (the reference carries the tag), with the transport
  *   the image itself speaks. A resource with neither a URL nor an image is refused.
- * - Claims: annotation `toolhive.stacklok.dev/authz-claims`, a JSON object of string values.
+ * - Claims: annotation `toolhive.stacklok.dev/authz-claims`, a JSON object of string values,
+ *   read by the parser the gateway's claims filter uses too (registry-authz/claims-annotation.ts).
  *   Entries never inherit the source's claims (those only say who manages the source); without
  *   the annotation the entry has no claims. A malformed annotation refuses the resource: a
  *   typo must not make an entry visible to everyone.
@@ -32,6 +33,7 @@
  * Every annotation is also read under the `gatehouse.dev/` prefix (Gatehouse's own MCPServer
  * resources use that API group); when both are set they must agree.
  */
+import { ANNOTATION_PREFIXES, ClaimsAnnotationError, parseClaims } from '../../registry-authz/claims-annotation.ts';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import { documentDigest } from '../store/entries-store.ts';
 import type { SyncItem } from '../store/source-sync-writer.ts';
@@ -47,7 +49,6 @@ export const DEFAULT_SERVER_VERSION = '1.0.0';
 /** Where the entry's provenance goes in the document's publisher-provided `_meta`. */
 export const PROVENANCE_META_KEY = 'dev.gatehouse/kubernetes';
 
-const ANNOTATION_PREFIXES = ['toolhive.stacklok.dev/', 'gatehouse.dev/'] as const;
 /** The annotations read, by their name after the prefix. */
 const ANNOTATIONS = ['registry-export', 'registry-url', 'registry-description', 'registry-title', 'registry-icon', 'registry-version', 'authz-claims'] as const;
 type AnnotationName = (typeof ANNOTATIONS)[number];
@@ -61,9 +62,6 @@ const MAX_ICON_URL = 255;
 const MAX_URL = 2048;
 const MAX_IMAGE = 512;
 const MAX_VERSION = 255;
-/** Claims become rows of an index the store queries: a resource asks for a handful, not thousands. */
-const MAX_CLAIMS = 64;
-const MAX_CLAIM_TEXT = 256;
 /** How much of a refused value a message quotes. */
 const MAX_QUOTED = 64;
 
@@ -199,7 +197,7 @@ export function mapClusterResource(resource: ClusterResource, origin?: string): 
     if (typeof resource.metadata.uid === 'string' && resource.metadata.uid !== '') provenance.uid = resource.metadata.uid;
     document._meta = { 'io.modelcontextprotocol.registry/publisher-provided': { [PROVENANCE_META_KEY]: provenance } };
 
-    const claims = parseClaims(annotations['authz-claims']);
+    const claims = claimsOf(annotations['authz-claims']);
     const documentProblem = jsonValueProblem(document);
     if (documentProblem !== null) throw new Refusal(`its server.json is not valid: ${documentProblem.replace(/^\$/, 'the document')}`);
     // What the registry serves validates against the schema it advertises, whatever a resource holds.
@@ -365,25 +363,12 @@ function packageTransport(transport: Transport, spec: Readonly<Record<string, un
 
 // ---- claims -------------------------------------------------------------------------------
 
-function parseClaims(annotated: string | undefined): ClaimMap {
-  const key = annotationKey('authz-claims');
-  if (annotated === undefined || annotated.trim() === '') return {};
-  const notAMap = `annotation ${key} is not a JSON object of strings`;
-  let parsed: unknown;
+/** The entry's claims (claims become rows of an index the store queries: the parser bounds them). */
+function claimsOf(annotated: string | undefined): ClaimMap {
   try {
-    parsed = JSON.parse(annotated);
+    return parseClaims(annotated);
   } catch (err) {
-    throw new Refusal(`${notAMap}: ${(err as Error).message}`);
+    if (err instanceof ClaimsAnnotationError) throw new Refusal(err.message);
+    throw err;
   }
-  if (!isObject(parsed)) throw new Refusal(`${notAMap} (got ${describe(parsed)}), e.g. {"team": "platform"}`);
-  const entries = Object.entries(parsed);
-  if (entries.length > MAX_CLAIMS) throw new Refusal(`annotation ${key} has ${entries.length} claims: at most ${MAX_CLAIMS}`);
-  for (const [claim, value] of entries) {
-    if (typeof value !== 'string') throw new Refusal(`${notAMap}: claim ${quote(claim)} is ${describe(value)}`);
-    if (claim === '' || claim.length > MAX_CLAIM_TEXT) throw new Refusal(`${notAMap}: claim names are 1 to ${MAX_CLAIM_TEXT} characters`);
-    if (value.length > MAX_CLAIM_TEXT) throw new Refusal(`${notAMap}: the value of claim ${quote(claim)} is longer than ${MAX_CLAIM_TEXT} characters`);
-    if (HAS_CONTROL.test(claim) || HAS_CONTROL.test(value)) throw new Refusal(`${notAMap}: claim ${quote(claim)} contains control characters`);
-  }
-  // fromEntries defines own properties: a claim named "__proto__" stays a claim.
-  return Object.fromEntries(entries as [string, string][]);
 }
