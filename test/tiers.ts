@@ -33,6 +33,7 @@ export const UNIT: readonly string[] = [
   'test/aggregate/uri-template.test.ts',
   'test/bench/compare.test.ts',
   'test/cedar-authz/',
+  'test/claims-filter/',
   'test/config/',
   'test/core/app.test.ts',
   'test/core/chain.test.ts',

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../plugin-api/backend.ts';
 import { durationSchema as duration } from './duration.ts';
+import { authzClaimsSchema, unservedToolIssues } from './authz-claims.ts';
 import { addIssue, q, text, whenMapping } from './formats.ts';
 import { blockOfType, groupBackendProblem, redisStorageSchema, textList, type ReferenceIndex, type SchemaContext } from './schema-parts.ts';
 import { sizeSchema } from './size.ts';
@@ -41,6 +42,8 @@ function aggregationSchema(index: ReferenceIndex) {
             filter: z.array(text).optional(),
             exclude: textList,
             overrides: z.record(z.string(), toolOverride).default({}),
+            // Gatehouse extension: who may see and use each of the workload's items (authz-claims.ts).
+            authzClaims: authzClaimsSchema.optional(),
           }),
         )
         .default([]),
@@ -51,6 +54,7 @@ function aggregationSchema(index: ReferenceIndex) {
       const workloads = new Map<string, number>();
       const targets = new Map<string, string>();
       config.tools.forEach((entry, i) => {
+        unservedToolIssues(entry, ['tools', i], ctx);
         if (workloads.has(entry.workload)) addIssue(ctx, ['tools', i, 'workload'], `${q(entry.workload)} is already configured in tools[${workloads.get(entry.workload)}]: merge the two entries`);
         workloads.set(entry.workload, i);
         for (const [tool, override] of Object.entries(entry.overrides)) {

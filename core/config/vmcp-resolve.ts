@@ -6,6 +6,8 @@
 import { dirname } from 'node:path';
 import type { AggregationConfig } from './aggregation-config.ts';
 import { AUTH_SERVER_ENDPOINT_GROUPS } from './auth-server-limits.ts';
+import type { AuthzClaimsInput } from './authz-claims.ts';
+import { NO_ITEM_CLAIMS, type ItemClaims } from '../plugin-api/backend.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
 import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, type ParsedResource, type ResourceKind } from './vmcp-schema.ts';
 import type {
@@ -91,8 +93,14 @@ function toBackends(parsed: ParsedResources, spec: VmcpSpec): BackendConfig[] {
       maxResponseBytes: spec.config.operational.maxBackendResponseSize,
       externalAuth: refName === undefined ? null : checked(externalAuths.get(refName), `MCPExternalAuthConfig ${refName}`),
       annotations: server.metadata.annotations ?? {},
+      authzClaims: itemClaimsOf(spec.config.aggregation.tools.find((entry) => entry.workload === server.metadata.name)?.authzClaims),
     };
   });
+}
+
+/** A workload's `authzClaims`, each map as written (absent: none). */
+function itemClaimsOf(input: AuthzClaimsInput | undefined): ItemClaims {
+  return input === undefined ? NO_ITEM_CLAIMS : { tools: input.tools, prompts: input.prompts, resources: input.resources };
 }
 
 function toSession(session: VmcpSpec['config']['session']): VmcpConfig['session'] {
@@ -225,8 +233,10 @@ function toAggregation(input: VmcpSpec['config']['aggregation']): AggregationCon
     conflictResolution: input.conflictResolution,
     prefixFormat: input.conflictResolutionConfig.prefixFormat,
     priorityOrder: input.conflictResolutionConfig.priorityOrder,
+    // An entry that only carries authzClaims renames and filters nothing: it does not make a
+    // group of one backend aggregated (its claims are the backend's: toBackends).
     tools: Object.fromEntries(
-      input.tools.map((entry) => [
+      input.tools.filter((entry) => entry.authzClaims === undefined || entry.filter !== undefined || entry.exclude.length > 0 || Object.keys(entry.overrides).length > 0).map((entry) => [
         entry.workload,
         {
           filter: entry.filter ?? null,

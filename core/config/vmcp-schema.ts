@@ -13,6 +13,7 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { authSchemas } from './auth-schemas.ts';
+import { claimsAnnotationIssues } from './authz-claims.ts';
 import { authServerConfigSchema, authServerMatchesIncomingAuth } from './auth-server-schema.ts';
 import { durationSchema as duration } from './duration.ts';
 import { addIssue, q, text, uniqueNames, whenMapping } from './formats.ts';
@@ -50,8 +51,11 @@ const metadata = z.strictObject({
   annotations: stringMap.optional(),
 });
 
-function resource<K extends ResourceKind, S extends z.ZodType>(kind: K, spec: S) {
-  return z.strictObject({ apiVersion: apiVersion(kind), kind: z.literal(kind), metadata, spec });
+/** An MCPServer's annotations reach plugins: its claims annotation is checked here, at its line (authz-claims.ts). */
+const serverMetadata = metadata.extend({ annotations: stringMap.superRefine(claimsAnnotationIssues).optional() });
+
+function resource<K extends ResourceKind, S extends z.ZodType, M extends z.ZodType = typeof metadata>(kind: K, spec: S, meta: M = metadata as unknown as M) {
+  return z.strictObject({ apiVersion: apiVersion(kind), kind: z.literal(kind), metadata: meta, spec });
 }
 
 const URL_REQUIRED =
@@ -121,7 +125,7 @@ export function resourceSchemas(index: ReferenceIndex) {
 
   return {
     MCPGroup: resource('MCPGroup', z.strictObject({ description: z.string().optional() }).optional()),
-    MCPServer: resource('MCPServer', mcpServerSpec),
+    MCPServer: resource('MCPServer', mcpServerSpec, serverMetadata),
     VirtualMCPServer: resource('VirtualMCPServer', vmcpSpec),
     MCPExternalAuthConfig: resource('MCPExternalAuthConfig', externalAuthSpec),
     Secret: z

@@ -10,7 +10,7 @@ import type { BudgetBounds } from '../base/rate-limit.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ServerSettings } from './server-settings.ts';
-import type { ExternalAuthConfig, ResolvedSecretRef } from '../plugin-api/backend.ts';
+import type { ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
 
 export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../plugin-api/backend.ts';
 
@@ -32,6 +32,8 @@ export interface BackendConfig {
   readonly externalAuth: ExternalAuthConfig | null;
   /** `metadata.annotations` of the MCPServer (none: empty), for plugins (e.g. a claims map of who may use it). */
   readonly annotations: Readonly<Record<string, string>>;
+  /** `spec.config.aggregation.tools[].authzClaims` of this workload (none: empty maps), for plugins: who may see and use each item. */
+  readonly authzClaims: ItemClaims;
 }
 
 export interface InlineOidcConfig {

@@ -57,6 +57,22 @@ export interface TokenExchangeConfig {
   readonly timeoutMs: number;
 }
 
+/** Claim name → the one string a caller's token must hold under that name (a flat claim map). */
+export type ClaimRequirements = Readonly<Record<string, string>>;
+
+/**
+ * `spec.config.aggregation.tools[].authzClaims` of a backend (Gatehouse extension): who may see
+ * and use each of its items, for a claims filter to read. Each map is by the backend's own name
+ * (a resource by its URI); an item not named has no claims of its own.
+ */
+export interface ItemClaims {
+  readonly tools: Readonly<Record<string, ClaimRequirements>>;
+  readonly prompts: Readonly<Record<string, ClaimRequirements>>;
+  readonly resources: Readonly<Record<string, ClaimRequirements>>;
+}
+
+export const NO_ITEM_CLAIMS: ItemClaims = Object.freeze({ tools: Object.freeze({}), prompts: Object.freeze({}), resources: Object.freeze({}) });
+
 export interface BackendInfo {
   /** `metadata.name` of the MCPServer. */
   readonly name: string;
@@ -82,6 +98,8 @@ export interface BackendInfo {
    * backend for plugins to read, such as ToolHive's `toolhive.stacklok.dev/authz-claims`.
    */
   readonly annotations: Readonly<Record<string, string>>;
+  /** The claims of its tools, prompts and resources in the aggregation config (none: empty maps). */
+  readonly authzClaims: ItemClaims;
 }
 
 /** `operational.maxBackendResponseSize` by default: as large as a JSON answer was ever read (32 MiB). */
@@ -101,6 +119,7 @@ export function backendInfo(
   bounds: AnswerBounds = {},
   passthroughHeaders: PassthroughHeaders = NO_PASSTHROUGH,
   annotations: Readonly<Record<string, string>> = NO_ANNOTATIONS,
+  authzClaims: ItemClaims = NO_ITEM_CLAIMS,
 ): BackendInfo {
   const parsed = new URL(url);
   return {
@@ -115,6 +134,7 @@ export function backendInfo(
     auth,
     passthroughHeaders,
     annotations,
+    authzClaims,
   };
 }
 

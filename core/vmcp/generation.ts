@@ -96,7 +96,7 @@ export class Generation {
     this.removedBackends = [...new Set(before)].filter((name) => !names.has(name));
     this.#log = log;
     const passthrough = new Set(config.passthroughHeaders);
-    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough, b.annotations));
+    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough, b.annotations, b.authzClaims));
     this.mcpPath = mcpPathOf(config);
     this.transparent = !needsAggregation(this.backends.length, config.aggregation);
     this.streams = new OpenStreams(metrics);

@@ -2,8 +2,9 @@
  * What a reload may change, and what it changed.
  *
  * Reloaded (a new generation, virtual-mcp-server.ts): the backends (added, removed, URL, timeouts, answer
- * size bound, outgoing auth), incoming auth (including its resourceUrl, hence the MCP path), aggregation,
- * failure handling, passthroughHeaders, the token-exchange cache, the plugins and their config, server.maxBodyBytes.
+ * size bound, outgoing auth, annotations, the claims of their items), incoming auth (including its
+ * resourceUrl, hence the MCP path), aggregation, failure handling, passthroughHeaders, the
+ * token-exchange cache, the plugins and their config, server.maxBodyBytes.
  *
  * Needs a restart (a reload that changes any of it is refused as a whole, nothing applied):
  *  - metadata.name: it names the Redis connection and the server in every session;
@@ -64,7 +65,7 @@ function authServerInputs(config: VmcpConfig): unknown {
 }
 
 function backendKey(backend: BackendConfig): unknown {
-  return { url: backend.url, timeoutMs: backend.timeoutMs, answerTimeoutMs: backend.answerTimeoutMs, maxResponseBytes: backend.maxResponseBytes, externalAuth: backend.externalAuth, annotations: backend.annotations };
+  return { url: backend.url, timeoutMs: backend.timeoutMs, answerTimeoutMs: backend.answerTimeoutMs, maxResponseBytes: backend.maxResponseBytes, externalAuth: backend.externalAuth, annotations: backend.annotations, authzClaims: backend.authzClaims };
 }
 
 export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {
