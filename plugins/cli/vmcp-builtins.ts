@@ -1,5 +1,6 @@
 /**
- * The built-in plugins a vMCP config asks for, in chain order (incoming auth first). Across
+ * The built-in plugins a vMCP config asks for, in chain order (incoming auth first, then the
+ * claims filter when claims are configured). Across
  * reloads (`VmcpBuiltins`), what the embedded authorization server shares with the other plugins
  * is made once: its keys (generated ones too, else incoming auth would refuse the tokens the
  * kept server goes on signing) and the handle its upstream tokens are read through.
@@ -15,6 +16,7 @@ import { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
 import { staticCredentials } from '../outgoing-auth/static-credentials.ts';
 import { tokenExchange, type TokenExchangePluginConfig } from '../outgoing-auth/token-exchange.ts';
 import { upstreamInject, type UpstreamInjectConfig } from '../outgoing-auth/upstream-inject.ts';
+import { claimsConfigured, claimsFilter, type ClaimsFilterConfig } from '../registry-authz/gateway-filter.ts';
 
 /** What the plugins of one configuration share with the embedded authorization server. */
 interface Shared {
@@ -77,6 +79,11 @@ function builtinsWith(config: VmcpConfig, shared: Shared): PluginSpec[] {
     // none are configured): the metadata and the challenge name them, so that clients ask for them.
     const oidc: OidcAuthConfig = keys === null ? incoming : { ...incoming, scopes: incoming.scopes ?? DEFAULT_SCOPES, validator: { localKeys: publicJwks(keys) } };
     specs.push({ definition: oidcAuth, config: oidc, source: `${where} spec.incomingAuth` });
+  }
+  // Per-user tool policy, right after the principal is known: the claims filter's view is asked
+  // before any later plugin's (a Cedar plugin's), so what it hides no later plugin decides on.
+  if (claimsConfigured(config.backends)) {
+    specs.push({ definition: claimsFilter, config: { anonymous: incoming.type === 'anonymous', where } satisfies ClaimsFilterConfig, source: `${where} claims (annotations, spec.config.aggregation.tools[].authzClaims)` });
   }
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
     specs.push({
