@@ -20,6 +20,8 @@ export interface TestBackend {
   timeout?: string;
   /** `spec.externalAuthConfigRef.name`: the MCPExternalAuthConfig of its outgoing auth. */
   externalAuthConfigRef?: string;
+  /** `metadata.annotations` (e.g. the claims annotation `toolhive.stacklok.dev/authz-claims`). */
+  annotations?: Record<string, string>;
 }
 
 export interface VmcpYamlOptions {
@@ -53,7 +55,7 @@ export function vmcpYaml(options: VmcpYamlOptions): string {
     'apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: tools}',
     ...options.backends.map(
       (b) =>
-        `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}}\nspec:\n  url: "${b.url}"\n  transport: streamable-http\n  groupRef: tools` +
+        `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}${b.annotations ? `, annotations: ${JSON.stringify(b.annotations)}` : ''}}\nspec:\n  url: "${b.url}"\n  transport: streamable-http\n  groupRef: tools` +
         (b.timeout ? `\n  timeout: ${b.timeout}` : '') +
         (b.externalAuthConfigRef ? `\n  externalAuthConfigRef: {name: ${b.externalAuthConfigRef}}` : ''),
     ),
