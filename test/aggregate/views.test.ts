@@ -41,6 +41,9 @@ const policy = { wide: false };
 
 function bobSees(item: ViewItem): boolean {
   if (item.backend === 'a') return policy.wide || /[02468]$/.test(item.original);
+  // b's catch-all template, and through it one concrete resource only.
+  if (item.kind === 'resourceTemplates') return item.name === 'fixture://b/{name}';
+  if (item.kind === 'resources') return item.name === 'fixture://b/open';
   return item.kind === 'tools' && item.original === 'echo';
 }
 
@@ -125,7 +128,7 @@ describe('views: aggregated, what a caller may not see does not exist for it', (
 
   before(async () => {
     a = await startPaginatingServer({ name: 'a', tools: 20, pageSize: 7 });
-    b = await startSdkServer({ name: 'b', tools: ['echo', 'add'] });
+    b = await startSdkServer({ name: 'b', tools: ['echo', 'add'], extraTemplates: ['fixture://b/{name}'] });
     gateway = await startTestGateway({
       backends: [
         { name: 'a', url: a.url },
@@ -185,6 +188,19 @@ describe('views: aggregated, what a caller may not see does not exist for it', (
       const allowed = await errorOf(gateway.url, 'alice', method, hidden);
       assert.doesNotMatch(allowed.text, /"error"/, `${method} for alice`);
     }
+  });
+
+  it('decides on a concrete URI read through a template: a hidden listed resource is not reached that way', async () => {
+    const hidden = await errorOf(gateway.url, 'bob', 'resources/read', { uri: 'fixture://b/static' });
+    const other = await errorOf(gateway.url, 'bob', 'resources/read', { uri: 'fixture://b/else' });
+    const absent = await errorOf(gateway.url, 'bob', 'resources/read', { uri: 'nowhere://x' });
+    for (const [res, uri] of [[hidden, 'fixture://b/static'], [other, 'fixture://b/else']] as const) {
+      assert.equal(res.text.replace(uri, 'X'), absent.text.replace('nowhere://x', 'X'), uri);
+    }
+    const open = await errorOf(gateway.url, 'bob', 'resources/read', { uri: 'fixture://b/open' });
+    assert.match(open.text, /extra 0 of b/);
+    const forAlice = await errorOf(gateway.url, 'alice', 'resources/read', { uri: 'fixture://b/static' });
+    assert.match(forAlice.text, /static resource of b/);
   });
 
   it('refuses by the arguments through the admit step, before any backend', async () => {

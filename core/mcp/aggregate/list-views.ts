@@ -91,6 +91,13 @@ export class ListViews {
     return pending.length === 0 ? seen : Promise.all(pending).then(() => seen);
   }
 
+  /** Whether the caller sees one item that is in no list (a resource read through a template): every deciding view is asked. */
+  sees(ctx: Context, item: ViewItem): boolean | Promise<boolean> {
+    const { keys } = this.#keys(ctx);
+    const seen = this.#decide(ctx, keys, [item]);
+    return isPromise(seen) ? seen.then((answer) => answer[0] === true) : seen[0] === true;
+  }
+
   /**
    * Whether every view that decides on the caller lets it learn that `backend` is in the group
    * (named in "cannot be called now" answers); a view that does not say, does not.

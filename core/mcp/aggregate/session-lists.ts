@@ -81,6 +81,14 @@ export class SessionLists {
   async resourceOwner(ctx: Context, session: AggregatedSession, uri: string): Promise<BackendLink | null> {
     const [resources, templates] = await Promise.all([this.list(ctx, session, 'resources'), this.list(ctx, session, 'resourceTemplates')]);
     const owner = resourceOwner(resources, templates, uri);
-    return owner === null ? null : (this.#o.byName.get(owner) ?? null);
+    if (owner === null) return null;
+    const views = this.#o.views;
+    if (views !== null && resources.uris?.get(uri) === undefined) {
+      // Served through a template: the views decide on the concrete URI too, and a resource the
+      // full list has (which the caller's list does not, so it is hidden) is never reached this way.
+      if (session.lists.get('resources')?.uris?.has(uri) === true) return null;
+      if (!(await views.sees(ctx, { kind: 'resources', backend: owner, name: uri, original: uri, item: { uri } }))) return null;
+    }
+    return this.#o.byName.get(owner) ?? null;
   }
 }
