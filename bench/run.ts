@@ -1,12 +1,13 @@
 /**
- * `npm run bench` — the micro benchmarks, the load benchmark, the aggregation benchmark and the
- * protocol generations benchmark.
+ * `npm run bench` — the micro benchmarks, the load benchmark, the aggregation benchmark, the
+ * protocol generations benchmark and the per-user tool policy benchmark.
  *
- *   npm run bench                      all four
+ *   npm run bench                      all five
  *   npm run bench -- --micro-only      only the micro benchmarks
  *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
  *   npm run bench -- --aggregate-only  only the aggregation benchmark (bench/aggregate/run.ts)
  *   npm run bench -- --eras-only       only the protocol generations benchmark (bench/aggregate/eras.ts)
+ *   npm run bench -- --policy-only     only the per-user tool policy benchmark (bench/aggregate/policy.ts)
  *   npm run bench -- --walk-only       only the walk of one POST through the code (bench/walk.ts); not in the default run
  *   npm run bench -- --filter jsonrpc  only micro files whose path contains "jsonrpc"
  *   npm run bench -- --instructions-only
@@ -50,6 +51,7 @@ import { compareCheckoutOf, thisCheckoutOf } from './load/checkout.ts';
 import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
 import { runEras } from './aggregate/eras.ts';
 import { runAggregate } from './aggregate/run.ts';
+import { runPolicy } from './aggregate/policy.ts';
 import { runVerifyInstructions, valgrindAvailable } from './plugins/verify-instructions.ts';
 import { runVerifyCpu } from './plugins/verify-cpu.ts';
 import { runWalk } from './walk.ts';
@@ -153,12 +155,13 @@ async function main(): Promise<number> {
       'micro-only': { type: 'boolean', default: false },
       'aggregate-only': { type: 'boolean', default: false },
       'eras-only': { type: 'boolean', default: false },
+      'policy-only': { type: 'boolean', default: false },
       'instructions-only': { type: 'boolean', default: false },
       'walk-only': { type: 'boolean', default: false },
       filter: { type: 'string' },
     },
   });
-  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'instructions-only', 'walk-only'] as const).filter((flag) => values[flag]);
+  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'policy-only', 'instructions-only', 'walk-only'] as const).filter((flag) => values[flag]);
   if (only.length > 1) {
     console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
@@ -190,8 +193,9 @@ async function main(): Promise<number> {
     return 0;
   }
   if (only[0] === 'walk-only') return (await runWalk()) ? 0 : 1;
-  const run = (part: 'micro' | 'load' | 'aggregate' | 'eras'): boolean =>
-    only.length === 0 ? !(part === 'micro' && compared !== null) : only[0] === `${part}-only`;
+  // The policy benchmark compares rows of this checkout with each other: not part of a BENCH_COMPARE run.
+  const run = (part: 'micro' | 'load' | 'aggregate' | 'eras' | 'policy'): boolean =>
+    only.length === 0 ? !((part === 'micro' || part === 'policy') && compared !== null) : only[0] === `${part}-only`;
   let failed = false;
   if (run('micro')) {
     console.log('## Micro benchmarks');
@@ -200,6 +204,7 @@ async function main(): Promise<number> {
   if (run('load')) failed = reportFails(await runLoad()) || failed;
   if (run('aggregate')) await runAggregate();
   if (run('eras')) await runEras();
+  if (run('policy')) await runPolicy();
   return failed ? 1 : 0;
 }
 

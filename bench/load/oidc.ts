@@ -50,8 +50,11 @@ spec:
     );
 }
 
-/** A loopback issuer serving discovery and JWKS for one ES256 key; returns it with a token for the gateway. */
-async function startIssuer(): Promise<{ issuer: string; server: Server; token: string }> {
+/**
+ * A loopback issuer serving discovery and JWKS for one ES256 key; returns it with a token for the
+ * gateway (for `audience`, with `claims` besides the usual ones).
+ */
+export async function startIssuer(options: { audience?: string; claims?: Record<string, unknown> } = {}): Promise<{ issuer: string; server: Server; token: string }> {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' };
   let issuer = '';
@@ -65,11 +68,11 @@ async function startIssuer(): Promise<{ issuer: string; server: Server; token: s
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const token = await new SignJWT({ scope: 'mcp:tools', client_id: 'bench' })
+  const token = await new SignJWT({ scope: 'mcp:tools', client_id: 'bench', ...options.claims })
     .setProtectedHeader({ alg: 'ES256', kid: 'bench', typ: 'at+jwt' })
     .setIssuer(issuer)
     .setSubject('bench-user')
-    .setAudience(AUDIENCE)
+    .setAudience(options.audience ?? AUDIENCE)
     .setIssuedAt()
     .setExpirationTime('2h')
     .sign(privateKey);
