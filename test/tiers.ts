@@ -66,6 +66,7 @@ export const UNIT: readonly string[] = [
 export const E2E: readonly string[] = [
   'test/aggregate/aggregated.test.ts',
   'test/aggregate/views.test.ts',
+  'test/aggregate/views-attack.test.ts',
   'test/aggregate/failures.test.ts',
   'test/aggregate/healing.test.ts',
   'test/aggregate/resumed-replicas.test.ts',
