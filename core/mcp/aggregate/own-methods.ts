@@ -100,7 +100,9 @@ export class OwnMethods {
     const results = await Promise.allSettled(targets.map((link) => this.#o.healer.call(ctx, session, link, request, sinkFor(session, link.index))));
     const failed = results.flatMap((r, i) => (r.status === 'rejected' || r.value.response?.error !== undefined ? [targets[i]!.name] : []));
     if (failed.length > 0 && failed.length === targets.length) {
-      return answerError(ctx, this.#o.chain, request.id, INTERNAL_ERROR, `${request.method} failed on every backend: ${failed.join(', ')}`);
+      // Named only as far as the views let the caller know them (plugin views).
+      const named = failed.filter((name) => this.#o.lists.knowsBackend(ctx, name));
+      return answerError(ctx, this.#o.chain, request.id, INTERNAL_ERROR, `${request.method} failed on every backend${named.length === 0 ? '' : `: ${named.join(', ')}`}`);
     }
     return answer(ctx, this.#o.chain, { jsonrpc: '2.0', id: request.id, result: {} });
   }
