@@ -158,10 +158,13 @@ function narrowed(full: ListCache, items: readonly ViewItem[], seen: readonly bo
     return { ...base, items: exposed.map((e) => ({ backend: e.backend, item: e.item })), names: { items: exposed, byName, conflicts }, conflicts };
   }
   const kept = full.items.filter((_, i) => seen[i]);
-  if (full.templates !== null) return { ...base, items: kept, templates: full.templates.filter((_, i) => seen[i]) };
+  // What is hidden stays known as such: a visible template matching a hidden resource's URI (or a
+  // hidden template's text, as a completion's ref) must not reach it (resourceOwner).
+  const hidden = new Set(items.filter((_, i) => !seen[i]).map((item) => item.name));
+  if (full.templates !== null) return { ...base, items: kept, templates: full.templates.filter((_, i) => seen[i]), hidden };
   const uris = new Map<string, string>();
   items.forEach((item, i) => {
     if (seen[i]) uris.set(item.name, item.backend);
   });
-  return { ...base, items: kept, uris };
+  return { ...base, items: kept, uris, hidden };
 }

@@ -64,6 +64,11 @@ export interface ListCache {
   readonly uris: ReadonlyMap<string, string> | null;
   readonly templates: readonly { readonly matcher: UriTemplateMatcher; readonly uriTemplate: string; readonly backend: string }[] | null;
   readonly conflicts: readonly NameConflict[];
+  /**
+   * Resources and templates of a caller's list (list-views.ts): the URIs or URI templates its
+   * views hide. Found nowhere, not even through a visible template whose pattern matches them.
+   */
+  readonly hidden?: ReadonlySet<string>;
   /** False when a backend failed: served, but not kept. */
   readonly complete: boolean;
   /**
@@ -284,9 +289,11 @@ function pageAt(kind: ListKind, cache: ListCache, session: ListedSession, offset
 
 /**
  * The backend that serves `uri`: the one that listed it, or whose template matches it (templates
- * tried in list order, within one work budget: past it the URI is not found).
+ * tried in list order, within one work budget: past it the URI is not found). A URI the caller's
+ * views hide is not found.
  */
 export function resourceOwner(resources: ListCache | undefined, templates: ListCache | undefined, uri: string): string | null {
+  if (resources?.hidden?.has(uri) === true || templates?.hidden?.has(uri) === true) return null;
   const listed = resources?.uris?.get(uri);
   if (listed !== undefined) return listed;
   const budget: MatchBudget = { remaining: LOOKUP_WORK };
