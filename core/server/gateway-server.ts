@@ -264,7 +264,7 @@ export class GatewayServer {
           // Host and Origin too: with anonymous incoming auth nothing else stands in the way of a
           // page that rebinds a name to the gateway (scrapers reaching it by another name use server.admin).
           this.#checkOrigin(ctx);
-          return this.#authenticated(ctx, live.chain, this.#adminDocument);
+          return this.#authenticated(ctx, live.chain, (authed) => this.#publicAdminDocument(authed, live.chain));
         }
     }
     const match = live.router.find(ctx.req.method ?? 'GET', path);
@@ -299,6 +299,17 @@ export class GatewayServer {
     const registry = this.#options.metrics.registry;
     return registry.metrics().then((text) => new Reply(200, text, { 'content-type': registry.contentType }));
   };
+
+  /**
+   * An admin document on the public port: never to a caller a plugin view decides on (its key is
+   * not null): the documents name every backend, its URL and errors, and its tools in metrics.
+   */
+  #publicAdminDocument(ctx: Context, chain: Chain): Reply | Promise<Reply> | GatewayError {
+    if (chain.views?.some((view) => view.key(ctx) !== null) === true) {
+      return new GatewayError('forbidden', `${ctx.path} names every backend: a plugin view restricts what this caller may know of them (spec.server.admin serves it apart)`, { status: 403 });
+    }
+    return this.#adminDocument(ctx);
+  }
 
   /** The admin listener: the probes and the admin documents, behind its own Host check. */
   readonly #onAdminRequest = (req: HttpRequest, res: HttpResponse): void => {
