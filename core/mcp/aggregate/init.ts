@@ -223,5 +223,6 @@ export async function initializeSession(
     ),
   };
   session.initializeResult = result;
+  session.instructionParts = { joined: joined.map((j) => ({ name: j.link.name, instructions: j.instructions })), missing };
   return { session, result };
 }

@@ -49,17 +49,21 @@ export function discoverResult(session: AggregatedSession, name: string, links: 
   const initialized = session.initializeResult;
   const records = [...session.backends.values()];
   const missing = session.record.missing;
+  // Made anew for this caller (the session may have been opened by the same principal with another
+  // key: a token with other claims), from what its initialize saw when this process opened it.
+  const parts = session.instructionParts ?? {
+    joined: links.filter((l) => session.backends.has(l.name)).map((l) => ({ name: l.name, instructions: undefined })),
+    missing: missing.map((m) => ({ name: m, reason: 'unavailable' })),
+  };
   return {
     resultType: 'complete',
     supportedVersions: SUPPORTED_VERSIONS,
     capabilities: initialized?.['capabilities'] ?? mergeCapabilities(records.map((r) => r.capabilities), missing.length > 0),
-    instructions:
-      initialized?.['instructions'] ??
-      mergeInstructions(
-        name,
-        links.filter((l) => session.backends.has(l.name) && knows(l.name)).map((l) => ({ name: l.name, instructions: undefined })),
-        missing.filter(knows).map((m) => ({ name: m, reason: 'unavailable' })),
-      ),
+    instructions: mergeInstructions(
+      name,
+      parts.joined.filter((j) => knows(j.name)),
+      parts.missing.filter((m) => knows(m.name)),
+    ),
     ttlMs: hints.ttlMs,
     cacheScope: hints.cacheScope,
     _meta: { [META.serverInfo]: serverInfo(name) },

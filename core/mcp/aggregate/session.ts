@@ -80,6 +80,11 @@ export class AggregatedSession {
   listVersion = 0;
   /** What its initialize answered, in the process that created it (server/discover reuses it). */
   initializeResult: Record<string, unknown> | null = null;
+  /**
+   * What its instructions were made of (same process): server/discover makes them anew for each
+   * caller from these, naming only the backends that caller may know (plugin views).
+   */
+  instructionParts: InstructionParts | null = null;
   /** Modern clients' calls in flight that may be asked for input, by backend (made when first needed). */
   #calls: Map<string, Set<AskableCall>> | null = null;
 
@@ -349,6 +354,12 @@ function mergeObjects(values: unknown[]): Record<string, unknown> {
 }
 
 /** Instructions for the client: which servers are behind this endpoint, and which are missing. */
+/** The backends that joined a session (with their own instructions) and the ones missing at its start. */
+export interface InstructionParts {
+  readonly joined: readonly { name: string; instructions: unknown }[];
+  readonly missing: readonly { name: string; reason: string }[];
+}
+
 export function mergeInstructions(
   vmcpName: string,
   joined: readonly { name: string; instructions: unknown }[],
