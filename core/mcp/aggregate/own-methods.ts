@@ -72,7 +72,8 @@ export class OwnMethods {
     const cursor = request.params?.cursor;
     const cache = await this.#o.lists.list(ctx, session, list, cursor === undefined);
     const pageSize = this.#o.aggregation.pageSize;
-    const hints = ctx.envelope === null ? null : hintsOf(cache, performance.now(), IMPLICIT_LIST_TTL_MS);
+    let hints = ctx.envelope === null ? null : hintsOf(cache, performance.now(), IMPLICIT_LIST_TTL_MS);
+    if (hints !== null && this.#o.lists.perCaller) hints = { ...hints, cacheScope: 'private' };
     if (this.#o.chain.responseHooks(request.method) === null) {
       // No hook wants the object: the page's text, serialized once per list version.
       const text = pageText(list, cache, session, cursor, pageSize);

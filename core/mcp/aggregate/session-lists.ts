@@ -54,6 +54,14 @@ export class SessionLists {
     return this.#o.views === null ? session.lists.get(kind) : this.#o.views.cached(ctx, session, kind);
   }
 
+  /**
+   * Whether the lists depend on who asks (plugins have views): then none may be shared between
+   * principals, not even one no view narrowed for this caller (others get less of it).
+   */
+  get perCaller(): boolean {
+    return this.#o.views !== null;
+  }
+
   /** Whether an answer may name backend `name` to the caller (always, unless views say otherwise). */
   knowsBackend(ctx: Context, name: string): boolean {
     return this.#o.views === null || this.#o.views.knowsBackend(ctx, name);
