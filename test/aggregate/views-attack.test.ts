@@ -7,7 +7,8 @@
  *   admin  no view decides on it (key null): sees everything, knows every backend.
  *   ops    sees everything, and knows a and b (a key of its own, so the views are asked).
  *   user   of `a` everything but the tool `add`; of `b` the tools echo and add and the template
- *          fixture://b/{+path}, nothing else (no prompt, no resource); knows only `a`.
+ *          fixture://b/{+path}, nothing else (no prompt, no resource); knows only `a`. Its admit
+ *          step refuses it a subscription to fixture://a/counter (which it may read).
  *
  * Tests marked `todo` are findings left open (they fail today and say why); the others pass.
  */
@@ -21,6 +22,8 @@ import { post, startTestGateway } from '../helpers/gateway.ts';
 import { Principal, type Context } from '../../core/plugin-api/context.ts';
 import { definePlugin } from '../../core/plugin-api/plugin.ts';
 import type { ViewItem } from '../../core/plugin-api/view.ts';
+import { GatewayError } from '../../core/base/errors.ts';
+import type { JsonRpcRequest } from '../../core/protocol/jsonrpc.ts';
 import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 
@@ -53,6 +56,11 @@ const viewPlugin = definePlugin({
       key: (ctx: Context) => (roleOf(ctx) === 'admin' ? null : `role=${roleOf(ctx)}`),
       visible: (ctx: Context, items: readonly ViewItem[]) => items.map((item) => roleOf(ctx) === 'ops' || userSees(item)),
       knowsBackend: (ctx: Context, backend: string) => backend === 'a' || roleOf(ctx) === 'ops',
+      // user may read a's counter but not follow it.
+      admit(ctx: Context, item: ViewItem, request: JsonRpcRequest) {
+        if (roleOf(ctx) === 'user' && request.method === 'resources/subscribe' && item.name === 'fixture://a/counter') return new GatewayError('forbidden', 'may not subscribe to it');
+        return undefined;
+      },
     },
   }),
 });
@@ -102,6 +110,25 @@ function responseOf(text: string): Record<string, unknown> {
     const data = text.split('\n').filter((line) => line.startsWith('data: ') && line.length > 6);
     return data.length === 0 ? {} : (JSON.parse(data.at(-1)!.slice(6)) as Record<string, unknown>);
   }
+}
+
+/** What a modern client's subscriptions/listen honors (its acknowledgement), the stream then closed. */
+async function listenAck(url: string, user: string, role: Role, notifications: Record<string, unknown>): Promise<unknown> {
+  const abort = new AbortController();
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-user': user, 'x-role': role, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' };
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 'listen-1', method: 'subscriptions/listen', params: { notifications, _meta: MODERN_META } });
+  const res = await fetch(url, { method: 'POST', headers, body, signal: abort.signal });
+  let text = '';
+  try {
+    for await (const chunk of res.body!) {
+      text += Buffer.from(chunk as Uint8Array).toString();
+      const line = text.split('\n').find((l) => l.startsWith('data: ') && l.includes('notifications/subscriptions/acknowledged'));
+      if (line !== undefined) return (JSON.parse(line.slice(6)) as { params: { notifications: unknown } }).params.notifications;
+    }
+  } finally {
+    abort.abort();
+  }
+  throw new Error(`no acknowledgement: ${res.status} ${text}`);
 }
 
 const messageOf = (body: Record<string, unknown>): string => String((body['error'] as { message?: unknown } | undefined)?.message ?? '');
@@ -214,6 +241,15 @@ describe('views under attack: aggregated group of a and b', () => {
     assert.deepEqual(tools, ['b_add'], page.text);
     const call = await rpc(gateway.url, user, 'tools/call', { name: 'a_add', arguments: { a: 1, b: 2 } });
     assert.equal(messageOf(call.body), 'Unknown tool: a_add');
+  });
+
+  it('the admit step decides on the subscriptions a modern client asks of subscriptions/listen, as on resources/subscribe', async () => {
+    const legacy = await once(gateway.url, 'user', 'resources/subscribe', { uri: 'fixture://a/counter' });
+    assert.match(legacy.text, /may not subscribe to it/, `${legacy.status} ${legacy.text}`);
+    const ack = await listenAck(gateway.url, 'u6', 'user', { toolsListChanged: true, resourceSubscriptions: ['fixture://a/counter'] });
+    assert.deepEqual(ack, { toolsListChanged: true }, 'the subscription the admit step refuses is honored');
+    // ops, whom the admit step lets through, has it.
+    assert.deepEqual(await listenAck(gateway.url, 'u7', 'ops', { resourceSubscriptions: ['fixture://a/counter'] }), { resourceSubscriptions: ['fixture://a/counter'] });
   });
 
   it('a session is not served to another principal, who is told what a stranger is', async () => {
