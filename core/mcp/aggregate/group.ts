@@ -88,10 +88,11 @@ export class BackendGroup implements SessionEnder, ShownCarrier {
     const held = new HeldStreams(healer);
     const tickets = new ResumeTickets(options.relay);
     const routing = new CallRouting({ chain, streams: options.streams, healer, rounds: this.#rounds, held, tickets, maxSessionBytes: options.session.maxSessionBytes });
-    this.streams = new SessionStreams({ links, byName, chain, streams: options.streams, sessions: this.sessions, lists, healer, held, routing, tickets });
+    const admits = views?.admits === true ? views : null;
+    this.streams = new SessionStreams({ links, byName, chain, streams: options.streams, sessions: this.sessions, lists, healer, held, routing, tickets, views: admits });
     const own = new OwnMethods({ name: options.name, links, chain, store: options.store, aggregation: options.aggregation, lists, healer, streams: this.streams });
     const messages = new ClientMessages(links, healer, this.#rounds);
-    this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, views: views?.admits === true ? views : null, messages, own, routing });
+    this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, views: admits, messages, own, routing });
     options.health.onRecovered((name) => this.streams.recovered(name));
   }
 

@@ -21,6 +21,7 @@ import { parseEventId } from './ids.ts';
 import { parseFilter } from './listen.ts';
 import type { ResumeTickets } from './resume-tickets.ts';
 import type { SessionLists } from './session-lists.ts';
+import type { ListViews } from './list-views.ts';
 import type { AggregatedSession } from './session.ts';
 import { ownerKey, type BackendSessionRecord } from './session-store.ts';
 import type { Sessions } from './sessions.ts';
@@ -43,6 +44,8 @@ export interface SessionStreamsOptions {
   readonly held: HeldStreams;
   readonly routing: CallRouting;
   readonly tickets: ResumeTickets;
+  /** The chain's views when some has an admit step (list-views.ts), else null. */
+  readonly views: ListViews | null;
 }
 
 export class SessionStreams {
@@ -153,18 +156,22 @@ export class SessionStreams {
 
   /**
    * The resources a listen follows, by the backend that owns each. Each is a subscription: the
-   * onMessage hooks of resources/subscribe decide, as for one a client sends.
+   * views' admit steps, then the onMessage hooks of resources/subscribe decide, as for one a
+   * client sends (pipeline.ts).
    */
   async #subscriptions(ctx: Context, session: AggregatedSession, request: JsonRpcRequest, uris: readonly string[]): Promise<Map<string, string[]>> {
     const owned = new Map<string, string[]>();
     const hooks = this.#o.chain.messageHooks('resources/subscribe');
+    const views = this.#o.views;
     for (const uri of uris) {
       const owner = await this.#o.lists.resourceOwner(ctx, session, uri);
       if (owner === null) continue;
-      if (hooks !== null) {
+      if (hooks !== null || views !== null) {
         const target = ctx.target;
         ctx.target = { backend: owner.name, name: uri };
-        const refused = await runHooks(hooks, ctx, { jsonrpc: '2.0', id: request.id, method: 'resources/subscribe', params: { uri } });
+        const subscribe: JsonRpcRequest = { jsonrpc: '2.0', id: request.id, method: 'resources/subscribe', params: { uri } };
+        const subject = { kind: 'resources' as const, backend: owner.name, name: uri, original: uri, item: { uri } };
+        const refused = (views === null ? undefined : await views.admit(ctx, subject, subscribe)) ?? (hooks === null ? undefined : await runHooks(hooks, ctx, subscribe));
         ctx.target = target;
         if (refused !== undefined) continue;
       }
