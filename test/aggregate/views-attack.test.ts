@@ -306,7 +306,7 @@ describe('views under attack: a call of a visible tool whose backend the caller 
     await b.close();
     const failed = await rpc(gateway.url, user, 'tools/call', { name: 'b_echo', arguments: { text: 'x' } });
     assert.match(failed.text, /"error"/);
-    assert.doesNotMatch(messageOf(failed.body), /"b"|backend b\b/, messageOf(failed.body));
+    assert.doesNotMatch(messageOf(failed.body), /"b"|backend b\b/, failed.text);
     assert.doesNotMatch(JSON.stringify((failed.body['error'] as Record<string, unknown>)['data'] ?? null), /"b"/);
   });
 });
