@@ -35,6 +35,17 @@ export interface CallRoutingOptions {
   readonly tickets: ResumeTickets;
   /** `session.maxSessionSize`: what a session keeps of a client's subscriptions on modern backends. */
   readonly maxSessionBytes: number;
+  /** Whether an answer may name a backend to the caller (plugin views); null: always. */
+  readonly knows: ((ctx: Context, backend: string) => boolean) | null;
+}
+
+/**
+ * What a caller who may not know a backend is told of its failure: that the request failed, with
+ * the same code and status, and nothing of the backend (its name, its words, its status); the log
+ * keeps the whole error.
+ */
+export function concealed(error: GatewayError): GatewayError {
+  return new GatewayError(error.code, 'the request failed: the server that serves it is unavailable', { status: error.status, ...(error.rpcCode === null ? {} : { rpcCode: error.rpcCode }), detail: error.description });
 }
 
 export class CallRouting implements RouteListener {
@@ -68,7 +79,18 @@ export class CallRouting implements RouteListener {
   /** The backend could not be joined: the caller's credentials refused (the whole request answers), or the backend is unavailable (this request's error). */
   #unavailable(ctx: Context, link: BackendLink, id: JsonRpcId, err: unknown): HookOutcome | Promise<HookOutcome> {
     if (callerMustReauthenticate(err)) return err;
+    if (!this.#mayName(ctx, link)) return answerError(ctx, this.#o.chain, id, INTERNAL_ERROR, concealed(new GatewayError('backend_error', reasonOf(err))).description, { error: 'backend_unavailable' });
     return answerError(ctx, this.#o.chain, id, INTERNAL_ERROR, reasonOf(err), { error: 'backend_unavailable', backend: link.name });
+  }
+
+  /** Whether the caller may be told of `link` (plugin views decide; without them, always). */
+  #mayName(ctx: Context, link: BackendLink): boolean {
+    return this.#o.knows === null || this.#o.knows(ctx, link.name);
+  }
+
+  /** The error a routed exchange answers with: concealed from a caller who may not know its backend. */
+  errorFor(exchange: RoutedExchange, error: GatewayError): GatewayError {
+    return this.#mayName(exchange.ctx, exchange.link) ? error : concealed(error);
   }
 
   /**
@@ -88,7 +110,7 @@ export class CallRouting implements RouteListener {
       case 'too large':
         return answerError(ctx, chain, request.id, INVALID_PARAMS, `Invalid params: a session keeps at most ${maxBytes} bytes of resource subscriptions (their URIs, session.maxSessionSize): unsubscribe one first`);
       case 'too many':
-        return answerError(ctx, chain, request.id, INVALID_PARAMS, `Invalid params: a session keeps at most ${MAX_SUBSCRIPTIONS_PER_BACKEND} resource subscriptions on backend "${link.name}": unsubscribe one first`);
+        return answerError(ctx, chain, request.id, INVALID_PARAMS, `Invalid params: a session keeps at most ${MAX_SUBSCRIPTIONS_PER_BACKEND} resource subscriptions on ${this.#mayName(ctx, link) ? `backend "${link.name}"` : 'the server of this resource'}: unsubscribe one first`);
     }
     return answer(ctx, chain, { jsonrpc: '2.0', id: request.id, result: {} });
   }
@@ -145,6 +167,7 @@ export class CallRouting implements RouteListener {
   #credentialFailure(ctx: Context, link: BackendLink, err: GatewayError): HookOutcome | Promise<HookOutcome> {
     if (err.status === 401 || err.status === 403 || ctx.rpcId === null) return err;
     ctx.log(err);
+    if (!this.#mayName(ctx, link)) return answer(ctx, this.#o.chain, rpcErrorResponse(concealed(err), ctx.rpcId));
     const response = rpcErrorResponse(err, ctx.rpcId);
     response.error.data['backend'] = link.name;
     return answer(ctx, this.#o.chain, response);

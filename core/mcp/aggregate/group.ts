@@ -87,7 +87,8 @@ export class BackendGroup implements SessionEnder, ShownCarrier {
     this.#rounds = new InputRounds({ chain, healer, relay: options.relay, log });
     const held = new HeldStreams(healer);
     const tickets = new ResumeTickets(options.relay);
-    const routing = new CallRouting({ chain, streams: options.streams, healer, rounds: this.#rounds, held, tickets, maxSessionBytes: options.session.maxSessionBytes });
+    const knows = views === null ? null : (ctx: Context, backend: string): boolean => views.knowsBackend(ctx, backend);
+    const routing = new CallRouting({ chain, streams: options.streams, healer, rounds: this.#rounds, held, tickets, maxSessionBytes: options.session.maxSessionBytes, knows });
     const admits = views?.admits === true ? views : null;
     this.streams = new SessionStreams({ links, byName, chain, streams: options.streams, sessions: this.sessions, lists, healer, held, routing, tickets, views: admits });
     const own = new OwnMethods({ name: options.name, links, chain, store: options.store, aggregation: options.aggregation, lists, healer, streams: this.streams });

@@ -85,6 +85,8 @@ export interface RouteListener {
    * call over from here (input-relay.ts); the exchange writes nothing more to the client.
    */
   inputRequired(exchange: RoutedExchange, response: JsonRpcResponse): void;
+  /** The error the client gets for `error` (which names the backend): the same, or one that does not name it (plugin views). */
+  errorFor(exchange: RoutedExchange, error: GatewayError): GatewayError;
   /**
    * A legacy backend asked a modern client for input (a request on the call's stream): the
    * listener parks the call and returns the `requestState` the client's retry must carry, or
@@ -472,7 +474,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   #answerError(error: GatewayError, problem: GatewayError | null): void {
     this.#done(problem);
     this.ctx.log(error);
-    this.#respond(rpcErrorResponse(error, this.ctx.rpcId));
+    this.#respond(rpcErrorResponse(this.#listener.errorFor(this, error), this.ctx.rpcId));
   }
 
   // ---- SSE (HookedEventsHost) ----
