@@ -357,7 +357,7 @@ describe('views under attack: a modern backend that calls its lists public', () 
     assert.equal((user.body['result'] as { cacheScope: string }).cacheScope, 'private');
   });
 
-  it('a resource read no view hides from this caller is passed on public though another may not read it', { todo: 'finding: a routed result keeps the backend\'s cacheScope (see the report)' }, async () => {
+  it('a resource read no view hides from this caller is private: another may not read it', async () => {
     const admin = await modern(gateway.url, 'root', 'admin', 'resources/read', { uri: 'fixture://m/static' });
     const result = admin.body['result'] as { contents: unknown[]; cacheScope?: string };
     assert.equal(result.contents.length, 1, JSON.stringify(admin.body));

@@ -18,7 +18,7 @@ const FUNCTION_LINES = 60;
 /** Files of core/ over FILE_LINES: the reason, and the most lines they may have. */
 const LARGE_FILES: Readonly<Record<string, { readonly max: number; readonly why: string }>> = {
   'core/mcp/aggregate/routed.ts': {
-    max: 725,
+    max: 704,
     why: 'one routed exchange (JSON answer, SSE events, parking and resuming a call): its parts share the exchange state; split with the transport seam that stdio backends need',
   },
   'core/http/wire/client-connection.ts': {

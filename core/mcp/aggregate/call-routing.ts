@@ -22,7 +22,8 @@ import { reasonOf } from './init.ts';
 import type { InputRounds } from './input-rounds.ts';
 import { isGatewayState } from './parked-calls.ts';
 import type { ResumeTickets, Ticket } from './resume-tickets.ts';
-import { RoutedExchange, type RouteListener } from './routed.ts';
+import { RoutedExchange } from './routed.ts';
+import type { RouteListener } from './route-listener.ts';
 import { MAX_SUBSCRIPTIONS_PER_BACKEND, type AggregatedSession } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 
@@ -48,7 +49,7 @@ export function concealed(error: GatewayError): GatewayError {
   return new GatewayError(error.code, 'the request failed: the server that serves it is unavailable', { status: error.status, ...(error.rpcCode === null ? {} : { rpcCode: error.rpcCode }), detail: error.description });
 }
 
-export class CallRouting implements RouteListener {
+export class CallRouting implements RouteListener<RoutedExchange> {
   readonly #o: CallRoutingOptions;
   /** Which response a resumed request stream may carry, through any replica (RouteListener). */
   readonly tickets: ResumeTickets;
@@ -81,6 +82,10 @@ export class CallRouting implements RouteListener {
     if (callerMustReauthenticate(err)) return err;
     if (!this.#mayName(ctx, link)) return answerError(ctx, this.#o.chain, id, INTERNAL_ERROR, concealed(new GatewayError('backend_error', reasonOf(err))).description, { error: 'backend_unavailable' });
     return answerError(ctx, this.#o.chain, id, INTERNAL_ERROR, reasonOf(err), { error: 'backend_unavailable', backend: link.name });
+  }
+
+  get perCaller(): boolean {
+    return this.#o.knows !== null;
   }
 
   /** Whether the caller may be told of `link` (plugin views decide; without them, always). */

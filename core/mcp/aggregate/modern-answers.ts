@@ -27,6 +27,16 @@ export function completeOwned(response: JsonRpcResponse): JsonRpcResponse {
   return response;
 }
 
+/**
+ * The response with a `cacheScope: public` result made private: what one caller gets through
+ * plugin views (per-user policy) is not for a cache shared with others, whose views may hide it.
+ */
+export function privately(response: JsonRpcResponse): JsonRpcResponse {
+  const result = response.result as Record<string, unknown> | undefined;
+  if (typeof result !== 'object' || result === null || result['cacheScope'] !== 'public') return response;
+  return { ...response, result: { ...result, cacheScope: 'private' } };
+}
+
 /** The cache hints of a result: how long it stays fresh (ms, never negative), and who may share it. */
 export interface CacheHints {
   readonly ttlMs: number;

@@ -38,12 +38,13 @@ import { SseParser, formatSseEvent, type SseEvent } from '../../protocol/sse.ts'
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
-import type { ResumeTickets, Ticket } from './resume-tickets.ts';
+import type { Ticket } from './resume-tickets.ts';
 import type { AggregatedSession, AskableCall } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { isModernVersion, logWanted } from '../../protocol/era.ts';
 import { isInputRequired } from './input-relay.ts';
-import { completed, completeOwned } from './modern-answers.ts';
+import { completed, completeOwned, privately } from './modern-answers.ts';
+import type { RouteListener } from './route-listener.ts';
 import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';
 
 /** What is kept of an error answer to word the client's error. */
@@ -69,34 +70,6 @@ function readHead(headers: readonly string[]): { type: string; encoding: string 
   return { type, encoding };
 }
 
-/** What a routed exchange reports to whoever sent it (one object for every exchange: no closures). */
-export interface RouteListener {
-  /** The backend says it lost the session: the request was not executed and may be sent again. */
-  lost(exchange: RoutedExchange): void;
-  /**
-   * The backend's refusal may mean it lost the session (a 400/410 without a result): whether it
-   * still knows the session, asked of the backend (a ping on it).
-   */
-  stillKnown(exchange: RoutedExchange): Promise<boolean>;
-  /** The exchange ended: `problem` is null when the backend answered, else why it failed. */
-  outcome(exchange: RoutedExchange, problem: GatewayError | null): void;
-  /**
-   * A modern backend asked a legacy client for input (`input_required`): the listener takes the
-   * call over from here (input-relay.ts); the exchange writes nothing more to the client.
-   */
-  inputRequired(exchange: RoutedExchange, response: JsonRpcResponse): void;
-  /** The error the client gets for `error` (which names the backend): the same, or one that does not name it (plugin views). */
-  errorFor(exchange: RoutedExchange, error: GatewayError): GatewayError;
-  /**
-   * A legacy backend asked a modern client for input (a request on the call's stream): the
-   * listener parks the call and returns the `requestState` the client's retry must carry, or
-   * null when it cannot (the listener then answered the backend's request itself).
-   */
-  park(exchange: RoutedExchange, requests: ReadonlyMap<string, JsonRpcRequest>): string | null;
-  /** Issues the tickets of SSE answers' event ids, and says whether a resumed stream may deliver a response. */
-  readonly tickets: ResumeTickets;
-}
-
 type Mode = 'json' | 'sse' | 'refused';
 
 export class RoutedExchange extends Exchange implements HookedEventsHost, OpenStream, AskableCall {
@@ -112,7 +85,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   readonly mayRetry: boolean;
   /** A resumed stream (GET with Last-Event-ID) is ended at once on shutdown, as a GET stream is. */
   readonly standalone: boolean;
-  readonly #listener: RouteListener;
+  readonly #listener: RouteListener<RoutedExchange>;
   readonly #streams: OpenStreams;
   readonly #hooks: readonly ResponseHook[] | null;
   /** The request created a task: the backend's answer names it, and tasks/* follow it there. */
@@ -161,7 +134,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     link: BackendLink,
     session: AggregatedSession,
     backend: BackendSessionRecord,
-    listener: RouteListener,
+    listener: RouteListener<RoutedExchange>,
     streams: OpenStreams,
     hooks: readonly ResponseHook[] | null,
     createsTask: boolean,
@@ -432,13 +405,14 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
    * hook to show it to, the gateway has nothing to read in the result but its keys.
    */
   #passesAsBytes(): boolean {
-    return this.ctx.envelope !== null && this.#hooks === null && !this.#createsTask && this.ctx.rpcId !== null;
+    return this.ctx.envelope !== null && this.#hooks === null && !this.#createsTask && this.ctx.rpcId !== null && !this.#listener.perCaller;
   }
 
   #writeJson(response: JsonRpcResponse): void {
     // Written from what the hooks passed (or what was read), never the backend's bytes.
     // A response no hook touched is the one this exchange parsed: it is completed in place.
-    const shaped = this.ctx.envelope === null ? response : this.#hooks === null ? completeOwned(response) : completed(response);
+    let shaped = this.ctx.envelope === null ? response : this.#hooks === null ? completeOwned(response) : completed(response);
+    if (this.ctx.envelope !== null && this.#listener.perCaller) shaped = privately(shaped);
     if (this.#resumed) {
       // The retry's answer is an event stream already (resumeWith): the response is its last event.
       if (!this.ctx.res.writableEnded) this.ctx.res.end(formatSseEvent({ event: 'message', data: JSON.stringify(shaped) }));
@@ -576,7 +550,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
 
   /** The response as a modern client gets it: complete, and under its request's id (a retry's, after a park). */
   #modernResponse(response: JsonRpcResponse, id: string | null, event: SseEvent): string {
-    return formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(completed({ ...response, id: this.ctx.rpcId })) });
+    const shaped = completed({ ...response, id: this.ctx.rpcId });
+    return formatSseEvent({ id, event: event.event, retry: event.retry, data: JSON.stringify(this.#listener.perCaller ? privately(shaped) : shaped) });
   }
 
   // ---- parking (a legacy backend asks a modern client for input) ----
