@@ -74,12 +74,21 @@ function sessionIdIn(headers: readonly string[]): string | undefined {
   return undefined;
 }
 
+/** How long a binding ended here is known as ended without asking the shared store. */
+const ENDED_MS = 60_000;
+
 export class SessionOwners {
   readonly #local: LRUCache<string, Binding>;
   /** Principal → ids of its bindings held here, oldest first. */
   readonly #byOwner = new Map<string, Set<string>>();
   readonly #maxPerPrincipal: number;
   readonly #shared: SharedOwners | null;
+  /**
+   * Bindings ended here (the principal's bound, a DELETE) in the last minute, with a shared
+   * store: what this process ended is told to the store without waiting, so until the store has
+   * done it, a request of such an id must not load the binding from there again.
+   */
+  readonly #ended: LRUCache<string, true> | null;
   /** How long after a refresh the shared copy's time to live is extended again. */
   readonly #refreshMs: number;
   readonly #log: Logger;
@@ -95,6 +104,7 @@ export class SessionOwners {
       updateAgeOnGet: true,
       dispose: (binding, id) => this.#unindex(binding, id),
     });
+    this.#ended = this.#shared === null ? null : new LRUCache<string, true>({ max: options.maxSessions, ttl: ENDED_MS });
   }
 
   /** Bindings held in this process. */
@@ -117,7 +127,7 @@ export class SessionOwners {
       if (this.#shared !== null && ctx.startedAt - binding.refreshedAt > this.#refreshMs) this.#refresh(id, binding, ctx.startedAt);
       return undefined;
     }
-    if (this.#shared === null) return sessionNotFound();
+    if (this.#shared === null || this.#ended!.has(id)) return sessionNotFound();
     return this.#shared.load(id).then((owner) => {
       if (owner === null) return sessionNotFound();
       const loaded = this.#keep(id, owner, ctx.startedAt);
@@ -182,6 +192,7 @@ export class SessionOwners {
     ids.add(id);
     for (const oldest of ids) {
       if (ids.size <= this.#maxPerPrincipal) break;
+      this.#ended?.set(oldest, true);
       this.#local.delete(oldest); // dispose takes it out of `ids`
     }
     return binding;
@@ -207,6 +218,7 @@ export class SessionOwners {
 
   #forget(id: string): void {
     const binding = this.#local.get(id);
+    this.#ended?.set(id, true);
     this.#local.delete(id);
     if (binding !== undefined && this.#shared !== null) {
       this.#shared.forget(id, binding).catch((err: unknown) => this.#log.debug({ error: err instanceof Error ? err.message : String(err) }, 'transparent session binding: not removed from the shared store (it expires)'));
