@@ -170,7 +170,24 @@ export interface IssueReport {
   /** The path whose key or value the position points at (`target`). */
   readonly locatePath: PathSegment[];
   readonly target: 'key' | 'value';
+  /**
+   * The problem is at a character of the string value at `locatePath` (a Cedar policy's syntax
+   * error): its UTF-16 offset, and its line and column inside the value for a message when the
+   * file position of that character cannot be known (`params.inside` of a custom issue).
+   */
+  readonly inside?: InsideValue;
+  /** A problem found elsewhere while checking this field (in another file), reported as it is (`params.elsewhere`). */
+  readonly elsewhere?: ElsewhereProblem;
 }
+
+export interface InsideValue {
+  readonly offset: number;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** A problem of another file, or of another resource of this one (`file` absent), found while checking a field. */
+export type ElsewhereProblem = Omit<ConfigProblem, 'file'> & { readonly file?: string };
 
 /**
  * The problems of a zod issue (parsed with `schemaIssueMessage`) found under `prefix`: one per
@@ -186,7 +203,22 @@ export function issueReports(issue: z.core.$ZodIssue, prefix: readonly PathSegme
     const messages = issue.message.split('\n');
     return issue.keys.map((key, i) => ({ path, message: messages[i] ?? `unknown field ${JSON.stringify(key)}`, locatePath: [...path, key], target: 'key' }));
   }
-  return [{ path, message: issue.message, locatePath: path, target: params?.at === 'key' ? 'key' : 'value' }];
+  const report: IssueReport = { path, message: issue.message, locatePath: path, target: params?.at === 'key' ? 'key' : 'value' };
+  if (params?.inside !== undefined) return [{ ...report, inside: params.inside as InsideValue }];
+  if (params?.elsewhere !== undefined) return [{ ...report, elsewhere: params.elsewhere as ElsewhereProblem }];
+  return [report];
+}
+
+/**
+ * Where a report is in its document, and its message: at the character of a problem inside a
+ * value when that can be known (else at the value, with `line L col C` inside it in the message).
+ */
+export function placeReport(report: IssueReport, document: { locate(path: readonly PathSegment[], target?: 'key' | 'value'): { line: number; column: number }; locateInside(path: readonly PathSegment[], offset: number): { line: number; column: number } | null }): { line: number; column: number; message: string } {
+  const inside = report.inside;
+  const exact = inside === undefined ? null : document.locateInside(report.locatePath, inside.offset);
+  if (exact !== null) return { ...exact, message: report.message };
+  const { line, column } = document.locate(report.locatePath, report.target);
+  return { line, column, message: inside === undefined ? report.message : `line ${inside.line} col ${inside.column}: ${report.message}` };
 }
 
 /** Levenshtein distance. */

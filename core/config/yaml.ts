@@ -5,6 +5,7 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments } from 'yaml';
 import type { Document, Node, Pair, YAMLError } from 'yaml';
 import type { PathSegment } from './problems.ts';
+import { scalarSourceOffsets, type ScalarStyle } from './scalar-source.ts';
 
 export interface Position {
   /** 1-based. */
@@ -25,6 +26,13 @@ export interface YamlDocument {
   readonly broken: boolean;
   /** Position of the node at `path`; the nearest enclosing field when the path does not exist. */
   locate(path: readonly PathSegment[], target?: LocateTarget): Position;
+  /**
+   * Position of the character at `offset` (UTF-16 code units; the value's length: just past its
+   * end) of the string value at `path`, in the file: where a problem found inside the value (a
+   * policy's syntax error) was written. Null when there is no string scalar at `path`, or its
+   * source cannot be mapped (scalar-source.ts).
+   */
+  locateInside(path: readonly PathSegment[], offset: number): Position | null;
 }
 
 export interface YamlSyntaxError {
@@ -76,6 +84,10 @@ export function parseYamlDocuments(text: string): ParsedYaml {
       value,
       broken: doc.errors.length > 0,
       locate: (path, target = 'value') => positionOf(locateOffset(doc, path, target)),
+      locateInside: (path, offset) => {
+        const at = offsetInside(text, doc, path, offset);
+        return at === null ? null : positionOf(at);
+      },
     });
   });
   return { documents, errors };
@@ -117,6 +129,28 @@ function locateOffset(doc: Document.Parsed, path: readonly PathSegment[], target
   }
   if (isNodeWithRange(node)) return node.range[0];
   return doc.range[0];
+}
+
+const STYLES: ReadonlySet<string> = new Set<ScalarStyle>(['PLAIN', 'QUOTE_DOUBLE', 'QUOTE_SINGLE', 'BLOCK_LITERAL', 'BLOCK_FOLDED']);
+/** The source offsets of a scalar's value, made once per node (a value may have several problems). */
+const scalarOffsets = new WeakMap<object, number[] | null>();
+
+/** Source offset of the character at `offset` of the string value at `path`; null when it cannot be known. */
+function offsetInside(text: string, doc: Document.Parsed, path: readonly PathSegment[], offset: number): number | null {
+  let node: unknown = doc.contents;
+  for (const segment of path) {
+    const next = child(node, segment);
+    if (next === null) return null;
+    node = next.node;
+  }
+  if (!isScalar(node) || typeof node.value !== 'string' || !Array.isArray(node.range) || !STYLES.has(String(node.type))) return null;
+  let offsets = scalarOffsets.get(node);
+  if (offsets === undefined) {
+    offsets = scalarSourceOffsets(text, node.type as ScalarStyle, [node.range[0], node.range[1]], node.value);
+    scalarOffsets.set(node, offsets);
+  }
+  if (offsets === null) return null;
+  return offsets[Math.max(0, Math.min(Math.trunc(offset), offsets.length - 1))] ?? null;
 }
 
 function child(node: unknown, segment: PathSegment): { node: unknown; pair: Pair | null } | null {
