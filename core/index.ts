@@ -121,9 +121,12 @@ export { parseSigningKey, type SigningAlg } from './config/signing-key.ts';
 
 // ---- The vMCP configuration, resolved: what the built-in auth plugins are configured by --------
 
-export { validateVmcpFile } from './config/vmcp-config.ts';
+export { validateVmcpFile, type VmcpValidateOptions } from './config/vmcp-config.ts';
+/** What Cedar's checks of `authzConfig`'s policies are given and answer (the cedar-authz plugin implements them). */
+export type { AuthzPolicyChecks, AuthzPolicySet, AuthzTextProblem } from './config/authz-policy.ts';
 export type {
   VmcpConfig,
+  AuthzPolicyConfig,
   IncomingAuthConfig,
   InlineOidcConfig,
   ClusterOidcConfig,

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { durationSchema as duration } from './duration.ts';
+import { authzConfigSchema } from './authz-schema.ts';
 import { addIssue, issuerUrl, q, text, whenMapping } from './formats.ts';
 import { blockOfType, credentialHeader, groupBackendProblem, headerValueProblem, httpUrl, reference, textList, type SchemaContext } from './schema-parts.ts';
 import { isMapping } from './yaml.ts';
@@ -83,8 +84,9 @@ function externalAuthSpecSchema({ index, secretRef, providerName }: SchemaContex
     );
 }
 
-/** `spec.incomingAuth`: anonymous, or OIDC (inline, or the cluster's service-account tokens). */
-function incomingAuthSchema({ secretRef }: SchemaContext) {
+/** `spec.incomingAuth`: anonymous, or OIDC (inline, or the cluster's service-account tokens); Cedar policies (`authzConfig`) with either. */
+function incomingAuthSchema(schema: SchemaContext) {
+  const { secretRef } = schema;
   return z
     .strictObject({
       type: z.enum(['anonymous', 'oidc']),
@@ -108,6 +110,8 @@ function incomingAuthSchema({ secretRef }: SchemaContext) {
         })
         .superRefine(blockOfType({ inline: 'inline', cluster: 'cluster' }, ['cluster']), whenMapping)
         .optional(),
+      // ToolHive's authorization of tools, prompts and resources (authz-schema.ts).
+      authzConfig: authzConfigSchema(schema).optional(),
     })
     .superRefine(blockOfType({ oidc: 'oidcConfig', anonymous: null }), whenMapping)
     .superRefine((auth, ctx) => {

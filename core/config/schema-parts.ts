@@ -7,8 +7,17 @@ import { z } from 'zod';
 import { NOT_FORWARDED } from '../http/request-head.ts';
 import { addIssue, httpUrlSchema, q, text, whenMapping, type Ctx } from './formats.ts';
 import { describeValue, didYouMean } from './problems.ts';
+import type { AuthzPolicyChecks } from './authz-policy.ts';
 import { secretRefSchema, type SecretStore } from './secrets.ts';
-import { isMapping } from './yaml.ts';
+import { isMapping, type YamlDocument } from './yaml.ts';
+
+/** A ConfigMap document of the file: its `data` as written, and where it is (positions inside a value). */
+export interface ConfigMapEntry {
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly document: YamlDocument;
+  /** `ConfigMap/name`, for messages. */
+  readonly label: string;
+}
 
 /** The names a file defines, read before validation so that references are checked in the same pass. */
 export interface ReferenceIndex {
@@ -25,6 +34,8 @@ export interface ReferenceIndex {
   readonly providers: ReadonlySet<string> | null;
   /** The VirtualMCPServer's incomingAuth is anonymous: callers present no token. */
   readonly anonymousIncoming: boolean;
+  /** ConfigMap documents by name (the first of a name): what `authzConfig.configMap` refers to. */
+  readonly configMaps: ReadonlyMap<string, ConfigMapEntry>;
 }
 
 export const textList = z.array(text).default([]);
@@ -164,9 +175,11 @@ export interface SchemaContext {
   readonly secretRef: ReturnType<typeof secretRefSchema>;
   /** A provider of the VirtualMCPServer's embedded authorization server. */
   readonly providerName: z.ZodType<string>;
+  /** Cedar's checks of authorization policies (authz-policy.ts), when the composition root gave them. */
+  readonly authzChecks: AuthzPolicyChecks | null;
 }
 
-export function schemaContext(index: ReferenceIndex): SchemaContext {
+export function schemaContext(index: ReferenceIndex, authzChecks: AuthzPolicyChecks | null = null): SchemaContext {
   const secretRef = secretRefSchema(index.secrets);
   const providerName = text.superRefine((name, ctx) => {
     if (index.providers === null) {
@@ -176,5 +189,5 @@ export function schemaContext(index: ReferenceIndex): SchemaContext {
     }
   });
 
-  return { index, secretRef, providerName };
+  return { index, secretRef, providerName, authzChecks };
 }

@@ -9,10 +9,12 @@
  */
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
-import { didYouMean, issueReports, loadFile, validateFile, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
+import type { AuthzPolicyChecks } from './authz-policy.ts';
+import { didYouMean, issueReports, loadFile, placeReport, validateFile, formatPath, schemaIssueMessage, sortProblems } from './problems.ts';
 import type { ConfigProblem, PathSegment, Validation } from './problems.ts';
 import { RESOURCE_KINDS, resourceSchemas } from './vmcp-schema.ts';
 import type { ReferenceIndex, ResourceKind } from './vmcp-schema.ts';
+import type { ConfigMapEntry } from './schema-parts.ts';
 import { assemble, type ParsedResources } from './vmcp-resolve.ts';
 import { pluginProblems } from './plugin-configs.ts';
 import { SecretStore } from './secrets.ts';
@@ -23,39 +25,59 @@ import type { LocateTarget, YamlDocument } from './yaml.ts';
 export type VmcpValidation = Validation<VmcpConfig>;
 
 /**
+ * What validation is given besides the text: Cedar's checks of `spec.incomingAuth.authzConfig`'s
+ * policies (the `gatehouse` command gives the cedar-authz plugin's). Without them the policies'
+ * shapes are checked here and their Cedar text when the plugin starts.
+ */
+export interface VmcpValidateOptions {
+  readonly authzChecks?: AuthzPolicyChecks;
+}
+
+/**
  * The resolved config of `file`, or a `ConfigError` listing every problem in it: the file's own
  * checks (validateVmcpText); the plugins it names are loaded when the gateway starts.
  */
-export const loadVmcpConfig = (file: string): Promise<VmcpConfig> => loadFile(file, validateVmcpText);
+export const loadVmcpConfig = (file: string, options: VmcpValidateOptions = {}): Promise<VmcpConfig> => loadFile(file, (text, name) => validateVmcpText(text, name, options));
 
 /**
  * For `gatehouse vmcp validate`, `serve` and reloads: the resolved config, or every problem (sorted
  * by position), the file's own and its plugins' (validateVmcpTextAndPlugins).
  */
-export const validateVmcpFile = (file: string): Promise<VmcpValidation> => validateFile(file, validateVmcpTextAndPlugins);
+export const validateVmcpFile = (file: string, options: VmcpValidateOptions = {}): Promise<VmcpValidation> =>
+  validateFile(file, (text, name) => validateVmcpTextAndPlugins(text, name, options));
 
 /** Validate YAML text as the content of `file` (relative plugin modules resolve against its directory); no plugin code runs. */
-export function validateVmcpText(text: string, file: string): VmcpValidation {
-  return checkText(text, file).validation;
+export function validateVmcpText(text: string, file: string, options: VmcpValidateOptions = {}): VmcpValidation {
+  return checkText(text, file, options).validation;
 }
 
 /**
  * validateVmcpText, then the plugins the text names: each module loaded and each `config` checked
  * by its plugin's schema (plugin-configs.ts); every problem of both at once.
  */
-export async function validateVmcpTextAndPlugins(text: string, file: string): Promise<VmcpValidation> {
-  const { validation, vmcp } = checkText(text, file);
+export async function validateVmcpTextAndPlugins(text: string, file: string, options: VmcpValidateOptions = {}): Promise<VmcpValidation> {
+  const { validation, vmcp } = checkText(text, file, options);
   const problems = vmcp === null ? [] : await pluginProblems(vmcp.document, vmcp.label, dirname(resolve(file)), file);
   if (problems.length === 0) return validation;
   return { ok: false, problems: sortProblems([...(validation.ok ? [] : validation.problems), ...problems]) };
 }
 
 /** The file's own checks, and its VirtualMCPServer document (the first; null when there is none or it has syntax errors). */
-function checkText(text: string, file: string): { validation: VmcpValidation; vmcp: ResourceEntry | null } {
+function checkText(text: string, file: string, options: VmcpValidateOptions): { validation: VmcpValidation; vmcp: ResourceEntry | null } {
   const problems: ConfigProblem[] = [];
   const report: Report = (document, resource, path, message, target = 'value', locatePath = path) => {
     const { line, column } = document.locate(locatePath, target);
     problems.push({ file, line, column, resource, path: formatPath(path), message });
+  };
+  /** One problem per zod issue (per key for unknown fields), at the position of its path, or inside its value, or where it was found. */
+  const reportIssue = (issue: z.core.$ZodIssue, entry: ResourceEntry): void => {
+    for (const found of issueReports(issue)) {
+      if (found.elsewhere !== undefined) problems.push({ file, ...found.elsewhere });
+      else {
+        const { line, column, message } = placeReport(found, entry.document);
+        problems.push({ file, line, column, resource: entry.label, path: formatPath(found.path), message });
+      }
+    }
   };
 
   const yaml = parseYamlDocuments(text);
@@ -68,15 +90,15 @@ function checkText(text: string, file: string): { validation: VmcpValidation; vm
   checkNames(entries, file, problems, report);
 
   const index = buildIndex(entries, dirname(resolve(file)));
-  const schemas = resourceSchemas(index);
-  const parsed: ParsedResources = { MCPGroup: [], MCPServer: [], VirtualMCPServer: [], MCPExternalAuthConfig: [], Secret: [] };
+  const schemas = resourceSchemas(index, options.authzChecks ?? null);
+  const parsed: ParsedResources = { MCPGroup: [], MCPServer: [], VirtualMCPServer: [], MCPExternalAuthConfig: [], Secret: [], ConfigMap: [] };
   for (const entry of entries) {
     // A document with syntax errors is only a best-effort recovery: its problems would mislead.
     if (entry.kind === null || entry.document.broken) continue;
     const check = <T>(schema: z.ZodType<T>): T | null => {
       const result = schema.safeParse(entry.document.value, { error: schemaIssueMessage });
       if (result.success) return result.data;
-      for (const issue of result.error.issues) reportIssue(issue, entry, report);
+      for (const issue of result.error.issues) reportIssue(issue, entry);
       return null;
     };
     switch (entry.kind) {
@@ -85,6 +107,7 @@ function checkText(text: string, file: string): { validation: VmcpValidation; vm
       case 'VirtualMCPServer': collect(parsed.VirtualMCPServer, check(schemas.VirtualMCPServer)); break;
       case 'MCPExternalAuthConfig': collect(parsed.MCPExternalAuthConfig, check(schemas.MCPExternalAuthConfig)); break;
       case 'Secret': collect(parsed.Secret, check(schemas.Secret)); break;
+      case 'ConfigMap': collect(parsed.ConfigMap, check(schemas.ConfigMap)); break;
     }
   }
   const vmcp = entries.find((entry) => entry.kind === 'VirtualMCPServer' && !entry.document.broken) ?? null;
@@ -184,6 +207,11 @@ function buildIndex(entries: readonly ResourceEntry[], configDir: string): Refer
   for (const entry of named('Secret')) {
     if (entry.name !== null && isMapping(entry.document.value)) secrets.add(entry.name, entry.document.value);
   }
+  const configMaps = new Map<string, ConfigMapEntry>();
+  for (const entry of named('ConfigMap')) {
+    const data = valueAt(entry.document.value, 'data');
+    if (entry.name !== null && !configMaps.has(entry.name)) configMaps.set(entry.name, { data: isMapping(data) ? data : {}, document: entry.document, label: entry.label });
+  }
   const vmcp = entries.find((entry) => entry.kind === 'VirtualMCPServer')?.document.value;
   const groupRef = valueAt(vmcp, 'spec', 'config', 'groupRef');
   const authServer = valueAt(vmcp, 'spec', 'authServerConfig');
@@ -198,10 +226,7 @@ function buildIndex(entries: readonly ResourceEntry[], configDir: string): Refer
     vmcpGroup: typeof groupRef === 'string' ? groupRef : undefined,
     providers: isMapping(authServer) ? new Set(providerNames.filter((name) => typeof name === 'string')) : null,
     anonymousIncoming: valueAt(vmcp, 'spec', 'incomingAuth', 'type') === 'anonymous',
+    configMaps,
   };
 }
 
-/** One problem per zod issue (per key for unknown fields), at the position of its path. */
-function reportIssue(issue: z.core.$ZodIssue, entry: ResourceEntry, report: Report): void {
-  for (const { path, message, target, locatePath } of issueReports(issue)) report(entry.document, entry.label, path, message, target, locatePath);
-}

@@ -45,6 +45,7 @@ export function assemble(parsed: ParsedResources, file: string): VmcpConfig {
     groupRef: spec.config.groupRef,
     backends,
     incomingAuth: toIncomingAuth(spec.incomingAuth),
+    authz: spec.incomingAuth.authzConfig ?? null,
     outgoingAuthSource: spec.outgoingAuth.source,
     tokenExchangeCache: {
       maxEntries: spec.outgoingAuth.tokenExchangeCache.maxEntries,

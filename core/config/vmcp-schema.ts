@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { authSchemas } from './auth-schemas.ts';
 import { claimsAnnotationIssues } from './authz-claims.ts';
+import type { AuthzPolicyChecks } from './authz-policy.ts';
 import { authServerConfigSchema, authServerMatchesIncomingAuth } from './auth-server-schema.ts';
 import { durationSchema as duration } from './duration.ts';
 import { addIssue, q, text, uniqueNames, whenMapping } from './formats.ts';
@@ -26,7 +27,7 @@ import { serverSettingsSchema } from './server-settings.ts';
 
 export type { ReferenceIndex } from './schema-parts.ts';
 
-export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret'] as const;
+export const RESOURCE_KINDS = ['MCPGroup', 'MCPServer', 'VirtualMCPServer', 'MCPExternalAuthConfig', 'Secret', 'ConfigMap'] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
 export const CLUSTER_ISSUER = 'https://kubernetes.default.svc';
@@ -36,10 +37,13 @@ export const CLUSTER_AUDIENCE = 'gatehouse';
 
 const API_VERSION = /^[^/\s]+\/v1alpha1$/;
 
+/** Kinds of Kubernetes' core API, written with `apiVersion: v1` as Kubernetes does. */
+const CORE_KINDS: ReadonlySet<ResourceKind> = new Set(['Secret', 'ConfigMap']);
+
 function apiVersion(kind: ResourceKind) {
   return z.string().superRefine((value, ctx) => {
-    if (API_VERSION.test(value) || (kind === 'Secret' && value === 'v1')) return;
-    const expected = kind === 'Secret' ? 'must be v1 or end in /v1alpha1' : 'must end in /v1alpha1, for example gatehouse.dev/v1alpha1';
+    if (API_VERSION.test(value) || (CORE_KINDS.has(kind) && value === 'v1')) return;
+    const expected = CORE_KINDS.has(kind) ? 'must be v1 or end in /v1alpha1' : 'must end in /v1alpha1, for example gatehouse.dev/v1alpha1';
     ctx.addIssue(`${expected} (got ${q(value)})`);
   });
 }
@@ -81,9 +85,25 @@ function pluginSchema(configDir: string) {
   });
 }
 
-/** One schema per kind, checking references against `index`. */
-export function resourceSchemas(index: ReferenceIndex) {
-  const schema = schemaContext(index);
+/** A ConfigMap key, as Kubernetes allows them. */
+const CONFIG_MAP_KEY = /^[-._a-zA-Z0-9]+$/;
+
+/** A ConfigMap: text values under `data` (what `authzConfig.configMap` reads), as Kubernetes writes it. */
+const configMapSchema = z.strictObject({
+  apiVersion: apiVersion('ConfigMap'),
+  kind: z.literal('ConfigMap'),
+  metadata,
+  immutable: z.boolean().optional(),
+  data: z.record(z.string(), z.string()).superRefine((data, ctx) => {
+    for (const key of Object.keys(data)) {
+      if (!CONFIG_MAP_KEY.test(key)) addIssue(ctx, [key], `key ${q(key)} may only hold letters, digits, "-", "_" and "."`, 'key');
+    }
+  }).default({}),
+});
+
+/** One schema per kind, checking references against `index`; `authzChecks`: Cedar's checks of authorization policies, when given. */
+export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyChecks | null = null) {
+  const schema = schemaContext(index, authzChecks);
   const { externalAuthConfigRef, externalAuthSpec, incomingAuth, outgoingAuth } = authSchemas(schema);
   const { aggregation, session, operational } = groupSchemas(schema);
   const groupRefOfVmcp = reference('MCPGroup', index.groups).superRefine((name, ctx) => {
@@ -136,6 +156,7 @@ export function resourceSchemas(index: ReferenceIndex) {
           addIssue(ctx, ['spec'], `write the Secret's fields either at the top level (as Kubernetes does) or under spec, not both (top level has: ${topLevel.join(', ')})`, 'key');
         }
       }, whenMapping),
+    ConfigMap: configMapSchema,
   };
 }
 

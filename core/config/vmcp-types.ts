@@ -64,6 +64,28 @@ export type IncomingAuthConfig =
       readonly scopes?: readonly string[];
     };
 
+/**
+ * `spec.incomingAuth.authzConfig` resolved: ToolHive's Cedar options, the policies and entity
+ * store read from where `type` put them (inline, a ConfigMap document, a file), the claim mapping
+ * with ToolHive's defaults. The cedar-authz plugin decides with them.
+ */
+export interface AuthzPolicyConfig {
+  /** One Cedar policy per string (ToolHive's ids: policy0, policy1, ...). */
+  readonly policies: readonly string[];
+  /** The static entities, a JSON string (`[]`: none). */
+  readonly entitiesJson: string;
+  /** The claim of group names tried first ('' : only the well-known ones). */
+  readonly groupClaimName: string;
+  /** A claim of role names, also made group parents ('' : none). */
+  readonly roleClaimName: string;
+  /** The entity type of those parents (default THVGroup). */
+  readonly groupEntityType: string;
+  /** Claims exposed as a space-joined `claim_<name>` and a `claimset_<name>` Set. */
+  readonly multiValuedClaims: readonly string[];
+  /** Where the policies were written, for messages: `spec.incomingAuth.authzConfig.inline`, a file's path, `ConfigMap/name data["key"]`. */
+  readonly source: string;
+}
+
 /** `outgoingAuth.tokenExchangeCache` (Gatehouse extension). */
 export interface TokenExchangeCacheConfig {
   readonly maxEntries: number;
@@ -159,6 +181,8 @@ export interface VmcpConfig {
   /** The MCPServers of the group, in document order. */
   readonly backends: readonly BackendConfig[];
   readonly incomingAuth: IncomingAuthConfig;
+  /** `spec.incomingAuth.authzConfig`: Cedar policies on who may use which tool, prompt and resource; null when there are none. */
+  readonly authz: AuthzPolicyConfig | null;
   readonly outgoingAuthSource: 'discovered' | 'inline';
   readonly tokenExchangeCache: TokenExchangeCacheConfig;
   readonly authServer: AuthServerConfig | null;

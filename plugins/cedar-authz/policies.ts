@@ -24,6 +24,8 @@ export interface PolicyProblem {
   /** 1-based, inside the policy's own text; 0 when the problem has no position. */
   readonly line: number;
   readonly column: number;
+  /** The same place as an offset into the text in UTF-16 code units (what a config file's position map takes); null when there is none. */
+  readonly offset: number | null;
   readonly message: string;
 }
 
@@ -46,6 +48,11 @@ export function lineColumnAt(text: string, byteOffset: number): { line: number; 
   return { line: lines.length, column: [...last].length + 1 };
 }
 
+/** The UTF-16 offset of a UTF-8 byte offset in `text` (a JavaScript string index). */
+export function utf16Offset(text: string, byteOffset: number): number {
+  return Buffer.from(text, 'utf8').subarray(0, Math.max(0, byteOffset)).toString('utf8').length;
+}
+
 /** Cedar's "failed to parse policy with id `policy0` from string: " prefix says nothing the index does not. */
 const ID_PREFIX = /^failed to parse policy with id `[^`]*` from string: /;
 
@@ -53,8 +60,8 @@ function problemOf(index: number | null, text: string | null, error: DetailedErr
   const at = error.sourceLocations?.[0];
   const label = at?.label ? `: ${at.label}` : '';
   const message = `${error.message.replace(ID_PREFIX, '')}${label}${error.help ? ` (${error.help})` : ''}`;
-  if (text === null || at === undefined) return { index, line: 0, column: 0, message };
-  return { index, ...lineColumnAt(text, at.start), message };
+  if (text === null || at === undefined) return { index, line: 0, column: 0, offset: null, message };
+  return { index, ...lineColumnAt(text, at.start), offset: utf16Offset(text, at.start), message };
 }
 
 /**
@@ -102,7 +109,7 @@ export function preparePolicySet(policies: readonly string[]): string {
 /** The entity store of `entitiesJson`, or the problems that keep it from being one. */
 export type EntitiesResult = { ok: true; entities: EntityJson[] } | { ok: false; problems: PolicyProblem[] };
 
-const problem = (message: string): EntitiesResult => ({ ok: false, problems: [{ index: null, line: 0, column: 0, message }] });
+const problem = (message: string): EntitiesResult => ({ ok: false, problems: [{ index: null, line: 0, column: 0, offset: null, message }] });
 
 /**
  * `entitiesJson` (a JSON *string*, as in ToolHive: `[{"uid": {"type": "THVGroup", "id": "eng"},
@@ -116,7 +123,11 @@ export function parseEntities(entitiesJson: string): EntitiesResult {
   try {
     value = JSON.parse(entitiesJson);
   } catch (err) {
-    return problem(`is not JSON: ${err instanceof Error ? err.message : String(err)}`);
+    const message = err instanceof Error ? err.message : String(err);
+    // V8 says where: "... in JSON at position 12".
+    const at = /at position (\d+)/.exec(message);
+    const offset = at === null ? null : Math.min(Number(at[1]), entitiesJson.length);
+    return { ok: false, problems: [{ index: null, line: 0, column: 0, offset, message: `is not JSON: ${message}` }] };
   }
   if (!Array.isArray(value)) return problem('must be a JSON list of entities: [{"uid": {"type": "THVGroup", "id": "engineering"}, "attrs": {}, "parents": []}]');
   const entities: EntityJson[] = [];

@@ -6,17 +6,24 @@
  * kept server goes on signing) and the handle its upstream tokens are read through.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { PluginSpec, VmcpConfig } from '@gatehouse-mcp/gateway';
+import { validateVmcpFile, type PluginSpec, type VmcpConfig, type VmcpValidateOptions } from '@gatehouse-mcp/gateway';
 import { anonymousAuth } from '../incoming-auth/anonymous.ts';
 import { oidcAuth, type OidcAuthConfig } from '../incoming-auth/oidc.ts';
 import { authServer, type AuthServerPluginConfig } from '../auth-server/auth-server.ts';
 import { loadServerKeys, publicJwks } from '../auth-server/keys.ts';
 import { DEFAULT_SCOPES } from '../auth-server/routes.ts';
 import { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
+import { cedarPolicyChecks } from '../cedar-authz/checks.ts';
 import { staticCredentials } from '../outgoing-auth/static-credentials.ts';
 import { tokenExchange, type TokenExchangePluginConfig } from '../outgoing-auth/token-exchange.ts';
 import { upstreamInject, type UpstreamInjectConfig } from '../outgoing-auth/upstream-inject.ts';
 import { claimsConfigured, claimsFilter, type ClaimsFilterConfig } from '../registry-authz/gateway-filter.ts';
+
+/** What validation of a vMCP file is given by the built-in plugins: Cedar's checks of `authzConfig`'s policies. */
+export const BUILTIN_CHECKS: VmcpValidateOptions = { authzChecks: cedarPolicyChecks };
+
+/** `validateVmcpFile` with the built-in plugins' checks: what `vmcp validate`, `serve`, reloads and `bench` read a file with. */
+export const validateVmcp = (file: string) => validateVmcpFile(file, BUILTIN_CHECKS);
 
 /** What the plugins of one configuration share with the embedded authorization server. */
 interface Shared {

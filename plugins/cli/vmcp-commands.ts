@@ -1,14 +1,14 @@
 /**
  * `gatehouse vmcp serve|validate`.
  */
-import { startVmcp, validateVmcpFile } from '@gatehouse-mcp/gateway';
-import { VmcpBuiltins } from './vmcp-builtins.ts';
+import { startVmcp } from '@gatehouse-mcp/gateway';
+import { validateVmcp, VmcpBuiltins } from './vmcp-builtins.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { fileReload } from './reload.ts';
 import { loadConfig, serve } from './serve.ts';
 
 export async function vmcpValidate(options: ValidateOptions): Promise<void> {
-  const config = await loadConfig(options, validateVmcpFile);
+  const config = await loadConfig(options, validateVmcp);
   const count = config.backends.length;
   process.stdout.write(`${options.config}: OK (VirtualMCPServer/${config.name}, group "${config.groupRef}" with ${count} backend${count === 1 ? '' : 's'})\n`);
 }
@@ -16,7 +16,7 @@ export async function vmcpValidate(options: ValidateOptions): Promise<void> {
 export function vmcpServe(options: ServeOptions): Promise<void> {
   return serve(
     options,
-    validateVmcpFile,
+    validateVmcp,
     async (config, log) => {
       const builtins = new VmcpBuiltins();
       const running = await startVmcp({ config, host: options.host, port: options.port, log, builtins: builtins.for(config) });
@@ -24,7 +24,7 @@ export function vmcpServe(options: ServeOptions): Promise<void> {
         stop: () => running.stop(),
         reload: fileReload(
           options.config,
-          validateVmcpFile,
+          validateVmcp,
           async (next) => {
             const outcome = await running.reload(next, builtins.for(next));
             if (outcome.status === 'applied') builtins.served(next);

@@ -56,7 +56,7 @@ test('wrong apiVersion', async () => {
 
 test('unknown kind', async () => {
   const [problem] = await expectProblems('error-unknown-kind.yaml', [
-    ['19:7 document 4 kind: unknown kind "MCPGateway": expected one of MCPGroup, MCPServer, VirtualMCPServer, MCPExternalAuthConfig, Secret', /^kind: MCPGateway$/],
+    ['19:7 document 4 kind: unknown kind "MCPGateway": expected one of MCPGroup, MCPServer, VirtualMCPServer, MCPExternalAuthConfig, Secret, ConfigMap', /^kind: MCPGateway$/],
   ]);
   assert.equal(problem?.path, 'kind');
 });

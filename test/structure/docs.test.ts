@@ -11,8 +11,8 @@
  *   which links every one of its `##` sections.
  * - Configuration fields. Every field of the configuration schemas (the vMCP's resources,
  *   core/config/vmcp-schema.ts, and the registry server's file and Secret documents,
- *   plugins/registry/config/registry-schema.ts, and the Cedar authorization config and file,
- *   plugins/cedar-authz/config.ts), walked through zod's JSON Schema, is documented:
+ *   plugins/registry/config/registry-schema.ts, and ToolHive's authorization file,
+ *   core/config/authz-file.ts), walked through zod's JSON Schema, is documented:
  *   its name is written as code (in backticks, or in a fenced code block such as a YAML example)
  *   in the same block of some markdown file as the name of its parent field. A block is a
  *   paragraph, a list item, a table row (with its table's header row) or a code block. So
@@ -25,7 +25,7 @@ import { describe, it } from 'node:test';
 import { SecretStore } from '../../core/config/secrets.ts';
 import { RESOURCE_KINDS, resourceSchemas } from '../../core/config/vmcp-schema.ts';
 import { registryFileSchema, secretDocumentSchema } from '../../plugins/registry/config/registry-schema.ts';
-import { authzConfigSchema, authzFileSchema } from '../../plugins/cedar-authz/config.ts';
+import { authzFileSchema } from '../../core/config/authz-file.ts';
 import { linkProblem, markdownFiles, readMarkdown, type MarkdownFile } from '../helpers/markdown.ts';
 import { schemaFields, type SchemaField } from '../helpers/schema-fields.ts';
 
@@ -47,12 +47,12 @@ function configFields(): SchemaField[] {
     vmcpGroup: undefined,
     providers: null,
     anonymousIncoming: false,
+    configMaps: new Map(),
   });
   return [
     ...RESOURCE_KINDS.flatMap((kind) => schemaFields(kind, schemas[kind])),
     ...schemaFields('registry', registryFileSchema(new SecretStore())),
     ...schemaFields('registry Secret', secretDocumentSchema),
-    ...schemaFields('authzConfig', authzConfigSchema),
     ...schemaFields('authz file', authzFileSchema),
   ];
 }

@@ -19,9 +19,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StartupError, validateVmcpFile, type VmcpConfig } from '@gatehouse-mcp/gateway';
+import { StartupError, type VmcpConfig } from '@gatehouse-mcp/gateway';
 import { InvalidConfigError } from '../exit-codes.ts';
 import { loadConfig } from '../serve.ts';
+import { validateVmcp } from '../vmcp-builtins.ts';
 import { benchConfigText } from './bench-config.ts';
 import { clientHeaders, ClientError, listTools, toolCall, type BenchRequest, type Protocol } from './client.ts';
 import { cpuMicrosBetween, cpuSnapshot, everyProcess, otherMicrosBetween } from './cpu.ts';
@@ -128,7 +129,7 @@ async function measure(req: BenchRequest, options: BenchOptions, answering: Chil
 }
 
 export async function bench(options: BenchOptions): Promise<void> {
-  const config = await loadConfig(options, validateVmcpFile);
+  const config = await loadConfig(options, validateVmcp);
   checkAuth(config, options.token);
   stopChildrenOnExit();
   const auth: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
