@@ -304,3 +304,58 @@ describe('only the attributes the policies read are sent to Cedar', () => {
     assert.equal(compared, 16);
   });
 });
+
+describe('the list decision: without arguments, unless some arguments could allow the item', () => {
+  it('an argument-conditional permit: allowed in the list, each call decided with its arguments', () => {
+    const authz = authorizer(['permit(principal, action == Action::"call_tool", resource == Tool::"calc") when { resource.arg_op == "add" };']);
+    assert.equal(authz.decide(alice(), 'call_tool', 'calc'), 'deny', 'ToolHive\'s list decision: the read errors');
+    assert.equal(authz.listDecision(alice(), 'call_tool', 'calc'), 'allow');
+    assert.equal(authz.listDecision(alice(), 'call_tool', 'other'), 'deny', 'no policy reading arguments can match it');
+    assert.equal(authz.dependsOnArguments('call_tool', 'calc'), true);
+    assert.equal(authz.dependsOnArguments('call_tool', 'other'), false);
+  });
+
+  it('what does not depend on the arguments still decides: a claim, a forbid, an evaluation error', () => {
+    const authz = authorizer([
+      'permit(principal, action == Action::"call_tool", resource) when { principal has claim_roles && principal.claim_roles.contains("admin") && context.arg_x == 1 };',
+      'forbid(principal, action == Action::"call_tool", resource == Tool::"never");',
+      'forbid(principal, action == Action::"call_tool", resource == Tool::"guarded") when { context has arg_force };',
+    ]);
+    assert.equal(authz.listDecision(alice({ roles: ['admin'] }), 'call_tool', 't'), 'allow');
+    assert.equal(authz.listDecision(alice({ roles: ['dev'] }), 'call_tool', 't'), 'deny', 'no arguments make a developer an admin');
+    assert.equal(authz.listDecision(alice({ roles: ['admin'] }), 'call_tool', 'never'), 'deny', 'a forbid whatever the arguments');
+    assert.equal(authz.listDecision(alice({ roles: ['admin'] }), 'call_tool', 'guarded'), 'allow', 'a forbid on an argument present: calls without it are allowed');
+    const erroring = authorizer(['permit(principal, action, resource) when { principal.claim_level > 0 && context.arg_x == 1 };']);
+    assert.equal(erroring.listDecision(alice(), 'call_tool', 't'), 'deny', 'an error whatever the arguments denies, as in ToolHive');
+  });
+
+  it('resources are read without arguments; a policy using the whole context keeps ToolHive\'s list decision', () => {
+    const reads = authorizer(['permit(principal, action == Action::"read_resource", resource) when { context.arg_x == 1 };']);
+    assert.equal(reads.listDecision(alice(), 'read_resource', 'file:///a'), 'deny');
+    const whole = authorizer(['permit(principal, action, resource) when { context == {} };']);
+    assert.equal(whole.listDecision(alice(), 'call_tool', 't'), whole.decide(alice(), 'call_tool', 't'));
+    assert.equal(whole.dependsOnArguments('call_tool', 't'), true);
+  });
+
+  it('list decisions are cached apart from calls', () => {
+    const authz = authorizer(['permit(principal, action == Action::"call_tool", resource == Tool::"calc") when { resource.arg_op == "add" };']);
+    authz.listDecision(alice(), 'call_tool', 'calc');
+    const after = authz.cachedDecisions;
+    assert.equal(after, 2, 'the decision without arguments, and the list\'s');
+    authz.listDecision(alice({ jti: 'refreshed' }), 'call_tool', 'calc');
+    assert.equal(authz.cachedDecisions, after);
+  });
+});
+
+describe('the caller key', () => {
+  it('is what the policies read of the caller, kept per claims object', () => {
+    const authz = authorizer(['permit(principal in THVGroup::"dev", action, resource) when { principal has claim_level };']);
+    const claims = { sub: 'a', groups: ['dev'], level: 2, exp: 1 };
+    const key = authz.callerKey({ claims });
+    assert.equal(authz.callerKey({ claims }), key);
+    assert.equal(authz.callerKey({ claims: { ...claims, sub: 'b', exp: 2 } }), key, 'sub and exp are not read');
+    assert.notEqual(authz.callerKey({ claims: { ...claims, groups: ['ops'] } }), key);
+    assert.notEqual(authz.callerKey({ claims: { ...claims, level: 3 } }), key);
+    assert.equal(authz.callerKey({ claims: { groups: ['dev'] } }), 'no-subject');
+  });
+});
