@@ -14,6 +14,7 @@ import { loadServerKeys, publicJwks } from '../auth-server/keys.ts';
 import { DEFAULT_SCOPES } from '../auth-server/routes.ts';
 import { UpstreamTokenHandle } from '../auth-server/upstream-token-access.ts';
 import { cedarPolicyChecks } from '../cedar-authz/checks.ts';
+import { cedarAuthz, type CedarAuthzPluginConfig } from '../cedar-authz/plugin.ts';
 import { staticCredentials } from '../outgoing-auth/static-credentials.ts';
 import { tokenExchange, type TokenExchangePluginConfig } from '../outgoing-auth/token-exchange.ts';
 import { upstreamInject, type UpstreamInjectConfig } from '../outgoing-auth/upstream-inject.ts';
@@ -91,6 +92,15 @@ function builtinsWith(config: VmcpConfig, shared: Shared): PluginSpec[] {
   // before any later plugin's (a Cedar plugin's), so what it hides no later plugin decides on.
   if (claimsConfigured(config.backends)) {
     specs.push({ definition: claimsFilter, config: { anonymous: incoming.type === 'anonymous', where } satisfies ClaimsFilterConfig, source: `${where} claims (annotations, spec.config.aggregation.tools[].authzClaims)` });
+  }
+  // Who may use which tool, prompt and resource: Cedar policies (spec.incomingAuth.authzConfig),
+  // after the claims filter when both are configured (claims first, then Cedar).
+  if (config.authz !== null) {
+    specs.push({
+      definition: cedarAuthz,
+      config: { authz: config.authz, serverName: config.name, anonymous: incoming.type === 'anonymous' } satisfies CedarAuthzPluginConfig,
+      source: `${where} spec.incomingAuth.authzConfig`,
+    });
   }
   if (authServerConfig !== null && keys !== null && incoming.type === 'oidc') {
     specs.push({
