@@ -3,7 +3,8 @@
  *
  * Reloaded (a new generation, virtual-mcp-server.ts): the backends (added, removed, URL, timeouts, answer
  * size bound, outgoing auth, annotations, the claims of their items), incoming auth (including its
- * resourceUrl, hence the MCP path), aggregation, failure handling, passthroughHeaders, the
+ * resourceUrl, hence the MCP path, and its authzConfig: the policies as read again, so a changed
+ * policy file or ConfigMap counts), aggregation, failure handling, passthroughHeaders, the
  * token-exchange cache, the plugins and their config, server.maxBodyBytes.
  *
  * Needs a restart (a reload that changes any of it is refused as a whole, nothing applied):
@@ -79,6 +80,7 @@ export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {
     [...after.keys()].some((name) => before.has(name) && !isDeepStrictEqual(before.get(name)!.externalAuth, after.get(name)!.externalAuth));
   const other: string[] = [];
   if (!isDeepStrictEqual(current.aggregation, next.aggregation)) other.push('aggregation');
+  if (!isDeepStrictEqual(current.authz, next.authz)) other.push('incomingAuth.authzConfig');
   if (!isDeepStrictEqual(current.passthroughHeaders, next.passthroughHeaders)) other.push('passthroughHeaders');
   if (!isDeepStrictEqual(current.failureHandling, next.failureHandling)) other.push('failureHandling');
   if (!isDeepStrictEqual(current.tokenExchangeCache, next.tokenExchangeCache)) other.push('tokenExchangeCache');
