@@ -10,9 +10,11 @@
  * - Both: a plugin `module` given by relative path or package name becomes the absolute path of
  *   the file it names from the original's directory (the copy lives elsewhere, where neither the
  *   path nor the project's node_modules would be found), and `spec.server.admin.port` becomes 0, so that the bench's gateway never
- *   fights the real one for its admin port (the public port is `--port 0` already).
+ *   fights the real one for its admin port (the public port is `--port 0` already). A policy
+ *   file (`incomingAuth.authzConfig.file.path`) becomes absolute the same way.
  */
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { resolvePluginModule, type VmcpConfig } from '@gatehouse-mcp/gateway';
 
@@ -39,6 +41,9 @@ export function benchConfigText(config: VmcpConfig, backendUrls: ReadonlyMap<str
           if (typeof doc.getIn(['spec', 'plugins', index, 'module']) === 'string') doc.setIn(['spec', 'plugins', index, 'module'], pluginFile(plugin.module, config.dir));
         });
         if (config.server.admin !== null) doc.setIn(['spec', 'server', 'admin', 'port'], 0);
+        // A policy file is read from the original's directory too.
+        const policyFile = doc.getIn(['spec', 'incomingAuth', 'authzConfig', 'file', 'path']);
+        if (typeof policyFile === 'string') doc.setIn(['spec', 'incomingAuth', 'authzConfig', 'file', 'path'], resolve(config.dir, policyFile));
       }
       const text = doc.toString();
       return i === 0 || text.startsWith('---') ? text : `---\n${text}`;
