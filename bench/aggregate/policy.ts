@@ -65,7 +65,7 @@ function claimsDocuments(backends: readonly Backend[]): { annotations: (b: Backe
 
 /** ToolHive-style Cedar policies: the group from a claim, a permit on claims, a forbid. */
 const CEDAR_POLICIES = [
-  'permit(principal in ThvGroup::"eng", action == Action::"call_tool", resource);',
+  'permit(principal in THVGroup::"eng", action == Action::"call_tool", resource);',
   'permit(principal, action == Action::"get_prompt", resource) when { context.claim_team == "core" };',
   'permit(principal, action == Action::"read_resource", resource) when { context has claim_region && context.claim_region == "eu" };',
   'forbid(principal, action == Action::"call_tool", resource == Tool::"b4_tool_003");',
