@@ -34,12 +34,25 @@ type Keys = readonly (string | null)[];
 export class ListViews {
   readonly #views: readonly View[];
 
+  /** The one view, when there is one (the usual case): its key is the caller's, with nothing made per request. */
+  readonly #single: View | null;
+
   constructor(views: readonly View[]) {
     this.#views = views;
+    this.#single = views.length === 1 ? views[0]! : null;
+  }
+
+  /** The caller's key: the views' keys joined; null when no view decides on the caller. */
+  #key(ctx: Context): string | null {
+    return this.#single !== null ? this.#single.key(ctx) : this.#keys(ctx).key;
   }
 
   /** The views' keys for the caller, and their join; a null join when no view decides on the caller. */
   #keys(ctx: Context): { keys: Keys; key: string | null } {
+    if (this.#single !== null) {
+      const key = this.#single.key(ctx);
+      return { keys: [key], key };
+    }
     const keys = this.#views.map((view) => view.key(ctx));
     let key: string | null = null;
     keys.forEach((k, i) => {
@@ -53,7 +66,7 @@ export class ListViews {
   cached(ctx: Context, session: ViewedSession, kind: ListKind): ListCache | undefined {
     const full = session.lists.get(kind);
     if (full === undefined) return undefined;
-    const { key } = this.#keys(ctx);
+    const key = this.#key(ctx);
     if (key === null) return full;
     const kept = session.viewed?.get(kind);
     return kept !== undefined && kept.source === full && kept.key === key ? kept.list : undefined;
@@ -109,6 +122,8 @@ export class ListViews {
 
   /** The views' admit steps for a call of `item` (one the caller sees): the first refusal answers. */
   admit(ctx: Context, item: ViewItem, request: JsonRpcRequest): HookOutcome | Promise<HookOutcome> {
+    const single = this.#single;
+    if (single !== null) return single.admit === undefined || single.key(ctx) === null ? undefined : single.admit(ctx, item, request);
     const { keys } = this.#keys(ctx);
     return this.#admitFrom(ctx, keys, item, request, 0);
   }
