@@ -135,6 +135,7 @@ export type {
   TokenResponseMapping,
   TokenExchangeConfig,
   TokenExchangeCacheConfig,
+  RegistryFeedConfig,
 } from './config/vmcp-types.ts';
 export { AUTH_SERVER_ENDPOINT_NAMES, type AuthServerEndpointGroup } from './config/auth-server-limits.ts';
 
@@ -177,6 +178,8 @@ export { Exchange, writeToClient } from './upstream/exchange.ts';
 // ---- Servers: the vMCP server (to embed, as the CLI does), and an application of one's own -------
 
 export { startVmcp, type StartVmcpOptions, type RunningVmcp } from './vmcp/virtual-mcp-server.ts';
+/** Where a registry-fed group reads its registry (`startVmcp`'s `registrySource`: a registry in the same process). */
+export type { RegistrySource } from './vmcp/registry-source.ts';
 export type { RestartNeeded } from './vmcp/reload-diff.ts';
 /** The plugin chain, router and lifecycle of a server; the registry server is one. */
 export { App } from './server/app.ts';

@@ -40,6 +40,7 @@ export const UNIT: readonly string[] = [
   'test/core/jsonrpc.test.ts',
   'test/core/methods.test.ts',
   'test/core/origin-guard.test.ts',
+  'test/core/registry-feed.test.ts',
   'test/core/outgoing-headers.test.ts',
   'test/core/request-head.test.ts',
   'test/core/router.test.ts',

@@ -100,8 +100,9 @@ export function prefixFor(format: string, backend: string): string {
 
 /**
  * Whether a group is served transparently (one backend, nothing to rename) or aggregated (the
- * gateway owns the session).
+ * gateway owns the session). A group a registry feeds is always aggregated, whatever its count
+ * now: servers published or deleted would otherwise switch the mode, which ends every session.
  */
-export function needsAggregation(backendCount: number, aggregation: AggregationConfig): boolean {
-  return backendCount > 1 || Object.keys(aggregation.tools).length > 0;
+export function needsAggregation(backendCount: number, aggregation: AggregationConfig, registryFed = false): boolean {
+  return registryFed || backendCount > 1 || Object.keys(aggregation.tools).length > 0;
 }

@@ -24,6 +24,8 @@ export interface ReferenceIndex {
   /** Directory of the config file: relative plugin modules resolve against it. */
   readonly configDir: string;
   readonly groups: ReadonlySet<string>;
+  /** The MCPGroups with a `spec.registry` (their servers may all come from the registry). */
+  readonly fedGroups: ReadonlySet<string>;
   /** MCPServer name → its `spec.groupRef` (undefined when that is not a string). */
   readonly servers: ReadonlyMap<string, string | undefined>;
   readonly externalAuthConfigs: ReadonlySet<string>;

@@ -220,6 +220,7 @@ function buildIndex(entries: readonly ResourceEntry[], configDir: string): Refer
   return {
     configDir,
     groups: new Set(named('MCPGroup').map((entry) => entry.name ?? '')),
+    fedGroups: new Set(named('MCPGroup').filter((entry) => valueAt(entry.document.value, 'spec', 'registry') !== undefined).map((entry) => entry.name ?? '')),
     servers,
     externalAuthConfigs: new Set(named('MCPExternalAuthConfig').map((entry) => entry.name ?? '')),
     secrets,

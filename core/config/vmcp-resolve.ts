@@ -9,13 +9,14 @@ import { AUTH_SERVER_ENDPOINT_GROUPS } from './auth-server-limits.ts';
 import type { AuthzClaimsInput } from './authz-claims.ts';
 import { NO_ITEM_CLAIMS, type ItemClaims } from '../plugin-api/backend.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
-import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, type ParsedResource, type ResourceKind } from './vmcp-schema.ts';
+import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, DEFAULT_BACKEND_TIMEOUT_MS, type ParsedResource, type ResourceKind } from './vmcp-schema.ts';
 import type {
   AuthServerConfig,
   AuthServerStorageConfig,
   BackendConfig,
   ExternalAuthConfig,
   IncomingAuthConfig,
+  RegistryFeedConfig,
   UpstreamProviderConfig,
   VmcpConfig,
 } from './vmcp-types.ts';
@@ -44,6 +45,7 @@ export function assemble(parsed: ParsedResources, file: string): VmcpConfig {
     name: vmcp.metadata.name,
     groupRef: spec.config.groupRef,
     backends,
+    registry: toRegistryFeed(parsed, spec),
     incomingAuth: toIncomingAuth(spec.incomingAuth),
     authz: spec.incomingAuth.authzConfig ?? null,
     outgoingAuthSource: spec.outgoingAuth.source,
@@ -102,6 +104,28 @@ function toBackends(parsed: ParsedResources, spec: VmcpSpec): BackendConfig[] {
 /** A workload's `authzClaims`, each map as written (absent: none). */
 function itemClaimsOf(input: AuthzClaimsInput | undefined): ItemClaims {
   return input === undefined ? NO_ITEM_CLAIMS : { tools: input.tools, prompts: input.prompts, resources: input.resources };
+}
+
+/** `spec.registry` of the served group, or null. */
+function toRegistryFeed(parsed: ParsedResources, spec: VmcpSpec): RegistryFeedConfig | null {
+  const group = parsed.MCPGroup.find((g) => g.metadata.name === spec.config.groupRef);
+  const registry = group?.spec?.registry;
+  if (group === undefined || registry === undefined) return null;
+  return {
+    where: `MCPGroup/${group.metadata.name} spec.registry`,
+    url: registry.url,
+    name: registry.name,
+    token: registry.tokenSecretRef ?? null,
+    intervalMs: registry.syncPolicy.interval,
+    timeoutMs: registry.timeout,
+    maxResponseBytes: registry.maxResponseSize,
+    maxServers: registry.maxServers,
+    backend: {
+      timeoutMs: DEFAULT_BACKEND_TIMEOUT_MS,
+      answerTimeoutMs: spec.config.operational.timeouts.default ?? DEFAULT_BACKEND_TIMEOUT_MS,
+      maxResponseBytes: spec.config.operational.maxBackendResponseSize,
+    },
+  };
 }
 
 function toSession(session: VmcpSpec['config']['session']): VmcpConfig['session'] {

@@ -19,6 +19,7 @@ import { authServerConfigSchema, authServerMatchesIncomingAuth } from './auth-se
 import { durationSchema as duration } from './duration.ts';
 import { addIssue, q, text, uniqueNames, whenMapping } from './formats.ts';
 import { groupSchemas } from './group-schemas.ts';
+import { groupRegistrySchema } from './group-registry-schema.ts';
 import { isPluginPath, pluginModuleOf } from './plugin-configs.ts';
 import { describeValue } from './problems.ts';
 import { httpUrl, passthroughHeader, reference, resourceName, dnsLabel, stringMap, schemaContext, type ReferenceIndex } from './schema-parts.ts';
@@ -32,6 +33,8 @@ export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
 export const CLUSTER_ISSUER = 'https://kubernetes.default.svc';
 export const CLUSTER_AUDIENCE = 'gatehouse';
+/** An MCPServer's `spec.timeout` when it has none (a registry's servers have none). */
+export const DEFAULT_BACKEND_TIMEOUT_MS = 30_000;
 
 // ---- Resources ----------------------------------------------------------------------------
 
@@ -108,8 +111,9 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
   const { aggregation, session, operational } = groupSchemas(schema);
   const groupRefOfVmcp = reference('MCPGroup', index.groups).superRefine((name, ctx) => {
     const hasServer = [...index.servers.values()].includes(name);
-    if (index.groups.has(name) && !hasServer) {
-      ctx.addIssue(`MCPGroup ${q(name)} has no MCPServer: add an MCPServer with spec.groupRef: ${name}`);
+    // A group fed by a registry may start with none: its servers come from the registry.
+    if (index.groups.has(name) && !hasServer && !index.fedGroups.has(name)) {
+      ctx.addIssue(`MCPGroup ${q(name)} has no MCPServer: add an MCPServer with spec.groupRef: ${name}, or let a registry feed the group (MCPGroup spec.registry)`);
     }
   });
 
@@ -119,7 +123,7 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
     groupRef: reference('MCPGroup', index.groups),
     externalAuthConfigRef: externalAuthConfigRef.optional(),
     image: z.string().optional(),
-    timeout: duration().default(30_000),
+    timeout: duration().default(DEFAULT_BACKEND_TIMEOUT_MS),
   });
 
   const server = serverSettingsSchema(4 * 1024 * 1024);
@@ -144,7 +148,7 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
     .superRefine(authServerMatchesIncomingAuth, whenMapping);
 
   return {
-    MCPGroup: resource('MCPGroup', z.strictObject({ description: z.string().optional() }).optional()),
+    MCPGroup: resource('MCPGroup', z.strictObject({ description: z.string().optional(), registry: groupRegistrySchema(schema).optional() }).optional()),
     MCPServer: resource('MCPServer', mcpServerSpec, serverMetadata),
     VirtualMCPServer: resource('VirtualMCPServer', vmcpSpec),
     MCPExternalAuthConfig: resource('MCPExternalAuthConfig', externalAuthSpec),

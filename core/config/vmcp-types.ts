@@ -36,6 +36,36 @@ export interface BackendConfig {
   readonly authzClaims: ItemClaims;
 }
 
+/**
+ * `MCPGroup.spec.registry` of the served group (Gatehouse extension): the registry whose servers
+ * join the group's backends (core/vmcp/registry-feed.ts).
+ */
+export interface RegistryFeedConfig {
+  /** Where it is written, for messages: `MCPGroup/<name> spec.registry`. */
+  readonly where: string;
+  /** The registry server's base URL. */
+  readonly url: string;
+  /** The registry's name (`registries[].name`): read at `<url>/v1/registries/<name>/entries`. */
+  readonly name: string;
+  /** `tokenSecretRef`: sent as `Authorization: Bearer`; null: none (a registry in anonymous mode). */
+  readonly token: ResolvedSecretRef | null;
+  /** `syncPolicy.interval`: the wait between reads, jittered by ±10 %. */
+  readonly intervalMs: number;
+  /** `timeout`: one whole read (every page). */
+  readonly timeoutMs: number;
+  /** `maxResponseSize`: the most one page of the answer may hold. */
+  readonly maxResponseBytes: number;
+  /** `maxServers`: servers read at most (more fail the read). */
+  readonly maxServers: number;
+  /**
+   * What each of its servers gets as a backend, as an MCPServer without these fields would:
+   * `spec.timeout`'s default (30s), `operational.timeouts.default` (else that), and
+   * `operational.maxBackendResponseSize`. No outgoing credentials (the registry's publishers
+   * choose the URLs), and the file's `annotations` are the registry's (claims, entry name).
+   */
+  readonly backend: { readonly timeoutMs: number; readonly answerTimeoutMs: number; readonly maxResponseBytes: number };
+}
+
 export interface InlineOidcConfig {
   readonly type: 'inline';
   readonly issuer: string;
@@ -178,8 +208,13 @@ export interface VmcpConfig {
   /** `metadata.name` of the VirtualMCPServer. */
   readonly name: string;
   readonly groupRef: string;
-  /** The MCPServers of the group, in document order. */
+  /**
+   * The MCPServers of the group, in document order. While a registry feeds the group, the
+   * configuration a generation serves has the registry's servers after them (core/vmcp/fed-config.ts).
+   */
   readonly backends: readonly BackendConfig[];
+  /** The registry that feeds the group (`MCPGroup.spec.registry`), or null. A fed group is always aggregated. */
+  readonly registry: RegistryFeedConfig | null;
   readonly incomingAuth: IncomingAuthConfig;
   /** `spec.incomingAuth.authzConfig`: Cedar policies on who may use which tool, prompt and resource; null when there are none. */
   readonly authz: AuthzPolicyConfig | null;

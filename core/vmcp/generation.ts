@@ -98,7 +98,7 @@ export class Generation {
     const passthrough = new Set(config.passthroughHeaders);
     this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough, b.annotations, b.authzClaims));
     this.mcpPath = mcpPathOf(config);
-    this.transparent = !needsAggregation(this.backends.length, config.aggregation);
+    this.transparent = !needsAggregation(this.backends.length, config.aggregation, config.registry !== null);
     this.streams = new OpenStreams(metrics);
   }
 
@@ -176,7 +176,8 @@ export class Generation {
     // A transparent endpoint has the same session machinery, as its era bridge, for its one backend
     // under its own names: it serves the requests whose generation of MCP is not the backend's,
     // and checks the backend's health.
-    const single = backends.length === 1 && !needsAggregation(1, config.aggregation);
+    // A registry-fed group keeps its prefixes with one backend: they must not change when another joins.
+    const single = backends.length === 1 && !needsAggregation(1, config.aggregation, config.registry !== null);
     const aggregated = await createAggregated({
       // One backend keeps its names: with no other to clash with, `priority` leaves every name bare.
       config: single ? { ...config, aggregation: { ...config.aggregation, conflictResolution: 'priority' } } : config,

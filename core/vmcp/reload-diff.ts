@@ -5,7 +5,9 @@
  * size bound, outgoing auth, annotations, the claims of their items), incoming auth (including its
  * resourceUrl, hence the MCP path, and its authzConfig: the policies as read again, so a changed
  * policy file or ConfigMap counts), aggregation, failure handling, passthroughHeaders, the
- * token-exchange cache, the plugins and their config, server.maxBodyBytes.
+ * token-exchange cache, the plugins and their config, server.maxBodyBytes, and the registry that
+ * feeds the group (fed-group.ts: a new generation when a registry starts or stops feeding it,
+ * since a fed group is always aggregated; else only its feed starts anew).
  *
  * Needs a restart (a reload that changes any of it is refused as a whole, nothing applied):
  *  - metadata.name: it names the Redis connection and the server in every session;
@@ -85,6 +87,7 @@ export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {
   if (!isDeepStrictEqual(current.failureHandling, next.failureHandling)) other.push('failureHandling');
   if (!isDeepStrictEqual(current.tokenExchangeCache, next.tokenExchangeCache)) other.push('tokenExchangeCache');
   if (current.server.maxBodyBytes !== next.server.maxBodyBytes) other.push('server.maxBodyBytes');
+  if ((current.registry === null) !== (next.registry === null)) other.push('registry');
   if (!isDeepStrictEqual(current.backends.map((b) => b.name), next.backends.map((b) => b.name)) && added.length === 0 && removed.length === 0) other.push('backend order');
   return {
     added,

@@ -11,6 +11,11 @@
  * (GatewayServer.swap), the old generation's standalone streams are ended (clients reopen them,
  * on the new one), and it is closed once its requests are done (or the shutdown grace period is
  * over). What needs a restart is in vmcp/reload-diff.ts; such a reload is refused as a whole.
+ *
+ * A group fed by a registry (vmcp/fed-group.ts) is read once before the first generation is built
+ * and then on its interval; when the registry's servers change, the configuration now served
+ * from the file is applied again with them, as a reload of the same file would be (the same
+ * queue, the same generations: live sessions keep working and are told what changed).
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -26,7 +31,9 @@ import type { PluginSpec } from '../plugin-api/plugin-loader.ts';
 import { listenerOptions, type GatewayServer, type ShutdownHook } from '../server/gateway-server.ts';
 import { httpUrlOf } from '../http/address.ts';
 import type { UpstreamOptions } from '../upstream/upstreams.ts';
+import { FedGroup } from './fed-group.ts';
 import { Generation, publicUrlsOf } from './generation.ts';
+import type { RegistrySource } from './registry-source.ts';
 import { changesOf, nothingChanged, restartNeeded, type Changes, type RestartNeeded } from './reload-diff.ts';
 
 export interface StartVmcpOptions {
@@ -41,7 +48,15 @@ export interface StartVmcpOptions {
   metrics?: GatewayMetrics;
   /** Limits of the connections to each backend (defaults in upstream/upstreams.ts). */
   upstreams?: Partial<UpstreamOptions>;
+  /**
+   * Where the registry of `MCPGroup.spec.registry` is read instead of its URL: a registry in the
+   * same process (plugins/registry/in-process-source.ts). Not closed by the server.
+   */
+  registrySource?: RegistrySource;
 }
+
+/** What made a reload: the file (SIGHUP, a watch, code calling `reload`), or the registry's servers changing. */
+type ReloadTrigger = 'file' | 'registry';
 
 export type ReloadOutcome =
   | { readonly status: 'applied'; readonly changes: Changes }
@@ -103,21 +118,33 @@ class VirtualMcpServer implements RunningVmcp {
   #url = '';
   #stopped = false;
   #reloads: Promise<unknown> = Promise.resolve();
+  /** The registry feeding the group, if any. */
+  readonly #fed: FedGroup;
+  /** The configuration of the file now served, and its built-ins: applied again with the registry's servers when they change. */
+  #file: { readonly config: VmcpConfig; readonly builtins: readonly PluginSpec[] };
+  /** A reload for the registry's servers is queued and has not started. */
+  #fedQueued = false;
 
   private constructor(app: App, options: StartVmcpOptions, lasting: Lasting) {
     this.#app = app;
     this.#options = options;
     this.#lasting = lasting;
     this.#log = app.log;
+    this.#file = { config: options.config, builtins: options.builtins ?? [] };
+    this.#fed = new FedGroup({ log: app.log, metrics: app.metrics, source: options.registrySource, onChange: () => this.#fedChanged() });
   }
 
   /** Session storage and owners (closed with the app), the first generation, and the HTTP server in front of it. */
   static async compose(app: App, options: StartVmcpOptions): Promise<VirtualMcpServer> {
     const { config } = options;
+    FedGroup.check(config, options.registrySource);
     const storage = app.own(await createSessionStorage(config, app.log), (s) => s.close(), 'session storage');
     const owners = app.own(await createSessionOwners(config, app.log), (o) => o.close(), 'transparent session owners').owners;
     const vmcp = new VirtualMcpServer(app, options, { storage, owners });
-    vmcp.#current = await vmcp.#build(config, options.builtins ?? []);
+    app.own(vmcp.#fed, (fed) => fed.stop(), 'registry feed');
+    // The registry's servers are in the first generation when the registry answers in time.
+    await vmcp.#fed.configure(config.registry);
+    vmcp.#current = await vmcp.#build(vmcp.#fed.effective(config), options.builtins ?? []);
     app.own(vmcp.#live, async (all) => {
       for (const generation of [...all]) await vmcp.#close(generation);
     }, 'MCP endpoint, plugins and backend connections');
@@ -150,7 +177,24 @@ class VirtualMcpServer implements RunningVmcp {
   }
 
   reload(next: VmcpConfig, builtins: readonly PluginSpec[] = []): Promise<ReloadOutcome> {
-    const run = this.#reloads.then(() => this.#apply(next, builtins)).catch((err: unknown): ReloadOutcome => {
+    return this.#enqueue(async () => {
+      const outcome = await this.#apply(this.#fed.effective(next), builtins, 'file');
+      if (outcome.status === 'applied' || outcome.status === 'unchanged') {
+        this.#file = { config: next, builtins };
+        await this.#fed.configure(next.registry);
+      }
+      return outcome;
+    });
+  }
+
+  stop(): Promise<void> {
+    this.#stopped = true;
+    return this.#app.stop();
+  }
+
+  /** Runs `reload` after the reloads before it; never rejects. */
+  #enqueue(reload: () => Promise<ReloadOutcome>): Promise<ReloadOutcome> {
+    const run = this.#reloads.then(reload).catch((err: unknown): ReloadOutcome => {
       this.#log.error({ err }, 'reload failed');
       return { status: 'failed', error: err };
     });
@@ -158,9 +202,17 @@ class VirtualMcpServer implements RunningVmcp {
     return run;
   }
 
-  stop(): Promise<void> {
-    this.#stopped = true;
-    return this.#app.stop();
+  /** The registry's servers changed: the file's configuration is applied again with them (once for changes that come while one waits). */
+  #fedChanged(): void {
+    if (this.#stopped || this.#current === null || this.#fedQueued) return;
+    this.#fedQueued = true;
+    void this.#enqueue(async () => {
+      this.#fedQueued = false;
+      const { config, builtins } = this.#file;
+      const outcome = await this.#apply(this.#fed.effective(config), builtins, 'registry');
+      if (outcome.status === 'failed' && !this.#stopped) this.#fed.applyFailed();
+      return outcome;
+    });
   }
 
   /** The HTTP server, routing to the first generation; it tells every live generation's streams at shutdown, draining ones included. */
@@ -185,6 +237,7 @@ class VirtualMcpServer implements RunningVmcp {
     this.#app.onStart(async () => {
       await first.start();
       first.activate();
+      this.#fed.start();
     });
   }
 
@@ -231,19 +284,19 @@ class VirtualMcpServer implements RunningVmcp {
   }
 
   /** One reload: refused when a part needs a restart, skipped when nothing changed, else the next generation is built, started and swapped in. */
-  async #apply(next: VmcpConfig, builtins: readonly PluginSpec[]): Promise<ReloadOutcome> {
+  async #apply(next: VmcpConfig, builtins: readonly PluginSpec[], trigger: ReloadTrigger): Promise<ReloadOutcome> {
     if (this.#stopped) return stopping();
     const old = this.#serving;
     const parts = restartNeeded(old.config, next);
     if (parts.length > 0) return this.#refuseRestart(next, parts);
     const changes = changesOf(old.config, next);
     if (nothingChanged(changes)) {
-      this.#log.info({ file: next.file }, 'reload: the configuration is unchanged, nothing to apply');
+      if (trigger === 'file') this.#log.info({ file: next.file }, 'reload: the configuration is unchanged, nothing to apply');
       return { status: 'unchanged' };
     }
     const generation = await this.#startNext(next, builtins);
     if (!(generation instanceof Generation)) return generation;
-    this.#switchTo(generation, old, changes);
+    this.#switchTo(generation, old, changes, trigger);
     return { status: 'applied', changes };
   }
 
@@ -282,7 +335,7 @@ class VirtualMcpServer implements RunningVmcp {
   }
 
   /** New requests go to `generation`; the old one's streams end (clients reopen them here) and it closes once its requests are done. */
-  #switchTo(generation: Generation, old: Generation, changes: Changes): void {
+  #switchTo(generation: Generation, old: Generation, changes: Changes, trigger: ReloadTrigger): void {
     if (generation.transparent !== old.transparent) {
       this.#log.warn({ from: modeOf(old), to: modeOf(generation) }, 'reload: the endpoint changes mode, so the live sessions end (their clients are answered 404 and initialize again)');
     }
@@ -299,6 +352,7 @@ class VirtualMcpServer implements RunningVmcp {
     this.#log.info(
       {
         file: next.file,
+        trigger,
         url: httpUrlOf(this.#address!, generation.mcpPath),
         mode: modeOf(generation),
         backendsAdded: changes.added,
@@ -310,7 +364,7 @@ class VirtualMcpServer implements RunningVmcp {
         other: changes.other,
         backends: generation.backends.map((b) => `${b.name}=${b.url.href}`),
       },
-      `reload applied: ${describe(changes)}`,
+      `${trigger === 'registry' ? "the registry's servers applied" : 'reload applied'}: ${describe(changes)}`,
     );
     // The old generation closes once its requests are done, without holding up the next reload.
     void drained.then(async (done) => {

@@ -353,7 +353,7 @@ spec:
     'config.yaml:7:18 MCPGroup/tools metadata.name: duplicate name: MCPGroup/tools is already defined at line 3',
     'config.yaml:9:1 document 3: a resource must be a mapping with apiVersion, kind, metadata and spec',
     'config.yaml:15:1 Secret/s spec: write the Secret\'s fields either at the top level (as Kubernetes does) or under spec, not both (top level has: stringData)',
-    'config.yaml:21:22 VirtualMCPServer/vmcp spec.config.groupRef: MCPGroup "tools" has no MCPServer: add an MCPServer with spec.groupRef: tools',
+    'config.yaml:21:22 VirtualMCPServer/vmcp spec.config.groupRef: MCPGroup "tools" has no MCPServer: add an MCPServer with spec.groupRef: tools, or let a registry feed the group (MCPGroup spec.registry)',
   ]);
 });
 

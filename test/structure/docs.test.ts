@@ -41,6 +41,7 @@ function configFields(): SchemaField[] {
   const schemas = resourceSchemas({
     configDir: '.',
     groups: new Set(),
+    fedGroups: new Set(),
     servers: new Map(),
     externalAuthConfigs: new Set(),
     secrets: new SecretStore(),

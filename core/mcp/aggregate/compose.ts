@@ -146,7 +146,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     removedBackends: deps.removedBackends ?? [],
   };
   // One backend, no tool configuration: a transparent endpoint, whose era bridge this is (generation.ts).
-  const served = !(deps.bridge ?? !needsAggregation(deps.backends.length, config.aggregation))
+  const served = !(deps.bridge ?? !needsAggregation(deps.backends.length, config.aggregation, config.registry !== null))
     ? { endpoint: new AggregatedEndpoint({ ...group, path: deps.path, maxBodyBytes: config.server.maxBodyBytes }), bridge: null }
     : { endpoint: null, bridge: new EraBridge(group) };
   const sessions = served.endpoint ?? served.bridge;
