@@ -1,6 +1,6 @@
 /**
  * The built-in plugins a vMCP config asks for, in chain order (incoming auth first, then the
- * claims filter when claims are configured). Across
+ * claims filter when claims are configured or a registry feeds the group). Across
  * reloads (`VmcpBuiltins`), what the embedded authorization server shares with the other plugins
  * is made once: its keys (generated ones too, else incoming auth would refuse the tokens the
  * kept server goes on signing) and the handle its upstream tokens are read through.
@@ -90,7 +90,9 @@ function builtinsWith(config: VmcpConfig, shared: Shared): PluginSpec[] {
   }
   // Per-user tool policy, right after the principal is known: the claims filter's view is asked
   // before any later plugin's (a Cedar plugin's), so what it hides no later plugin decides on.
-  if (claimsConfigured(config.backends)) {
+  // A group fed by a registry is filtered whatever its file says: the registry's servers bring their
+  // claims (as annotations) with each read, and the feed's reloads keep these built-ins.
+  if (claimsConfigured(config.backends) || config.registry !== null) {
     specs.push({ definition: claimsFilter, config: { anonymous: incoming.type === 'anonymous', where } satisfies ClaimsFilterConfig, source: `${where} claims (annotations, spec.config.aggregation.tools[].authzClaims)` });
   }
   // Who may use which tool, prompt and resource: Cedar policies (spec.incomingAuth.authzConfig),

@@ -234,7 +234,8 @@ export const claimsFilter = definePlugin<ClaimsFilterConfig>({
       return {
         name: 'registry-authz-filter',
         start() {
-          host.log.warn({ claimsConfiguredAt: where }, `${ANONYMOUS_WARNING}: ${where.join('; ')}`);
+          // None (a registry-fed group whose servers have no claims): nothing to warn of.
+          if (where.length > 0) host.log.warn({ claimsConfiguredAt: where }, `${ANONYMOUS_WARNING}: ${where.join('; ')}`);
         },
       };
     }
