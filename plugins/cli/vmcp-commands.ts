@@ -10,7 +10,9 @@ import { loadConfig, serve } from './serve.ts';
 export async function vmcpValidate(options: ValidateOptions): Promise<void> {
   const config = await loadConfig(options, validateVmcp);
   const count = config.backends.length;
-  process.stdout.write(`${options.config}: OK (VirtualMCPServer/${config.name}, group "${config.groupRef}" with ${count} backend${count === 1 ? '' : 's'})\n`);
+  // The registry is not read: validate checks the file alone, whether or not the registry is up.
+  const fed = config.registry === null ? '' : ` and the servers of registry "${config.registry.name}" at ${config.registry.url}`;
+  process.stdout.write(`${options.config}: OK (VirtualMCPServer/${config.name}, group "${config.groupRef}" with ${count} backend${count === 1 ? '' : 's'}${fed})\n`);
 }
 
 export function vmcpServe(options: ServeOptions): Promise<void> {
