@@ -119,6 +119,26 @@ describe('reload of a running aggregated gateway', () => {
     await withClient(gateway.url, {}, async (n) => assert.deepEqual(await toolNames(n), ['alpha_echo', 'gamma_add', 'gamma_echo']));
   });
 
+  it('a client holding its GET stream hears list_changed for a backend added and for one removed, without a request of its own', async () => {
+    const c = await connectClient(gateway.url);
+    try {
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'gamma_add', 'gamma_echo']);
+      // beta returns: it joins the session when the client's GET stream opens again on the new configuration (the SDK waits a second).
+      let heard = c.notifications.length;
+      assert.equal((await reloadTo(gateway, { backends: [...A, { name: 'gamma', url: gamma.url }] })).status, 'applied');
+      await c.waitForNotification('notifications/tools/list_changed', (n) => c.notifications.indexOf(n) >= heard, 5_000);
+      // beta leaves again: the old configuration tells the stream before it ends it.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      heard = c.notifications.length;
+      assert.equal((await reloadTo(gateway, { backends: [A[0]!, { name: 'gamma', url: gamma.url }] })).status, 'applied');
+      await c.waitForNotification('notifications/tools/list_changed', (n) => c.notifications.indexOf(n) >= heard, 5_000);
+      assert.deepEqual(await toolNames(c), ['alpha_echo', 'gamma_add', 'gamma_echo']);
+      assert.deepEqual(c.errors, [], 'the GET stream reopened each time');
+    } finally {
+      await c.close();
+    }
+  });
+
   it('refuses, as a whole, a change that needs a restart, and names it', async () => {
     const before = gateway.config;
     const outcome = await reloadTo(gateway, { backends: A, spec: '  server: {accessLog: true}' });
