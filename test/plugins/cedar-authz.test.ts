@@ -148,6 +148,63 @@ describe('cedar-authz through a running gateway (OIDC, aggregated)', () => {
   });
 });
 
+describe('the claims filter and Cedar together: claims first, then the policies', () => {
+  let issuer: KeyIssuer;
+  let alpha: SdkServer;
+  let beta: SdkServer;
+  let gateway: RunningVmcp;
+  const tokens: Record<string, string> = {};
+
+  before(async () => {
+    issuer = await KeyIssuer.start();
+    await issuer.addKey('ES256');
+    const now = Math.floor(Date.now() / 1000);
+    const mint = (sub: string, claims: Record<string, unknown>) => issuer.mint({ iss: issuer.url, aud: RESOURCE, sub, iat: now, exp: now + 600, ...claims });
+    tokens.alice = await mint('alice', { teams: ['eng'], dept: 'a' });
+    tokens.bob = await mint('bob', { teams: ['eng'], dept: 'b' });
+    alpha = await startSdkServer({ name: 'alpha', tools: ['echo', 'add'] });
+    beta = await startSdkServer({ name: 'beta', tools: ['echo', 'add'] });
+    gateway = await startTestGateway({
+      backends: [
+        { name: 'alpha', url: alpha.url },
+        // Only dept a holds beta's claims: for bob, beta does not exist, whatever the policies permit.
+        { name: 'beta', url: beta.url, annotations: { 'toolhive.stacklok.dev/authz-claims': '{"dept":"a"}' } },
+      ],
+      incomingAuth: `${inlineOidcYaml({ issuer: issuer.url, audience: RESOURCE, resourceUrl: RESOURCE })}\n${authzYaml(
+        [
+          'permit(principal in THVGroup::"eng", action == Action::"call_tool", resource);',
+          'forbid(principal, action == Action::"call_tool", resource == Tool::"alpha_add");',
+        ],
+        ['groupClaimName: teams'],
+      )}`,
+    });
+  });
+  after(async () => {
+    await gateway.stop();
+    await alpha.close();
+    await beta.close();
+    await issuer.close();
+  });
+
+  it('an item is seen when the claims hold and the policies permit it; each hides it as one that does not exist', async () => {
+    const alice = await connectClient(gateway.url, { headers: { authorization: `Bearer ${tokens.alice}` } });
+    const bob = await connectClient(gateway.url, { headers: { authorization: `Bearer ${tokens.bob}` } });
+    try {
+      assert.deepEqual((await alice.client.listTools()).tools.map((t) => t.name).sort(), ['alpha_echo', 'beta_add', 'beta_echo']);
+      assert.deepEqual((await bob.client.listTools()).tools.map((t) => t.name).sort(), ['alpha_echo']);
+      const byClaims = await rawCall(gateway.url, tokens.bob!, bob.transport.sessionId!, { name: 'beta_echo', arguments: { text: 'x' } });
+      const byPolicy = await rawCall(gateway.url, tokens.bob!, bob.transport.sessionId!, { name: 'alpha_add', arguments: { a: 1, b: 2 } });
+      const absent = await rawCall(gateway.url, tokens.bob!, bob.transport.sessionId!, { name: 'alpha_nope', arguments: { a: 1, b: 2 } });
+      assert.equal(byClaims.text.replaceAll('beta_echo', 'X'), absent.text.replaceAll('alpha_nope', 'X'));
+      assert.equal(byPolicy.text.replaceAll('alpha_add', 'X'), absent.text.replaceAll('alpha_nope', 'X'));
+      assert.match(textOf(await alice.client.callTool({ name: 'beta_echo', arguments: { text: 'hi' } })), /hi/);
+    } finally {
+      await alice.close();
+      await bob.close();
+    }
+  });
+});
+
 describe('cedar-authz: one backend, anonymous callers', () => {
   let backend: SdkServer;
   let gateway: RunningVmcp;
