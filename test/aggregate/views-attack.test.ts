@@ -261,7 +261,30 @@ describe('views under attack: aggregated group of a and b', () => {
     assert.equal(stolen.text, none.text);
   });
 
-  it('list_changed from a backend whose items the caller cannot see reaches it all the same', { todo: 'finding: a hidden backend\'s list_changed is passed on (see the report)' }, async () => {
+  it('list_changed that changes what the caller sees reaches it', async () => {
+    const ops = await connectClient(gateway.url, { headers: { 'x-user': 'o5', 'x-role': 'ops' } });
+    try {
+      const all = async (): Promise<string[]> => {
+        const names: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await ops.client.listTools(cursor === undefined ? {} : { cursor });
+          names.push(...page.tools.map((t) => t.name));
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        return names;
+      };
+      assert.ok(!(await all()).includes('b_yyy'));
+      const admin = await once(gateway.url, 'admin', 'tools/call', { name: 'b_add_tool', arguments: { name: 'yyy' } });
+      assert.doesNotMatch(admin.text, /"error"/);
+      await ops.waitForNotification('notifications/tools/list_changed', undefined, 5_000);
+      assert.ok((await all()).includes('b_yyy'));
+    } finally {
+      await ops.close();
+    }
+  });
+
+  it('list_changed from a backend whose items the caller cannot see does not reach it', async () => {
     const user = await connectClient(gateway.url, { headers: { 'x-user': 'u5', 'x-role': 'user' } });
     try {
       const before = (await user.client.listTools()).tools.map((t) => t.name);

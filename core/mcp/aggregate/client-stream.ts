@@ -31,6 +31,7 @@ import { asksAnything, backendPart, everything, listenRequest, tagged, wanted, t
 import { eventMessage, eventTowardClient, towardClient } from './toward-client.ts';
 import type { AggregatedSession, SessionStream } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
+import type { ListChangeGate } from './shown-lists.ts';
 
 const EVENT_STREAM = /^text\/event-stream/i;
 const RETRY_MIN_MS = 250;
@@ -158,6 +159,8 @@ export class ClientStream implements SessionStream, OpenStream {
   readonly #openings = new StreamOpenings<number>();
   /** A modern client's subscription (null: a legacy client's GET stream). */
   readonly #listen: ModernListen | null;
+  /** With plugin views: what tells the client a list changed only when it changed for it (shown-lists.ts). */
+  readonly #gate: ListChangeGate | null;
   #closed = false;
 
   constructor(
@@ -169,8 +172,10 @@ export class ClientStream implements SessionStream, OpenStream {
     healing: StreamHealing,
     positions: ReadonlyMap<number, string>,
     listen: ModernListen | null = null,
+    gate: ListChangeGate | null = null,
   ) {
     this.#listen = listen;
+    this.#gate = gate;
     this.ctx = ctx;
     this.#session = session;
     this.#links = links;
@@ -269,6 +274,7 @@ export class ClientStream implements SessionStream, OpenStream {
     if (resumable) this.#positions.set(link.index, event.id!);
     const message = eventMessage(event);
     if (message !== null) this.#observe(this.#session, message);
+    if (message !== null && this.#gated(message)) return;
     if (this.#listen !== null) {
       // A legacy backend's request: never on a subscription (2026-07-28), but maybe for a call of the session.
       if (message !== null && 'method' in message && 'id' in message && !isModernVersion(stream.record.protocolVersion)) {
@@ -289,9 +295,19 @@ export class ClientStream implements SessionStream, OpenStream {
     if (text.length > 0) this.ctx.res.write(text);
   }
 
+  /** A list_changed the gate holds (plugin views): written only if the list changed for this client. */
+  #gated(message: JsonRpcMessage): boolean {
+    return this.#gate !== null && this.#gate.holds(this.ctx, this.#session, message, this.#listen?.spec ?? null, (text) => this.#closed || this.ctx.res.write(text));
+  }
+
+  /** A notification of the gateway's own to the client of a legacy GET stream, as it is. */
+  tell(message: JsonRpcMessage): void {
+    if (!this.#closed) this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(message) }));
+  }
+
   /** A message a backend sent on a request's stream that is not that request's (fan-out calls). */
   deliver(backendIndex: number, message: JsonRpcMessage): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#gated(message)) return;
     const rewritten = towardClient(backendIndex, message, null);
     if (rewritten !== null) this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(rewritten) }));
   }

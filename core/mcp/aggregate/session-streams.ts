@@ -26,7 +26,7 @@ import type { AggregatedSession } from './session.ts';
 import { ownerKey, type BackendSessionRecord } from './session-store.ts';
 import type { Sessions } from './sessions.ts';
 import { observeBackend } from './backend-messages.ts';
-import { tellChanged, type ShownLists } from './shown-lists.ts';
+import { ListChangeGate, tellChanged, type ShownLists } from './shown-lists.ts';
 
 /** subscriptions/listen streams one principal may hold open at once (each holds a stream per backend). */
 const MAX_LISTENS_PER_PRINCIPAL = 8;
@@ -55,8 +55,12 @@ export class SessionStreams {
   /** What the sessions' clients were shown before a reload (shown-lists.ts), until their stream opens here. */
   #shown: Map<string, ShownLists> | null = null;
 
+  /** With plugin views: list changes reach a client only when its own list changed. */
+  readonly #gate: ListChangeGate | null;
+
   constructor(options: SessionStreamsOptions) {
     this.#o = options;
+    this.#gate = options.lists.perCaller ? new ListChangeGate(options.lists) : null;
   }
 
   /** A GET: the session's multiplexed stream, or the resumption of a routed request's stream. */
@@ -71,7 +75,7 @@ export class SessionStreams {
     session.stream?.close(); // one standalone stream per session, as backends allow
     const refusal = streamRefusal(session, this.#o.byName);
     if (refusal !== null) return refusal;
-    const stream = new ClientStream(ctx, session, this.#o.byName, this.#o.streams, observeBackend, this.#o.healer, parsed?.kind === 'multiplex' ? parsed.positions : new Map());
+    const stream = new ClientStream(ctx, session, this.#o.byName, this.#o.streams, observeBackend, this.#o.healer, parsed?.kind === 'multiplex' ? parsed.positions : new Map(), null, this.#gate);
     session.stream = stream;
     stream.open();
     const shown = this.#shown?.get(session.id);
@@ -150,7 +154,7 @@ export class SessionStreams {
       this.#unsubscribe(ctx, session, held);
     };
     const asked = (link: BackendLink, record: BackendSessionRecord, asking: JsonRpcRequest): void => this.#o.held.askOnStream(session, link, record, ctx, asking);
-    new ClientStream(ctx, session, this.#o.byName, this.#o.streams, observeBackend, this.#o.healer, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended, request: asked }).open();
+    new ClientStream(ctx, session, this.#o.byName, this.#o.streams, observeBackend, this.#o.healer, new Map(), { spec: { subscriptionId: request.id, filter }, honored, owned, subscribe, ended, request: asked }, this.#gate).open();
     return undefined;
   }
 

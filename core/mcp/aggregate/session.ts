@@ -69,6 +69,22 @@ export class AggregatedSession {
   readonly lists = new Map<ListKind, ListCache>();
   /** The lists as the session's caller sees them, when plugins have views (made when first needed). */
   viewed: Map<ListKind, ViewedList> | null = null;
+  /** The caller's lists a change emptied, until a list-change gate compares them (shown-lists.ts). */
+  #shown: Map<ListKind, ListCache> | null = null;
+
+  /** The caller's list of `kind` before the last change, once (undefined: none was made). */
+  takeShown(kind: ListKind): ListCache | undefined {
+    const list = this.#shown?.get(kind);
+    this.#shown?.delete(kind);
+    return list;
+  }
+
+  #unview(kind: ListKind): void {
+    const viewed = this.viewed?.get(kind);
+    if (viewed === undefined) return;
+    this.viewed!.delete(kind);
+    (this.#shown ??= new Map()).set(kind, viewed.list);
+  }
   /** Client request id → index of the backend it was routed to (for notifications/cancelled). */
   readonly inflight = new Map<JsonRpcId, number>();
   /** Task id → backend index (tasks created by routed calls), the newest MAX_TASKS. */
@@ -289,10 +305,10 @@ export class AggregatedSession {
 
   invalidate(kind: ListKind): void {
     this.lists.delete(kind);
-    this.viewed?.delete(kind);
+    this.#unview(kind);
     if (kind === 'resources') {
       this.lists.delete('resourceTemplates');
-      this.viewed?.delete('resourceTemplates');
+      this.#unview('resourceTemplates');
     }
     this.listVersion++;
   }

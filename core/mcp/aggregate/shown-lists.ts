@@ -11,7 +11,10 @@
 import { createHash } from 'node:crypto';
 import type { Context } from '../../plugin-api/context.ts';
 import type { ListKind } from '../../protocol/methods.ts';
-import type { ClientStream } from './client-stream.ts';
+import type { JsonRpcMessage } from '../../protocol/jsonrpc.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
+import { formatSseEvent } from '../../protocol/sse.ts';
+import { tagged, wanted, type ListenSpec } from './listen.ts';
 import type { ListCache } from './lists.ts';
 import type { SessionLists } from './session-lists.ts';
 import type { AggregatedSession } from './session.ts';
@@ -51,7 +54,7 @@ export function shownBy(session: AggregatedSession): ShownLists | null {
  * Makes the session's lists anew for the client of `stream` and tells it of each that differs
  * from what it was shown (one notification per kind of notification).
  */
-export async function tellChanged(ctx: Context, session: AggregatedSession, stream: ClientStream, lists: SessionLists, shown: ShownLists): Promise<void> {
+export async function tellChanged(ctx: Context, session: AggregatedSession, stream: { tell(message: JsonRpcMessage): void }, lists: SessionLists, shown: ShownLists): Promise<void> {
   const told = new Set<string>();
   for (const [kind, digest] of shown) {
     const method = NOTIFICATION[kind];
@@ -59,6 +62,49 @@ export async function tellChanged(ctx: Context, session: AggregatedSession, stre
     const now = await lists.list(ctx, session, kind);
     if (listDigest(now) === digest) continue;
     told.add(method);
-    stream.deliver(0, { jsonrpc: '2.0', method });
+    stream.tell({ jsonrpc: '2.0', method });
+  }
+}
+
+/**
+ * A backend's `notifications/<kind>/list_changed` on its way to a client when plugins have views:
+ * the client is told only when the list changed *for it*. The list it was last shown (kept when
+ * the notification emptied the session's cache, AggregatedSession.invalidate) is compared with
+ * the one made anew for it; a client that was shown none is told, as without views. What the
+ * client would have listed next is what is made here: told, its `tools/list` finds it cached.
+ */
+export class ListChangeGate {
+  readonly #lists: SessionLists;
+
+  constructor(lists: SessionLists) {
+    this.#lists = lists;
+  }
+
+  /**
+   * Whether `message` is a list_changed this gate holds (a client stream then writes nothing of
+   * it): `write` gets it, as the gateway's own (tagged for a subscription), only if the list
+   * changed for the caller of `ctx`.
+   */
+  holds(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, listen: ListenSpec | null, write: (text: string) => void): boolean {
+    if (!('method' in message) || 'id' in message) return false;
+    const kind = mcpMethod(message.method)?.list;
+    if (kind === undefined || kind === null) return false;
+    if (listen !== null && !wanted(listen.filter, message)) return true;
+    const told: JsonRpcMessage = { jsonrpc: '2.0', method: message.method };
+    const text = formatSseEvent({ event: 'message', data: JSON.stringify(listen === null ? told : tagged(told, listen.subscriptionId)) });
+    this.check(ctx, session, kind, () => write(text));
+    return true;
+  }
+
+  /** `tell` runs when the list of `kind` (resources: with its templates) changed for the caller of `ctx`. */
+  check(ctx: Context, session: AggregatedSession, kind: ListKind, tell: () => void): void {
+    const kinds: readonly ListKind[] = kind === 'resources' ? ['resources', 'resourceTemplates'] : [kind];
+    const before = kinds.map((k) => session.takeShown(k));
+    if (before.some((list) => list === undefined)) return tell();
+    void (async () => {
+      for (const [i, k] of kinds.entries()) {
+        if (listDigest(await this.#lists.list(ctx, session, k)) !== listDigest(before[i]!)) return tell();
+      }
+    })().catch(() => tell());
   }
 }
