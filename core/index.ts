@@ -146,6 +146,22 @@ export { readBody, startReading, type BodySink } from './http/body.ts';
 export { PUBLIC_DOCUMENT_HEADERS } from './http/cors.ts';
 /** The key of a client address for a per-client limit (an IPv6 address by its /64). */
 export { limitKey } from './http/client-address.ts';
+/**
+ * What an outbound connection whose destination someone else chose may reach (SSRF): the class of
+ * an address, the policy of the plugins' outbound fetches, and a socket `lookup` that enforces one
+ * on the addresses a name resolves to, at every connect.
+ */
+export { addressClass, type AddressClass } from './http/address-class.ts';
+export {
+  filteredLookup,
+  guardedLookup,
+  isLoopbackAddress,
+  isLoopbackHost,
+  isPrivateAddress,
+  refusedAddress,
+  type AddressPolicy,
+  type LookupFunction,
+} from './http/address-guard.ts';
 /** A token budget per key and a shared one, in memory or Redis (rate limits of a plugin's routes). */
 export { RequestBudget, type BudgetRefusal, type BudgetStore } from './base/rate-limit.ts';
 /**

@@ -1,6 +1,6 @@
 /**
  * HTTP to one issuer: discovery, JWKS and introspection requests, with the issuer rules of
- * Decisions of core/README.md (https, or plain http on loopback), the address guard (address-guard.ts), an
+ * Decisions of core/README.md (https, or plain http on loopback), the address guard (core/http/address-guard.ts), an
  * optional extra CA (cluster mode: the service-account `ca.crt`), a timeout, a response size
  * cap, no redirects, and a bearer token sent only to the issuer's own origin (cluster mode: the
  * service-account token, which must never travel to a third-party JWKS host).
@@ -11,7 +11,7 @@
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
-import { guardedLookup, isLoopbackHost, refusedAddress, type AddressPolicy } from './address-guard.ts';
+import { guardedLookup, isLoopbackHost, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
 
 export interface IssuerHttpOptions {
   /** The issuer URL: its origin is the only one that gets `bearerToken`. */

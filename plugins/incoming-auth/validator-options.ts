@@ -2,9 +2,8 @@
  * The validator's options, checked and completed with their defaults. A problem is an Error whose
  * message names the option and says what is expected, so a misconfiguration fails at start.
  */
-import { StartupError } from '@gatehouse-mcp/gateway';
+import { isLoopbackHost, StartupError } from '@gatehouse-mcp/gateway';
 import type { TokenValidatorOptions } from './contract.ts';
-import { isLoopbackHost } from './address-guard.ts';
 
 export interface ValidatorSettings {
   readonly issuer: string;

@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { isLoopbackAddress, isLoopbackHost, isPrivateAddress, refusedAddress } from '../../plugins/incoming-auth/address-guard.ts';
+import { isLoopbackAddress, isLoopbackHost, isPrivateAddress, refusedAddress } from '../../core/http/address-guard.ts';
 import { IssuerHttp } from '../../plugins/incoming-auth/issuer-http.ts';
 import { KeyIssuer } from './helpers/key-issuer.ts';
 

@@ -1,6 +1,6 @@
 /**
  * HTTP to one peer registry, for the API source (api-source.ts): GET requests through the
- * incoming auth's address guard (address-guard.ts: the resolved address is checked at connect
+ * core's address guard (core/http/address-guard.ts: the resolved address is checked at connect
  * time, so a DNS answer cannot swap a public name for a private one), each bounded in time and
  * size, with the bearer token sent to the peer's own origin only.
  *
@@ -14,7 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
-import { guardedLookup, refusedAddress, type AddressPolicy } from '../../incoming-auth/address-guard.ts';
+import { guardedLookup, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
 import { reasonOf } from '../../incoming-auth/issuer-http.ts';
 
 export interface PeerHttpOptions {

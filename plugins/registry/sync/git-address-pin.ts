@@ -2,14 +2,14 @@
  * Holding a git source to public addresses (sources created through the admin API). Checking
  * what a host name resolves to and then letting git resolve it again would leave a window: a
  * name can answer a public address to the check and a private one to git (DNS rebinding). So the
- * name is resolved here, its refused addresses dropped (address-guard.ts decides), and git's curl
+ * name is resolved here, its refused addresses dropped (core/http/address-guard.ts decides), and git's curl
  * is told to use exactly the addresses kept (`http.curloptResolve`), with redirects off so that
  * no other, unchecked host is reached. Only http(s) can be pinned this way; the git source
  * refuses other transports when private addresses are not allowed.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { refusedAddress, type AddressPolicy } from '../../incoming-auth/address-guard.ts';
+import { refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
 import { SyncFailure } from './source-reader.ts';
 
 const POLICY: AddressPolicy = {

@@ -5,7 +5,7 @@
  * (a leading `-`), a remote helper (`ext::sh -c ...`), a pathspec trick or a path out of the
  * repository (`..`) is refused here with a message naming the field and the problem.
  */
-import { isLoopbackHost } from '../../incoming-auth/address-guard.ts';
+import { isLoopbackHost } from '@gatehouse-mcp/gateway';
 
 /** Transports a git source may use. `ext` (runs a command) and other remote helpers never are. */
 export type GitProtocol = 'https' | 'http' | 'ssh' | 'git' | 'file';
