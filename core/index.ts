@@ -42,7 +42,7 @@ export { z } from 'zod';
 export { Context, Principal, defineSlot, type MessageTarget, type Slot } from './plugin-api/context.ts';
 export { Reply } from './plugin-api/reply.ts';
 export { OutgoingHeaders } from './plugin-api/outgoing-headers.ts';
-export type { BackendInfo, ClaimRequirements, ItemClaims } from './plugin-api/backend.ts';
+export type { BackendInfo, ClaimRequirements, EndpointPolicy, ItemClaims } from './plugin-api/backend.ts';
 /** The raw request a route handler and an `authenticate` hook read (`ctx.req`). */
 export type { HttpRequest } from './http/types.ts';
 export type {

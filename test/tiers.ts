@@ -38,6 +38,7 @@ export const UNIT: readonly string[] = [
   'test/core/address-class.test.ts',
   'test/core/app.test.ts',
   'test/core/chain.test.ts',
+  'test/core/endpoint-guard.test.ts',
   'test/core/jsonrpc.test.ts',
   'test/core/methods.test.ts',
   'test/core/origin-guard.test.ts',

@@ -12,11 +12,14 @@
  *     timeout: 30s                            # one whole read, every page
  *     maxResponseSize: 4Mi                    # one page of the answer
  *     maxServers: 500                         # entries read at most
+ *     allowPrivateEndpoint: false             # ToolHive's name: its servers may be at private addresses
+ *     allowedEndpointCIDRs: [10.1.0.0/16]     # these ranges, whatever their class (loopback too)
  *
  * Only the file is checked: `vmcp validate` never connects to the registry.
  */
 import { z } from 'zod';
 import { durationSchema as duration } from './duration.ts';
+import { parseCidr } from '../http/address-class.ts';
 import { httpUrlSchema, parseUrl, q, text } from './formats.ts';
 import { headerValueProblem, type SchemaContext } from './schema-parts.ts';
 import { sizeSchema } from './size.ts';
@@ -29,6 +32,15 @@ export const DEFAULT_REGISTRY_MAX_SERVERS = 500;
 const MIN_INTERVAL_MS = 100;
 /** Past this an entry listing is no longer a registry of servers a person curates. */
 const MAX_SERVERS = 10_000;
+
+/** More ranges than an operator writes by hand. */
+const MAX_ENDPOINT_CIDRS = 256;
+
+/** One range of `allowedEndpointCIDRs`: an address, or an address and a prefix (its first address). */
+const endpointCidr = z.string().superRefine((value, ctx) => {
+  const cidr = parseCidr(value);
+  if (typeof cidr === 'string') ctx.addIssue(`must be a CIDR range such as 10.1.0.0/16 or fd00:1::/64, or one address: ${cidr}`);
+});
 
 /** A registry's name as its config writes it (`registries[].name`), which goes in a URL path. */
 const REGISTRY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -63,5 +75,8 @@ export function groupRegistrySchema({ secretRef }: SchemaContext) {
     timeout: duration().default(DEFAULT_REGISTRY_TIMEOUT_MS),
     maxResponseSize: sizeSchema.default(DEFAULT_REGISTRY_MAX_RESPONSE_BYTES),
     maxServers: z.int().min(1).max(MAX_SERVERS).default(DEFAULT_REGISTRY_MAX_SERVERS),
+    // Where its servers may be reached (upstream/endpoint-guard.ts): public addresses, and what these allow.
+    allowPrivateEndpoint: z.boolean().default(false),
+    allowedEndpointCIDRs: z.array(endpointCidr).max(MAX_ENDPOINT_CIDRS).default([]),
   });
 }

@@ -97,6 +97,8 @@ function toBackends(parsed: ParsedResources, spec: VmcpSpec): BackendConfig[] {
       externalAuth: refName === undefined ? null : checked(externalAuths.get(refName), `MCPExternalAuthConfig ${refName}`),
       annotations: server.metadata.annotations ?? {},
       authzClaims: itemClaimsOf(spec.config.aggregation.tools.find((entry) => entry.workload === server.metadata.name)?.authzClaims),
+      // The operator wrote its URL: any address.
+      endpointPolicy: null,
     };
   });
 }
@@ -120,6 +122,7 @@ function toRegistryFeed(parsed: ParsedResources, spec: VmcpSpec): RegistryFeedCo
     timeoutMs: registry.timeout,
     maxResponseBytes: registry.maxResponseSize,
     maxServers: registry.maxServers,
+    endpoints: { where: `MCPGroup/${group.metadata.name} spec.registry`, allowPrivate: registry.allowPrivateEndpoint, allowedCidrs: registry.allowedEndpointCIDRs },
     backend: {
       timeoutMs: DEFAULT_BACKEND_TIMEOUT_MS,
       answerTimeoutMs: spec.config.operational.timeouts.default ?? DEFAULT_BACKEND_TIMEOUT_MS,

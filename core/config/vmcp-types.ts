@@ -10,7 +10,7 @@ import type { BudgetBounds } from '../base/rate-limit.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ServerSettings } from './server-settings.ts';
-import type { ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
+import type { EndpointPolicy, ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
 
 export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../plugin-api/backend.ts';
 
@@ -34,6 +34,8 @@ export interface BackendConfig {
   readonly annotations: Readonly<Record<string, string>>;
   /** `spec.config.aggregation.tools[].authzClaims` of this workload (none: empty maps), for plugins: who may see and use each item. */
   readonly authzClaims: ItemClaims;
+  /** The addresses a registry's server may be reached at (RegistryFeedConfig.endpoints); null for the file's MCPServers, which the operator wrote. */
+  readonly endpointPolicy: EndpointPolicy | null;
 }
 
 /**
@@ -64,6 +66,11 @@ export interface RegistryFeedConfig {
    * choose the URLs), and the file's `annotations` are the registry's (claims, entry name).
    */
   readonly backend: { readonly timeoutMs: number; readonly answerTimeoutMs: number; readonly maxResponseBytes: number };
+  /**
+   * `allowPrivateEndpoint` and `allowedEndpointCIDRs`: the addresses its servers may be reached at
+   * (public ones, and these), checked on every address the gateway dials for them.
+   */
+  readonly endpoints: EndpointPolicy;
 }
 
 export interface InlineOidcConfig {

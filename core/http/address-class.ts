@@ -27,7 +27,7 @@ export const CLASS_PHRASE: Readonly<Record<AddressClass, string>> = {
   reserved: 'a reserved address (not globally routable)',
 };
 
-/** The first four bytes of an IPv4-mapped address: the other ten are zero. */
+/** Where the 0xffff of an IPv4-mapped address is (bytes 10 and 11; the ten before are zero). */
 const MAPPED_FF = 10;
 
 /** Reads a dotted quad (no leading zeros, as Node and the URL parser write one) into `out` at `at`. */
@@ -73,11 +73,7 @@ function readGroups(text: string, start: number, end: number, out: Uint8Array, a
     if (c === 46) {
       // A dotted quad ends the address: it starts after the last colon read.
       if (!v4 || end !== text.length || at + written + 4 > 16) return -1;
-      const quadStart = i - digits;
-      const quad = new Uint8Array(4);
-      if (!readIpv4(text.slice(quadStart, end), 0, quad, 0)) return -1;
-      out.set(quad, at + written);
-      return written + 4;
+      return readIpv4(text, i - digits, out, at + written) ? written + 4 : -1;
     }
     const hex = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
     if (hex === -1 || ++digits > 4) return -1;
@@ -86,34 +82,40 @@ function readGroups(text: string, start: number, end: number, out: Uint8Array, a
   return written;
 }
 
-/** The 16 bytes of an IPv6 address (a zone `%eth0` is ignored), or null. */
-function readIpv6(text: string): Uint8Array | null {
+/** Where the groups after `::` are read before they move to the end of the address. */
+const TAIL = new Uint8Array(16);
+
+/** Reads an IPv6 address (a zone `%eth0` is ignored) into `out`. */
+function readIpv6(text: string, out: Uint8Array): boolean {
   const zone = text.indexOf('%');
-  const end = zone === -1 ? text.length : zone;
   const source = zone === -1 ? text : text.slice(0, zone);
-  const bytes = new Uint8Array(16);
+  const end = source.length;
   const gap = source.indexOf('::');
-  if (gap === -1) return readGroups(source, 0, end, bytes, 0, true) === 16 ? bytes : null;
-  if (source.indexOf('::', gap + 1) !== -1) return null;
-  const head = readGroups(source, 0, gap, bytes, 0, false);
-  if (head < 0) return null;
-  const tail = new Uint8Array(16);
-  const tailLength = readGroups(source, gap + 2, end, tail, 0, true);
+  if (gap === -1) return readGroups(source, 0, end, out, 0, true) === 16;
+  if (source.indexOf('::', gap + 1) !== -1) return false;
+  const head = readGroups(source, 0, gap, out, 0, false);
+  if (head < 0) return false;
+  const tail = readGroups(source, gap + 2, end, TAIL, 0, true);
   // `::` stands for one group of zeros at least.
-  if (tailLength < 0 || head + tailLength > 14) return null;
-  bytes.set(tail.subarray(0, tailLength), 16 - tailLength);
-  return bytes;
+  if (tail < 0 || head + tail > 14) return false;
+  out.fill(0, head);
+  for (let i = 0; i < tail; i++) out[16 - tail + i] = TAIL[i]!;
+  return true;
 }
 
-/** The 16 bytes of an IP address, IPv4 as IPv4-mapped; null when `text` is not an IP address. A bracketed IPv6 address (`[::1]`, a URL's host) is read too. */
-export function addressBytes(text: string): Uint8Array | null {
+/**
+ * The 16 bytes of an IP address, IPv4 as IPv4-mapped, written to `out` (a new array by default)
+ * and returned; null when `text` is not an IP address. A bracketed IPv6 address (`[::1]`, a URL's
+ * host) is read too.
+ */
+export function addressBytes(text: string, out: Uint8Array = new Uint8Array(16)): Uint8Array | null {
   if (text.length === 0) return null;
-  if (text.charCodeAt(0) === 91 && text.charCodeAt(text.length - 1) === 93) return readIpv6(text.slice(1, -1));
-  if (text.indexOf(':') !== -1) return readIpv6(text);
-  const bytes = new Uint8Array(16);
-  bytes[MAPPED_FF] = 0xff;
-  bytes[MAPPED_FF + 1] = 0xff;
-  return readIpv4(text, 0, bytes, 12) ? bytes : null;
+  if (text.charCodeAt(0) === 91 && text.charCodeAt(text.length - 1) === 93) return readIpv6(text.slice(1, -1), out) ? out : null;
+  if (text.indexOf(':') !== -1) return readIpv6(text, out) ? out : null;
+  out.fill(0, 0, 10);
+  out[MAPPED_FF] = 0xff;
+  out[MAPPED_FF + 1] = 0xff;
+  return readIpv4(text, 0, out, 12) ? out : null;
 }
 
 /** Whether bytes `from` to `to` (excluded) of `b` are all zero. */
@@ -178,9 +180,12 @@ function isAwsMetadataV6(b: Uint8Array): boolean {
   return b[0] === 0xfd && b[1] === 0 && b[2] === 0x0e && b[3] === 0xc2 && zeros(b, 4, 14) && b[14] === 0x02 && b[15] === 0x54;
 }
 
+/** Where addressClass reads an address: classifying keeps none of its bytes. */
+const SCRATCH = new Uint8Array(16);
+
 /** The class of `address` (an IPv4 or IPv6 address as text), null when it is public; undefined when it is not an IP address. */
 export function addressClass(address: string): AddressClass | null | undefined {
-  const bytes = addressBytes(address);
+  const bytes = addressBytes(address, SCRATCH);
   return bytes === null ? undefined : classOfBytes(bytes);
 }
 

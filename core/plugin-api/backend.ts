@@ -73,6 +73,20 @@ export interface ItemClaims {
 
 export const NO_ITEM_CLAIMS: ItemClaims = Object.freeze({ tools: Object.freeze({}), prompts: Object.freeze({}), resources: Object.freeze({}) });
 
+/**
+ * Which addresses the gateway may connect to for a backend whose URL someone else chose (a
+ * registry's server, whose publisher wrote it): public ones, and those the operator allowed.
+ * Checked on every address dialled, after the name is resolved (upstream/endpoint-guard.ts).
+ */
+export interface EndpointPolicy {
+  /** Where the operator sets it, for messages: `MCPGroup/<name> spec.registry`. */
+  readonly where: string;
+  /** `allowPrivateEndpoint` (ToolHive's name): private addresses too (RFC 1918, 100.64.0.0/10, fc00::/7). */
+  readonly allowPrivate: boolean;
+  /** `allowedEndpointCIDRs` (Gatehouse extension): ranges allowed whatever their class, as written. */
+  readonly allowedCidrs: readonly string[];
+}
+
 export interface BackendInfo {
   /** `metadata.name` of the MCPServer. */
   readonly name: string;
@@ -100,6 +114,8 @@ export interface BackendInfo {
   readonly annotations: Readonly<Record<string, string>>;
   /** The claims of its tools, prompts and resources in the aggregation config (none: empty maps). */
   readonly authzClaims: ItemClaims;
+  /** The addresses it may be reached at (a registry's server); null: any (an MCPServer of the operator's file). */
+  readonly endpointPolicy: EndpointPolicy | null;
 }
 
 /** `operational.maxBackendResponseSize` by default: as large as a JSON answer was ever read (32 MiB). */
@@ -120,6 +136,7 @@ export function backendInfo(
   passthroughHeaders: PassthroughHeaders = NO_PASSTHROUGH,
   annotations: Readonly<Record<string, string>> = NO_ANNOTATIONS,
   authzClaims: ItemClaims = NO_ITEM_CLAIMS,
+  endpointPolicy: EndpointPolicy | null = null,
 ): BackendInfo {
   const parsed = new URL(url);
   return {
@@ -135,6 +152,7 @@ export function backendInfo(
     passthroughHeaders,
     annotations,
     authzClaims,
+    endpointPolicy,
   };
 }
 

@@ -5,6 +5,7 @@
  * find the connection on the parser (no closures per request).
  */
 import { connect as netConnect, isIP, type Socket } from 'node:net';
+import type { LookupFunction } from '../http/address-guard.ts';
 import { connect as tlsConnect } from 'node:tls';
 import {
   createResponseParser,
@@ -36,6 +37,17 @@ export class UpstreamError extends Error {
   }
 }
 
+/**
+ * What the addresses a pool dials are checked against (endpoint-guard.ts: a registry-fed
+ * backend's); the pools of the operator's own backends have none.
+ */
+export interface DialGuard {
+  /** The sockets' `lookup`: resolves the host name and keeps the allowed addresses only. */
+  readonly lookup: LookupFunction;
+  /** The refusal of a connect to `address` (an IP-literal host, or where a socket connected), or null. */
+  check(address: string, host: string): UpstreamError | null;
+}
+
 /** What the pool exposes to its connections. */
 export interface ConnectionOwner {
   readonly host: string;
@@ -44,6 +56,10 @@ export interface ConnectionOwner {
   /** `Host` header value: the backend's own authority. */
   readonly authority: string;
   readonly connectTimeoutMs: number;
+  /** The guard of the addresses dialled, or null (no check, no cost). */
+  readonly guard: DialGuard | null;
+  /** How the host name is resolved: the guard's lookup, one given in code, or undefined (dns.lookup). */
+  readonly lookup: LookupFunction | undefined;
   release(connection: Connection): void;
   discard(connection: Connection): void;
 }
@@ -57,6 +73,15 @@ type Tagged<T> = T & { [kConnection]: Connection };
 function onSocketConnect(this: Tagged<Socket>): void {
   this.setTimeout(0);
   this[kConnection].connected = true;
+}
+
+/** A guarded pool's socket connected: where it connected is judged before anything is written (the request waits for 'connect'). */
+function onGuardedSocketConnect(this: Tagged<Socket>): void {
+  const connection = this[kConnection];
+  const address = this.remoteAddress;
+  if (address === undefined) return;
+  const refusal = connection.owner.guard!.check(address, connection.owner.host);
+  if (refusal !== null) connection.fail(refusal);
 }
 
 function onSocketTimeout(this: Tagged<Socket>): void {
@@ -89,6 +114,8 @@ function onSocketData(this: Tagged<Socket>, chunk: Buffer): void {
 
 function onSocketError(this: Tagged<Socket>, err: Error): void {
   const connection = this[kConnection];
+  // A lookup's refusal (the guard's) arrives as it was made.
+  if (err instanceof UpstreamError) return connection.fail(err);
   const code = (err as { code?: string }).code ?? 'ECONNRESET';
   connection.fail(new UpstreamError(code, err.message, err));
 }
@@ -216,7 +243,7 @@ export class Connection {
 
   constructor(owner: ConnectionOwner) {
     this.owner = owner;
-    const options = { host: owner.host, port: owner.port };
+    const options = owner.lookup === undefined ? { host: owner.host, port: owner.port } : { host: owner.host, port: owner.port, lookup: owner.lookup };
     const socket = (
       owner.tls
         ? tlsConnect({ ...options, servername: isIP(owner.host) === 0 ? owner.host : undefined, ALPNProtocols: ['http/1.1'] })
@@ -225,6 +252,8 @@ export class Connection {
     socket[kConnection] = this;
     socket.setNoDelay(true);
     socket.setTimeout(owner.connectTimeoutMs);
+    // Before the request's own 'connect' listener (send writes once connected): nothing goes to a refused address.
+    if (owner.guard !== null) socket.once('connect', onGuardedSocketConnect);
     socket.on(owner.tls ? 'secureConnect' : 'connect', onSocketConnect);
     socket.on('timeout', onSocketTimeout);
     socket.on('data', onSocketData);

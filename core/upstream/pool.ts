@@ -7,7 +7,9 @@
  * forever), and expires idle connections before the backend's own keep-alive limit would (so a
  * request never lands on a connection the backend is closing).
  */
-import { Connection, UpstreamError, type ConnectionOwner, type UpstreamHandler } from './backend-connection.ts';
+import { isIP } from 'node:net';
+import type { LookupFunction } from '../http/address-guard.ts';
+import { Connection, UpstreamError, type ConnectionOwner, type DialGuard, type UpstreamHandler } from './backend-connection.ts';
 
 export interface PoolOptions {
   /** Maximum connections to this origin. */
@@ -21,6 +23,10 @@ export interface PoolOptions {
    * only hold a request until its deadline.
    */
   refuseWhenFull?: boolean;
+  /** The addresses it may dial (a registry-fed backend's, endpoint-guard.ts); none: any. */
+  guard?: DialGuard | null;
+  /** How the host name is resolved (dns.lookup's shape) when there is no guard; none: dns.lookup. */
+  lookup?: LookupFunction;
 }
 
 /** A pool that refuses when full had all its connections in use. */
@@ -51,13 +57,16 @@ export class Pool implements ConnectionOwner {
   readonly tls: boolean;
   readonly authority: string;
   readonly connectTimeoutMs: number;
+  readonly guard: DialGuard | null;
+  readonly lookup: LookupFunction | undefined;
   readonly #options: PoolOptions;
   readonly #idle: Connection[] = [];
   readonly #all = new Set<Connection>();
   readonly #waiting: Waiting[] = [];
   #timer: NodeJS.Timeout | null = null;
   #sweepMs = 1000;
-  #closed = false;
+  /** What every dispatch fails with: the gateway shuts down, or the guard refused the host's IP address. */
+  #shut: UpstreamError | null = null;
 
   constructor(origin: URL, options: PoolOptions) {
     this.tls = origin.protocol === 'https:';
@@ -66,6 +75,10 @@ export class Pool implements ConnectionOwner {
     this.authority = origin.host;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.#options = options;
+    this.guard = options.guard ?? null;
+    this.lookup = this.guard?.lookup ?? options.lookup;
+    // An IP address is never looked up: it is judged here, once, and a refused one is never dialled.
+    if (this.guard !== null && isIP(this.host) !== 0) this.#shut = this.guard.check(this.host, this.host);
   }
 
   /**
@@ -85,8 +98,8 @@ export class Pool implements ConnectionOwner {
       this.#timer = null;
     }
     this.#arm();
-    if (this.#closed) {
-      handler.onError(new UpstreamError('ECONNREFUSED', 'the gateway is shutting down'));
+    if (this.#shut !== null) {
+      handler.onError(this.#shut);
       return;
     }
     const connection = this.#reusable(now) ?? (this.#all.size < this.#options.connections ? this.#open() : null);
@@ -143,7 +156,7 @@ export class Pool implements ConnectionOwner {
       connection.send(next.handler, next.method, next.path, next.headers, next.body, next.deadline, next.answerDeadline);
       return;
     }
-    if (this.#closed) {
+    if (this.#shut !== null) {
       connection.destroy();
       return;
     }
@@ -156,7 +169,7 @@ export class Pool implements ConnectionOwner {
     const at = this.#idle.lastIndexOf(connection);
     if (at !== -1) this.#idle.splice(at, 1);
     // A queued request may now get a connection of its own.
-    if (this.#waiting.length > 0 && !this.#closed && this.#all.size < this.#options.connections) {
+    if (this.#waiting.length > 0 && this.#shut === null && this.#all.size < this.#options.connections) {
       const next = this.#waiting.shift()!;
       this.#open().send(next.handler, next.method, next.path, next.headers, next.body, next.deadline, next.answerDeadline);
     }
@@ -200,8 +213,8 @@ export class Pool implements ConnectionOwner {
   }
 
   close(): void {
-    this.#closed = true;
-    for (const waiting of this.#waiting.splice(0)) waiting.handler.onError(new UpstreamError('ECONNREFUSED', 'the gateway is shutting down'));
+    this.#shut = new UpstreamError('ECONNREFUSED', 'the gateway is shutting down');
+    for (const waiting of this.#waiting.splice(0)) waiting.handler.onError(this.#shut);
     for (const connection of [...this.#all]) {
       if (connection.handler === null) connection.destroy();
     }

@@ -9,10 +9,13 @@
  * costs less CPU per request than undici's Pool.dispatch with a raw handler, which costs about
  * half of http.request + pipe or http-proxy; all three stream SSE chunk by chunk.
  */
+import type { Logger } from 'pino';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import { formatSize } from '../config/size.ts';
 import { GatewayError } from '../base/errors.ts';
-import { Pool, PoolFullError } from './pool.ts';
+import type { LookupFunction } from '../http/address-guard.ts';
+import { AddressRefusedError, EndpointGuard } from './endpoint-guard.ts';
+import { Pool, PoolFullError, type PoolOptions } from './pool.ts';
 
 const REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
@@ -33,6 +36,10 @@ const UNAVAILABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNR
 export function upstreamError(backend: BackendInfo, err: { code?: string; message?: string }): GatewayError {
   const code = err.code ?? '';
   const options = { detail: `${code} ${err.message ?? ''}`, extra: { backend: backend.name } };
+  if (err instanceof AddressRefusedError) {
+    // The client is told the class of address, not the address (what the backend's name resolves to is the operator's to know).
+    return new GatewayError('backend_unavailable', `backend "${backend.name}" is unavailable: it is at ${err.reason}`, { ...options, detail: err.message });
+  }
   if (err instanceof PoolFullError) {
     return new GatewayError('stream_limit', `backend "${backend.name}" has reached the gateway's limit of ${err.limit} open streams to it; try again later`, {
       ...options,
@@ -70,39 +77,70 @@ export interface UpstreamOptions {
   /** How long an idle pooled connection is kept. */
   keepAliveMs: number;
   connectTimeoutMs: number;
+  /**
+   * How backend host names are resolved, in `dns.lookup`'s shape (default: dns.lookup): for code
+   * with a resolver of its own, and tests. A registry-fed backend's answers still pass its guard.
+   */
+  lookup?: LookupFunction;
 }
 
 const DEFAULTS: UpstreamOptions = { connections: 256, streams: 256, keepAliveMs: 30_000, connectTimeoutMs: 5_000 };
 
-/** The two keep-alive pools of every backend origin, created at start. */
+/** What the connections to backends are given by the server they belong to. */
+export interface UpstreamContext {
+  /** Where a guard's refusals are told (once per backend and class of address). */
+  readonly log?: Logger | null;
+}
+
+/**
+ * The two keep-alive pools of every backend origin, created at start. A backend with an endpoint
+ * policy (a registry's server) has pools of its own, whose every connect its guard checks
+ * (endpoint-guard.ts); the others share their origin's pools, unguarded.
+ */
 export class Upstreams {
   readonly #pools = new Map<string, Pool>();
   readonly #streamPools = new Map<string, Pool>();
+  /** The guard of each backend with an endpoint policy, by name: one for its two pools (its refusals are logged once). */
+  readonly #guards = new Map<string, EndpointGuard>();
   readonly #options: UpstreamOptions;
+  readonly #log: Logger | null;
 
-  constructor(options: Partial<UpstreamOptions> = {}) {
+  constructor(options: Partial<UpstreamOptions> = {}, context: UpstreamContext = {}) {
     this.#options = { ...DEFAULTS, ...options };
+    this.#log = context.log ?? null;
   }
 
   /** The pool for requests: a request waits for a connection (until its deadline) when all are busy. */
   pool(backend: BackendInfo): Pool {
-    let pool = this.#pools.get(backend.origin);
-    if (pool === undefined) {
-      pool = new Pool(new URL(backend.origin), this.#options);
-      this.#pools.set(backend.origin, pool);
-    }
-    return pool;
+    return this.#poolOf(this.#pools, backend, this.#options);
   }
 
   /** The pool for GET streams: `streams` connections, and a stream beyond them is refused at once. */
   streamPool(backend: BackendInfo): Pool {
-    let pool = this.#streamPools.get(backend.origin);
+    const { streams, keepAliveMs, connectTimeoutMs } = this.#options;
+    return this.#poolOf(this.#streamPools, backend, { connections: streams, keepAliveMs, connectTimeoutMs, refuseWhenFull: true });
+  }
+
+  #poolOf(pools: Map<string, Pool>, backend: BackendInfo, options: PoolOptions): Pool {
+    const guarded = backend.endpointPolicy !== null;
+    // A guarded backend's key holds its name (a newline: in no origin), so it never shares an unguarded pool.
+    const key = guarded ? `${backend.name}\n${backend.origin}` : backend.origin;
+    let pool = pools.get(key);
     if (pool === undefined) {
-      const { streams, keepAliveMs, connectTimeoutMs } = this.#options;
-      pool = new Pool(new URL(backend.origin), { connections: streams, keepAliveMs, connectTimeoutMs, refuseWhenFull: true });
-      this.#streamPools.set(backend.origin, pool);
+      const lookup = this.#options.lookup;
+      pool = new Pool(new URL(backend.origin), guarded ? { ...options, guard: this.#guard(backend) } : lookup === undefined ? options : { ...options, lookup });
+      pools.set(key, pool);
     }
     return pool;
+  }
+
+  #guard(backend: BackendInfo): EndpointGuard {
+    let guard = this.#guards.get(backend.name);
+    if (guard === undefined) {
+      guard = new EndpointGuard(backend.name, backend.endpointPolicy!, this.#log, this.#options.lookup);
+      this.#guards.set(backend.name, guard);
+    }
+    return guard;
   }
 
   async close(): Promise<void> {

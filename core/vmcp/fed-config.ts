@@ -1,7 +1,8 @@
 /**
  * The configuration a generation of a registry-fed group serves: the file's, with the registry's
  * servers after the file's MCPServers, each a backend as an MCPServer without a timeout or
- * credentials would be (RegistryFeedConfig.backend), named by fed-names.ts.
+ * credentials would be (RegistryFeedConfig.backend), named by fed-names.ts, and reached only at
+ * the addresses `spec.registry` allows (RegistryFeedConfig.endpoints, upstream/endpoint-guard.ts).
  *
  * Claims: an entry's claims become the backend's annotation `toolhive.stacklok.dev/authz-claims`
  * (their JSON, keys sorted), the annotation an MCPServer of the file gives its claims in, which
@@ -37,6 +38,8 @@ function toBackend(config: VmcpConfig, server: NamedServer): BackendConfig {
     annotations: fedAnnotations(server),
     // Per-item claims are the file's (aggregation.tools[].authzClaims), which names its MCPServers only.
     authzClaims: NO_ITEM_CLAIMS,
+    // A publisher chose the URL: only the addresses the operator allows (public ones by default).
+    endpointPolicy: config.registry!.endpoints,
   };
 }
 

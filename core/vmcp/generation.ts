@@ -96,7 +96,7 @@ export class Generation {
     this.removedBackends = [...new Set(before)].filter((name) => !names.has(name));
     this.#log = log;
     const passthrough = new Set(config.passthroughHeaders);
-    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough, b.annotations, b.authzClaims));
+    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough, b.annotations, b.authzClaims, b.endpointPolicy));
     this.mcpPath = mcpPathOf(config);
     this.transparent = !needsAggregation(this.backends.length, config.aggregation, config.registry !== null);
     this.streams = new OpenStreams(metrics);
@@ -119,7 +119,7 @@ export class Generation {
     const chain = await this.#pluginChain(options);
     // Plugins stop last: what a resource does while it closes may still run hooks.
     this.#own('plugins', () => this.#stopStarted());
-    const upstreams = new Upstreams(options.upstreams);
+    const upstreams = new Upstreams(options.upstreams, { log: options.log });
     this.#own('backend connections', () => upstreams.close());
     this.#endpoint = await this.#mcpEndpoint(options, chain, upstreams);
     const endpoint = this.#endpoint;

@@ -50,6 +50,7 @@ test('defaults, and a group whose servers all come from the registry (no MCPServ
     maxResponseBytes: 4 * 1024 * 1024,
     maxServers: 500,
     backend: { timeoutMs: 30_000, answerTimeoutMs: 30_000, maxResponseBytes: 32 * 1024 * 1024 },
+    endpoints: { where: 'MCPGroup/team spec.registry', allowPrivate: false, allowedCidrs: [] },
   });
 });
 
@@ -65,6 +66,26 @@ test('every field, the token from its Secret, and what its servers get as backen
   assert.deepEqual(registry.token, { name: 'reader', key: 'token', value: 'tok-123' });
   assert.deepEqual([registry.url, registry.name, registry.intervalMs, registry.timeoutMs, registry.maxResponseBytes, registry.maxServers], ['https://registry.example.com/base', 'team.tools_1', 90_000, 5_000, 512 * 1024, 50]);
   assert.deepEqual(registry.backend, { timeoutMs: 30_000, answerTimeoutMs: 12_000, maxResponseBytes: 1024 * 1024 });
+});
+
+test('where its servers may be reached: allowPrivateEndpoint (ToolHive\'s name) and allowedEndpointCIDRs, as written', () => {
+  const result = validateVmcpText(vmcp('url: http://127.0.0.1:8080\nname: default\nallowPrivateEndpoint: true\nallowedEndpointCIDRs: [127.0.0.0/8, "::1", 169.254.169.254/32, "fd00:1::/64"]'), FILE);
+  assert.ok(result.ok, JSON.stringify(!result.ok && result.problems));
+  assert.deepEqual(result.config.registry!.endpoints, {
+    where: 'MCPGroup/team spec.registry',
+    allowPrivate: true,
+    allowedCidrs: ['127.0.0.0/8', '::1', '169.254.169.254/32', 'fd00:1::/64'],
+  });
+  assert.equal(result.config.backends[0]!.endpointPolicy, null, "the file's MCPServer: the operator wrote its URL");
+  assert.deepEqual(problems(vmcp('url: http://127.0.0.1:8080\nname: default\nallowPrivateEndpoint: "yes"\nallowedEndpointCIDRs: [10.0.0.1/8, 10.0.0.0/40, localhost, "[::1]", fd00::/129]\nallowPrivateEndpoints: true')), [
+    `${FILE}:9:27 MCPGroup/team spec.registry.allowPrivateEndpoint: must be true or false (got "yes")`,
+    `${FILE}:10:28 MCPGroup/team spec.registry.allowedEndpointCIDRs[0]: must be a CIDR range such as 10.1.0.0/16 or fd00:1::/64, or one address: 10.0.0.1/8 has bits set past its /8 prefix: write the range's first address (10.0.0.0/8)`,
+    `${FILE}:10:40 MCPGroup/team spec.registry.allowedEndpointCIDRs[1]: must be a CIDR range such as 10.1.0.0/16 or fd00:1::/64, or one address: the prefix length "/40" is not a number from 0 to 32`,
+    `${FILE}:10:53 MCPGroup/team spec.registry.allowedEndpointCIDRs[2]: must be a CIDR range such as 10.1.0.0/16 or fd00:1::/64, or one address: "localhost" is not an IPv4 or IPv6 address`,
+    `${FILE}:10:64 MCPGroup/team spec.registry.allowedEndpointCIDRs[3]: must be a CIDR range such as 10.1.0.0/16 or fd00:1::/64, or one address: "[::1]" is not an IPv4 or IPv6 address`,
+    `${FILE}:10:73 MCPGroup/team spec.registry.allowedEndpointCIDRs[4]: must be a CIDR range such as 10.1.0.0/16 or fd00:1::/64, or one address: the prefix length "/129" is not a number from 0 to 128`,
+    `${FILE}:11:5 MCPGroup/team spec.registry: unknown field "allowPrivateEndpoints" (did you mean "allowPrivateEndpoint"?)`,
+  ]);
 });
 
 test('a group without a registry is served as before (no registry, the MCPServer is still required)', () => {

@@ -138,7 +138,7 @@ describe('backend names of a registry\'s servers', () => {
 const FED_YAML = `apiVersion: gatehouse.dev/v1alpha1
 kind: MCPGroup
 metadata: {name: team}
-spec: {registry: {url: "http://127.0.0.1:8080", name: default}}
+spec: {registry: {url: "http://127.0.0.1:8080", name: default, allowedEndpointCIDRs: [127.0.0.0/8]}}
 ---
 apiVersion: gatehouse.dev/v1alpha1
 kind: MCPServer
@@ -187,6 +187,9 @@ describe('the configuration a fed group serves', () => {
     assert.deepEqual(JSON.parse(weather.annotations[CLAIMS_ANNOTATION]!), { org: 'acme', team: 'a' });
     assert.deepEqual(served.backends[1]!.annotations, { [ENTRY_ANNOTATION]: 'io.github.acme/open' }, 'no claims, no annotation');
     assert.deepEqual([weather.url, weather.transport, weather.timeoutMs, weather.answerTimeoutMs, weather.externalAuth], ['https://weather.example.com/mcp', 'streamable-http', 30_000, 7_000, null]);
+    // A publisher chose its URL: the addresses spec.registry allows; the operator's own MCPServer is not guarded.
+    assert.deepEqual(weather.endpointPolicy, { where: 'MCPGroup/team spec.registry', allowPrivate: false, allowedCidrs: ['127.0.0.0/8'] });
+    assert.equal(served.backends[0]!.endpointPolicy, null);
     assert.equal(withFedServers({ ...config, registry: null }, [{ entry: 'a/b', url: 'https://x.example.com', claims: {} }]).config.backends.length, 1, 'no registry in the configuration: no servers of it');
   });
 });
@@ -206,7 +209,7 @@ class MemorySource implements RegistrySource {
 }
 
 function settings(overrides: Partial<RegistryFeedConfig> = {}): RegistryFeedConfig {
-  return { where: 'MCPGroup/team spec.registry', url: 'http://127.0.0.1:1', name: 'default', token: null, intervalMs: 100, timeoutMs: 1_000, maxResponseBytes: 1024, maxServers: 10, backend: { timeoutMs: 30_000, answerTimeoutMs: 30_000, maxResponseBytes: 1024 }, ...overrides };
+  return { where: 'MCPGroup/team spec.registry', url: 'http://127.0.0.1:1', name: 'default', token: null, intervalMs: 100, timeoutMs: 1_000, maxResponseBytes: 1024, maxServers: 10, backend: { timeoutMs: 30_000, answerTimeoutMs: 30_000, maxResponseBytes: 1024 }, endpoints: { where: 'MCPGroup/team spec.registry', allowPrivate: false, allowedCidrs: ['127.0.0.0/8'] }, ...overrides };
 }
 
 function feedOf(source: RegistrySource, overrides: Partial<RegistryFeedConfig> = {}) {

@@ -45,7 +45,10 @@ function capturingLogger(): { log: Logger; lines: Line[] } {
   return { log: pino({ level: 'debug' }, stream), lines };
 }
 
-/** A gateway whose group `team` is fed by `registry` (YAML lines under spec.registry), and nothing else. */
+/**
+ * A gateway whose group `team` is fed by `registry` (YAML lines under spec.registry), and nothing
+ * else. The test's backends are on loopback, which only allowedEndpointCIDRs allows.
+ */
 async function startFedGateway(registry: string, options: { log: Logger; token?: string; source?: RegistrySource; incomingAuth?: string }): Promise<RunningVmcp> {
   const secret = options.token === undefined ? '' : `---\napiVersion: v1\nkind: Secret\nmetadata: {name: reader}\nstringData: {token: "${options.token}"}\n`;
   const file = await writeConfig(`apiVersion: gatehouse.dev/v1alpha1
@@ -53,7 +56,8 @@ kind: MCPGroup
 metadata: {name: team}
 spec:
   registry:
-${registry.replace(/^/gm, '    ')}${options.token === undefined ? '' : '\n    tokenSecretRef: {name: reader, key: token}'}
+${registry.replace(/^/gm, '    ')}
+    allowedEndpointCIDRs: [127.0.0.0/8]${options.token === undefined ? '' : '\n    tokenSecretRef: {name: reader, key: token}'}
 ---
 apiVersion: gatehouse.dev/v1alpha1
 kind: VirtualMCPServer
@@ -202,7 +206,7 @@ describe('reloads of the file of a fed group', () => {
 
   /** The file: the group fed by registry `name` (none: no spec.registry), with an MCPServer named `server` when given. */
   async function fileConfig(name: string | null, server?: string) {
-    const registryBlock = name === null ? '' : `\nspec:\n  registry: {url: "${registry.url}", name: ${name}, syncPolicy: {interval: 200ms}}`;
+    const registryBlock = name === null ? '' : `\nspec:\n  registry: {url: "${registry.url}", name: ${name}, syncPolicy: {interval: 200ms}, allowedEndpointCIDRs: [127.0.0.0/8]}`;
     const servers = server === undefined ? '' : `---\napiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${server}}\nspec: {url: "${local.url}", groupRef: team}\n`;
     const file = await writeConfig(`apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: team}${registryBlock}\n${servers}---\napiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer\nmetadata: {name: fed}\nspec:\n  config: {groupRef: team}\n  incomingAuth: {type: anonymous}\n`);
     return loadVmcpConfig(file);

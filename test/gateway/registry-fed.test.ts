@@ -33,6 +33,7 @@ spec:
     name: default
     syncPolicy: {interval: 300ms}
     timeout: 2s
+    allowedEndpointCIDRs: [127.0.0.0/8]   # the test's backends are on loopback
 ---
 apiVersion: gatehouse.dev/v1alpha1
 kind: MCPServer
