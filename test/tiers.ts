@@ -39,6 +39,7 @@ export const UNIT: readonly string[] = [
   'test/core/app.test.ts',
   'test/core/chain.test.ts',
   'test/core/endpoint-guard.test.ts',
+  'test/core/hop-mark.test.ts',
   'test/core/jsonrpc.test.ts',
   'test/core/methods.test.ts',
   'test/core/origin-guard.test.ts',

@@ -37,6 +37,7 @@ export type CoreErrorCode =
   | 'backend_timeout'
   | 'backend_error'
   | 'stream_limit'
+  | 'loop_detected'
   | 'too_many_requests'
   | 'not_ready'
   | 'shutting_down'
@@ -82,6 +83,8 @@ const KINDS: Record<CoreErrorCode, Kind> = {
   backend_error: { status: 502, rpc: -32603 },
   // The gateway's own limit on GET streams to a backend, not a failure of the backend.
   stream_limit: { status: 503, rpc: -32000 },
+  // A request that came back to the gateway through a backend URL (http/hop-mark.ts): RFC 5842's Loop Detected.
+  loop_detected: { status: 508, rpc: -32000 },
   // A limit of the client's own (server.maxSessionRequests): it may retry once a request ends.
   too_many_requests: { status: 429, rpc: -32000 },
   not_ready: { status: 503, rpc: -32603 },

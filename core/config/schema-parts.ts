@@ -70,7 +70,7 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
  */
 const GATEWAY_HEADERS = new Set([
   'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection',
-  'proxy-authorization', 'proxy-authenticate', 'expect', 'origin', 'forwarded',
+  'proxy-authorization', 'proxy-authenticate', 'expect', 'origin', 'forwarded', 'via',
   'content-type', 'content-encoding', 'accept', 'accept-encoding', 'last-event-id', 'x-request-id', 'cookie',
 ]);
 

@@ -2,7 +2,8 @@
  * The request headers the core reads, found in ONE pass over `rawHeaders`: Node then never
  * builds the `req.headers` object on the hot path, and the same pass produces the list of
  * headers to forward to a backend, with the client's identity and proxy headers set apart
- * (identity-headers.ts): they go on only where `spec.passthroughHeaders` lets them.
+ * (identity-headers.ts): they go on only where `spec.passthroughHeaders` lets them. `Via` is set
+ * apart too: the loop guard reads it, and a backend gets it with the gateway's entry (hop-mark.ts).
  *
  * Repeated headers: the first value wins for the singletons read here (as Node does for them);
  * `host` and `authorization` repetitions are counted so that they can be refused.
@@ -42,7 +43,9 @@ export const NOT_FORWARDED: readonly string[] = [
 /** What the loop does with a header it does not read itself: one Map lookup classifies it. */
 const DROPPED = 1;
 const IDENTITY = 2;
-const CLASS_OF = new Map<string, number>([...NOT_FORWARDED.map((name) => [name, DROPPED] as const), ...IDENTITY_HEADERS.map((name) => [name, IDENTITY] as const)]);
+/** `Via`: read (the gateway's loop guard, hop-mark.ts), and written anew toward a backend with the gateway's entry. */
+const VIA = 3;
+const CLASS_OF = new Map<string, number>([...NOT_FORWARDED.map((name) => [name, DROPPED] as const), ...IDENTITY_HEADERS.map((name) => [name, IDENTITY] as const), ['via', VIA]]);
 
 export class RequestHead {
   host: string | undefined = undefined;
@@ -72,6 +75,8 @@ export class RequestHead {
   identity: string[] | null = null;
   /** Names listed in `Connection` (hop-by-hop too), when the client sent any besides close/keep-alive. */
   connectionTokens: string | undefined = undefined;
+  /** `Via`, its lines joined with ", " (one list, RFC 9110 §5.3); not in `forward`: a backend gets it with the gateway's entry. */
+  via: string | undefined = undefined;
 
   constructor(raw: readonly string[]) {
     const forward = this.forward;
@@ -129,13 +134,19 @@ export class RequestHead {
       if (kind === undefined) {
         if (!isIdentityBeyondExact(name)) forward.push(name, value);
         else (this.identity ??= []).push(name, value);
-      } else if (kind === IDENTITY) (this.identity ??= []).push(name, value);
+      } else if (kind !== DROPPED) this.#setApart(kind, name, value);
     }
     const tokens = this.connectionTokens;
     if (tokens !== undefined && !PLAIN_CONNECTION.test(tokens)) {
       dropConnectionTokens(forward, tokens);
       if (this.identity !== null) dropConnectionTokens(this.identity, tokens);
     }
+  }
+
+  /** An identity or proxy header (kept for passthroughHeaders), or a Via line (joined to the others). */
+  #setApart(kind: number, name: string, value: string): void {
+    if (kind === IDENTITY) (this.identity ??= []).push(name, value);
+    else this.via = this.via === undefined ? value : `${this.via}, ${value}`;
   }
 }
 

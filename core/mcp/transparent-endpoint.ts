@@ -23,6 +23,7 @@ import { removeHeader } from '../http/header-list.ts';
 import { passIdentity } from '../http/passthrough-headers.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../plugin-api/outgoing-headers.ts';
+import type { HopMark } from '../http/hop-mark.ts';
 import type { BackendHook, ResponseHook } from '../plugin-api/plugin.ts';
 import { respondWhenSettled } from '../server/respond.ts';
 import type { Pool } from '../upstream/pool.ts';
@@ -78,6 +79,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   /** GET streams on their way to the backend, by session id: the session's later requests wait for them. */
   readonly #openings = new StreamOpenings<string>();
   readonly #owners: SessionOwners | null;
+  readonly #hops: HopMark;
 
   constructor(options: TransparentOptions) {
     this.path = options.path;
@@ -91,6 +93,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     this.#maxBodyBytes = options.maxBodyBytes;
     this.#backendHooks = options.chain.compileBackend(options.backend);
     this.#owners = options.owners ?? null;
+    this.#hops = options.upstreams.hops;
   }
 
   handle(ctx: Context): HookOutcome | Promise<HookOutcome> {
@@ -216,7 +219,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     passIdentity(list, ctx.head, this.#backend.passthroughHeaders);
     // The gateway reads the body itself: a hooked answer, or a GET stream while hooks exist (#send).
     if (responseHooks !== null || (method === 'GET' && this.#chain.hasResponseHooks)) removeHeader(list, 'accept-encoding');
-    list.push('x-request-id', ctx.requestId);
+    // The client's Via and this gateway's entry: a backend URL that leads back here is refused there (hop-mark.ts).
+    list.push('x-request-id', ctx.requestId, 'via', this.#hops.via(ctx.head.via));
     if (this.#backendHooks !== null) {
       const headers = new OutgoingHeaders(list);
       const outcome = runHooks(this.#backendHooks, ctx, headers);

@@ -8,6 +8,7 @@
  *   1. /healthz, /readyz — probes; public, no origin check (probes reach the pod by IP).
  *   2. The origin guard (DNS rebinding): Host and Origin must name this gateway. First, so that
  *      nothing else runs for a request a browser was tricked into sending.
+ *      Then, at the MCP endpoint, a request whose Via names this gateway came round a loop: 508.
  *   3. CORS preflight for allowed origins.
  *   4. authenticate, then authorize (chain.ts) — for the MCP endpoint, /status and /metrics, and
  *      every plugin route that does not opt out.
@@ -29,6 +30,7 @@ import { GatewayError, type AuthChallenge } from '../base/errors.ts';
 import { ClientAddresses } from '../http/client-address.ts';
 import { preflightHeaders } from '../http/cors.ts';
 import { OriginGuard } from '../http/origin-guard.ts';
+import type { HopMark } from '../http/hop-mark.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { createListener, DEFAULT_LIMITS, listenAdmin, listenOn, type AdminListener, type Listener } from './listeners.ts';
 import { compileRoutes, drainedBy, type LiveRoutes, type RouteHandler, type Routes } from './live-routes.ts';
@@ -65,6 +67,8 @@ export interface ServerOptions {
   trustedProxies?: readonly string[];
   /** What one client may hold (`server.maxConnections` and the rest); defaults as the config's. */
   limits?: ConnectionLimits;
+  /** This gateway's entry in Via: a request to the MCP endpoint that carries it came round a loop (508). */
+  hops?: HopMark;
 }
 
 /** The server options that come from a `server` section of either configuration. */
@@ -249,6 +253,7 @@ export class GatewayServer {
       ctx.route = 'mcp';
       ctx.routeMetrics = this.#mcpMetrics;
       this.#checkOrigin(ctx);
+      if (ctx.head.via !== undefined) this.#options.hops?.refuseLoop(ctx.head.via);
       if (ctx.req.method === 'OPTIONS') return this.#preflight(ctx, 'GET, POST, DELETE, OPTIONS');
       if (this.#draining) throw new GatewayError('shutting_down', 'the gateway is shutting down', { headers: { 'retry-after': '1' } });
       return this.#authenticated(ctx, live.chain, live.mcpHandle);

@@ -14,6 +14,7 @@ import type { BackendInfo } from '../plugin-api/backend.ts';
 import { formatSize } from '../config/size.ts';
 import { GatewayError } from '../base/errors.ts';
 import type { LookupFunction } from '../http/address-guard.ts';
+import { HopMark } from '../http/hop-mark.ts';
 import { AddressRefusedError, EndpointGuard } from './endpoint-guard.ts';
 import { Pool, PoolFullError, type PoolOptions } from './pool.ts';
 
@@ -90,6 +91,8 @@ const DEFAULTS: UpstreamOptions = { connections: 256, streams: 256, keepAliveMs:
 export interface UpstreamContext {
   /** Where a guard's refusals are told (once per backend and class of address). */
   readonly log?: Logger | null;
+  /** The gateway's entry in Via, which every request to a backend carries (http/hop-mark.ts); a new one when not given. */
+  readonly hops?: HopMark;
 }
 
 /**
@@ -98,6 +101,8 @@ export interface UpstreamContext {
  * (endpoint-guard.ts); the others share their origin's pools, unguarded.
  */
 export class Upstreams {
+  /** The gateway's entry in Via: the requests written to these backends carry it (backend-link.ts, transparent-endpoint.ts). */
+  readonly hops: HopMark;
   readonly #pools = new Map<string, Pool>();
   readonly #streamPools = new Map<string, Pool>();
   /** The guard of each backend with an endpoint policy, by name: one for its two pools (its refusals are logged once). */
@@ -108,6 +113,7 @@ export class Upstreams {
   constructor(options: Partial<UpstreamOptions> = {}, context: UpstreamContext = {}) {
     this.#options = { ...DEFAULTS, ...options };
     this.#log = context.log ?? null;
+    this.hops = context.hops ?? new HopMark();
   }
 
   /** The pool for requests: a request waits for a connection (until its deadline) when all are busy. */

@@ -22,6 +22,7 @@ import type { GatewayMetrics } from '../observe/metrics.ts';
 import { createPlugins, importPlugin, type PluginSpec } from '../plugin-api/plugin-loader.ts';
 import type { MaybePromise, Plugin, PluginDefinition } from '../plugin-api/plugin.ts';
 import { Upstreams, type UpstreamOptions } from '../upstream/upstreams.ts';
+import type { HopMark } from '../http/hop-mark.ts';
 import { storageFor } from './reload-sessions.ts';
 
 export interface GenerationOptions {
@@ -36,6 +37,8 @@ export interface GenerationOptions {
   /** Plugins given in code; they run after those of the config file. */
   readonly plugins: readonly PluginSpec[];
   readonly upstreams?: Partial<UpstreamOptions>;
+  /** The server's entry in Via, which its requests to backends carry (the same in every generation). */
+  readonly hops?: HopMark;
   /** Told when a plugin of this generation sets the auth challenge. */
   readonly onChallenge: (generation: Generation, challenge: AuthChallenge) => void;
   /** The generation serving now (a reload): its plugins kept across reloads are taken over. */
@@ -119,7 +122,7 @@ export class Generation {
     const chain = await this.#pluginChain(options);
     // Plugins stop last: what a resource does while it closes may still run hooks.
     this.#own('plugins', () => this.#stopStarted());
-    const upstreams = new Upstreams(options.upstreams, { log: options.log });
+    const upstreams = new Upstreams(options.upstreams, { log: options.log, hops: options.hops });
     this.#own('backend connections', () => upstreams.close());
     this.#endpoint = await this.#mcpEndpoint(options, chain, upstreams);
     const endpoint = this.#endpoint;

@@ -30,6 +30,7 @@ import { GatewayMetrics } from '../observe/metrics.ts';
 import type { PluginSpec } from '../plugin-api/plugin-loader.ts';
 import { listenerOptions, type GatewayServer, type ShutdownHook } from '../server/gateway-server.ts';
 import { httpUrlOf } from '../http/address.ts';
+import { HopMark } from '../http/hop-mark.ts';
 import type { UpstreamOptions } from '../upstream/upstreams.ts';
 import { FedGroup } from './fed-group.ts';
 import { Generation, publicUrlsOf } from './generation.ts';
@@ -124,6 +125,8 @@ class VirtualMcpServer implements RunningVmcp {
   #file: { readonly config: VmcpConfig; readonly builtins: readonly PluginSpec[] };
   /** A reload for the registry's servers is queued and has not started. */
   #fedQueued = false;
+  /** This server's entry in Via: every generation's backend requests carry it, and the server refuses a request that comes back with it. */
+  readonly #hops = new HopMark();
 
   private constructor(app: App, options: StartVmcpOptions, lasting: Lasting) {
     this.#app = app;
@@ -230,6 +233,7 @@ class VirtualMcpServer implements RunningVmcp {
       chain: first.chain,
       shutdown: [streams],
       publicUrls: publicUrlsOf(config),
+      hops: this.#hops,
       ...listenerOptions(config.server),
     });
     this.#server = server;
@@ -269,6 +273,7 @@ class VirtualMcpServer implements RunningVmcp {
       builtins,
       plugins: this.#options.plugins ?? [],
       upstreams: this.#options.upstreams,
+      hops: this.#hops,
       onChallenge: (g, challenge) => {
         if (g === this.#current) this.#server?.setAuthChallenge(challenge);
       },

@@ -37,7 +37,7 @@ test('absent: nothing passes through; listed names are kept lower case, once', (
 });
 
 test('credentials, headers the gateway writes itself and names that are no token are refused at their YAML path', () => {
-  const result = validateVmcpText(vmcp('[Authorization, Cookie, Host, Mcp-Session-Id, Accept-Encoding, X-Request-Id, Connection, "X Tenant", Proxy]'), '/tmp/p.yaml');
+  const result = validateVmcpText(vmcp('[Authorization, Cookie, Host, Mcp-Session-Id, Accept-Encoding, X-Request-Id, Connection, "X Tenant", Proxy, Via]'), '/tmp/p.yaml');
   assert.ok(!result.ok);
   const problems = result.problems.map((p) => formatProblem(p).replace(/^\/tmp\/p\.yaml:\d+:\d+ /, ''));
   const credential = "carries the client's credential for the gateway, which never reaches a backend (a backend's credential comes from its MCPExternalAuthConfig)";
@@ -52,5 +52,6 @@ test('credentials, headers the gateway writes itself and names that are no token
     `VirtualMCPServer/vmcp spec.passthroughHeaders[6]: "Connection" ${reserved}`,
     'VirtualMCPServer/vmcp spec.passthroughHeaders[7]: must be an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~), got "X Tenant"',
     'VirtualMCPServer/vmcp spec.passthroughHeaders[8]: "Proxy" is never passed to a backend: a CGI backend takes it for the proxy of its own HTTP requests (httpoxy)',
+    `VirtualMCPServer/vmcp spec.passthroughHeaders[9]: "Via" ${reserved}`,
   ]);
 });

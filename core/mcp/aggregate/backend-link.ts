@@ -11,6 +11,7 @@ import { GatewayError } from '../../base/errors.ts';
 import type { BackendMetrics } from '../../observe/metrics.ts';
 import { OutgoingHeaders } from '../../plugin-api/outgoing-headers.ts';
 import { passAllowed } from '../../http/passthrough-headers.ts';
+import type { HopMark } from '../../http/hop-mark.ts';
 import type { BackendHook } from '../../plugin-api/plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
 import type { Pool } from '../../upstream/pool.ts';
@@ -172,12 +173,14 @@ export class BackendLink {
   readonly streamPool: Pool;
   readonly metrics: BackendMetrics;
   readonly #hooks: BackendHook[] | null;
+  readonly #hops: HopMark;
 
   constructor(index: number, backend: BackendInfo, upstreams: Upstreams, metrics: BackendMetrics, chain: Chain) {
     this.index = index;
     this.backend = backend;
     this.pool = upstreams.pool(backend);
     this.streamPool = upstreams.streamPool(backend);
+    this.#hops = upstreams.hops;
     this.metrics = metrics;
     this.#hooks = chain.compileBackend(backend);
   }
@@ -201,10 +204,11 @@ export class BackendLink {
     if (lastEventId !== undefined) list.push('last-event-id', lastEventId);
     // The gateway's own requests (health checks, era probes) say so, and carry no credential.
     if (ctx === null) {
-      list.push('user-agent', GATEWAY_USER_AGENT);
+      list.push('user-agent', GATEWAY_USER_AGENT, 'via', this.#hops.entry);
       return list;
     }
-    list.push('x-request-id', ctx.requestId);
+    // The client request's Via and this gateway's entry: a backend URL that leads back here is refused there (hop-mark.ts).
+    list.push('x-request-id', ctx.requestId, 'via', this.#hops.via(ctx.head.via));
     passAllowed(list, ctx.head, this.backend.passthroughHeaders);
     if (this.#hooks === null) return list;
     const headers = new OutgoingHeaders(list);
@@ -290,6 +294,13 @@ export class BackendLink {
         `backend "${this.name}" at ${this.backend.url.href} answered HTTP ${result.status} to initialize, not as an MCP server: check its URL (MCP servers usually serve /mcp)`,
         { detail, extra: { backend: this.name } },
       );
+    }
+    if (result.status === 508 && result.response === null) {
+      // A gateway's loop guard (http/hop-mark.ts): this backend's URL leads back to a gateway the request already passed.
+      return new GatewayError('backend_error', `backend "${this.name}" at ${this.backend.url.href} answered 508 Loop Detected to ${what}: its URL leads back to this gateway (or to a gateway the request already passed), so it is not called through itself`, {
+        detail: result.text.slice(0, 200),
+        extra: { backend: this.name },
+      });
     }
     if (result.status === 404 && result.response === null) {
       return new GatewayError('session_not_found', `backend "${this.name}" no longer knows this session`, { status: 404, extra: { backend: this.name } });
