@@ -156,13 +156,12 @@ export async function runPolicy(): Promise<void> {
     const rounds: Record<Policy, { call: Figures; list: Figures }>[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? POLICIES : [...POLICIES].reverse();
+      // Every row's tools/call, then every row's tools/list: a row's call is never measured right
+      // after another row's list (whose large answers skewed the next row's figure by up to 1.2x).
+      const calls = {} as Record<Policy, Figures>;
+      for (const policy of order) calls[policy] = await measure(dir, `${policy}-call-${round}`, gateways[policy].gateway, gateways[policy].headers, callBody('b0_tool_001'));
       const figures = {} as Record<Policy, { call: Figures; list: Figures }>;
-      for (const policy of order) {
-        const { gateway, headers } = gateways[policy];
-        const call = await measure(dir, `${policy}-call-${round}`, gateway, headers, callBody('b0_tool_001'));
-        const list = await measure(dir, `${policy}-list-${round}`, gateway, headers, LIST_BODY);
-        figures[policy] = { call, list };
-      }
+      for (const policy of order) figures[policy] = { call: calls[policy], list: await measure(dir, `${policy}-list-${round}`, gateways[policy].gateway, gateways[policy].headers, LIST_BODY) };
       rounds.push(figures);
     }
     const medians = Object.fromEntries(POLICIES.map((p) => [p, { call: median(rounds.map((r) => r[p].call)), list: median(rounds.map((r) => r[p].list)), tools: gateways[p].tools }])) as Partial<
