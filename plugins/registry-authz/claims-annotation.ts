@@ -34,11 +34,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function quote(value: string): string {
+/** A value a resource chose, quoted and cut for a message (the cluster source's messages use it too). */
+export function quote(value: string): string {
   return JSON.stringify(value.length > MAX_QUOTED ? `${value.slice(0, MAX_QUOTED)}…` : value);
 }
 
-function describe(value: unknown): string {
+/** What a value is, for a message that says what was expected instead. */
+export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'an object';

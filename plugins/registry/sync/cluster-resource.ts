@@ -33,7 +33,7 @@
  * Every annotation is also read under the `gatehouse.dev/` prefix (Gatehouse's own MCPServer
  * resources use that API group); when both are set they must agree.
  */
-import { ANNOTATION_PREFIXES, ClaimsAnnotationError, parseClaims } from '../../registry-authz/claims-annotation.ts';
+import { ANNOTATION_PREFIXES, ClaimsAnnotationError, describe, parseClaims, quote } from '../../registry-authz/claims-annotation.ts';
 import type { ClaimMap } from '../../registry-authz/claims.ts';
 import { documentDigest } from '../store/entries-store.ts';
 import type { SyncItem } from '../store/source-sync-writer.ts';
@@ -62,8 +62,6 @@ const MAX_ICON_URL = 255;
 const MAX_URL = 2048;
 const MAX_IMAGE = 512;
 const MAX_VERSION = 255;
-/** How much of a refused value a message quotes. */
-const MAX_QUOTED = 64;
 
 /** The parts of a resource the mapping reads: what a watch keeps in memory per resource. */
 export interface ClusterResource {
@@ -132,18 +130,6 @@ export function resourceLabel(resource: ClusterResource): string {
 
 function quoteIfOdd(text: string): string {
   return /^[A-Za-z0-9._-]{1,253}$/.test(text) ? text : quote(text);
-}
-
-function quote(value: string): string {
-  return JSON.stringify(value.length > MAX_QUOTED ? `${value.slice(0, MAX_QUOTED)}…` : value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return quote(value);
-  return `${typeof value} ${String(value)}`;
 }
 
 const HAS_CONTROL = /[\x00-\x1f\x7f]/;
