@@ -24,17 +24,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compareCheckoutOf, type Checkout } from '../load/checkout.ts';
-import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 import { freePort, spawnNodeScript, stopAll, waitUntil } from '../load/process.ts';
-import { runWrk } from '../load/wrk.ts';
 import { INPUT_SETUP, inputTable, runInputRoundTrips } from './eras-input.ts';
-import { compareHeader, retire, startGateway, startTwin, thisOverOther, type Gateway, type Twin } from './gateway.ts';
+import { compareHeader, retire, startGateway, startTwin, thisOverOther, type Gateway, type Twin, gatewayCpu } from './gateway.ts';
 import { configYaml, HEADERS, openSession, rpc } from './run.ts';
 
 const BACKENDS = 5;
 const SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
-const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const ROUNDS = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 1));
 /** Only the setups whose name contains one of these (separated by |), e.g. `transparent, legacy`: a quicker loop while working on one. */
@@ -79,14 +76,7 @@ async function callCpu(dir: string, label: string, gateway: Gateway, tool: strin
   }
   const check = (await (await rpc(gateway.url, body, headers)).json()) as { result?: unknown; error?: unknown };
   if (check.result === undefined) throw new Error(`${label}: tools/call failed: ${JSON.stringify(check)}`);
-  // wrk refuses -d0s: BENCH_WARMUP=0 means no warm-up, as in the load benchmark.
-  if (WARMUP > 0) await runWrk({ url: gateway.url, seconds: WARMUP, connections: CONNECTIONS, threads: 1, headers, body, dir, label: `${label}-warmup` });
-  const pid = gateway.child.proc.pid!;
-  const before = cpuSnapshot([pid]);
-  const result = await runWrk({ url: gateway.url, seconds: SECONDS, connections: CONNECTIONS, threads: 1, headers, body, dir, label });
-  const cpu = cpuDeltaMicros(before, cpuSnapshot([pid]));
-  const errors = result.errors.non2xx + result.errors.connect + result.errors.read + result.errors.write + result.errors.timeout;
-  return { rps: Math.round(result.rps), p50Ms: result.p50Ms, p99Ms: result.p99Ms, cpuUsPerRequest: Math.round((cpu / result.requests) * 10) / 10, errors };
+  return gatewayCpu(dir, label, gateway, headers, body);
 }
 
 function median(values: readonly Figures[]): Figures {

@@ -12,7 +12,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { assertRunnable, fileSuffix, GATEHOUSE_BIN, REPO_ROOT, thisCheckoutOf, type Checkout } from '../load/checkout.ts';
 import { profileArgs, startFailure } from '../load/gatehouse.ts';
+import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { freePort, spawnChild, waitUntil, type ManagedChild } from '../load/process.ts';
+import { runWrk } from '../load/wrk.ts';
 
 export interface Gateway {
   readonly child: ManagedChild;
@@ -79,4 +81,30 @@ export function thisOverOther(a: number | undefined, b: number | undefined): num
 export function compareHeader(other: Checkout): { this: { label: string; root: string }; other: { label: string; root: string } } {
   const self = thisCheckoutOf();
   return { this: { label: self.label, root: self.root }, other: { label: other.label, root: other.root } };
+}
+
+/** One wrk run's figures for a gateway: its CPU µs per request (its process, read from /proc). */
+export interface CpuFigures {
+  readonly rps: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly cpuUsPerRequest: number;
+  readonly errors: number;
+}
+
+/** How long and how hard wrk drives a gateway (BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS). */
+const SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
+const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
+const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
+
+/** wrk sends `body` with `headers` to the gateway (after a warm-up), and the gateway's CPU per request is read. */
+export async function gatewayCpu(dir: string, label: string, gateway: Gateway, headers: Record<string, string>, body: string): Promise<CpuFigures> {
+  // wrk refuses -d0s: BENCH_WARMUP=0 means no warm-up, as in the load benchmark.
+  if (WARMUP > 0) await runWrk({ url: gateway.url, seconds: WARMUP, connections: CONNECTIONS, threads: 1, headers, body, dir, label: `${label}-warmup` });
+  const pid = gateway.child.proc.pid!;
+  const before = cpuSnapshot([pid]);
+  const result = await runWrk({ url: gateway.url, seconds: SECONDS, connections: CONNECTIONS, threads: 1, headers, body, dir, label });
+  const cpu = cpuDeltaMicros(before, cpuSnapshot([pid]));
+  const errors = result.errors.non2xx + result.errors.connect + result.errors.read + result.errors.write + result.errors.timeout;
+  return { rps: Math.round(result.rps), p50Ms: result.p50Ms, p99Ms: result.p99Ms, cpuUsPerRequest: Math.round((cpu / result.requests) * 10) / 10, errors };
 }

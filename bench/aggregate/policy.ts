@@ -18,17 +18,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startIssuer } from '../load/oidc.ts';
-import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 import { freePort, spawnNodeScript, stopAll, waitUntil } from '../load/process.ts';
-import { runWrk } from '../load/wrk.ts';
-import { startGateway, type Gateway } from './gateway.ts';
+import { startGateway, type Gateway, gatewayCpu } from './gateway.ts';
 import { HEADERS, rpc } from './run.ts';
 
 const BACKENDS = 5;
 const TOOLS = 50;
 const SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
-const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const ROUNDS = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 1));
 const AUDIENCE = 'gatehouse-bench';
@@ -121,16 +118,6 @@ async function sessionOf(gateway: Gateway, auth: Record<string, string>, tool: s
 const callBody = (tool: string): string => JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: tool, arguments: { text: 'hi' } } });
 const LIST_BODY = '{"jsonrpc":"2.0","id":3,"method":"tools/list"}';
 
-async function measure(dir: string, label: string, gateway: Gateway, headers: Record<string, string>, body: string): Promise<Figures> {
-  if (WARMUP > 0) await runWrk({ url: gateway.url, seconds: WARMUP, connections: CONNECTIONS, threads: 1, headers, body, dir, label: `${label}-warmup` });
-  const pid = gateway.child.proc.pid!;
-  const before = cpuSnapshot([pid]);
-  const result = await runWrk({ url: gateway.url, seconds: SECONDS, connections: CONNECTIONS, threads: 1, headers, body, dir, label });
-  const cpu = cpuDeltaMicros(before, cpuSnapshot([pid]));
-  const errors = result.errors.non2xx + result.errors.connect + result.errors.read + result.errors.write + result.errors.timeout;
-  return { rps: Math.round(result.rps), p50Ms: result.p50Ms, p99Ms: result.p99Ms, cpuUsPerRequest: Math.round((cpu / result.requests) * 10) / 10, errors };
-}
-
 const median = (rounds: readonly Figures[]): Figures => [...rounds].sort((a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest)[Math.floor((rounds.length - 1) / 2)]!;
 const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
 
@@ -159,9 +146,9 @@ export async function runPolicy(): Promise<void> {
       // Every row's tools/call, then every row's tools/list: a row's call is never measured right
       // after another row's list (whose large answers skewed the next row's figure by up to 1.2x).
       const calls = {} as Record<Policy, Figures>;
-      for (const policy of order) calls[policy] = await measure(dir, `${policy}-call-${round}`, gateways[policy].gateway, gateways[policy].headers, callBody('b0_tool_001'));
+      for (const policy of order) calls[policy] = await gatewayCpu(dir, `${policy}-call-${round}`, gateways[policy].gateway, gateways[policy].headers, callBody('b0_tool_001'));
       const figures = {} as Record<Policy, { call: Figures; list: Figures }>;
-      for (const policy of order) figures[policy] = { call: calls[policy], list: await measure(dir, `${policy}-list-${round}`, gateways[policy].gateway, gateways[policy].headers, LIST_BODY) };
+      for (const policy of order) figures[policy] = { call: calls[policy], list: await gatewayCpu(dir, `${policy}-list-${round}`, gateways[policy].gateway, gateways[policy].headers, LIST_BODY) };
       rounds.push(figures);
     }
     const medians = Object.fromEntries(POLICIES.map((p) => [p, { call: median(rounds.map((r) => r[p].call)), list: median(rounds.map((r) => r[p].list)), tools: gateways[p].tools }])) as Partial<

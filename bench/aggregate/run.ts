@@ -29,18 +29,15 @@ import { createLogger } from '../../core/observe/log.ts';
 import { startVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { compareCheckoutOf, type Checkout } from '../load/checkout.ts';
-import { cpuDeltaMicros, cpuSnapshot } from '../load/cpu.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 import { freePort, spawnNodeScript, stopAll, waitUntil } from '../load/process.ts';
-import { runWrk } from '../load/wrk.ts';
-import { compareHeader, retire, startGateway, startTwin, thisOverOther, type Gateway, type Twin } from './gateway.ts';
+import { compareHeader, retire, startGateway, startTwin, thisOverOther, type Gateway, type Twin, gatewayCpu } from './gateway.ts';
 
 const BACKENDS = 5;
 const TOOLS = 50;
 const LIST_SESSIONS = Number(process.env['BENCH_LIST_SESSIONS'] ?? 200);
 const IDLE_SESSIONS = Number(process.env['BENCH_IDLE_SESSIONS'] ?? 10_000);
 const SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
-const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const ROUNDS = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 1));
 
@@ -187,14 +184,7 @@ async function callCpu(dir: string, label: string, gateway: Gateway, tool: strin
   const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: tool, arguments: { text: 'hi' } } });
   const check = (await (await rpc(gateway.url, body, { 'mcp-session-id': session })).json()) as { result?: unknown; error?: unknown };
   if (check.result === undefined) throw new Error(`${label}: tools/call failed: ${JSON.stringify(check)}`);
-  // wrk refuses -d0s: BENCH_WARMUP=0 means no warm-up, as in the load benchmark.
-  if (WARMUP > 0) await runWrk({ url: gateway.url, seconds: WARMUP, connections: CONNECTIONS, threads: 1, headers, body, dir, label: `${label}-warmup` });
-  const pid = gateway.child.proc.pid!;
-  const before = cpuSnapshot([pid]);
-  const result = await runWrk({ url: gateway.url, seconds: SECONDS, connections: CONNECTIONS, threads: 1, headers, body, dir, label });
-  const cpu = cpuDeltaMicros(before, cpuSnapshot([pid]));
-  const errors = result.errors.non2xx + result.errors.connect + result.errors.read + result.errors.write + result.errors.timeout;
-  return { rps: Math.round(result.rps), p50Ms: result.p50Ms, p99Ms: result.p99Ms, cpuUsPerRequest: Math.round((cpu / result.requests) * 10) / 10, errors };
+  return gatewayCpu(dir, label, gateway, headers, body);
 }
 
 async function sessionMemory(yaml: string, dir: string): Promise<{ sessions: number; heapBytesPerSession: number; rssBytesPerSession: number } | { skipped: string }> {
