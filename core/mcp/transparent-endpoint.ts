@@ -26,7 +26,7 @@ import { OutgoingHeaders } from '../plugin-api/outgoing-headers.ts';
 import type { HopMark } from '../http/hop-mark.ts';
 import type { BackendHook, ResponseHook } from '../plugin-api/plugin.ts';
 import { respondWhenSettled } from '../server/respond.ts';
-import type { Pool } from '../upstream/pool.ts';
+import type { BackendTransport } from '../upstream/transport.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
 import { StreamOpenings, type StreamOpening } from '../upstream/stream-openings.ts';
 import type { Era } from '../protocol/era.ts';
@@ -67,9 +67,9 @@ export interface TransparentOptions {
 export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly path: string;
   readonly #backend: BackendInfo;
-  readonly #pool: Pool;
+  readonly #requests: BackendTransport;
   /** GET streams: connections apart from the requests', so that streams never starve them. */
-  readonly #streamPool: Pool;
+  readonly #streamTransport: BackendTransport;
   readonly #chain: Chain;
   readonly #metrics: BackendMetrics;
   readonly #streams: OpenStreams;
@@ -85,8 +85,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     this.path = options.path;
     this.#bridge = options.bridge;
     this.#backend = options.backend;
-    this.#pool = options.upstreams.pool(options.backend);
-    this.#streamPool = options.upstreams.streamPool(options.backend);
+    this.#requests = options.upstreams.requests(options.backend);
+    this.#streamTransport = options.upstreams.streams(options.backend);
     this.#chain = options.chain;
     this.#metrics = options.metrics;
     this.#streams = options.streams;
@@ -260,7 +260,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     // An authenticated initialize (its answer names the new session's id) or DELETE: its answer binds or unbinds the id.
     // An id a backend gives out on any other answer is bound to no one: the gateway answers it 404.
     if (this.#owners !== null && ctx.principal !== null && (method === 'DELETE' || (ctx.rpcMethod === 'initialize' && ctx.head.sessionId === undefined))) exchange.owners = this.#owners;
-    exchange.dispatch(stream ? this.#streamPool : this.#pool, method, headers, body);
+    exchange.dispatch(stream ? this.#streamTransport : this.#requests, method, headers, body);
     return undefined;
   }
 

@@ -87,10 +87,50 @@ export interface EndpointPolicy {
   readonly allowedCidrs: readonly string[];
 }
 
+/**
+ * How a backend is reached (`MCPServer.spec.transport`): streamable HTTP at its URL, a command
+ * the gateway runs (stdio), or a legacy HTTP+SSE server of MCP 2024-11-05 at its URL.
+ */
+export type BackendTransportConfig = StreamableHttpTransportConfig | StdioTransportConfig | SseTransportConfig;
+
+export interface StreamableHttpTransportConfig {
+  readonly kind: 'streamable-http';
+}
+
+export interface SseTransportConfig {
+  readonly kind: 'sse';
+}
+
+/** A stdio backend: the command the operator configured, and how its processes are kept. */
+export interface StdioTransportConfig {
+  readonly kind: 'stdio';
+  /** `spec.command`: the program, found on PATH when it has no slash. */
+  readonly command: string;
+  readonly args: readonly string[];
+  /** `spec.env`, secret references resolved: the whole environment of the child with PATH and HOME. */
+  readonly env: Readonly<Record<string, string>>;
+  /** `spec.cwd` (absolute), or null: the gateway's working directory. */
+  readonly cwd: string | null;
+  /** `spec.stdio.shared`: one process for every session (a server that keeps no per-session state). */
+  readonly shared: boolean;
+  /** `spec.stdio.maxProcesses`: processes of this backend at most (one per session unless shared). */
+  readonly maxProcesses: number;
+  /** `spec.stdio.idleTimeout`: a process no request used for this long is ended (it starts again on the next one). */
+  readonly idleTimeoutMs: number;
+  /** `spec.stdio.startupTimeout`: time from start to the answer of its initialize. */
+  readonly startupTimeoutMs: number;
+  /** `spec.stdio.stopGracePeriod`: time between SIGTERM and SIGKILL when a process is ended. */
+  readonly stopGraceMs: number;
+}
+
+export const STREAMABLE_HTTP: StreamableHttpTransportConfig = Object.freeze({ kind: 'streamable-http' });
+
 export interface BackendInfo {
   /** `metadata.name` of the MCPServer. */
   readonly name: string;
   readonly url: URL;
+  /** How it is reached; with stdio, `url` is `stdio://<name>` and names it only. */
+  readonly transport: BackendTransportConfig;
   /** `scheme://host:port` the connection pool dials. */
   readonly origin: string;
   /** Path and query sent on the request line. */
@@ -137,12 +177,15 @@ export function backendInfo(
   annotations: Readonly<Record<string, string>> = NO_ANNOTATIONS,
   authzClaims: ItemClaims = NO_ITEM_CLAIMS,
   endpointPolicy: EndpointPolicy | null = null,
+  transport: BackendTransportConfig = STREAMABLE_HTTP,
 ): BackendInfo {
   const parsed = new URL(url);
   return {
     name,
     url: parsed,
-    origin: parsed.origin,
+    transport,
+    // A stdio backend's URL (stdio://<name>) has no origin of its own: it is only a key.
+    origin: parsed.origin === 'null' ? `${parsed.protocol}//${parsed.host}` : parsed.origin,
     path: parsed.pathname + parsed.search,
     authority: parsed.host,
     timeoutMs,

@@ -15,27 +15,10 @@ import {
   kOnMessageComplete,
   type NativeParser,
 } from '../http/parser.ts';
+import { UpstreamError } from './upstream-error.ts';
+import type { Carrier, UpstreamHandler } from './transport.ts';
 
-/** What a connection reports to the exchange it serves. */
-export interface UpstreamHandler {
-  /** The connection that will carry the exchange (called when the request is written). */
-  attach(connection: Connection): void;
-  /** Return false to pause reading (backpressure); call `connection.resume()` later. */
-  onHeaders(status: number, headers: string[]): boolean;
-  onData(chunk: Buffer): boolean;
-  onComplete(): void;
-  onError(error: UpstreamError): void;
-}
-
-/** A failure of the connection, with a code the gateway maps to 502 / 504. */
-export class UpstreamError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = 'UpstreamError';
-    this.code = code;
-  }
-}
+export { UpstreamError } from './upstream-error.ts';
 
 /**
  * What the addresses a pool dials are checked against (endpoint-guard.ts: a registry-fed
@@ -218,7 +201,7 @@ function keepAliveHint(headers: string[]): number {
   return Infinity;
 }
 
-export class Connection {
+export class Connection implements Carrier {
   readonly owner: ConnectionOwner;
   readonly socket: Tagged<Socket>;
   readonly parser: Tagged<NativeParser>;

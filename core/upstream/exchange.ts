@@ -8,8 +8,7 @@ import type { HttpResponse } from '../http/types.ts';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import { GatewayError } from '../base/errors.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
-import type { Connection, UpstreamError, UpstreamHandler } from './backend-connection.ts';
-import type { Pool } from './pool.ts';
+import type { BackendTransport, Carrier, UpstreamError, UpstreamHandler } from './transport.ts';
 import type { StreamOpening } from './stream-openings.ts';
 import { upstreamError } from './upstreams.ts';
 
@@ -57,8 +56,8 @@ export abstract class Exchange implements UpstreamHandler {
   readonly backend: BackendInfo;
   readonly metrics: BackendMetrics;
   readonly startedAt: number;
-  #pool: Pool | null = null;
-  #connection: Connection | null = null;
+  #transport: BackendTransport | null = null;
+  #carrier: Carrier | null = null;
   /** True once the client went away (or the gateway closed the stream): nothing more is written. */
   cancelled = false;
   /**
@@ -73,10 +72,10 @@ export abstract class Exchange implements UpstreamHandler {
     this.startedAt = performance.now();
   }
 
-  /** Sends the request; `answerTimeoutMs` (> 0) bounds the whole answer, not only its head (Pool.dispatch). */
-  dispatch(pool: Pool, method: string, headers: readonly string[], body: Buffer | null, answerTimeoutMs = 0): void {
-    this.#pool = pool;
-    pool.dispatch(this, method, this.backend.path, headers, body, this.backend.timeoutMs, answerTimeoutMs);
+  /** Sends the request; `answerTimeoutMs` (> 0) bounds the whole answer, not only its head (BackendTransport.dispatch). */
+  dispatch(transport: BackendTransport, method: string, headers: readonly string[], body: Buffer | null, answerTimeoutMs = 0): void {
+    this.#transport = transport;
+    transport.dispatch(this, method, this.backend.path, headers, body, this.backend.timeoutMs, answerTimeoutMs);
   }
 
   /** The client is gone (or the gateway is shutting the stream): stop the backend exchange. */
@@ -84,14 +83,14 @@ export abstract class Exchange implements UpstreamHandler {
     if (this.cancelled) return;
     this.cancelled = true;
     this.opening?.settle();
-    if (this.#connection !== null && this.#connection.handler === this) this.#connection.abort();
-    else this.#pool?.cancel(this);
+    if (this.#carrier !== null && this.#carrier.handler === this) this.#carrier.abort();
+    else this.#transport?.cancel(this);
     this.metrics.outcome('aborted');
   }
 
   /** Resumes reading from the backend after backpressure. */
   resume(): void {
-    this.#connection?.resume();
+    this.#carrier?.resume();
   }
 
   // ---- UpstreamHandler ----
@@ -122,7 +121,7 @@ export abstract class Exchange implements UpstreamHandler {
   }
 
   onComplete(): void {
-    this.#connection = null;
+    this.#carrier = null;
     if (this.cancelled) return;
     try {
       this.end();
@@ -132,7 +131,7 @@ export abstract class Exchange implements UpstreamHandler {
   }
 
   onError(err: UpstreamError): void {
-    this.#connection = null;
+    this.#carrier = null;
     this.opening?.settle();
     if (this.cancelled) return;
     const error = upstreamError(this.backend, err);
@@ -160,9 +159,9 @@ export abstract class Exchange implements UpstreamHandler {
     }
   }
 
-  /** The connection serving this exchange (queued requests get one later). */
-  attach(connection: Connection): void {
-    this.#connection = connection;
+  /** What carries this exchange (a queued request gets its connection later). */
+  attach(carrier: Carrier): void {
+    this.#carrier = carrier;
   }
 
   protected abstract head(status: number, headers: string[]): boolean;

@@ -9,7 +9,8 @@
  */
 import { isIP } from 'node:net';
 import type { LookupFunction } from '../http/address-guard.ts';
-import { Connection, UpstreamError, type ConnectionOwner, type DialGuard, type UpstreamHandler } from './backend-connection.ts';
+import { Connection, UpstreamError, type ConnectionOwner, type DialGuard } from './backend-connection.ts';
+import type { BackendTransport, UpstreamHandler } from './transport.ts';
 
 export interface PoolOptions {
   /** Maximum connections to this origin. */
@@ -51,7 +52,7 @@ interface Waiting {
 /** Margin kept below the backend's advertised keep-alive timeout. */
 const HINT_MARGIN_MS = 1000;
 
-export class Pool implements ConnectionOwner {
+export class Pool implements ConnectionOwner, BackendTransport {
   readonly host: string;
   readonly port: number;
   readonly tls: boolean;

@@ -17,6 +17,7 @@ import type { LookupFunction } from '../http/address-guard.ts';
 import { HopMark } from '../http/hop-mark.ts';
 import { AddressRefusedError, EndpointGuard } from './endpoint-guard.ts';
 import { Pool, PoolFullError, type PoolOptions } from './pool.ts';
+import type { BackendTransport } from './transport.ts';
 
 const REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
@@ -116,13 +117,21 @@ export class Upstreams {
     this.hops = context.hops ?? new HopMark();
   }
 
-  /** The pool for requests: a request waits for a connection (until its deadline) when all are busy. */
-  pool(backend: BackendInfo): Pool {
+  /**
+   * How requests reach `backend`. Over streamable HTTP: its origin's pool, where a request waits
+   * for a connection (until its deadline) when all are busy.
+   */
+  requests(backend: BackendInfo): BackendTransport {
+    if (backend.transport.kind !== 'streamable-http') throw new Error(`backend "${backend.name}": transport ${backend.transport.kind} is not available yet`);
     return this.#poolOf(this.#pools, backend, this.#options);
   }
 
-  /** The pool for GET streams: `streams` connections, and a stream beyond them is refused at once. */
-  streamPool(backend: BackendInfo): Pool {
+  /**
+   * How GET streams reach `backend`. Over streamable HTTP: a pool of `streams` connections apart
+   * from the requests', and a stream beyond them is refused at once.
+   */
+  streams(backend: BackendInfo): BackendTransport {
+    if (backend.transport.kind !== 'streamable-http') throw new Error(`backend "${backend.name}": transport ${backend.transport.kind} is not available yet`);
     const { streams, keepAliveMs, connectTimeoutMs } = this.#options;
     return this.#poolOf(this.#streamPools, backend, { connections: streams, keepAliveMs, connectTimeoutMs, refuseWhenFull: true });
   }

@@ -18,7 +18,8 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import type { LookupFunction } from '../../core/http/address-guard.ts';
 import { backendInfo, type EndpointPolicy } from '../../core/plugin-api/backend.ts';
-import type { Connection, DialGuard, UpstreamError, UpstreamHandler } from '../../core/upstream/backend-connection.ts';
+import type { DialGuard } from '../../core/upstream/backend-connection.ts';
+import type { BackendTransport, Carrier, UpstreamError, UpstreamHandler } from '../../core/upstream/transport.ts';
 import { AddressRefusedError, EndpointGuard } from '../../core/upstream/endpoint-guard.ts';
 import { Pool } from '../../core/upstream/pool.ts';
 import { upstreamError, Upstreams } from '../../core/upstream/upstreams.ts';
@@ -31,7 +32,7 @@ class Collecting implements UpstreamHandler {
   constructor() {
     this.done = new Promise((resolve) => (this.#settle = resolve));
   }
-  attach(_connection: Connection): void {}
+  attach(_carrier: Carrier): void {}
   onHeaders(status: number): boolean {
     this.status = status;
     return true;
@@ -75,7 +76,7 @@ function hostsResolver(hosts: Record<string, string[][]>): LookupFunction & { as
   return resolve;
 }
 
-async function request(pool: Pool): Promise<{ status: number; error: UpstreamError | null }> {
+async function request(pool: BackendTransport): Promise<{ status: number; error: UpstreamError | null }> {
   const handler = new Collecting();
   pool.dispatch(handler, 'GET', '/mcp', [], null, 2000);
   const error = await handler.done;
@@ -207,16 +208,16 @@ describe('the endpoint guard on the sockets of a pool', () => {
     const upstreams = new Upstreams({ lookup: resolve });
     const plain = backendInfo('local', `http://127.0.0.1:${port}/mcp`, 1000);
     const fed = backendInfo('io-x', `http://127.0.0.1:${port}/mcp`, 1000, null, {}, undefined, undefined, undefined, POLICY);
-    assert.equal(upstreams.pool(plain).guard, null);
-    assert.equal(new Upstreams().pool(plain).lookup, undefined, 'no resolver given: the socket resolves as it always did');
-    assert.notEqual(upstreams.pool(fed), upstreams.pool(plain));
-    assert.notEqual(upstreams.streamPool(fed), upstreams.streamPool(plain));
-    assert.equal(upstreams.pool(fed), upstreams.pool(fed));
-    assert.ok(upstreams.pool(fed).guard !== null && upstreams.pool(fed).guard === upstreams.streamPool(fed).guard, "one guard for the backend's two pools");
-    assert.equal((await request(upstreams.pool(plain))).status, 200);
-    assert.ok((await request(upstreams.pool(fed))).error instanceof AddressRefusedError);
+    assert.equal((upstreams.requests(plain) as Pool).guard, null);
+    assert.equal((new Upstreams().requests(plain) as Pool).lookup, undefined, 'no resolver given: the socket resolves as it always did');
+    assert.notEqual(upstreams.requests(fed), upstreams.requests(plain));
+    assert.notEqual(upstreams.streams(fed), upstreams.streams(plain));
+    assert.equal(upstreams.requests(fed), upstreams.requests(fed));
+    assert.ok((upstreams.requests(fed) as Pool).guard !== null && (upstreams.requests(fed) as Pool).guard === (upstreams.streams(fed) as Pool).guard, "one guard for the backend's two pools");
+    assert.equal((await request(upstreams.requests(plain))).status, 200);
+    assert.ok((await request(upstreams.requests(fed))).error instanceof AddressRefusedError);
     const named = backendInfo('io-y', 'http://private.localhost/mcp', 1000, null, {}, undefined, undefined, undefined, POLICY);
-    assert.match((await request(upstreams.pool(named))).error?.message ?? '', /resolves to 10\.0\.0\.5/, 'the resolver given in code, through the guard');
+    assert.match((await request(upstreams.requests(named))).error?.message ?? '', /resolves to 10\.0\.0\.5/, 'the resolver given in code, through the guard');
     await upstreams.close();
   });
 });

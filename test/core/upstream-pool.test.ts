@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { Connection, UpstreamError, UpstreamHandler } from '../../core/upstream/backend-connection.ts';
+import type { Carrier, UpstreamError, UpstreamHandler } from '../../core/upstream/transport.ts';
 import { Pool } from '../../core/upstream/pool.ts';
 
 /** Collects one response; `pauseOnData`: refuses every chunk (and never resumes). */
@@ -23,7 +23,7 @@ class Collecting implements UpstreamHandler {
       this.#reject = reject;
     });
   }
-  attach(_connection: Connection): void {}
+  attach(_carrier: Carrier): void {}
   onHeaders(status: number): boolean {
     this.status = status;
     return true;

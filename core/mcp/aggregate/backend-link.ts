@@ -14,7 +14,7 @@ import { passAllowed } from '../../http/passthrough-headers.ts';
 import type { HopMark } from '../../http/hop-mark.ts';
 import type { BackendHook } from '../../plugin-api/plugin.ts';
 import { Exchange } from '../../upstream/exchange.ts';
-import type { Pool } from '../../upstream/pool.ts';
+import type { BackendTransport } from '../../upstream/transport.ts';
 import { answerTooLarge, type Upstreams } from '../../upstream/upstreams.ts';
 import { GATEHOUSE_VERSION, isModernVersion, towardLegacy, towardModern, type ClientEnvelope } from '../../protocol/era.ts';
 import { standardHeaders } from '../../protocol/standard-headers.ts';
@@ -168,9 +168,9 @@ export class BackendLink {
   readonly index: number;
   readonly backend: BackendInfo;
   /** Requests (POST, DELETE). */
-  readonly pool: Pool;
+  readonly requests: BackendTransport;
   /** GET streams: connections apart from the requests', so that streams never starve them. */
-  readonly streamPool: Pool;
+  readonly streams: BackendTransport;
   readonly metrics: BackendMetrics;
   readonly #hooks: BackendHook[] | null;
   readonly #hops: HopMark;
@@ -178,8 +178,8 @@ export class BackendLink {
   constructor(index: number, backend: BackendInfo, upstreams: Upstreams, metrics: BackendMetrics, chain: Chain) {
     this.index = index;
     this.backend = backend;
-    this.pool = upstreams.pool(backend);
-    this.streamPool = upstreams.streamPool(backend);
+    this.requests = upstreams.requests(backend);
+    this.streams = upstreams.streams(backend);
     this.#hops = upstreams.hops;
     this.metrics = metrics;
     this.#hooks = chain.compileBackend(backend);
@@ -249,7 +249,7 @@ export class BackendLink {
     headers.push('content-type', 'application/json');
     const call = new BackendCall(this.backend, this.metrics, 'id' in message && 'method' in message ? message.id : undefined, sink);
     if (timing !== GATEWAY_CALL) timing.started?.(call);
-    call.dispatch(this.pool, 'POST', headers, Buffer.from(JSON.stringify(sent)), timing === GATEWAY_CALL ? this.backend.answerTimeoutMs : 0);
+    call.dispatch(this.requests, 'POST', headers, Buffer.from(JSON.stringify(sent)), timing === GATEWAY_CALL ? this.backend.answerTimeoutMs : 0);
     return call.result;
   }
 
@@ -259,7 +259,7 @@ export class BackendLink {
     const headers = await this.headers(ctx, session, 'application/json, text/event-stream');
     if (headers instanceof GatewayError) throw headers;
     const call = new BackendCall(this.backend, this.metrics, undefined, null);
-    call.dispatch(this.pool, 'DELETE', headers, null, this.backend.answerTimeoutMs);
+    call.dispatch(this.requests, 'DELETE', headers, null, this.backend.answerTimeoutMs);
     return (await call.result).status;
   }
 

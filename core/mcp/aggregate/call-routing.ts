@@ -160,7 +160,7 @@ export class CallRouting implements RouteListener<RoutedExchange> {
     const createsTask = (ctx.message as JsonRpcRequest).params?.task !== undefined;
     const exchange = new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, this.#o.chain.responseHooks(ctx.rpcMethod), createsTask, body, mayRetry);
     if (askable) session.callStarted(link.name, exchange);
-    exchange.dispatch(link.pool, 'POST', headers, body);
+    exchange.dispatch(link.requests, 'POST', headers, body);
     return undefined;
   }
 
@@ -180,7 +180,7 @@ export class CallRouting implements RouteListener<RoutedExchange> {
 
   /** A stream resumed with the Last-Event-ID of a routed answer (client-streams.ts): that backend replays it. */
   resumeStream(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, headers: string[], ticket: Ticket | null): void {
-    new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, null, false, null, false, ticket).dispatch(link.streamPool, 'GET', headers, null);
+    new RoutedExchange(ctx, link, session, backend, this, this.#o.streams, null, false, null, false, ticket).dispatch(link.streams, 'GET', headers, null);
   }
 
   // ---- RouteListener ----

@@ -137,7 +137,7 @@ export function streamRefusal(session: AggregatedSession, links: ReadonlyMap<str
   for (const name of session.backends.keys()) {
     const link = links.get(name);
     if (link === undefined) continue;
-    const full = link.streamPool.refusal();
+    const full = link.streams.refusal();
     if (full !== null) return upstreamError(link.backend, full);
   }
   return null;
@@ -260,8 +260,8 @@ export class ClientStream implements SessionStream, OpenStream {
     const stream = new BackendStream(this, link, backendSession);
     stream.opening = opening;
     this.#backends.set(link.index, stream);
-    if (listen === undefined) stream.dispatch(link.streamPool, 'GET', headers, null);
-    else stream.dispatch(link.streamPool, 'POST', [...headers, 'content-type', 'application/json'], Buffer.from(JSON.stringify(listen)));
+    if (listen === undefined) stream.dispatch(link.streams, 'GET', headers, null);
+    else stream.dispatch(link.streams, 'POST', [...headers, 'content-type', 'application/json'], Buffer.from(JSON.stringify(listen)));
   }
 
   backendEvent(link: BackendLink, stream: BackendStream, event: SseEvent): void {

@@ -58,12 +58,12 @@ export class HeldStreams {
     }
     if (held !== undefined && 'close' in held) held.close(); // of a backend session that is gone
     session.heldStreams.delete(link.name);
-    if (link.streamPool.refusal() !== null) return null;
+    if (link.streams.refusal() !== null) return null;
     const stream = new InputStream(this.#owner(session), ctx, link, record);
     session.heldStreams.set(link.name, stream);
     const open = (headers: string[] | GatewayError): void => {
       if (headers instanceof GatewayError || stream.cancelled) stream.close();
-      else stream.dispatch(link.streamPool, 'GET', headers, null);
+      else stream.dispatch(link.streams, 'GET', headers, null);
     };
     const headers = link.headers(ctx, record, 'text/event-stream');
     if (isPromise(headers)) headers.then(open, () => stream.close());

@@ -1,0 +1,52 @@
+/**
+ * The seam between the gateway and a backend's transport. Everything the gateway sends a
+ * backend (its own calls, routed requests, GET streams, DELETE) is one exchange handed to the
+ * backend's `BackendTransport`, which answers it in the shape of a streamable-HTTP response:
+ * a status, headers, body chunks (a JSON body, or `text/event-stream` events), completion or an
+ * `UpstreamError`. So one reading of answers (the exchange subclasses) serves every transport:
+ *
+ *  - streamable HTTP: `Pool` (pool.ts), keep-alive connections to the backend's origin;
+ *  - stdio and legacy HTTP+SSE (2024-11-05): `ChannelTransport` (channel/channel-transport.ts),
+ *    which answers in-process, as a streamable-HTTP server would, from messages exchanged with
+ *    a child process or an SSE connection (no socket, no HTTP parsing on the way).
+ *
+ * A transport answers each dispatch exactly once with `onComplete` or `onError`, never throws
+ * out of `dispatch`, and calls `attach` before the first report of an exchange.
+ */
+import type { UpstreamError } from './upstream-error.ts';
+
+export { UpstreamError } from './upstream-error.ts';
+
+/** What carries one exchange once it is under way: the exchange can stop it, or resume reading after backpressure. */
+export interface Carrier {
+  /** The exchange it carries now (null once done): an abort is for that one only. */
+  readonly handler: UpstreamHandler | null;
+  abort(): void;
+  resume(): void;
+}
+
+/** What a transport reports to the exchange it serves. */
+export interface UpstreamHandler {
+  /** The carrier of the exchange (called when the request is under way). */
+  attach(carrier: Carrier): void;
+  /** Return false to pause reading (backpressure); call `carrier.resume()` later. */
+  onHeaders(status: number, headers: string[]): boolean;
+  onData(chunk: Buffer): boolean;
+  onComplete(): void;
+  onError(error: UpstreamError): void;
+}
+
+/** How exchanges reach one backend. */
+export interface BackendTransport {
+  /**
+   * Sends one request. Its response head must come within `timeoutMs`; with `answerTimeoutMs`
+   * (> 0), its whole answer within that, both from now.
+   */
+  dispatch(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, timeoutMs: number, answerTimeoutMs?: number): void;
+  /** Forgets a request not yet under way whose client went away. */
+  cancel(handler: UpstreamHandler): void;
+  /** What a dispatch of a long-lived stream would be refused with now (null: it would be taken), so a caller answers before it commits. */
+  refusal(): UpstreamError | null;
+  /** Ends every exchange and what the transport holds (connections, children). */
+  close(): void | Promise<void>;
+}
