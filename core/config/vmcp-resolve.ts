@@ -7,7 +7,8 @@ import { dirname } from 'node:path';
 import type { AggregationConfig } from './aggregation-config.ts';
 import { AUTH_SERVER_ENDPOINT_GROUPS } from './auth-server-limits.ts';
 import type { AuthzClaimsInput } from './authz-claims.ts';
-import { NO_ITEM_CLAIMS, type ItemClaims } from '../plugin-api/backend.ts';
+import { NO_ITEM_CLAIMS, STREAMABLE_HTTP, type BackendTransportConfig, type ItemClaims } from '../plugin-api/backend.ts';
+import { STDIO_DEFAULTS } from './stdio-schema.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
 import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, DEFAULT_BACKEND_TIMEOUT_MS, type ParsedResource, type ResourceKind } from './vmcp-schema.ts';
 import type {
@@ -89,8 +90,8 @@ function toBackends(parsed: ParsedResources, spec: VmcpSpec): BackendConfig[] {
     const refName = own ?? outgoing.default?.externalAuthConfigRef.name;
     return {
       name: server.metadata.name,
-      url: server.spec.url,
-      transport: server.spec.transport,
+      url: server.spec.url ?? `stdio://${server.metadata.name}`,
+      transport: transportOf(server.spec),
       timeoutMs: server.spec.timeout,
       answerTimeoutMs: timeouts.perWorkload[server.metadata.name] ?? timeouts.default ?? server.spec.timeout,
       maxResponseBytes: spec.config.operational.maxBackendResponseSize,
@@ -102,6 +103,28 @@ function toBackends(parsed: ParsedResources, spec: VmcpSpec): BackendConfig[] {
     };
   });
 }
+
+/** How an MCPServer is reached: over HTTP at its URL, or a command the gateway runs (its env's secrets resolved). */
+function transportOf(spec: ParsedResource<'MCPServer'>['spec']): BackendTransportConfig {
+  if (spec.transport !== 'stdio') return spec.transport === 'sse' ? SSE : STREAMABLE_HTTP;
+  const env: Record<string, string> = {};
+  for (const entry of spec.env ?? []) env[entry.name] = entry.value ?? entry.valueFrom!.secretKeyRef.value;
+  const stdio = spec.stdio;
+  return {
+    kind: 'stdio',
+    command: spec.command!,
+    args: spec.args ?? [],
+    env,
+    cwd: spec.cwd ?? null,
+    shared: stdio?.shared ?? STDIO_DEFAULTS.shared,
+    maxProcesses: stdio?.maxProcesses ?? STDIO_DEFAULTS.maxProcesses,
+    idleTimeoutMs: stdio?.idleTimeout ?? STDIO_DEFAULTS.idleTimeoutMs,
+    startupTimeoutMs: stdio?.startupTimeout ?? STDIO_DEFAULTS.startupTimeoutMs,
+    stopGraceMs: stdio?.stopGracePeriod ?? STDIO_DEFAULTS.stopGraceMs,
+  };
+}
+
+const SSE: BackendTransportConfig = Object.freeze({ kind: 'sse' });
 
 /** A workload's `authzClaims`, each map as written (absent: none). */
 function itemClaimsOf(input: AuthzClaimsInput | undefined): ItemClaims {

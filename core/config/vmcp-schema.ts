@@ -25,6 +25,7 @@ import { describeValue } from './problems.ts';
 import { httpUrl, passthroughHeader, reference, resourceName, dnsLabel, stringMap, schemaContext, type ReferenceIndex } from './schema-parts.ts';
 import { secretBodyShape } from './secrets.ts';
 import { serverSettingsSchema } from './server-settings.ts';
+import { stdioFields, transportFieldIssues } from './stdio-schema.ts';
 
 export type { ReferenceIndex } from './schema-parts.ts';
 
@@ -65,11 +66,7 @@ function resource<K extends ResourceKind, S extends z.ZodType, M extends z.ZodTy
   return z.strictObject({ apiVersion: apiVersion(kind), kind: z.literal(kind), metadata: meta, spec });
 }
 
-const URL_REQUIRED =
-  'is required: Gatehouse does not start servers, it connects to running streamable-HTTP servers; ' +
-  'set it to the MCP endpoint of the backend, for example http://127.0.0.1:9100/mcp';
-const TRANSPORT_ONLY =
-  'Gatehouse connects to running backends over streamable HTTP only (stdio and sse are not supported)';
+const TRANSPORTS = ['streamable-http', 'stdio', 'sse'] as const;
 
 /** The `spec.plugins[]` entry: a module path resolves against the config file's directory. */
 function pluginSchema(configDir: string) {
@@ -104,6 +101,21 @@ const configMapSchema = z.strictObject({
   }).default({}),
 });
 
+/** An MCPServer's spec: how it is reached (transport-schema fields in stdio-schema.ts), its group, credentials and timeout. */
+function mcpServerSpecSchema(schema: ReturnType<typeof schemaContext>, externalAuthConfigRef: ReturnType<typeof authSchemas>['externalAuthConfigRef']) {
+  return z
+    .strictObject({
+      url: z.string().pipe(httpUrl).optional(),
+      transport: z.enum(TRANSPORTS, { error: (issue) => `must be one of ${TRANSPORTS.join(', ')} (got ${describeValue(issue.input)})` }).default('streamable-http'),
+      ...stdioFields(schema, schema.index.configDir),
+      groupRef: reference('MCPGroup', schema.index.groups),
+      externalAuthConfigRef: externalAuthConfigRef.optional(),
+      image: z.string().optional(),
+      timeout: duration().default(DEFAULT_BACKEND_TIMEOUT_MS),
+    })
+    .superRefine(transportFieldIssues, whenMapping);
+}
+
 /** One schema per kind, checking references against `index`; `authzChecks`: Cedar's checks of authorization policies, when given. */
 export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyChecks | null = null) {
   const schema = schemaContext(index, authzChecks);
@@ -117,14 +129,7 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
     }
   });
 
-  const mcpServerSpec = z.strictObject({
-    url: z.string({ error: (issue) => (issue.input === undefined ? URL_REQUIRED : undefined) }).pipe(httpUrl),
-    transport: z.enum(['streamable-http'], { error: (issue) => `${TRANSPORT_ONLY} (got ${describeValue(issue.input)})` }).default('streamable-http'),
-    groupRef: reference('MCPGroup', index.groups),
-    externalAuthConfigRef: externalAuthConfigRef.optional(),
-    image: z.string().optional(),
-    timeout: duration().default(DEFAULT_BACKEND_TIMEOUT_MS),
-  });
+  const mcpServerSpec = mcpServerSpecSchema(schema, externalAuthConfigRef);
 
   const server = serverSettingsSchema(4 * 1024 * 1024);
   const plugin = pluginSchema(index.configDir);

@@ -10,15 +10,17 @@ import type { BudgetBounds } from '../base/rate-limit.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ServerSettings } from './server-settings.ts';
-import type { EndpointPolicy, ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
+import type { BackendTransportConfig, EndpointPolicy, ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
 
 export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../plugin-api/backend.ts';
 
 export interface BackendConfig {
   /** `metadata.name` of the MCPServer. */
   readonly name: string;
+  /** The backend's URL; a stdio backend's is `stdio://<name>`, a key that reaches nothing. */
   readonly url: string;
-  readonly transport: 'streamable-http';
+  /** `spec.transport` and, for stdio, the command and how its processes are kept. */
+  readonly transport: BackendTransportConfig;
   /** `spec.timeout` (Gatehouse extension): time allowed for response headers. Default 30s. */
   readonly timeoutMs: number;
   /**

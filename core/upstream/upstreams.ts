@@ -18,6 +18,7 @@ import { HopMark } from '../http/hop-mark.ts';
 import { AddressRefusedError, EndpointGuard } from './endpoint-guard.ts';
 import { Pool, PoolFullError, type PoolOptions } from './pool.ts';
 import type { BackendTransport } from './transport.ts';
+import type { ChannelBackends } from './channel/channel-backends.ts';
 
 const REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
@@ -47,6 +48,10 @@ export function upstreamError(backend: BackendInfo, err: { code?: string; messag
       ...options,
       extra: { backend: backend.name, limit: err.limit },
     });
+  }
+  if (code.startsWith('ECHANNEL')) {
+    // A stdio or SSE backend's channel: the message is the reason, worded to follow the name.
+    return new GatewayError(code === 'ECHANNEL_UNAVAILABLE' ? 'backend_unavailable' : 'backend_error', `backend "${backend.name}" ${err.message ?? 'failed'}`, options);
   }
   if (code === 'EHEADERS_TIMEOUT') {
     return new GatewayError('backend_timeout', `backend "${backend.name}" did not answer within ${backend.timeoutMs} ms`, options);
@@ -94,6 +99,8 @@ export interface UpstreamContext {
   readonly log?: Logger | null;
   /** The gateway's entry in Via, which every request to a backend carries (http/hop-mark.ts); a new one when not given. */
   readonly hops?: HopMark;
+  /** The stdio and SSE backends' transports, which outlive a reload (channel/channel-backends.ts); none: such a backend is refused. */
+  readonly channels?: ChannelBackends | null;
 }
 
 /**
@@ -108,12 +115,16 @@ export class Upstreams {
   readonly #streamPools = new Map<string, Pool>();
   /** The guard of each backend with an endpoint policy, by name: one for its two pools (its refusals are logged once). */
   readonly #guards = new Map<string, EndpointGuard>();
+  /** The channel backends' transports this generation holds, by name: released when it closes. */
+  readonly #channelTransports = new Map<string, BackendTransport>();
+  readonly #channels: ChannelBackends | null;
   readonly #options: UpstreamOptions;
   readonly #log: Logger | null;
 
   constructor(options: Partial<UpstreamOptions> = {}, context: UpstreamContext = {}) {
     this.#options = { ...DEFAULTS, ...options };
     this.#log = context.log ?? null;
+    this.#channels = context.channels ?? null;
     this.hops = context.hops ?? new HopMark();
   }
 
@@ -122,7 +133,7 @@ export class Upstreams {
    * for a connection (until its deadline) when all are busy.
    */
   requests(backend: BackendInfo): BackendTransport {
-    if (backend.transport.kind !== 'streamable-http') throw new Error(`backend "${backend.name}": transport ${backend.transport.kind} is not available yet`);
+    if (backend.transport.kind !== 'streamable-http') return this.#channelOf(backend);
     return this.#poolOf(this.#pools, backend, this.#options);
   }
 
@@ -131,9 +142,20 @@ export class Upstreams {
    * from the requests', and a stream beyond them is refused at once.
    */
   streams(backend: BackendInfo): BackendTransport {
-    if (backend.transport.kind !== 'streamable-http') throw new Error(`backend "${backend.name}": transport ${backend.transport.kind} is not available yet`);
+    if (backend.transport.kind !== 'streamable-http') return this.#channelOf(backend);
     const { streams, keepAliveMs, connectTimeoutMs } = this.#options;
     return this.#poolOf(this.#streamPools, backend, { connections: streams, keepAliveMs, connectTimeoutMs, refuseWhenFull: true });
+  }
+
+  /** A stdio or SSE backend's transport: one for its requests and streams alike (it has no connections to keep apart). */
+  #channelOf(backend: BackendInfo): BackendTransport {
+    let transport = this.#channelTransports.get(backend.name);
+    if (transport === undefined) {
+      if (this.#channels === null) throw new Error(`backend "${backend.name}" is reached over ${backend.transport.kind}, and these upstreams have no channel backends`);
+      transport = this.#channels.acquire(backend);
+      this.#channelTransports.set(backend.name, transport);
+    }
+    return transport;
   }
 
   #poolOf(pools: Map<string, Pool>, backend: BackendInfo, options: PoolOptions): Pool {
@@ -162,5 +184,8 @@ export class Upstreams {
     for (const pool of [...this.#pools.values(), ...this.#streamPools.values()]) pool.close();
     this.#pools.clear();
     this.#streamPools.clear();
+    const held = [...this.#channelTransports.values()];
+    this.#channelTransports.clear();
+    await Promise.all(held.map((transport) => this.#channels!.release(transport)));
   }
 }

@@ -10,7 +10,7 @@
  * serves it). `gatehouse.dev/registry-entry` names the entry, for plugins and logs.
  */
 import type { BackendConfig, VmcpConfig } from '../config/vmcp-types.ts';
-import { NO_ITEM_CLAIMS } from '../plugin-api/backend.ts';
+import { NO_ITEM_CLAIMS, STREAMABLE_HTTP } from '../plugin-api/backend.ts';
 import { nameFedServers, type FedNaming, type NamedServer } from './fed-names.ts';
 import type { FedServer } from './registry-entries.ts';
 
@@ -30,7 +30,8 @@ function toBackend(config: VmcpConfig, server: NamedServer): BackendConfig {
   return {
     name: server.name,
     url: server.url,
-    transport: 'streamable-http',
+    // A registry's server is only ever dialled at its remote URL: it never names a command the gateway would run.
+    transport: STREAMABLE_HTTP,
     timeoutMs: defaults.timeoutMs,
     answerTimeoutMs: defaults.answerTimeoutMs,
     maxResponseBytes: defaults.maxResponseBytes,

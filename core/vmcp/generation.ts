@@ -23,6 +23,7 @@ import { createPlugins, importPlugin, type PluginSpec } from '../plugin-api/plug
 import type { MaybePromise, Plugin, PluginDefinition } from '../plugin-api/plugin.ts';
 import { Upstreams, type UpstreamOptions } from '../upstream/upstreams.ts';
 import type { HopMark } from '../http/hop-mark.ts';
+import type { ChannelBackends } from '../upstream/channel/channel-backends.ts';
 import { storageFor } from './reload-sessions.ts';
 
 export interface GenerationOptions {
@@ -39,6 +40,8 @@ export interface GenerationOptions {
   readonly upstreams?: Partial<UpstreamOptions>;
   /** The server's entry in Via, which its requests to backends carry (the same in every generation). */
   readonly hops?: HopMark;
+  /** The stdio and SSE backends' transports, shared by the generations that have a backend unchanged. */
+  readonly channels?: ChannelBackends;
   /** Told when a plugin of this generation sets the auth challenge. */
   readonly onChallenge: (generation: Generation, challenge: AuthChallenge) => void;
   /** The generation serving now (a reload): its plugins kept across reloads are taken over. */
@@ -99,7 +102,7 @@ export class Generation {
     this.removedBackends = [...new Set(before)].filter((name) => !names.has(name));
     this.#log = log;
     const passthrough = new Set(config.passthroughHeaders);
-    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough, b.annotations, b.authzClaims, b.endpointPolicy));
+    this.backends = config.backends.map((b) => backendInfo(b.name, b.url, b.timeoutMs, b.externalAuth, b, passthrough, b.annotations, b.authzClaims, b.endpointPolicy, b.transport));
     this.mcpPath = mcpPathOf(config);
     this.transparent = !needsAggregation(this.backends.length, config.aggregation, config.registry !== null);
     this.streams = new OpenStreams(metrics);
@@ -122,7 +125,7 @@ export class Generation {
     const chain = await this.#pluginChain(options);
     // Plugins stop last: what a resource does while it closes may still run hooks.
     this.#own('plugins', () => this.#stopStarted());
-    const upstreams = new Upstreams(options.upstreams, { log: options.log, hops: options.hops });
+    const upstreams = new Upstreams(options.upstreams, { log: options.log, hops: options.hops, channels: options.channels ?? null });
     this.#own('backend connections', () => upstreams.close());
     this.#endpoint = await this.#mcpEndpoint(options, chain, upstreams);
     const endpoint = this.#endpoint;

@@ -103,3 +103,16 @@ export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {
 export function nothingChanged(changes: Changes): boolean {
   return changes.added.length + changes.removed.length + changes.changed.length + changes.other.length === 0 && !changes.incomingAuth && !changes.outgoingAuth && !changes.plugins;
 }
+
+/** "backends added: a, b; removed: c; auth: incoming; plugins". */
+export function describe(changes: Changes): string {
+  const parts: string[] = [];
+  if (changes.added.length > 0) parts.push(`backends added: ${changes.added.join(', ')}`);
+  if (changes.removed.length > 0) parts.push(`backends removed: ${changes.removed.join(', ')}`);
+  if (changes.changed.length > 0) parts.push(`backends changed: ${changes.changed.join(', ')}`);
+  const auth = [changes.incomingAuth ? 'incoming' : null, changes.outgoingAuth ? 'outgoing' : null].filter((a) => a !== null);
+  if (auth.length > 0) parts.push(`auth changed: ${auth.join(', ')}`);
+  if (changes.plugins) parts.push('plugins changed');
+  if (changes.other.length > 0) parts.push(`changed: ${changes.other.join(', ')}`);
+  return parts.join('; ');
+}

@@ -31,11 +31,13 @@ import type { PluginSpec } from '../plugin-api/plugin-loader.ts';
 import { listenerOptions, type GatewayServer, type ShutdownHook } from '../server/gateway-server.ts';
 import { httpUrlOf } from '../http/address.ts';
 import { HopMark } from '../http/hop-mark.ts';
+import { ChannelBackends, type ChannelOpeners } from '../upstream/channel/channel-backends.ts';
+import { CHANNEL_OPENERS } from '../upstream/channel/channel-openers.ts';
 import type { UpstreamOptions } from '../upstream/upstreams.ts';
 import { FedGroup } from './fed-group.ts';
 import { Generation, publicUrlsOf } from './generation.ts';
 import type { RegistrySource } from './registry-source.ts';
-import { changesOf, nothingChanged, restartNeeded, type Changes, type RestartNeeded } from './reload-diff.ts';
+import { changesOf, describe, nothingChanged, restartNeeded, type Changes, type RestartNeeded } from './reload-diff.ts';
 
 export interface StartVmcpOptions {
   config: VmcpConfig;
@@ -54,6 +56,8 @@ export interface StartVmcpOptions {
    * same process (plugins/registry/in-process-source.ts). Not closed by the server.
    */
   registrySource?: RegistrySource;
+  /** How stdio and SSE backends are reached (default: child processes and SSE connections): for tests. */
+  channelOpeners?: ChannelOpeners;
 }
 
 /** What made a reload: the file (SIGHUP, a watch, code calling `reload`), or the registry's servers changing. */
@@ -99,6 +103,7 @@ export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp>
 interface Lasting {
   readonly storage: SessionStorage;
   readonly owners: SessionOwners;
+  readonly channels: ChannelBackends;
 }
 
 /**
@@ -143,7 +148,9 @@ class VirtualMcpServer implements RunningVmcp {
     FedGroup.check(config, options.registrySource);
     const storage = app.own(await createSessionStorage(config, app.log), (s) => s.close(), 'session storage');
     const owners = app.own(await createSessionOwners(config, app.log), (o) => o.close(), 'transparent session owners').owners;
-    const vmcp = new VirtualMcpServer(app, options, { storage, owners });
+    // Closed after the generations (the app closes in reverse order): their children end last.
+    const channels = app.own(new ChannelBackends(options.channelOpeners ?? CHANNEL_OPENERS, app.log), (c) => c.close(), 'stdio and SSE backends');
+    const vmcp = new VirtualMcpServer(app, options, { storage, owners, channels });
     app.own(vmcp.#fed, (fed) => fed.stop(), 'registry feed');
     // The registry's servers are in the first generation when the registry answers in time.
     await vmcp.#fed.configure(config.registry);
@@ -263,7 +270,7 @@ class VirtualMcpServer implements RunningVmcp {
   }
 
   async #build(config: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> {
-    const { storage, owners } = this.#lasting;
+    const { storage, owners, channels } = this.#lasting;
     const generation = await Generation.build({
       config,
       log: this.#log,
@@ -274,6 +281,7 @@ class VirtualMcpServer implements RunningVmcp {
       plugins: this.#options.plugins ?? [],
       upstreams: this.#options.upstreams,
       hops: this.#hops,
+      channels,
       onChallenge: (g, challenge) => {
         if (g === this.#current) this.#server?.setAuthChallenge(challenge);
       },
@@ -383,16 +391,3 @@ class VirtualMcpServer implements RunningVmcp {
 const stopping = (): ReloadOutcome => ({ status: 'failed', error: new Error('the server is stopping') });
 
 const modeOf = (generation: Generation): 'transparent' | 'aggregated' => (generation.transparent ? 'transparent' : 'aggregated');
-
-/** "backends added: a, b; removed: c; auth: incoming; plugins". */
-export function describe(changes: Changes): string {
-  const parts: string[] = [];
-  if (changes.added.length > 0) parts.push(`backends added: ${changes.added.join(', ')}`);
-  if (changes.removed.length > 0) parts.push(`backends removed: ${changes.removed.join(', ')}`);
-  if (changes.changed.length > 0) parts.push(`backends changed: ${changes.changed.join(', ')}`);
-  const auth = [changes.incomingAuth ? 'incoming' : null, changes.outgoingAuth ? 'outgoing' : null].filter((a) => a !== null);
-  if (auth.length > 0) parts.push(`auth changed: ${auth.join(', ')}`);
-  if (changes.plugins) parts.push('plugins changed');
-  if (changes.other.length > 0) parts.push(`changed: ${changes.other.join(', ')}`);
-  return parts.join('; ');
-}

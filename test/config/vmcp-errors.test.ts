@@ -68,11 +68,10 @@ test('unknown groupRef', async () => {
   assert.equal(problem?.path, 'spec.config.groupRef');
 });
 
-test('missing url: required, and Gatehouse connects to running servers (points at the parent mapping)', async () => {
+test('missing url: required for an HTTP transport, naming what to set (points at the parent mapping)', async () => {
   const [problem] = await expectProblems('error-missing-url.yaml', [
     [
-      '8:1 MCPServer/echo spec.url: is required: Gatehouse does not start servers, it connects to running streamable-HTTP servers; ' +
-        'set it to the MCP endpoint of the backend, for example http://127.0.0.1:9100/mcp',
+      '8:1 MCPServer/echo spec.url: is required with transport: streamable-http: the MCP endpoint of the backend, for example http://127.0.0.1:9100/mcp',
       /^spec:$/,
     ],
   ]);
@@ -170,7 +169,7 @@ test('YAML syntax error, where the missing character belongs', async () => {
 
 test('a file with several problems reports all of them at once, in file order', async () => {
   const problems = await expectProblems('error-many.yaml', [
-    ['11:14 MCPServer/echo spec.transport: Gatehouse connects to running backends over streamable HTTP only (stdio and sse are not supported) (got "stdio")', /transport: stdio/],
+    ['11:14 MCPServer/echo spec.transport: must be one of streamable-http, stdio, sse (got "websocket")', /transport: websocket/],
     [`13:12 MCPServer/echo spec.timeout: "10 seconds" is not a duration: ${DURATION_FORMS}`, /timeout: 10 seconds/],
     ['20:13 MCPServer/fetch spec.groupRef: MCPGroup "tool" not found (did you mean "tools"?) (MCPGroups in this file: tools)', /groupRef: tool$/],
     ['36:9 VirtualMCPServer/vmcp spec.incomingAuth.oidcConfig.inline.clientSecretRef: Secret "vmcp-oidc" not found (no Secret in this file)', /clientSecretRef:/],
@@ -261,7 +260,7 @@ test('embedded authorization server budgets and bounds: each problem at its YAML
 
 test('plugins: each module loaded and each config checked by its own schema, with positions and did-you-mean, beside the file\'s other problems', async () => {
   const problems = await expectProblems('error-plugins.yaml', [
-    ['8:53 MCPServer/echo spec.transport: Gatehouse connects to running backends over streamable HTTP only (stdio and sse are not supported) (got "stdio")', /transport: stdio/],
+    ['8:53 MCPServer/echo spec.transport: must be one of streamable-http, stdio, sse (got "websocket")', /transport: websocket/],
     // A required key that is absent: at the key of the mapping that lacks it.
     ['20:7 VirtualMCPServer/vmcp spec.plugins[0].config.allow: is required', /^ {6}config:$/],
     ['21:9 VirtualMCPServer/vmcp spec.plugins[0].config: unknown field "allw" (did you mean "allow"?)', /allw: \[echo\]/],
@@ -285,7 +284,7 @@ test('plugins: each module loaded and each config checked by its own schema, wit
 
 test('plugins: a valid plugin config passes, and the config keeps it as written', async () => {
   const text = readFileSync(join(fixtures, 'error-plugins.yaml'), 'utf8')
-    .replace('transport: stdio', 'transport: streamable-http')
+    .replace('transport: websocket', 'transport: streamable-http')
     .replace(/ {4}- name: quota\n[\s\S]*$/, '    - name: quota\n      module: ./plugins/quota.ts\n      config: {limits: {perMinute: 60, burst: 90}}\n')
     .replace('allw: [echo]', 'allow: [echo]');
   const file = join(fixtures, 'valid-plugins.yaml');

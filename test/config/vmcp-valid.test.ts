@@ -28,7 +28,7 @@ test('the minimal file resolves, with every default', async () => {
     dir: fixtures,
     name: 'vmcp',
     groupRef: 'tools',
-    backends: [{ name: 'echo', url: 'http://127.0.0.1:9100/mcp', transport: 'streamable-http', timeoutMs: 30_000, answerTimeoutMs: 30_000, maxResponseBytes: 32 * 1024 * 1024, externalAuth: null, annotations: {}, authzClaims: { tools: {}, prompts: {}, resources: {} }, endpointPolicy: null }],
+    backends: [{ name: 'echo', url: 'http://127.0.0.1:9100/mcp', transport: { kind: 'streamable-http' }, timeoutMs: 30_000, answerTimeoutMs: 30_000, maxResponseBytes: 32 * 1024 * 1024, externalAuth: null, annotations: {}, authzClaims: { tools: {}, prompts: {}, resources: {} }, endpointPolicy: null }],
     registry: null,
     incomingAuth: { type: 'anonymous', resourceUrl: 'http://127.0.0.1:4483/mcp' },
     authz: null,

@@ -10,12 +10,16 @@ import type { VmcpConfig } from '../../core/config/vmcp-types.ts';
 import { createLogger, type Logger } from '../../core/observe/log.ts';
 import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 import type { UpstreamOptions } from '../../core/upstream/upstreams.ts';
+import type { ChannelOpeners } from '../../core/upstream/channel/channel-backends.ts';
 import { startVmcp, type RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { VmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 
 export interface TestBackend {
   name: string;
-  url: string;
+  /** The streamable-HTTP URL; or give `transport` instead. */
+  url?: string;
+  /** The MCPServer's transport fields as YAML lines under `spec:` (e.g. `transport: stdio` and `command: node`), instead of `url`. */
+  transport?: string;
   /** `spec.timeout` of the MCPServer, e.g. `300ms`. */
   timeout?: string;
   /** `spec.externalAuthConfigRef.name`: the MCPExternalAuthConfig of its outgoing auth. */
@@ -55,7 +59,9 @@ export function vmcpYaml(options: VmcpYamlOptions): string {
     'apiVersion: gatehouse.dev/v1alpha1\nkind: MCPGroup\nmetadata: {name: tools}',
     ...options.backends.map(
       (b) =>
-        `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}${b.annotations ? `, annotations: ${JSON.stringify(b.annotations)}` : ''}}\nspec:\n  url: "${b.url}"\n  transport: streamable-http\n  groupRef: tools` +
+        `apiVersion: gatehouse.dev/v1alpha1\nkind: MCPServer\nmetadata: {name: ${b.name}${b.annotations ? `, annotations: ${JSON.stringify(b.annotations)}` : ''}}\nspec:\n` +
+        (b.transport === undefined ? `  url: "${b.url}"\n  transport: streamable-http` : b.transport.split('\n').map((line) => `  ${line}`).join('\n')) +
+        `\n  groupRef: tools` +
         (b.timeout ? `\n  timeout: ${b.timeout}` : '') +
         (b.externalAuthConfigRef ? `\n  externalAuthConfigRef: {name: ${b.externalAuthConfigRef}}` : ''),
     ),
@@ -89,6 +95,8 @@ export interface StartOptions extends VmcpYamlOptions {
   upstreams?: Partial<UpstreamOptions>;
   /** The built-ins of this gateway and its reloads (what `gatehouse vmcp serve` keeps across reloads); default a fresh one. */
   builtins?: VmcpBuiltins;
+  /** How stdio and SSE backends are reached (default: real processes and connections). */
+  channelOpeners?: ChannelOpeners;
 }
 
 export async function startTestGateway(options: StartOptions): Promise<RunningVmcp & { file: string }> {
@@ -105,6 +113,7 @@ export async function startTestGateway(options: StartOptions): Promise<RunningVm
     builtins: (options.builtins ?? new VmcpBuiltins()).for(config),
     ...(options.plugins ? { plugins: options.plugins } : {}),
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
+    ...(options.channelOpeners ? { channelOpeners: options.channelOpeners } : {}),
   });
   return Object.assign(running, { file });
 }

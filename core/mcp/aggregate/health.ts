@@ -75,9 +75,14 @@ export class HealthMonitor {
     this.#timer = null;
   }
 
-  /** One round of checks (concurrent rounds share the one in progress). */
+  /**
+   * One round of checks (concurrent rounds share the one in progress). A stdio backend is not
+   * checked so: a check would start a process each time (an `npx` download, a second of CPU);
+   * its health is what the sessions' requests see, and its transport's own backoff after a
+   * process that fails to start.
+   */
   checkAll(): Promise<void> {
-    this.#running ??= Promise.all(this.#links.map((link) => this.#check(link))).then(() => {
+    this.#running ??= Promise.all(this.#links.map((link) => (link.backend.transport.kind === 'stdio' ? undefined : this.#check(link)))).then(() => {
       this.#running = null;
     });
     return this.#running;
