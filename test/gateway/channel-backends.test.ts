@@ -17,7 +17,10 @@ import { ChannelClosed, type ChannelEvents, type MessageChannel } from '../../co
 import type { JsonRpcMessage } from '../../core/protocol/jsonrpc.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
-import { startTestGateway } from '../helpers/gateway.ts';
+import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
+import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
+import { waitFor } from '../fixtures/processes.ts';
+import { startTestGateway, vmcpYaml, writeConfig, type TestBackend } from '../helpers/gateway.ts';
 
 /** Channels opened, and the way to end one as if its process exited. */
 interface MemoryBackend {
@@ -202,6 +205,48 @@ describe('stdio backends aggregated with an HTTP backend', () => {
       assert.ok(memory.opened > opened + 3);
     } finally {
       await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+});
+
+describe('reloads add, keep, change and remove stdio backends', () => {
+  const memory = memoryBackend();
+  let http: SdkServer;
+  let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+  const web = (): TestBackend => ({ name: 'web', url: http.url });
+  const reloadTo = async (backends: TestBackend[]) => {
+    const config = await loadVmcpConfig(await writeConfig(vmcpYaml({ backends })));
+    return gateway.reload(config, vmcpBuiltins(config));
+  };
+  before(async () => {
+    http = await startSdkServer({ name: 'web', tools: ['echo'] });
+    gateway = await startTestGateway({ backends: [web(), { name: 'extra', url: http.url }], channelOpeners: memory.openers });
+  });
+  after(async () => {
+    await gateway.stop();
+    await http.close();
+  });
+
+  it('added by a reload, kept by one that leaves it as it was, made anew by a change, ended by its removal', async () => {
+    assert.equal((await reloadTo([web(), { name: 'mem', transport: STDIO }])).status, 'applied');
+    const c = await connectClient(gateway.url);
+    try {
+      const first = textOf(await c.client.callTool({ name: 'mem_whoami', arguments: {} }));
+      assert.equal(memory.opened, 1);
+      // Another backend changes; this one does not: its channel goes on serving the session.
+      assert.equal((await reloadTo([web(), { name: 'mem', transport: STDIO }, { name: 'extra', url: http.url }])).status, 'applied');
+      const kept = textOf(await c.client.callTool({ name: 'mem_whoami', arguments: {} }));
+      assert.equal(kept.split(' call')[0], first.split(' call')[0], 'the same channel');
+      assert.equal(memory.opened, 1);
+      // Its arguments change: a new transport, and the old channel ends once the old generation closes.
+      assert.equal((await reloadTo([web(), { name: 'mem', transport: `${STDIO}\nargs: [--verbose]` }])).status, 'applied');
+      const changed = textOf(await c.client.callTool({ name: 'mem_whoami', arguments: {} }));
+      assert.notEqual(changed.split(' call')[0], first.split(' call')[0], 'a new channel after the change');
+      await waitFor(() => memory.open.size === 1);
+      assert.equal((await reloadTo([web()])).status, 'applied');
+      await waitFor(() => memory.open.size === 0);
+    } finally {
+      await c.close();
     }
   });
 });
