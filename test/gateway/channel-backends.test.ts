@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CreateMessageResultSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -129,6 +130,19 @@ describe('a stdio backend alone (served transparently) with the SDK client', () 
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it('a modern (2026-07-28) client is served too: the gateway holds the stdio session, and the server\'s sampling request comes back as input_required', async () => {
+    const client = new ModernClient({ name: 'modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } as never }, capabilities: { sampling: {} } });
+    client.setRequestHandler('sampling/createMessage', async () => ({ role: 'assistant', content: { type: 'text', text: 'modern' }, model: 'm' }));
+    await client.connect(new ModernTransport(new URL(gateway.url)));
+    try {
+      assert.ok((await client.listTools()).tools.some((t) => t.name === 'echo'));
+      assert.deepEqual((await client.callTool({ name: 'echo', arguments: { text: 'now' } })).content, [{ type: 'text', text: 'echo: now' }]);
+      assert.deepEqual((await client.callTool({ name: 'sample', arguments: { prompt: 'p' } })).content, [{ type: 'text', text: 'sampled: modern' }]);
+    } finally {
+      await client.close();
     }
   });
 

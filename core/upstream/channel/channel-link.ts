@@ -46,6 +46,8 @@ interface Pending {
 const HANDSHAKE_ID = 0;
 /** Messages held while the handshake is under way. */
 const MAX_QUEUED = 1024;
+/** The backend's requests waiting for clients' answers at most; past it a new one is answered with an error at once. */
+const MAX_ASKED = 1024;
 
 function key(id: JsonRpcId): string {
   return typeof id === 'number' ? `n${id}` : `s${id}`;
@@ -156,6 +158,10 @@ export class ChannelLink implements ChannelEvents {
       return;
     }
     const text = JSON.stringify(message);
+    if ('id' in message && message.id !== undefined && this.#asked.size >= MAX_ASKED) {
+      this.#send(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: `${MAX_ASKED} requests already wait for a client's answer` } }), this.#headers, null);
+      return;
+    }
     const answer = this.#onlyAnswer();
     let session: LinkSession | null;
     if (answer !== null) {
