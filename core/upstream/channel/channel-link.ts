@@ -30,7 +30,7 @@ export interface LinkSession {
 export interface LinkOwner {
   /** A message of the backend about no call in particular (or about one of several): where it goes is the owner's to say. */
   unrelated(link: ChannelLink, message: JsonRpcMessage, text: string): LinkSession | null;
-  /** The link ended (`ready`: after its handshake succeeded). */
+  /** The link ended (`ready`: after its handshake succeeded, or ended by the gateway: no failure to back off from). */
   linkClosed(link: ChannelLink, error: ChannelClosed, ready: boolean): void;
 }
 
@@ -74,6 +74,8 @@ export class ChannelLink implements ChannelEvents {
   /** The backend's requests waiting for a client's answer: by id, the session asked. */
   readonly #asked = new Map<string, LinkSession>();
   #nextId = 1;
+  /** The gateway ended it (idle, room, the session's end, shutdown): not a failure of the backend's. */
+  #endedByGateway = false;
 
   constructor(opener: ChannelOpener, owner: LinkOwner, params: unknown, headers: readonly string[], startupTimeoutMs: number) {
     this.#owner = owner;
@@ -138,8 +140,13 @@ export class ChannelLink implements ChannelEvents {
     }
   }
 
-  /** Ends the channel; `closed` follows. */
-  close(): Promise<void> {
+  /**
+   * Ends the link now (its calls under way fail with `reason`, its sessions are free to make a
+   * new one at once), then the channel (the child's SIGTERM and grace period run on their own).
+   */
+  end(reason: string, failed = false): Promise<void> {
+    this.#endedByGateway = !failed;
+    this.closed(new ChannelClosed(reason));
     return this.#channel.close();
   }
 
@@ -179,7 +186,7 @@ export class ChannelLink implements ChannelEvents {
 
   closed(error: ChannelClosed): void {
     if (this.state === 'closed') return;
-    const ready = this.state === 'ready';
+    const ready = this.state === 'ready' || this.#endedByGateway;
     this.state = 'closed';
     this.#queued = null;
     for (const done of this.#ready.splice(0)) done(error);

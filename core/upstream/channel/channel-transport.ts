@@ -26,7 +26,7 @@ import type { BackendTransport, Carrier, UpstreamHandler } from '../transport.ts
 import { UpstreamError } from '../upstream-error.ts';
 import { ChannelAnswer, type AnswerOwner } from './channel-answer.ts';
 import { ChannelLink, type LinkOwner, type LinkSession } from './channel-link.ts';
-import { ChannelClosed, type ChannelOpener } from './channel.ts';
+import type { ChannelClosed, ChannelOpener } from './channel.ts';
 
 export interface ChannelTransportOptions {
   readonly backend: BackendInfo;
@@ -108,7 +108,7 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     this.#timer = null;
     for (const session of this.#sessions.values()) session.stream?.end();
     this.#sessions.clear();
-    await Promise.all([...this.#links].map((link) => link.close()));
+    await Promise.all([...this.#links].map((link) => link.end('was ended: the gateway is stopping')));
   }
 
   // ---- POST ----
@@ -189,8 +189,7 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     let idlest: ChannelLink | null = null;
     for (const link of this.#links) if (!link.busy && link.state === 'ready' && (idlest === null || link.idleSince < idlest.idleSince)) idlest = link;
     if (idlest === null) return false;
-    this.#links.delete(idlest);
-    void idlest.close();
+    void idlest.end(`was ended to make room for another session (${this.#o.limitName})`);
     return true;
   }
 
@@ -215,10 +214,7 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     session.link = null;
     if (link === null) return;
     link.sessions.delete(session);
-    if (link.sessions.size === 0 && !this.#o.shared) {
-      this.#links.delete(link);
-      void link.close();
-    }
+    if (link.sessions.size === 0 && !this.#o.shared) void link.end('was ended: its session ended');
   }
 
   #stream(handler: UpstreamHandler, session: Session, timeoutMs: number): void {
@@ -294,11 +290,9 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     }
     for (const link of this.#links) {
       if (link.state === 'starting' && now > link.startBy) {
-        link.closed(new ChannelClosed(`did not answer initialize within ${Math.round(this.#o.startupTimeoutMs / 1000)} s (startupTimeout)`));
-        void link.close();
+        void link.end(`did not answer initialize within ${Math.round(this.#o.startupTimeoutMs / 1000)} s (startupTimeout)`, true);
       } else if (link.state === 'ready' && !link.busy && now - link.idleSince > this.#o.idleTimeoutMs) {
-        this.#links.delete(link);
-        void link.close();
+        void link.end('was ended after idleTimeout without a request');
       }
     }
     if (this.#answers.size === 0 && this.#links.size === 0 && this.#timer !== null) {
