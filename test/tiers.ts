@@ -125,6 +125,7 @@ export const E2E: readonly string[] = [
   'test/registry/tombstones.test.ts',
   'test/scale/',
   'test/security/',
+  'test/sse/',
   'test/store/redis.test.ts',
   'test/store/sentinel.test.ts',
 ];
