@@ -1,9 +1,16 @@
 /**
- * The openers a server uses by default: stdio backends as child processes (stdio/child.ts), legacy
- * SSE backends over the gateway's own HTTP client (sse/).
+ * The openers a server uses by default: stdio backends as child processes (stdio/), legacy SSE
+ * backends over the gateway's own HTTP client (sse/), on pools of their own that the transport
+ * closes when it is done (it may outlive the generation whose pools the HTTP backends use).
  */
+import { Pool } from '../pool.ts';
+import { sseOpener } from '../sse/legacy-sse-channel.ts';
 import type { ChannelOpeners } from './channel-backends.ts';
 import { ChannelClosed, type ChannelEvents, type MessageChannel } from './channel.ts';
+
+/** SSE streams per backend at most (one per session), and requests (the POSTs of messages). */
+const SSE_STREAMS = 256;
+const SSE_REQUESTS = 64;
 
 function unavailable(kind: string) {
   return (events: ChannelEvents): MessageChannel => {
@@ -14,5 +21,16 @@ function unavailable(kind: string) {
 
 export const CHANNEL_OPENERS: ChannelOpeners = {
   stdio: () => unavailable('stdio'),
-  sse: () => ({ opener: unavailable('sse'), close: () => {} }),
+  sse: (backend, log) => {
+    const origin = new URL(backend.origin);
+    const stream = new Pool(origin, { connections: SSE_STREAMS, keepAliveMs: 30_000, connectTimeoutMs: 5_000, refuseWhenFull: true });
+    const requests = new Pool(origin, { connections: SSE_REQUESTS, keepAliveMs: 30_000, connectTimeoutMs: 5_000 });
+    return {
+      opener: sseOpener(backend, { stream, requests }, log),
+      close: () => {
+        stream.close();
+        requests.close();
+      },
+    };
+  },
 };
