@@ -63,6 +63,9 @@ export const UNIT: readonly string[] = [
   'test/registry/publish-rules.test.ts',
   'test/registry/roles.test.ts',
   'test/registry/version-order.test.ts',
+  'test/stdio/line-splitter.test.ts',
+  'test/stdio/stderr-lines.test.ts',
+  'test/stdio/stdout-messages.test.ts',
   'test/store/memory-session-store.test.ts',
   'test/structure/',
 ];
