@@ -129,6 +129,9 @@ export const E2E: readonly string[] = [
   'test/scale/',
   'test/security/',
   'test/sse/',
+  'test/stdio/child.test.ts',
+  'test/stdio/child-bounds.test.ts',
+  'test/stdio/watchdog.test.ts',
   'test/store/redis.test.ts',
   'test/store/sentinel.test.ts',
 ];
