@@ -96,7 +96,7 @@ describe('the bounds of a stdio child', () => {
       if (refused === null) sent++;
     }
     assert.ok(refused !== null, 'never refused');
-    assert.equal(refused.code, 'EBACKEND_STALLED');
+    assert.equal(refused.code, 'ECHANNEL_STALLED');
     assert.match(refused.message, /^does not read its input \(\d+ bytes waiting\)$/);
     const waiting = Number(/\((\d+) bytes/.exec(refused.message)![1]);
     assert.ok(waiting > STDIN_BOUND_BYTES && waiting <= STDIN_BOUND_BYTES + message.length + 1, `${waiting} bytes waiting`);

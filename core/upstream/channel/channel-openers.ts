@@ -5,22 +5,16 @@
  */
 import { Pool } from '../pool.ts';
 import { sseOpener } from '../sse/legacy-sse-channel.ts';
+import { stdioOpener } from '../stdio/child.ts';
+import { processWatchdog } from '../stdio/watchdog.ts';
 import type { ChannelOpeners } from './channel-backends.ts';
-import { ChannelClosed, type ChannelEvents, type MessageChannel } from './channel.ts';
 
 /** SSE streams per backend at most (one per session), and requests (the POSTs of messages). */
 const SSE_STREAMS = 256;
 const SSE_REQUESTS = 64;
 
-function unavailable(kind: string) {
-  return (events: ChannelEvents): MessageChannel => {
-    queueMicrotask(() => events.closed(new ChannelClosed(`cannot be reached: ${kind} backends are not built yet`)));
-    return { send: () => null, close: async () => {} };
-  };
-}
-
 export const CHANNEL_OPENERS: ChannelOpeners = {
-  stdio: () => unavailable('stdio'),
+  stdio: (backend, config, log) => stdioOpener(backend.name, config, { maxLineBytes: backend.maxResponseBytes, log, watchdog: processWatchdog(log) }),
   sse: (backend, log) => {
     const origin = new URL(backend.origin);
     const stream = new Pool(origin, { connections: SSE_STREAMS, keepAliveMs: 30_000, connectTimeoutMs: 5_000, refuseWhenFull: true });

@@ -115,7 +115,7 @@ export class StdioChild implements MessageChannel {
     if (stdin === null || stdin === undefined || !stdin.writable) return new ChannelClosed('closed its stdin');
     const waiting = stdin.writableLength;
     if (waiting > Math.max(this.#options.maxLineBytes, STDIN_BOUND_BYTES)) {
-      return new UpstreamError('EBACKEND_STALLED', `does not read its input (${waiting} bytes waiting)`);
+      return new UpstreamError('ECHANNEL_STALLED', `does not read its input (${waiting} bytes waiting)`);
     }
     // A message is one line: a line break in valid JSON is whitespace, sent as a space.
     stdin.write((LINE_BREAK.test(text) ? text.replace(LINE_BREAKS, ' ') : text) + '\n');
