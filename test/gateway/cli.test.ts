@@ -46,7 +46,7 @@ spec:
     const lines = result.stderr.trim().split('\n');
     const expect = [
       /:1:\d+ MCPGroup\/tools apiVersion: .*v1alpha1/,
-      /:8:\d+ MCPServer\/echo spec.url: is required: Gatehouse does not start servers/,
+      /:8:\d+ MCPServer\/echo spec.url: is required with transport: streamable-http: the MCP endpoint of the backend/,
       /:8:\d+ MCPServer\/echo spec.timeout: "soon" is not a duration/,
       /:13:\d+ MCPServer\/other spec.groupRef: MCPGroup "toolz" not found \(did you mean "tools"\?\)/,
     ];
