@@ -1,6 +1,6 @@
 /**
  * `npm start`: the demo backend(s) of examples/quickstart/vmcp.yaml, then Gatehouse in front of
- * them on 127.0.0.1:4483. Ctrl-C stops everything.
+ * them on 127.0.0.1:4483 (the stdio backend is the gateway's to start). Ctrl-C stops everything.
  */
 import { fileURLToPath } from 'node:url';
 import { exitOnStartFailure, exitWith } from '../../plugins/cli/start-failure.ts';
@@ -17,6 +17,8 @@ const log = createLogger(process.env.LOG_LEVEL === undefined ? 'info' : (process
 
 const demos: { close(): Promise<void> }[] = [];
 for (const backend of config.backends) {
+  // A stdio server is started by the gateway itself, per session.
+  if (backend.transport.kind !== 'streamable-http') continue;
   const url = new URL(backend.url);
   try {
     demos.push(await startDemoServer(backend.name, Number(url.port)));

@@ -33,13 +33,16 @@ async function withQuickstart(config: { yaml: string; gateway: number }, use: (u
 }
 
 describe('quickstart (npm start)', () => {
-  it('serves one MCP endpoint with every demo backend\'s tools, and stops cleanly on SIGTERM', async () => {
+  it('serves one MCP endpoint with every demo backend\'s tools and the stdio server\'s, and stops cleanly on SIGTERM', async () => {
     await withQuickstart(await quickstartYaml(), async (url) => {
       const c = await connectClient(url);
       const tools = (await c.client.listTools()).tools.map((t) => t.name).sort();
-      assert.deepEqual(tools, ['demo_add', 'demo_current_time', 'demo_echo', 'docs_add', 'docs_current_time', 'docs_echo']);
+      assert.deepEqual(tools.filter((t) => !t.startsWith('everything_')), ['demo_add', 'demo_current_time', 'demo_echo', 'docs_add', 'docs_current_time', 'docs_echo']);
+      assert.ok(tools.includes('everything_echo'), 'the reference server from npm, run over stdio by the gateway');
       const answer = await c.client.callTool({ name: 'docs_echo', arguments: { text: 'hello' } });
       assert.deepEqual(answer.content, [{ type: 'text', text: 'docs says: hello' }]);
+      const stdio = await c.client.callTool({ name: 'everything_echo', arguments: { message: 'over stdio' } });
+      assert.match(JSON.stringify(stdio.content), /over stdio/);
       await c.close();
     });
   });
