@@ -144,7 +144,7 @@ describe('examples/deploy/Dockerfile', () => {
     const copied = args('COPY', finalStage).flatMap((a) => a.split(/\s+/).slice(0, -1));
     for (const file of pkg.files.filter((f) => f !== 'README.md')) assert.ok(copied.includes(file.replace(/\/$/, '')), `${file} is copied`);
     const entrypoint = JSON.parse(args('ENTRYPOINT', finalStage)[0]!) as string[];
-    assert.deepEqual(entrypoint, ['node', pkg.bin.gatehouse]);
+    assert.deepEqual(entrypoint, ['tini', '--', 'node', pkg.bin.gatehouse], 'the bin under tini, which reaps the orphans of stdio backends');
     const [user] = args('USER', finalStage);
     assert.match(user ?? '', /^[1-9]\d*(:\d+)?$/, 'a numeric user other than root');
     const ignore = readFileSync(join(DEPLOY, 'Dockerfile.dockerignore'), 'utf8');
