@@ -1,8 +1,9 @@
 /**
  * What a reload may change, and what it changed.
  *
- * Reloaded (a new generation, virtual-mcp-server.ts): the backends (added, removed, URL, timeouts, answer
- * size bound, outgoing auth, annotations, the claims of their items, the addresses a registry's
+ * Reloaded (a new generation, virtual-mcp-server.ts): the backends (added, removed, URL, transport
+ * (its kind; a stdio server's command, arguments, environment, working directory and the bounds
+ * of its processes), timeouts, answer size bound, outgoing auth, annotations, the claims of their items, the addresses a registry's
  * server may be reached at), incoming auth (including its resourceUrl, hence the MCP path, and
  * its authzConfig: the policies as read again, so a changed policy file or ConfigMap counts), aggregation, failure handling, passthroughHeaders, the
  * token-exchange cache, the plugins and their config, server.maxBodyBytes, and the registry that
@@ -68,7 +69,7 @@ function authServerInputs(config: VmcpConfig): unknown {
 }
 
 function backendKey(backend: BackendConfig): unknown {
-  return { url: backend.url, timeoutMs: backend.timeoutMs, answerTimeoutMs: backend.answerTimeoutMs, maxResponseBytes: backend.maxResponseBytes, externalAuth: backend.externalAuth, annotations: backend.annotations, authzClaims: backend.authzClaims, endpointPolicy: backend.endpointPolicy };
+  return { url: backend.url, transport: backend.transport, timeoutMs: backend.timeoutMs, answerTimeoutMs: backend.answerTimeoutMs, maxResponseBytes: backend.maxResponseBytes, externalAuth: backend.externalAuth, annotations: backend.annotations, authzClaims: backend.authzClaims, endpointPolicy: backend.endpointPolicy };
 }
 
 export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {

@@ -317,3 +317,27 @@ spec:
   assert.deepEqual(changesOf(before, after).changed, ['github']);
   assert.ok(nothingChanged(changesOf(before, configOf(file('{"team": "platform"}')))));
 });
+
+test('a reload sees a backend whose transport changed: a stdio command, its arguments, environment, bounds; HTTP to SSE at the same URL', () => {
+  const file = (spec: string): string => `${GROUP_WITH_ECHO.replace('spec: {url: "http://127.0.0.1:9100/mcp", groupRef: tools}', `spec: {${spec}, groupRef: tools}`)}apiVersion: gatehouse.dev/v1alpha1
+kind: VirtualMCPServer
+metadata: {name: vmcp}
+spec:
+  config: {groupRef: tools}
+  incomingAuth: {type: anonymous}
+`;
+  const stdio = (more: string): string => `transport: stdio, command: node, args: [server.js]${more}`;
+  const before = configOf(file(stdio('')));
+  assert.ok(nothingChanged(changesOf(before, configOf(file(stdio(''))))));
+  for (const changed of [
+    'transport: stdio, command: nodejs, args: [server.js]',
+    'transport: stdio, command: node, args: [server.js, --verbose]',
+    stdio(', env: [{name: LEVEL, value: debug}]'),
+    stdio(', stdio: {maxProcesses: 2}'),
+    stdio(', stdio: {shared: true}'),
+  ]) {
+    assert.deepEqual(changesOf(before, configOf(file(changed))).changed, ['echo'], changed);
+  }
+  const http = configOf(file('url: "http://127.0.0.1:9100/mcp"'));
+  assert.deepEqual(changesOf(http, configOf(file('url: "http://127.0.0.1:9100/mcp", transport: sse'))).changed, ['echo']);
+});
