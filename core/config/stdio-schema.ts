@@ -26,7 +26,7 @@ import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { durationSchema as duration } from './duration.ts';
-import { addIssue, q, text } from './formats.ts';
+import { addIssue, q, text, uniqueNames } from './formats.ts';
 import type { SchemaContext } from './schema-parts.ts';
 
 /** A variable name a shell and every runtime accept. */
@@ -49,13 +49,8 @@ export function stdioFields({ secretRef }: SchemaContext, configDir: string) {
       else if (entry.valueFrom?.secretKeyRef.value.includes('\0')) addIssue(ctx, ['valueFrom', 'secretKeyRef'], 'names a secret value with a NUL character, which no environment can hold');
     });
 
-  const env = z.array(envVar).superRefine((entries, ctx) => {
-    const seen = new Set<string>();
-    entries.forEach((entry, i) => {
-      if (seen.has(entry.name)) addIssue(ctx, [i, 'name'], `${q(entry.name)} is set twice`);
-      seen.add(entry.name);
-    });
-  });
+  // A name set twice is found even when another entry is invalid (a Secret not found, say).
+  const env = uniqueNames('variable', z.array(envVar));
 
   const cwd = text.pipe(processText).transform((value, ctx) => {
     const path = isAbsolute(value) ? value : resolve(configDir, value);

@@ -363,7 +363,7 @@ test('a string shorter than its minimum is worded by the minimum: empty when it 
   assert.equal(messageOf(z.string().min(16), 'abc'), 'must be at least 16 characters long');
 });
 
-test('stdio servers: a missing command, a url or outgoing credentials on one, bad env, argv and bounds, and stdio fields on an HTTP server, each at its YAML path', async () => {
+test('stdio servers: a missing command, a url or outgoing credentials on one, bad env (a name set twice found beside a Secret not found), argv and bounds, and stdio fields on an HTTP server, each at its YAML path', async () => {
   const HTTP_ONLY = 'is for servers the gateway starts (transport: stdio), not for a streamable-http server at a URL';
   const problems = await expectProblems('error-stdio.yaml', [
     ['21:1 MCPServer/no-command spec.command: is required with transport: stdio: the program the gateway starts, for example npx', /^spec:$/],
@@ -372,25 +372,26 @@ test('stdio servers: a missing command, a url or outgoing credentials on one, ba
       '34:3 MCPServer/with-url spec.externalAuthConfigRef: outgoing credentials go on HTTP requests, and a stdio server gets none: give it its secrets in env with valueFrom.secretKeyRef',
       /externalAuthConfigRef:/,
     ],
-    ['44:16 MCPServer/bad-env spec.args[1]: must not contain a NUL character', /args: \["ok", "with\\0nul"\]/],
-    ['47:14 MCPServer/bad-env spec.env[1].name: "LEVEL" is set twice', /\{name: LEVEL, value: info\}/],
-    ['48:31 MCPServer/bad-env spec.env[2].value: must not contain a NUL character', /value: "hello\\0world"/],
-    ['50:19 MCPServer/bad-env spec.env[3].valueFrom.secretKeyRef: names a secret value with a NUL character, which no environment can hold', /secretKeyRef: \{name: creds, key: token\}/],
-    ['51:7 MCPServer/bad-env spec.env[4]: env "BOTH" needs exactly one of value and valueFrom.secretKeyRef', /name: BOTH/],
-    ['52:14 MCPServer/bad-env spec.env[5].name: must be a variable name: letters, digits and "_", not starting with a digit', /name: 1BAD/],
+    ['45:16 MCPServer/bad-env spec.args[1]: must not contain a NUL character', /args: \["ok", "with\\0nul"\]/],
+    ['48:14 MCPServer/bad-env spec.env[1].name: duplicate variable name "LEVEL": names must be unique (first used at [0])', /\{name: LEVEL, value: info\}/],
+    ['49:31 MCPServer/bad-env spec.env[2].value: must not contain a NUL character', /value: "hello\\0world"/],
+    ['51:19 MCPServer/bad-env spec.env[3].valueFrom.secretKeyRef: names a secret value with a NUL character, which no environment can hold', /secretKeyRef: \{name: creds, key: token\}/],
+    ['52:7 MCPServer/bad-env spec.env[4]: env "BOTH" needs exactly one of value and valueFrom.secretKeyRef', /name: BOTH/],
+    ['53:14 MCPServer/bad-env spec.env[5].name: must be a variable name: letters, digits and "_", not starting with a digit', /name: 1BAD/],
+    ['55:19 MCPServer/bad-env spec.env[6].valueFrom.secretKeyRef: Secret "nope" not found (Secrets in this file: creds)', /secretKeyRef: \{name: nope, key: k\}/],
     [
-      `53:8 MCPServer/bad-env spec.cwd: is not a directory: ${join(fixtures, 'no-such-directory')} (relative paths resolve against the directory of the config file)`,
+      `56:8 MCPServer/bad-env spec.cwd: is not a directory: ${join(fixtures, 'no-such-directory')} (relative paths resolve against the directory of the config file)`,
       /cwd: \.\/no-such-directory/,
     ],
-    ['54:25 MCPServer/bad-env spec.stdio.maxProcesses: must be at least 1 (got 0)', /maxProcesses: 0/],
-    ['54:28 MCPServer/bad-env spec.stdio: unknown field "idleTimout" (did you mean "idleTimeout"?)', /idleTimout: 1m/],
-    ['63:12 MCPServer/empty-command spec.command: must not be empty', /command: ""/],
-    ['64:18 MCPServer/empty-command spec.args[1]: must be a string (got 8080)', /args: \[--port, 8080\]/],
-    [`73:3 MCPServer/http-with-stdio spec.command: ${HTTP_ONLY}`, /^ {2}command: node$/],
-    [`74:3 MCPServer/http-with-stdio spec.args: ${HTTP_ONLY}`, /^ {2}args:/],
-    [`75:3 MCPServer/http-with-stdio spec.env: ${HTTP_ONLY}`, /^ {2}env:/],
-    [`76:3 MCPServer/http-with-stdio spec.cwd: ${HTTP_ONLY}`, /^ {2}cwd: \.$/],
-    [`77:3 MCPServer/http-with-stdio spec.stdio: ${HTTP_ONLY}`, /^ {2}stdio:/],
+    ['57:25 MCPServer/bad-env spec.stdio.maxProcesses: must be at least 1 (got 0)', /maxProcesses: 0/],
+    ['57:28 MCPServer/bad-env spec.stdio: unknown field "idleTimout" (did you mean "idleTimeout"?)', /idleTimout: 1m/],
+    ['66:12 MCPServer/empty-command spec.command: must not be empty', /command: ""/],
+    ['67:18 MCPServer/empty-command spec.args[1]: must be a string (got 8080)', /args: \[--port, 8080\]/],
+    [`76:3 MCPServer/http-with-stdio spec.command: ${HTTP_ONLY}`, /^ {2}command: node$/],
+    [`77:3 MCPServer/http-with-stdio spec.args: ${HTTP_ONLY}`, /^ {2}args:/],
+    [`78:3 MCPServer/http-with-stdio spec.env: ${HTTP_ONLY}`, /^ {2}env:/],
+    [`79:3 MCPServer/http-with-stdio spec.cwd: ${HTTP_ONLY}`, /^ {2}cwd: \.$/],
+    [`80:3 MCPServer/http-with-stdio spec.stdio: ${HTTP_ONLY}`, /^ {2}stdio:/],
   ]);
   assert.deepEqual(
     problems.slice(0, 3).map((problem) => [problem.resource, problem.path]),
