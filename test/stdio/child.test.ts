@@ -31,7 +31,7 @@ describe('a stdio child', () => {
     const init = await child.request('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } });
     assert.deepEqual((init.result as { serverInfo: unknown }).serverInfo, { name: 'stdio-fixture', version: '1.0.0' });
     const list = await child.request('tools/list');
-    assert.deepEqual((list.result as { tools: { name: string }[] }).tools.map((t) => t.name), ['echo', 'inspect', 'exit']);
+    assert.deepEqual((list.result as { tools: { name: string }[] }).tools.map((t) => t.name), ['echo', 'inspect', 'exit', 'sleep', 'flood']);
     assert.equal(await child.tool('echo', { text: 'héllo\nwith a line break' }), 'héllo\nwith a line break');
     assert.equal(typeof child.channel.pid, 'number');
   });
