@@ -57,6 +57,8 @@ export interface ServeFrom {
   readonly bin?: string;
   /** The working directory (default: the checkout). */
   readonly cwd?: string;
+  /** The process's whole environment (default: this one's). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -64,7 +66,7 @@ export interface ServeFrom {
  * `nodeArgs` go to node itself (e.g. `--max-old-space-size=384`).
  */
 export async function serveCli(system: 'vmcp' | 'registry', config: string, extra: string[] = [], nodeArgs: string[] = [], from: ServeFrom = {}): Promise<ServedCli> {
-  const child = spawn(process.execPath, [...nodeArgs, from.bin ?? BIN, system, 'serve', '--config', config, '--port', '0', ...extra], { cwd: from.cwd ?? REPO_ROOT });
+  const child = spawn(process.execPath, [...nodeArgs, from.bin ?? BIN, system, 'serve', '--config', config, '--port', '0', ...extra], { cwd: from.cwd ?? REPO_ROOT, env: from.env ?? process.env });
   const logs: Record<string, unknown>[] = [];
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
