@@ -186,7 +186,7 @@ describe('the configuration a fed group serves', () => {
     assert.deepEqual(weather.annotations, { [ENTRY_ANNOTATION]: 'io.github.acme/weather', [CLAIMS_ANNOTATION]: '{"org":"acme","team":"a"}' });
     assert.deepEqual(JSON.parse(weather.annotations[CLAIMS_ANNOTATION]!), { org: 'acme', team: 'a' });
     assert.deepEqual(served.backends[1]!.annotations, { [ENTRY_ANNOTATION]: 'io.github.acme/open' }, 'no claims, no annotation');
-    assert.deepEqual([weather.url, weather.transport, weather.timeoutMs, weather.answerTimeoutMs, weather.externalAuth], ['https://weather.example.com/mcp', 'streamable-http', 30_000, 7_000, null]);
+    assert.deepEqual([weather.url, weather.transport, weather.timeoutMs, weather.answerTimeoutMs, weather.externalAuth], ['https://weather.example.com/mcp', { kind: 'streamable-http' }, 30_000, 7_000, null]);
     // A publisher chose its URL: the addresses spec.registry allows; the operator's own MCPServer is not guarded.
     assert.deepEqual(weather.endpointPolicy, { where: 'MCPGroup/team spec.registry', allowPrivate: false, allowedCidrs: ['127.0.0.0/8'] });
     assert.equal(served.backends[0]!.endpointPolicy, null);
