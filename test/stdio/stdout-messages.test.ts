@@ -64,4 +64,15 @@ describe('StdoutMessages', () => {
       clock.now += step;
     }
   });
+
+  it('skips a message nested more than 256 levels deep, as an SSE backend\'s is (the gateway writes messages anew, and JSON.stringify runs out of stack)', () => {
+    const { messages, read } = reader();
+    const nested = (depth: number) => `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    assert.equal(read.line(nested(100_000)), null);
+    assert.equal(read.line(nested(300)), null);
+    assert.equal(messages.length, 0, 'neither reaches the gateway');
+    assert.equal(read.invalidLines, 2);
+    assert.equal(read.line(nested(200)), null);
+    assert.equal(messages.length, 1, 'one within the bound passes');
+  });
 });
