@@ -159,7 +159,10 @@ export class ChannelLink implements ChannelEvents {
       return;
     }
     if (message.method === 'notifications/progress') {
-      const id = this.#tokens.get(String(message.params?.progressToken));
+      // The link's tokens are strings: any other token is none of its calls' (and String() of
+      // an object the backend made up, `{"toString":1}`, would throw).
+      const token = message.params?.progressToken;
+      const id = typeof token === 'string' ? this.#tokens.get(token) : undefined;
       const pending = id === undefined ? undefined : this.#pending.get(id);
       if (pending !== undefined) pending.answer.message(JSON.stringify({ ...message, params: { ...message.params, progressToken: pending.token } }), false);
       return;
