@@ -183,7 +183,13 @@ export class StdioChild implements MessageChannel {
   }
 
   #deliver(message: JsonRpcMessage): void {
-    if (this.#closed === null && this.#ended === null) this.#events.message(message);
+    if (this.#closed !== null || this.#ended !== null) return;
+    try {
+      this.#events.message(message);
+    } catch (err) {
+      // Thrown here, inside the stdout 'data' callback, it would end the gateway: the receiver's failure is logged.
+      this.#options.log?.error({ backend: this.#name, backendPid: this.pid, err }, `a message of backend "${this.#name}" could not be handled`);
+    }
   }
 
   /** The gateway ends the child (it broke a bound): its output is not read further. */
@@ -252,7 +258,12 @@ export class StdioChild implements MessageChannel {
     const fields = { backend: this.#name, backendPid: this.pid, reason };
     if (this.#stopping && this.#ended === null) this.#options.log?.debug(fields, `backend "${this.#name}" ${reason}`);
     else this.#options.log?.warn(fields, `backend "${this.#name}" ${reason}`);
-    this.#events.closed(this.#closed);
+    try {
+      this.#events.closed(this.#closed);
+    } catch (err) {
+      // Thrown in a process or pipe callback, it would end the gateway: the receiver's failure is logged.
+      this.#options.log?.error({ backend: this.#name, backendPid: this.pid, err }, `the end of backend "${this.#name}"'s process could not be handled`);
+    }
     this.#resolveDone();
   }
 }

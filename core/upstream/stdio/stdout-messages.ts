@@ -1,12 +1,14 @@
 /**
  * The JSON-RPC messages in a child's stdout lines. A line holds one message, or a batch (a JSON
  * array) that is delivered message by message; each is checked with `messageProblem` before it
- * reaches the gateway. Blank lines are ignored. A line that is not JSON-RPC (a server's stray
+ * reaches the gateway. A line nested more than MAX_NESTING levels deep is not taken, as an SSE
+ * backend's event is not (the gateway writes messages anew, and JSON.stringify runs out of stack
+ * a few thousand levels down). Blank lines are ignored. A line that is not JSON-RPC (a server's stray
  * `console.log`, a banner) is logged (its start) and skipped, but a child that writes more than
  * INVALID_LINES_LIMIT of them within INVALID_LINES_WINDOW_MS is not speaking MCP: it is ended.
  */
 import type { Logger } from 'pino';
-import { messageProblem, type JsonRpcMessage } from '../../protocol/jsonrpc.ts';
+import { MAX_NESTING, messageProblem, nestsDeeperThan, type JsonRpcMessage } from '../../protocol/jsonrpc.ts';
 
 export const INVALID_LINES_LIMIT = 64;
 export const INVALID_LINES_WINDOW_MS = 10_000;
@@ -40,6 +42,7 @@ export class StdoutMessages {
    */
   line(text: string): string | null {
     if (text.length === 0 || text.trim().length === 0) return null;
+    if (text.length > 2 * MAX_NESTING && nestsDeeperThan(Buffer.from(text), MAX_NESTING)) return this.#invalid(text, `nested more than ${MAX_NESTING} levels deep`);
     let value: unknown;
     try {
       value = JSON.parse(text);
