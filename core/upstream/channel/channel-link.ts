@@ -99,6 +99,8 @@ export class ChannelLink implements ChannelEvents {
 
   /** Sends a session's request; its response goes to `answer`. */
   request(session: LinkSession, message: JsonRpcRequest, answer: ChannelAnswer, headers: readonly string[]): void {
+    // Failed already (an earlier request of its batch was refused): nothing would take its response.
+    if (answer.ended) return;
     const id = this.#nextId++;
     let params = message.params;
     const meta = params?._meta as Record<string, unknown> | undefined;
@@ -131,12 +133,12 @@ export class ChannelLink implements ChannelEvents {
     this.#send(JSON.stringify(message), headers, null);
   }
 
-  /** An answer was abandoned (its client went away): the backend is told its requests are cancelled. */
-  abandon(answer: ChannelAnswer): void {
+  /** An answer ended with requests unanswered (its client went away, it failed): the backend is told they are cancelled. */
+  abandon(answer: ChannelAnswer, reason: string): void {
     for (const [id, pending] of this.#pending) {
       if (pending.answer !== answer) continue;
       this.#forget(id, pending);
-      if (this.state === 'ready') this.#send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'the client went away' } }), this.#headers, null);
+      if (this.state === 'ready') this.#send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }), this.#headers, null);
     }
   }
 

@@ -271,7 +271,10 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     this.#answers.delete(answer);
     const link = this.#answerLinks.get(answer);
     this.#answerLinks.delete(answer);
-    if (abandoned && link !== undefined) link.abandon(answer);
+    // However it ended (its client left, its deadline passed, it grew too large, a send was
+    // refused), what it still waits for is forgotten and cancelled at the backend: left pending,
+    // it would keep the channel busy (never idle), and take the next call's messages.
+    link?.abandon(answer, abandoned ? 'the client went away' : 'the gateway gave up on it');
   }
 
   // ---- deadlines: one timer, running while there is something to watch ----
