@@ -30,7 +30,10 @@ export interface LinkSession {
 export interface LinkOwner {
   /** A message of the backend about no call in particular (or about one of several): where it goes is the owner's to say. */
   unrelated(link: ChannelLink, message: JsonRpcMessage, text: string): LinkSession | null;
-  /** The link ended (`ready`: after its handshake succeeded, or ended by the gateway: no failure to back off from). */
+  /**
+   * The link ended (`ready`: after its handshake succeeded, or ended by the gateway, or refused by
+   * the backend for the session's own params: no failure to back off from).
+   */
   linkClosed(link: ChannelLink, error: ChannelClosed, ready: boolean): void;
 }
 
@@ -76,6 +79,8 @@ export class ChannelLink implements ChannelEvents {
   #nextId = 1;
   /** The gateway ended it (idle, room, the session's end, shutdown): not a failure of the backend's. */
   #endedByGateway = false;
+  /** The backend answered initialize with an error: it runs, and refused these params (a client's: another's may do). */
+  #refused = false;
 
   constructor(opener: ChannelOpener, owner: LinkOwner, params: unknown, headers: readonly string[], startupTimeoutMs: number) {
     this.#owner = owner;
@@ -191,7 +196,7 @@ export class ChannelLink implements ChannelEvents {
 
   closed(error: ChannelClosed): void {
     if (this.state === 'closed') return;
-    const ready = this.state === 'ready' || this.#endedByGateway;
+    const ready = this.state === 'ready' || this.#endedByGateway || this.#refused;
     this.state = 'closed';
     this.#queued = null;
     for (const done of this.#ready.splice(0)) done(error);
@@ -220,6 +225,8 @@ export class ChannelLink implements ChannelEvents {
   #handshakeAnswered(message: JsonRpcResponse): void {
     if (message.error !== undefined) {
       const reason = `refused initialize: ${String(message.error.message).slice(0, 200)}`;
+      // Not a failure to start: backing off would let one client's initialize refuse every other session's.
+      this.#refused = true;
       void this.#channel.close();
       this.closed(new ChannelClosed(reason));
       return;
