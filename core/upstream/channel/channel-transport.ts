@@ -241,6 +241,9 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
 
   unrelated(link: ChannelLink, message: JsonRpcMessage, text: string): LinkSession | null {
     const isRequest = 'id' in message && message.id !== undefined;
+    // A shared child's request with no single call under way may be about any session's work (a
+    // prompt to sample, a form to fill): no session is asked, neither sees another's nor answers for it.
+    if (isRequest && link.sessions.size > 1) return null;
     let target: LinkSession | null = null;
     for (const session of link.sessions) {
       if (session.stream === null || session.stream.ended) continue;
