@@ -74,8 +74,8 @@ export class ChannelLink implements ChannelEvents {
   readonly #pending = new Map<number, Pending>();
   /** Link token → link id of the request that gave it. */
   readonly #tokens = new Map<string, number>();
-  /** The backend's requests waiting for a client's answer: by id, the session asked. */
-  readonly #asked = new Map<string, LinkSession>();
+  /** The backend's requests waiting for a client's answer: by key of its id, the session asked and the id. */
+  readonly #asked = new Map<string, { readonly session: LinkSession; readonly id: string | number }>();
   #nextId = 1;
   /** The gateway ended it (idle, room, the session's end, shutdown): not a failure of the backend's. */
   #endedByGateway = false;
@@ -133,7 +133,7 @@ export class ChannelLink implements ChannelEvents {
     }
     // An answer to the backend's request: only from the session it asked.
     const asked = this.#asked.get(key(message.id));
-    if (asked !== session) return;
+    if (asked?.session !== session) return;
     this.#asked.delete(key(message.id));
     this.#send(JSON.stringify(message), headers, null);
   }
@@ -144,6 +144,19 @@ export class ChannelLink implements ChannelEvents {
       if (pending.answer !== answer) continue;
       this.#forget(id, pending);
       if (this.state === 'ready') this.#send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }), this.#headers, null);
+    }
+  }
+
+  /**
+   * A session ended: it no longer uses the link, and what the backend asked it and it did not
+   * answer never will be (the backend is told, and the places those requests held are free).
+   */
+  leave(session: LinkSession): void {
+    this.sessions.delete(session);
+    for (const [k, asked] of this.#asked) {
+      if (asked.session !== session) continue;
+      this.#asked.delete(k);
+      this.#send(JSON.stringify({ jsonrpc: '2.0', id: asked.id, error: { code: -32603, message: 'the client session asked ended' } }), this.#headers, null);
     }
   }
 
@@ -188,7 +201,7 @@ export class ChannelLink implements ChannelEvents {
       session = this.#owner.unrelated(this, message, text);
     }
     if ('id' in message && message.id !== undefined) {
-      if (session !== null) this.#asked.set(key(message.id), session);
+      if (session !== null) this.#asked.set(key(message.id), { session, id: message.id });
       // Nobody can answer: the backend is told, so it does not wait.
       else this.#send(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: 'no client session can answer this request now' } }), this.#headers, null);
     }

@@ -213,7 +213,7 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     const link = session.link;
     session.link = null;
     if (link === null) return;
-    link.sessions.delete(session);
+    link.leave(session);
     if (link.sessions.size === 0 && !this.#o.shared) void link.end('was ended: its session ended');
   }
 
