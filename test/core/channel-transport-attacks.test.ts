@@ -33,7 +33,7 @@ describe('a backend\'s made-up messages never throw out of the channel', () => {
 
 describe('a call that fails leaves nothing behind at its channel', () => {
   it('a call past its answer timeout is cancelled at the backend, and its channel can go idle', async () => {
-    const { transport, channels } = scriptedTransport({ idleTimeoutMs: 400 });
+    const { transport, channels } = scriptedTransport({ idleTimeoutMs: 200 });
     const session = await openSession(transport);
     const answer = post(transport, call(1), session, 300);
     await answer.done();
@@ -41,7 +41,7 @@ describe('a call that fails leaves nothing behind at its channel', () => {
     const linkId = channels[0]!.requests('tools/call')[0]!.id;
     const cancelled = channels[0]!.requests('notifications/cancelled').map((m) => (m.params as { requestId: unknown }).requestId);
     assert.deepEqual(cancelled, [linkId], 'the backend is told the call is over, as when its client goes away');
-    await tick(1_000);
+    await tick(700);
     assert.equal(transport.channels, 0, 'no call is under way: the channel ends after idleTimeout');
     await transport.close();
   });
@@ -177,6 +177,61 @@ describe('checked and sound: ids, cancellations and answers stay with their sess
     await tick();
     assert.deepEqual(channels[0]!.requests('notifications/cancelled'), []);
     assert.equal(channels[0]!.sent.find((m) => m.id === 'asked-of-a'), undefined);
+    await transport.close();
+  });
+
+  it('a backend that exits at start is backed off (1 s, then 2 s), then tried again; one that never answers initialize is ended at startupTimeout', async () => {
+    const { transport, channels } = scriptedTransport({ onOpen: (channel) => queueMicrotask(() => channel.exit('exited with status 1')) });
+    const init = () => post(transport, { jsonrpc: '2.0', id: 1, method: 'initialize', params: CLIENT_PARAMS }, null);
+    const first = init();
+    await first.done();
+    assert.match(first.error?.message ?? '', /exited with status 1/);
+    const waiting = init();
+    await waiting.done();
+    assert.match(waiting.error?.message ?? '', /exited with status 1; it is tried again in 1 s/);
+    assert.equal(channels.length, 1, 'nothing is started while it waits');
+    await tick(1_050);
+    const second = init();
+    await second.done();
+    assert.equal(channels.length, 2);
+    const doubled = init();
+    await doubled.done();
+    assert.match(doubled.error?.message ?? '', /tried again in 2 s/);
+    await transport.close();
+
+    const silent = scriptedTransport({ silent: true, startupTimeoutMs: 300 });
+    const unanswered = post(silent.transport, { jsonrpc: '2.0', id: 1, method: 'initialize', params: CLIENT_PARAMS }, null);
+    await unanswered.done();
+    assert.match(unanswered.error?.message ?? '', /did not answer initialize within \d+ s \(startupTimeout\)/);
+    assert.equal(silent.channels[0]!.closed, true);
+    await silent.transport.close();
+  });
+
+  it('a paused answer holds what comes, delivers it in order on resume and ends once; one abandoned while paused is cancelled at the backend', async () => {
+    const { transport, channels } = scriptedTransport();
+    const session = await openSession(transport);
+    const answer = post(transport, call(3, 'work', { progressToken: 't' }), session);
+    answer.paused = true;
+    await tick();
+    const linkId = channels[0]!.requests('tools/call')[0]!.id as number;
+    const linkToken = ((channels[0]!.requests('tools/call')[0]!.params as { _meta: { progressToken: string } })._meta.progressToken);
+    channels[0]!.emit({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: linkToken, progress: 1 } });
+    channels[0]!.emit({ jsonrpc: '2.0', id: linkId, result: { content: [] } });
+    channels[0]!.emit({ jsonrpc: '2.0', id: linkId, result: { twice: true } });
+    assert.equal(answer.completed, false, 'the end waits behind what is held');
+    answer.paused = false;
+    answer.carrier!.resume();
+    await answer.done();
+    assert.deepEqual(answer.messages(), [
+      { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: 1 } },
+      { jsonrpc: '2.0', id: 3, result: { content: [] } },
+    ]);
+    const left = post(transport, call(4), session);
+    left.paused = true;
+    await tick();
+    left.carrier!.abort();
+    const leftId = channels[0]!.requests('tools/call')[1]!.id;
+    assert.deepEqual(channels[0]!.requests('notifications/cancelled').map((m) => (m.params as { requestId: unknown }).requestId), [leftId]);
     await transport.close();
   });
 

@@ -16,17 +16,19 @@ export class ScriptedChannel implements MessageChannel {
   closed = false;
   readonly #events: ChannelEvents;
   readonly #refuseInit: ((params: Record<string, unknown>) => string | null) | null;
+  readonly #silent: boolean;
 
-  constructor(events: ChannelEvents, refuseInit: ((params: Record<string, unknown>) => string | null) | null) {
+  constructor(events: ChannelEvents, refuseInit: ((params: Record<string, unknown>) => string | null) | null, silent: boolean) {
     this.#events = events;
     this.#refuseInit = refuseInit;
+    this.#silent = silent;
   }
 
   send(text: string): UpstreamError | null {
     if (this.closed) return new ChannelClosed('exited');
     const message = JSON.parse(text) as Record<string, unknown>;
     this.sent.push(message);
-    if (message.method === 'initialize') {
+    if (message.method === 'initialize' && !this.#silent) {
       const refused = this.#refuseInit?.((message.params ?? {}) as Record<string, unknown>) ?? null;
       // It speaks the version it is asked for, as servers do for the versions they know.
       const version = (message.params as { protocolVersion?: string } | undefined)?.protocolVersion ?? '2025-06-18';
@@ -34,6 +36,13 @@ export class ScriptedChannel implements MessageChannel {
       queueMicrotask(() => this.emit({ jsonrpc: '2.0', id: message.id as number, ...answer } as JsonRpcMessage));
     }
     return null;
+  }
+
+  /** The backend's process exits (or its stream closes) with `reason`. */
+  exit(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.#events.closed(new ChannelClosed(reason));
   }
 
   /** The backend writes `message`. */
@@ -61,13 +70,18 @@ export interface ScriptedOptions {
   readonly maxResponseBytes?: number;
   /** Why the backend refuses an initialize with these params (null: it does not). */
   readonly refuseInit?: (params: Record<string, unknown>) => string | null;
+  /** Called with each channel as it opens (to make it exit at once, say). */
+  readonly onOpen?: (channel: ScriptedChannel) => void;
+  /** The backend never answers initialize. */
+  readonly silent?: boolean;
 }
 
 export function scriptedTransport(options: ScriptedOptions = {}): { transport: ChannelTransport; channels: ScriptedChannel[]; backend: BackendInfo } {
   const channels: ScriptedChannel[] = [];
   const opener: ChannelOpener = (events) => {
-    const channel = new ScriptedChannel(events, options.refuseInit ?? null);
+    const channel = new ScriptedChannel(events, options.refuseInit ?? null, options.silent ?? false);
     channels.push(channel);
+    options.onOpen?.(channel);
     return channel;
   };
   const backend = backendInfo('scripted', 'stdio://scripted', 10_000, null, { maxResponseBytes: options.maxResponseBytes ?? 1024 * 1024 });
