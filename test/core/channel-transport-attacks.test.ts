@@ -234,6 +234,29 @@ describe('checked and sound: ids, cancellations and answers stay with their sess
     await transport.close();
   });
 
+  it('shared: two sessions\' calls with the same id and the same progress token each get their own progress and response', async () => {
+    const { transport, channels } = scriptedTransport({ shared: true });
+    const [a, b] = [await openSession(transport), await openSession(transport)];
+    const answers = [post(transport, call(1, 'work', { progressToken: 'same' }), a), post(transport, call(1, 'work', { progressToken: 'same' }), b)];
+    await tick();
+    const sent = channels[0]!.requests('tools/call');
+    const tokens = sent.map((m) => (m.params as { _meta: { progressToken: string } })._meta.progressToken);
+    assert.notEqual(tokens[0], tokens[1]);
+    // Answered in the other order, b first.
+    for (const i of [1, 0]) {
+      channels[0]!.emit({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: tokens[i], progress: i + 10 } });
+      channels[0]!.emit({ jsonrpc: '2.0', id: sent[i]!.id as number, result: { who: i } });
+    }
+    await Promise.all(answers.map((answer) => answer.done()));
+    for (const i of [0, 1]) {
+      assert.deepEqual(answers[i]!.messages(), [
+        { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'same', progress: i + 10 } },
+        { jsonrpc: '2.0', id: 1, result: { who: i } },
+      ]);
+    }
+    await transport.close();
+  });
+
   it('a batch with initialize in it is refused; initialize on a session is refused', async () => {
     const { transport } = scriptedTransport();
     const session = await openSession(transport);
