@@ -74,6 +74,9 @@ describe('one client cannot deny or reach another\'s session', () => {
     await good.done();
     assert.equal(good.error, null, `refused: ${good.error?.message}`);
     assert.equal(good.status, 200);
+    assert.equal(transport.sessions, 1, 'the refused one is not kept');
+    for (let i = 0; i < 5; i++) await post(transport, { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, null).done();
+    assert.equal(transport.sessions, 1, 'nor are these: a client cannot fill the sessions with refused initializes');
     await transport.close();
   });
 

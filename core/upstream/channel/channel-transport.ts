@@ -75,6 +75,11 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     return this.#links.size;
   }
 
+  /** Sessions known now. */
+  get sessions(): number {
+    return this.#sessions.size;
+  }
+
   dispatch(handler: UpstreamHandler, method: string, _path: string, headers: readonly string[], body: Buffer | null, timeoutMs: number, answerTimeoutMs = 0): void {
     try {
       if (this.#closed) return this.#refuse(handler, new UpstreamError('ECHANNEL_UNAVAILABLE', 'is shutting down'));
@@ -149,8 +154,10 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     this.#remember(session);
     const answer = this.#answer(handler, { standing: false, requests: 1, sessionId: session.id, timeoutMs, answerTimeoutMs });
     link.whenReady((error) => {
-      if (error !== null) answer.fail(error);
-      else answer.message(JSON.stringify({ jsonrpc: '2.0', id: clientId, result: link.initResult }), true);
+      if (error === null) return answer.message(JSON.stringify({ jsonrpc: '2.0', id: clientId, result: link.initResult }), true);
+      // A session whose initialize failed is not kept (nor what its params hold): its client initializes again.
+      this.#end(session);
+      answer.fail(error);
     });
   }
 
