@@ -65,7 +65,7 @@ describe('the npm package', { timeout: 120_000 }, () => {
     const bin = join(prefix, 'bin', 'gatehouse');
     assert.equal((await run(bin, ['--version'])).stdout, `${PACKAGE.version}\n`);
     const validated = await run(bin, ['vmcp', 'validate', '--config', EXAMPLE]);
-    assert.match(validated.stdout, /: OK \(VirtualMCPServer\/quickstart, group "quickstart" with 2 backends\)/);
+    assert.match(validated.stdout, /: OK \(VirtualMCPServer\/quickstart, group "quickstart" with 3 backends\)/);
     assert.match((await run(bin, ['vmcp', 'serve', '--help'])).stdout, /^Usage: gatehouse vmcp serve/);
   });
 
