@@ -15,6 +15,8 @@ import { UpstreamError } from '../upstream-error.ts';
 
 const SSE_HEAD = ['content-type', 'text/event-stream', 'cache-control', 'no-cache'];
 const JSON_HEAD = ['content-type', 'application/json'];
+/** What a paused GET stream may hold before it is ended. */
+const STANDING_HOLD_BYTES = 1024 * 1024;
 
 /** What an answer tells the one that made it: it is done (answered, failed or abandoned). */
 export interface AnswerOwner {
@@ -148,7 +150,9 @@ export class ChannelAnswer implements Carrier {
   #hold(chunk: Buffer): void {
     (this.#held ??= []).push(chunk);
     this.#heldBytes += chunk.length;
-    if (this.#heldBytes > this.backend.maxResponseBytes) this.fail(new UpstreamError('ECHANNEL_TOO_LARGE', `sent more than its client took in: over ${formatSize(this.backend.maxResponseBytes)} waited (operational.maxBackendResponseSize)`));
+    // A session's GET stream holds less for a client that does not read (256 of them may be open, a shared child's every notification copied into each): it ends, and the client opens it again.
+    const bound = this.standing ? Math.min(STANDING_HOLD_BYTES, this.backend.maxResponseBytes) : this.backend.maxResponseBytes;
+    if (this.#heldBytes > bound) this.fail(new UpstreamError('ECHANNEL_TOO_LARGE', `sent more than its client took in: over ${formatSize(bound)} waited`));
   }
 
   #deliver(chunk: Buffer): void {

@@ -28,8 +28,11 @@ export interface LinkSession {
 }
 
 export interface LinkOwner {
-  /** A message of the backend about no call in particular (or about one of several): where it goes is the owner's to say. */
-  unrelated(link: ChannelLink, message: JsonRpcMessage, text: string): LinkSession | null;
+  /**
+   * A message of the backend about no call in particular (or about one of several): where it goes
+   * is the owner's to say; a request only to a session `mayAsk` allows. Returns the session asked.
+   */
+  unrelated(link: ChannelLink, message: JsonRpcMessage, text: string, mayAsk: (session: LinkSession) => boolean): LinkSession | null;
   /**
    * The link ended (`ready`: after its handshake succeeded, or ended by the gateway, or refused by
    * the backend for the session's own params: no failure to back off from).
@@ -51,6 +54,8 @@ const HANDSHAKE_ID = 0;
 const MAX_QUEUED = 1024;
 /** The backend's requests waiting for clients' answers at most; past it a new one is answered with an error at once. */
 const MAX_ASKED = 1024;
+/** Of those, what one session may hold: a client that never answers does not keep the others of a shared child from being asked. */
+const MAX_ASKED_PER_SESSION = 64;
 
 function key(id: JsonRpcId): string {
   return typeof id === 'number' ? `n${id}` : `s${id}`;
@@ -76,6 +81,8 @@ export class ChannelLink implements ChannelEvents {
   readonly #tokens = new Map<string, number>();
   /** The backend's requests waiting for a client's answer: by key of its id, the session asked and the id. */
   readonly #asked = new Map<string, { readonly session: LinkSession; readonly id: string | number }>();
+  /** How many of `#asked` each session holds. */
+  readonly #askedOf = new Map<LinkSession, number>();
   #nextId = 1;
   /** The gateway ended it (idle, room, the session's end, shutdown): not a failure of the backend's. */
   #endedByGateway = false;
@@ -134,7 +141,7 @@ export class ChannelLink implements ChannelEvents {
     // An answer to the backend's request: only from the session it asked.
     const asked = this.#asked.get(key(message.id));
     if (asked?.session !== session) return;
-    this.#asked.delete(key(message.id));
+    this.#unask(key(message.id), session);
     this.#send(JSON.stringify(message), headers, null);
   }
 
@@ -155,7 +162,7 @@ export class ChannelLink implements ChannelEvents {
     this.sessions.delete(session);
     for (const [k, asked] of this.#asked) {
       if (asked.session !== session) continue;
-      this.#asked.delete(k);
+      this.#unask(k, session);
       this.#send(JSON.stringify({ jsonrpc: '2.0', id: asked.id, error: { code: -32603, message: 'the client session asked ended' } }), this.#headers, null);
     }
   }
@@ -188,23 +195,24 @@ export class ChannelLink implements ChannelEvents {
       return;
     }
     const text = JSON.stringify(message);
-    if ('id' in message && message.id !== undefined && this.#asked.size >= MAX_ASKED) {
-      this.#send(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: `${MAX_ASKED} requests already wait for a client's answer` } }), this.#headers, null);
-      return;
-    }
+    const isRequest = 'id' in message && message.id !== undefined;
+    if (isRequest && this.#asked.size >= MAX_ASKED) return this.#refuseAsk(message.id!, `${MAX_ASKED} requests already wait for a client's answer`);
     const answer = this.#onlyAnswer();
     let session: LinkSession | null;
     if (answer !== null) {
-      answer.message(text, false);
       session = this.#sessionOf(answer);
+      if (isRequest && session !== null && (this.#askedOf.get(session) ?? 0) >= MAX_ASKED_PER_SESSION) {
+        return this.#refuseAsk(message.id!, `the client session has ${MAX_ASKED_PER_SESSION} requests it has not answered`);
+      }
+      answer.message(text, false);
     } else {
-      session = this.#owner.unrelated(this, message, text);
+      session = this.#owner.unrelated(this, message, text, (s) => (this.#askedOf.get(s) ?? 0) < MAX_ASKED_PER_SESSION);
     }
-    if ('id' in message && message.id !== undefined) {
-      if (session !== null) this.#asked.set(key(message.id), { session, id: message.id });
-      // Nobody can answer: the backend is told, so it does not wait.
-      else this.#send(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: 'no client session can answer this request now' } }), this.#headers, null);
-    }
+    if (!isRequest) return;
+    // Nobody can answer: the backend is told, so it does not wait.
+    if (session === null) return this.#refuseAsk(message.id!, 'no client session can answer this request now');
+    this.#asked.set(key(message.id!), { session, id: message.id! });
+    this.#askedOf.set(session, (this.#askedOf.get(session) ?? 0) + 1);
   }
 
   closed(error: ChannelClosed): void {
@@ -261,6 +269,17 @@ export class ChannelLink implements ChannelEvents {
     }
     const refused = this.#channel.send(text, headers);
     if (refused !== null && answer !== null) answer.fail(refused);
+  }
+
+  #refuseAsk(id: string | number, why: string): void {
+    this.#send(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: why } }), this.#headers, null);
+  }
+
+  #unask(k: string, session: LinkSession): void {
+    this.#asked.delete(k);
+    const held = (this.#askedOf.get(session) ?? 1) - 1;
+    if (held === 0) this.#askedOf.delete(session);
+    else this.#askedOf.set(session, held);
   }
 
   #forget(id: number, pending: Pending): void {

@@ -24,8 +24,10 @@ import { GatewayError } from '../../base/errors.ts';
 import { parseMessages, type JsonRpcMessage } from '../../protocol/jsonrpc.ts';
 import type { BackendTransport, Carrier, UpstreamHandler } from '../transport.ts';
 import { UpstreamError } from '../upstream-error.ts';
+import { PoolFullError } from '../pool.ts';
 import { ChannelAnswer, type AnswerOwner } from './channel-answer.ts';
 import { ChannelLink, type LinkOwner, type LinkSession } from './channel-link.ts';
+import { resultFor, sessionParams, SHARED_PARAMS } from './session-params.ts';
 import type { ChannelClosed, ChannelOpener } from './channel.ts';
 
 export interface ChannelTransportOptions {
@@ -46,6 +48,8 @@ interface Session extends LinkSession {
 }
 
 const MAX_SESSIONS = 10_000;
+/** GET streams per backend at most, as for an HTTP backend's stream pool. */
+const MAX_STREAMS = 256;
 const MAX_BACKOFF_MS = 30_000;
 /** Headers that belong to the streamable-HTTP exchange, not to the backend: never passed to a channel. */
 const EXCHANGE_HEADERS = new Set(['accept', 'content-type', 'content-length', 'mcp-session-id', 'last-event-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'host']);
@@ -65,6 +69,8 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
   #lastFailure = '';
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
+  /** GET streams open. */
+  #standing = 0;
 
   constructor(options: ChannelTransportOptions) {
     this.#o = options;
@@ -103,8 +109,9 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     // Nothing waits in a queue here: an exchange under way is aborted through its carrier.
   }
 
+  /** GET streams are bounded in number as an HTTP backend's are (upstreams.ts: 256), each holding what its client has not read, up to its bound. */
   refusal(): UpstreamError | null {
-    return null;
+    return this.#standing >= MAX_STREAMS ? new PoolFullError(MAX_STREAMS) : null;
   }
 
   async close(): Promise<void> {
@@ -129,7 +136,9 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     const init = messages.find((m) => 'method' in m && m.method === 'initialize');
     if (init !== undefined) {
       if (messages.length > 1 || sessionId !== null || !('id' in init)) return reply(handler, 400, 'initialize must be sent alone, with an id, and without a session id', -32600);
-      return this.#initialize(handler, init.id!, (init as { params?: unknown }).params ?? {}, headers, timeoutMs, answerTimeoutMs);
+      const kept = sessionParams((init as { params?: unknown }).params);
+      if ('problem' in kept) return reply(handler, 400, kept.problem, -32602);
+      return this.#initialize(handler, init.id!, kept.params, headers, timeoutMs, answerTimeoutMs);
     }
     if (sessionId === null) return reply(handler, 400, 'a session id is required (initialize first)', -32600);
     const session = this.#sessions.get(sessionId);
@@ -147,14 +156,17 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     if (answer === null) reply(handler, 202, null);
   }
 
-  #initialize(handler: UpstreamHandler, clientId: string | number, params: unknown, headers: string[], timeoutMs: number, answerTimeoutMs: number): void {
+  #initialize(handler: UpstreamHandler, clientId: string | number, params: Record<string, unknown>, headers: string[], timeoutMs: number, answerTimeoutMs: number): void {
     const session: Session = { id: randomUUID(), params, stream: null, link: null };
     const link = this.#linkFor(session, headers);
     if (link instanceof UpstreamError) return this.#refuse(handler, link);
     this.#remember(session);
     const answer = this.#answer(handler, { standing: false, requests: 1, sessionId: session.id, timeoutMs, answerTimeoutMs });
     link.whenReady((error) => {
-      if (error === null) return answer.message(JSON.stringify({ jsonrpc: '2.0', id: clientId, result: link.initResult }), true);
+      if (error === null) {
+        const result = this.#o.shared ? resultFor(link.initResult, params.protocolVersion) : link.initResult;
+        return answer.message(JSON.stringify({ jsonrpc: '2.0', id: clientId, result }), true);
+      }
       // A session whose initialize failed is not kept (nor what its params hold): its client initializes again.
       this.#end(session);
       answer.fail(error);
@@ -185,7 +197,7 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     if (this.#links.size >= this.#o.maxChannels && !this.#endIdlest()) {
       return new UpstreamError('ECHANNEL_UNAVAILABLE', `has all ${this.#o.maxChannels} ${this.#o.limitName} busy; try again later`);
     }
-    const link = new ChannelLink(this.#o.opener, this, session.params, headers, this.#o.startupTimeoutMs);
+    const link = new ChannelLink(this.#o.opener, this, this.#o.shared ? SHARED_PARAMS : session.params, headers, this.#o.startupTimeoutMs);
     this.#links.add(link);
     this.#arm();
     return link;
@@ -226,7 +238,10 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
 
   #stream(handler: UpstreamHandler, session: Session, timeoutMs: number): void {
     if (session.stream !== null && !session.stream.ended) return reply(handler, 409, 'the session already has a GET stream');
+    const full = this.refusal();
+    if (full !== null) return this.#refuse(handler, full);
     this.#touch(session);
+    this.#standing++;
     session.stream = this.#answer(handler, { standing: true, requests: 0, sessionId: null, timeoutMs, answerTimeoutMs: 0 });
   }
 
@@ -246,7 +261,7 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
 
   // ---- LinkOwner, AnswerOwner ----
 
-  unrelated(link: ChannelLink, message: JsonRpcMessage, text: string): LinkSession | null {
+  unrelated(link: ChannelLink, message: JsonRpcMessage, text: string, mayAsk: (session: LinkSession) => boolean): LinkSession | null {
     const isRequest = 'id' in message && message.id !== undefined;
     // A shared child's request with no single call under way may be about any session's work (a
     // prompt to sample, a form to fill): no session is asked, neither sees another's nor answers for it.
@@ -259,7 +274,10 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
       target = session;
       if (!isRequest) session.stream.message(text, false);
     }
-    if (isRequest && target !== null) target.stream!.message(text, false);
+    if (isRequest && target !== null) {
+      if (!mayAsk(target)) return null;
+      target.stream!.message(text, false);
+    }
     return target;
   }
 
@@ -278,6 +296,10 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
   }
 
   answerEnded(answer: ChannelAnswer, abandoned: boolean): void {
+    if (answer.standing) {
+      this.#standing--;
+      return;
+    }
     this.#answers.delete(answer);
     const link = this.#answerLinks.get(answer);
     this.#answerLinks.delete(answer);
