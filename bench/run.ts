@@ -1,13 +1,14 @@
 /**
  * `npm run bench` — the micro benchmarks, the load benchmark, the aggregation benchmark, the
- * protocol generations benchmark and the per-user tool policy benchmark.
+ * protocol generations benchmark, the per-user tool policy benchmark and the transports benchmark.
  *
- *   npm run bench                      all five
+ *   npm run bench                      all six
  *   npm run bench -- --micro-only      only the micro benchmarks
  *   npm run bench -- --load-only       only the load benchmark (bench/load/, see harness.ts)
  *   npm run bench -- --aggregate-only  only the aggregation benchmark (bench/aggregate/run.ts)
  *   npm run bench -- --eras-only       only the protocol generations benchmark (bench/aggregate/eras.ts)
  *   npm run bench -- --policy-only     only the per-user tool policy benchmark (bench/aggregate/policy.ts)
+ *   npm run bench -- --stdio-only      only the transports benchmark: HTTP, stdio, legacy SSE (bench/aggregate/stdio.ts)
  *   npm run bench -- --walk-only       only the walk of one POST through the code (bench/walk.ts); not in the default run
  *   npm run bench -- --filter jsonrpc  only micro files whose path contains "jsonrpc"
  *   npm run bench -- --instructions-only
@@ -52,6 +53,7 @@ import { RESULTS_DIR, reportFails, runLoad } from './load/harness.ts';
 import { runEras } from './aggregate/eras.ts';
 import { runAggregate } from './aggregate/run.ts';
 import { runPolicy } from './aggregate/policy.ts';
+import { runStdio } from './aggregate/stdio.ts';
 import { runVerifyInstructions, valgrindAvailable } from './plugins/verify-instructions.ts';
 import { runVerifyCpu } from './plugins/verify-cpu.ts';
 import { runWalk } from './walk.ts';
@@ -156,12 +158,13 @@ async function main(): Promise<number> {
       'aggregate-only': { type: 'boolean', default: false },
       'eras-only': { type: 'boolean', default: false },
       'policy-only': { type: 'boolean', default: false },
+      'stdio-only': { type: 'boolean', default: false },
       'instructions-only': { type: 'boolean', default: false },
       'walk-only': { type: 'boolean', default: false },
       filter: { type: 'string' },
     },
   });
-  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'policy-only', 'instructions-only', 'walk-only'] as const).filter((flag) => values[flag]);
+  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'policy-only', 'stdio-only', 'instructions-only', 'walk-only'] as const).filter((flag) => values[flag]);
   if (only.length > 1) {
     console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
@@ -193,9 +196,9 @@ async function main(): Promise<number> {
     return 0;
   }
   if (only[0] === 'walk-only') return (await runWalk()) ? 0 : 1;
-  // The policy benchmark compares rows of this checkout with each other: not part of a BENCH_COMPARE run.
-  const run = (part: 'micro' | 'load' | 'aggregate' | 'eras' | 'policy'): boolean =>
-    only.length === 0 ? !((part === 'micro' || part === 'policy') && compared !== null) : only[0] === `${part}-only`;
+  // The policy and transports benchmarks compare rows of this checkout with each other: not part of a BENCH_COMPARE run.
+  const run = (part: 'micro' | 'load' | 'aggregate' | 'eras' | 'policy' | 'stdio'): boolean =>
+    only.length === 0 ? !((part === 'micro' || part === 'policy' || part === 'stdio') && compared !== null) : only[0] === `${part}-only`;
   let failed = false;
   if (run('micro')) {
     console.log('## Micro benchmarks');
@@ -205,6 +208,7 @@ async function main(): Promise<number> {
   if (run('aggregate')) await runAggregate();
   if (run('eras')) await runEras();
   if (run('policy')) await runPolicy();
+  if (run('stdio')) await runStdio();
   return failed ? 1 : 0;
 }
 
