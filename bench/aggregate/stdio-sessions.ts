@@ -202,7 +202,7 @@ export interface SessionCostInput {
   readonly gatewayPid: number;
   /** The backend's own process when it is not under the gateway. */
   readonly serverProcessPid: number | null;
-  /** What the stdio servers' command lines hold (the script's path). */
+  /** What the stdio servers' command lines hold (the script's path and mode). */
   readonly serverScript: string;
   readonly tool: string;
   readonly count: number;
@@ -255,7 +255,8 @@ export async function bareStarts(command: string, args: readonly string[], tool:
  * up, a full GC, `count` sessions opened (initialize, one call), a full GC again. The stdio children it starts are
  * this process's for as long as it runs; their sessions are closed and the gateway stopped after.
  */
-export async function heapPerSession(dir: string, label: string, yaml: string, tool: string, count: number): Promise<number | null> {
+export async function heapPerSession(dir: string, label: string, yaml: string, input: { tool: string; count: number; serverScript: string; idleServers: number }): Promise<number | null> {
+  const { tool, count, serverScript, idleServers } = input;
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as (() => void) | undefined;
   if (typeof gc !== 'function') return null;
@@ -265,6 +266,8 @@ export async function heapPerSession(dir: string, label: string, yaml: string, t
   const gateway = await startVmcp({ config, port: 0, log: createLogger('silent'), builtins: vmcpBuiltins(config) });
   try {
     await warmSessions(gateway.url, tool, 3);
+    // The warm-up's children gone (their ChildProcess objects are garbage only then).
+    await serversSettle(process.pid, serverScript, idleServers);
     // The heap and what it holds outside it (Buffers: a child's pipes and line buffers).
     const used = (): number => process.memoryUsage().heapUsed + process.memoryUsage().external;
     gc();

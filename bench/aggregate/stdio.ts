@@ -1,6 +1,7 @@
 /**
  * Transports benchmark (`npm run bench -- --stdio-only`; also part of the full run): the same MCP
- * server (bench/aggregate/echo-server.mjs: the SDK's McpServer with one `echo` tool) reached
+ * server (bench/aggregate/echo-server.mjs, one `echo` tool: a minimal server by default, the SDK's
+ * McpServer with BENCH_STDIO_SERVER=sdk, written to stdio-sdk.json) reached
  * through the gateway over streamable HTTP, over stdio (the gateway starts it: a process per
  * session, and `shared: true`) and over legacy HTTP+SSE.
  *
@@ -13,6 +14,8 @@
  *  2. Memory per idle session: BENCH_STDIO_SESSIONS (20) sessions opened (initialize, one call),
  *     then the RSS of the gateway and of every process under it, minus what they held with no
  *     session, ÷ the sessions; the gateway's own share; the backend server's for HTTP and SSE.
+ *     The gateway's share is also measured as heap, with the gateway in this process (first,
+ *     while this process holds nothing else), as the aggregation benchmark measures its sessions.
  *  3. A new session's initialize, timed alone (over stdio: the child spawned and initialized),
  *     p50/p99 over those sessions; and the server's bare spawn-to-initialize outside the gateway.
  *
@@ -43,6 +46,8 @@ const ECHO_SERVER = join(import.meta.dirname, 'echo-server.mjs');
 /** BENCH_STDIO_SERVER=sdk: the SDK's McpServer and transports instead of the minimal server (echo-server.mjs). */
 const SDK = process.env['BENCH_STDIO_SERVER'] === 'sdk';
 const SERVER_ARGS = (mode: 'stdio' | 'http' | 'sse'): string[] => [ECHO_SERVER, mode, ...(SDK ? ['--sdk'] : [])];
+/** What the command line of a stdio server holds (and of no other process of the benchmark's), as /proc shows it. */
+const STDIO_SERVER = `${ECHO_SERVER} stdio`;
 
 type Transport = 'http' | 'stdio' | 'stdio-shared' | 'sse';
 const TRANSPORTS: readonly Transport[] = ['http', 'stdio', 'stdio-shared', 'sse'];
@@ -171,7 +176,7 @@ async function sessionCosts(dir: string, transport: Transport, servers: Servers)
       url: gateway.url,
       gatewayPid: gateway.child.pid,
       serverProcessPid: serverProcess(transport, servers),
-      serverScript: ECHO_SERVER,
+      serverScript: STDIO_SERVER,
       tool: toolOf('transparent'),
       count: IDLE_STDIO_SESSIONS,
       idleServers: transport === 'stdio-shared' ? 1 : 0,
@@ -189,7 +194,9 @@ async function heapPerSessions(dir: string, servers: Servers): Promise<Record<Tr
   const heap = {} as Record<Transport, { sessions: number; bytesPerSession: number | null }>;
   for (const transport of TRANSPORTS) {
     const sessions = transport === 'stdio' ? IDLE_STDIO_SESSIONS : IDLE_STDIO_SESSIONS * 10;
-    heap[transport] = { sessions, bytesPerSession: await heapPerSession(dir, `heap-${transport}`, stdioBenchYaml(transport, 'transparent', servers, 1), toolOf('transparent'), sessions) };
+    const yaml = stdioBenchYaml(transport, 'transparent', servers, 1);
+    const input = { tool: toolOf('transparent'), count: sessions, serverScript: STDIO_SERVER, idleServers: transport === 'stdio-shared' ? 1 : 0 };
+    heap[transport] = { sessions, bytesPerSession: await heapPerSession(dir, `heap-${transport}`, yaml, input) };
   }
   return heap;
 }
@@ -217,6 +224,8 @@ export async function runStdio(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-stdio-'));
   try {
     const servers = await startServers();
+    // First, while this process holds nothing else: its heap is where the in-process gateway is measured.
+    const heap = await heapPerSessions(dir, servers);
     const rows = await startRows(dir, servers);
     const rounds: Record<string, Figures>[] = [];
     for (let round = 0; round < ROUNDS; round++) {
@@ -229,7 +238,6 @@ export async function runStdio(): Promise<void> {
     const medians = Object.fromEntries(rows.map((r) => [r.label, median(rounds.map((f) => f[r.label]!))]));
     const sessions: Partial<Record<Transport, SessionCost>> = {};
     for (const transport of TRANSPORTS) sessions[transport] = await sessionCosts(dir, transport, servers);
-    const heap = await heapPerSessions(dir, servers);
     const bare = await bareStarts(process.execPath, SERVER_ARGS('stdio'), toolOf('transparent'), IDLE_STDIO_SESSIONS);
     const report = {
       date: new Date().toISOString(),
