@@ -71,6 +71,8 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
   #closed = false;
   /** GET streams open. */
   #standing = 0;
+  /** The session last moved to the end of `#sessions`. */
+  #newest: Session | null = null;
 
   constructor(options: ChannelTransportOptions) {
     this.#o = options;
@@ -214,19 +216,24 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
 
   #remember(session: Session): void {
     this.#sessions.set(session.id, session);
+    this.#newest = session;
     if (this.#sessions.size <= MAX_SESSIONS) return;
     const oldest = this.#sessions.values().next().value as Session;
     this.#end(oldest);
   }
 
   #touch(session: Session): void {
-    // Map order is insertion order: moved to the end, the session is the most recently used.
+    // Map order is insertion order: moved to the end, the session is the most recently used
+    // (most requests are the same session's as the one before: nothing to move).
+    if (session === this.#newest) return;
+    this.#newest = session;
     this.#sessions.delete(session.id);
     this.#sessions.set(session.id, session);
   }
 
   #end(session: Session): void {
     this.#sessions.delete(session.id);
+    if (this.#newest === session) this.#newest = null;
     session.stream?.end();
     session.stream = null;
     const link = session.link;
