@@ -147,6 +147,9 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     if (session === undefined) return reply(handler, 404, 'session not found', -32001);
     this.#touch(session);
     const requests = messages.filter((m) => 'method' in m && 'id' in m && m.id !== undefined).length;
+    // Notifications and answers for a channel that has ended were for the process that is gone: no new one is started for them.
+    const current = this.#o.shared ? this.#shared : session.link;
+    if (requests === 0 && (current === null || current.state === 'closed')) return reply(handler, 202, null);
     const answer = requests === 0 ? null : this.#answer(handler, { standing: false, requests, sessionId: null, timeoutMs, answerTimeoutMs });
     const link = this.#linkFor(session, headers);
     if (link instanceof UpstreamError) return answer === null ? this.#refuse(handler, link) : answer.fail(link);
