@@ -335,7 +335,7 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
     }
     for (const link of this.#links) {
       if (link.state === 'starting' && now > link.startBy) {
-        void link.end(`did not answer initialize within ${Math.round(this.#o.startupTimeoutMs / 1000)} s (startupTimeout)`, true);
+        void link.end(`did not answer initialize within ${inWords(this.#o.startupTimeoutMs)} (startupTimeout)`, true);
       } else if (link.state === 'ready' && !link.busy && now - link.idleSince > this.#o.idleTimeoutMs) {
         void link.end('was ended after idleTimeout without a request');
       }
@@ -345,6 +345,11 @@ export class ChannelTransport implements BackendTransport, LinkOwner, AnswerOwne
       this.#timer = null;
     }
   }
+}
+
+/** A duration as a message says it: `800 ms`, `60 s`. */
+function inWords(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
 }
 
 /** A header's value in a [name, value, ...] list (names as the gateway writes them: lower case). */
