@@ -25,6 +25,16 @@ describe('StderrLines', () => {
     );
   });
 
+  it('logs a line without its control characters (CR, NUL, a terminal escape): the pretty log goes to terminals', () => {
+    const { log, lines } = captureLog();
+    const stderr = new StderrLines(log, 'fx', 1);
+    stderr.push(Buffer.from('\x1b[2J\x1b[31mred\rovertyped\0end\n'));
+    stderr.end();
+    const [line] = lines();
+    assert.doesNotMatch(String(line!['msg']), /[\x00-\x1f\x7f]/);
+    assert.match(String(line!['msg']), /red overtyped end/);
+  });
+
   it(`cuts a line at ${STDERR_LINE_BYTES} bytes and says so`, () => {
     const { log, lines } = captureLog();
     const stderr = new StderrLines(log, 'fx', 1);

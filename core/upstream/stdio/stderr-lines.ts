@@ -6,6 +6,7 @@
  * window (or at exit) says how many were dropped.
  */
 import type { Logger } from 'pino';
+import { oneLine } from '../../plugin-api/plugin-loader.ts';
 import { LineSplitter } from './line-splitter.ts';
 
 export const STDERR_LINE_BYTES = 4096;
@@ -53,7 +54,8 @@ export class StderrLines {
     if (this.#logged < STDERR_LINES_PER_WINDOW) {
       this.#logged++;
       const fields = { backend: this.#backend, backendPid: this.#backendPid, stream: 'stderr' };
-      this.#log.info(cut ? { ...fields, cut: true } : fields, line);
+      // The line is the entry's message: a terminal reading the pretty log must not get the child's CR, NUL or escape sequences.
+      this.#log.info(cut ? { ...fields, cut: true } : fields, oneLine(line, STDERR_LINE_BYTES));
       return;
     }
     this.#dropped++;

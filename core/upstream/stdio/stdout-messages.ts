@@ -7,6 +7,7 @@
  * `console.log`, a banner) is logged (its start) and skipped, but a child that writes more than
  * INVALID_LINES_LIMIT of them within INVALID_LINES_WINDOW_MS is not speaking MCP: it is ended.
  */
+import { oneLine } from '../../plugin-api/plugin-loader.ts';
 import type { Logger } from 'pino';
 import { MAX_NESTING, messageProblem, nestsDeeperThan, type JsonRpcMessage } from '../../protocol/jsonrpc.ts';
 
@@ -68,7 +69,7 @@ export class StdoutMessages {
   #invalid(text: string, problem: string): string | null {
     this.#log?.warn(
       { backend: this.#backend, problem, line: text.slice(0, LOGGED_CHARS) },
-      `backend "${this.#backend}" wrote a line to stdout that is not JSON-RPC (${problem}); it is skipped`,
+      `backend "${this.#backend}" wrote a line to stdout that is not JSON-RPC (${oneLine(problem, LOGGED_CHARS)}); it is skipped`,
     );
     const now = this.#now();
     this.#times[this.#invalidLines % this.#times.length] = now;
