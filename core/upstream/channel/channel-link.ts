@@ -224,6 +224,9 @@ export class ChannelLink implements ChannelEvents {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     this.#tokens.clear();
+    // The backend's requests die with it: an answer to one would have nowhere to go.
+    this.#asked.clear();
+    this.#askedOf.clear();
     for (const p of pending) p.answer.fail(error);
     this.#owner.linkClosed(this, error, ready);
   }
