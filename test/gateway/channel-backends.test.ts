@@ -10,17 +10,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { CreateMessageResultSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { ChannelOpeners } from '../../core/upstream/channel/channel-backends.ts';
-import { ChannelClosed, type ChannelEvents, type MessageChannel } from '../../core/upstream/channel/channel.ts';
-import type { JsonRpcMessage } from '../../core/protocol/jsonrpc.ts';
+import type { ChannelEvents, MessageChannel } from '../../core/upstream/channel/channel.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import { vmcpBuiltins } from '../../plugins/cli/vmcp-builtins.ts';
 import { waitFor } from '../fixtures/processes.ts';
+import { memoryChannel, type MemoryChannel } from '../helpers/memory-channel.ts';
 import { startTestGateway, vmcpYaml, writeConfig, type TestBackend } from '../helpers/gateway.ts';
 
 /** Channels opened, and the way to end one as if its process exited. */
@@ -62,33 +61,9 @@ function memoryBackend(): MemoryBackend {
     openers: {
       stdio: () => (events: ChannelEvents): MessageChannel => {
         const id = ++backend.opened;
-        const [near, far] = InMemoryTransport.createLinkedPair();
-        let closed = false;
-        const handle = {
-          exit(reason: string) {
-            if (closed) return;
-            closed = true;
-            backend.open.delete(handle);
-            void near.close();
-            events.closed(new ChannelClosed(reason));
-          },
-        };
-        backend.open.add(handle);
-        void memoryServer(handle, id).connect(far);
-        near.onmessage = (message: JSONRPCMessage) => {
-          if (!closed) events.message(message as JsonRpcMessage);
-        };
-        void near.start();
-        return {
-          send(text) {
-            if (closed) return new ChannelClosed('exited');
-            queueMicrotask(() => void near.send(JSON.parse(text) as JSONRPCMessage));
-            return null;
-          },
-          async close() {
-            handle.exit('was ended');
-          },
-        };
+        const channel: MemoryChannel = memoryChannel(events, memoryServer({ exit: (reason) => channel.exit(reason) }, id), () => backend.open.delete(channel));
+        backend.open.add(channel);
+        return channel;
       },
       sse: () => {
         throw new Error('no SSE here');

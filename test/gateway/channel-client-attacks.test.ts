@@ -6,40 +6,19 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { ChannelOpeners } from '../../core/upstream/channel/channel-backends.ts';
-import { ChannelClosed, type ChannelEvents, type MessageChannel } from '../../core/upstream/channel/channel.ts';
-import type { JsonRpcMessage } from '../../core/protocol/jsonrpc.ts';
+import type { ChannelEvents, MessageChannel } from '../../core/upstream/channel/channel.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
+import { memoryChannel } from '../helpers/memory-channel.ts';
 import { post, startTestGateway } from '../helpers/gateway.ts';
 
 /** Each channel a new SDK server with one tool, on an in-memory pair. */
 const OPENERS: ChannelOpeners = {
   stdio: () => (events: ChannelEvents): MessageChannel => {
-    const [near, far] = InMemoryTransport.createLinkedPair();
     const server = new McpServer({ name: 'memory', version: '1.0.0' });
     server.registerTool('echo', { description: 'echo', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] }));
-    void server.connect(far);
-    let closed = false;
-    near.onmessage = (message: JSONRPCMessage) => {
-      if (!closed) events.message(message as JsonRpcMessage);
-    };
-    void near.start();
-    return {
-      send(text) {
-        if (closed) return new ChannelClosed('exited');
-        queueMicrotask(() => void near.send(JSON.parse(text) as JSONRPCMessage));
-        return null;
-      },
-      async close() {
-        if (closed) return;
-        closed = true;
-        void near.close();
-        queueMicrotask(() => events.closed(new ChannelClosed('was ended')));
-      },
-    };
+    return memoryChannel(events, server);
   },
   sse: () => {
     throw new Error('no SSE here');

@@ -4,6 +4,7 @@
  * probe that records what the channel reports (messages, the one `closed`) and the channel's log.
  * Also a scripted HTTP server for the hostile cases: each test says what it answers.
  */
+import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
@@ -177,4 +178,17 @@ export function eventStream(res: ServerResponse, ...events: string[]): void {
 /** `event: message` with `value` as its JSON data. */
 export function messageEvent(value: unknown): string {
   return `event: message\ndata: ${JSON.stringify(value)}\n\n`;
+}
+
+/** Runs `body` with a channel to a server that answers with `script`; both are closed after. */
+export async function scenario(script: Script, options: ChannelOptions, body: (open: OpenChannel, server: ScriptedServer) => Promise<void>): Promise<void> {
+  const server = await startScripted(script);
+  const open = openChannel(server.url, options);
+  try {
+    await body(open, server);
+    assert.equal(open.probe.misreport, null);
+  } finally {
+    await open.dispose();
+    await server.close();
+  }
 }

@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { freePort, waitFor } from '../fixtures/processes.ts';
 import type { BackendTransport } from '../../core/upstream/transport.ts';
-import { eventStream, messageEvent, openChannel, startScripted, type ChannelOptions, type OpenChannel, type Script, type ScriptedServer } from './channel-harness.ts';
+import { eventStream, scenario, messageEvent, openChannel, startScripted, type Script, type ScriptedServer } from './channel-harness.ts';
 
 const ENDPOINT = 'event: endpoint\ndata: /messages?sessionId=s1\n\n';
 const INITIALIZED = { jsonrpc: '2.0', method: 'notifications/initialized' } as const;
@@ -24,18 +24,6 @@ function streamWith(...events: string[]): Script {
   };
 }
 
-/** Runs `body` with a channel to a server that answers with `script`; both are closed after. */
-async function scenario(script: Script, options: ChannelOptions, body: (open: OpenChannel, server: ScriptedServer) => Promise<void>): Promise<void> {
-  const server = await startScripted(script);
-  const open = openChannel(server.url, options);
-  try {
-    await body(open, server);
-    assert.equal(open.probe.misreport, null);
-  } finally {
-    await open.dispose();
-    await server.close();
-  }
-}
 
 const posts = (server: ScriptedServer): number => server.received.filter((r) => r.method === 'POST').length;
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -10,21 +10,10 @@ import { describe, it } from 'node:test';
 import type { JsonRpcMessage } from '../../core/protocol/jsonrpc.ts';
 import { UpstreamError } from '../../core/upstream/upstream-error.ts';
 import { waitFor } from '../fixtures/processes.ts';
-import { eventStream, openChannel, startScripted, type ChannelOptions, type OpenChannel, type Script, type ScriptedServer } from './channel-harness.ts';
+import { eventStream, scenario, type Script, type ScriptedServer } from './channel-harness.ts';
 
 const ENDPOINT = 'event: endpoint\ndata: /messages?sessionId=s1\n\n';
 
-async function scenario(script: Script, options: ChannelOptions, body: (open: OpenChannel, server: ScriptedServer) => Promise<void>): Promise<void> {
-  const server = await startScripted(script);
-  const open = openChannel(server.url, options);
-  try {
-    await body(open, server);
-    assert.equal(open.probe.misreport, null);
-  } finally {
-    await open.dispose();
-    await server.close();
-  }
-}
 
 /** The JSON-RPC method (or `response`) of each POST the server received, in order of arrival. */
 function postedMethods(server: ScriptedServer): string[] {
