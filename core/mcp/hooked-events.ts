@@ -9,20 +9,13 @@ import { runResponseHooks } from '../server/chain.ts';
 import type { Context } from '../plugin-api/context.ts';
 import type { ResponseHook } from '../plugin-api/plugin.ts';
 import { isPromise } from '../base/thenable.ts';
-import { messageProblem, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.ts';
+import { parseMessage, type JsonRpcId, type JsonRpcResponse } from '../protocol/jsonrpc.ts';
 import type { SseEvent } from '../protocol/sse.ts';
 
 /** The JSON-RPC response to request `id` in `data`, or null (another message, or not JSON-RPC). */
 export function responseTo(data: string, id: JsonRpcId | null): JsonRpcResponse | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(data);
-  } catch {
-    return null;
-  }
-  if (messageProblem(value) !== null) return null;
-  const message = value as JsonRpcResponse;
-  return !('method' in message) && message.id === id ? message : null;
+  const message = parseMessage(data);
+  return message !== null && !('method' in message) && message.id === id ? message : null;
 }
 
 /** What the queue needs of the exchange it writes for. */

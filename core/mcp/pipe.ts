@@ -8,6 +8,7 @@ import type { Context } from '../plugin-api/context.ts';
 import { errorBody, GatewayError } from '../base/errors.ts';
 import { isCorsHeader, pushCorsHeaders } from '../http/cors.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
+import { EVENT_STREAM_TYPE, JSON_TYPE } from '../upstream/answer-reader.ts';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { formatSseEvent } from '../protocol/sse.ts';
@@ -38,8 +39,6 @@ export function droppedHeaders(names: readonly string[]): DroppedHeaders {
 /** Hop-by-hop headers, and what the gateway sets itself: never passed back on the transparent path. */
 const TRANSPARENT_DROPPED = droppedHeaders(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'x-request-id']);
 
-const EVENT_STREAM = /^text\/event-stream/i;
-
 /** A backend's response headers as the client gets them, and what the filter saw. */
 export interface ForwardedHeaders {
   readonly list: string[];
@@ -69,7 +68,7 @@ export function forwardHeaders(headers: string[], dropped: DroppedHeaders): Forw
       if (names.has(lower) || isCorsHeader(lower)) continue;
       if (lower === 'content-type') {
         contentType = value;
-        sse = EVENT_STREAM.test(value);
+        sse = EVENT_STREAM_TYPE.test(value);
       } else if (lower === 'cache-control') cacheControl = true;
       else if (lower === 'x-accel-buffering') accelBuffering = true;
     }
@@ -78,8 +77,6 @@ export function forwardHeaders(headers: string[], dropped: DroppedHeaders): Forw
   pushStreamHeaders(list, sse, cacheControl, accelBuffering);
   return { list, sse, contentType };
 }
-
-const JSON_MEDIA = /^application\/(?:[\w.+-]+\+)?json\b/i;
 
 /**
  * Whether a backend's answer to a client's POST says it is not an MCP endpoint: a 404 or 405
@@ -90,7 +87,7 @@ const JSON_MEDIA = /^application\/(?:[\w.+-]+\+)?json\b/i;
  */
 export function notMcpAnswer(status: number, contentType: string | null, ctx: Context, backend: BackendInfo): GatewayError | null {
   if ((status !== 404 && status !== 405) || ctx.head.sessionId !== undefined || ctx.req.method !== 'POST') return null;
-  if (contentType !== null && (JSON_MEDIA.test(contentType) || EVENT_STREAM.test(contentType))) return null;
+  if (contentType !== null && (JSON_TYPE.test(contentType) || EVENT_STREAM_TYPE.test(contentType))) return null;
   const type = contentType === null ? 'no content type' : contentType.split(';')[0]!.trim().slice(0, 60);
   return new GatewayError(
     'backend_error',

@@ -15,19 +15,17 @@ import { errorBody, GatewayError } from '../base/errors.ts';
 import { removeHeader } from '../http/header-list.ts';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
-import { Exchange, writeToClient } from '../upstream/exchange.ts';
-import { answerTooLarge } from '../upstream/upstreams.ts';
-import { messageProblem, type JsonRpcResponse } from '../protocol/jsonrpc.ts';
+import { writeToClient } from '../upstream/exchange.ts';
+import type { AnswerHead } from '../upstream/answer-reader.ts';
+import { MessageExchange } from '../upstream/message-exchange.ts';
+import { parseMessage, type JsonRpcResponse } from '../protocol/jsonrpc.ts';
 import { HookedEvents, responseTo, type HookedEventsHost } from './hooked-events.ts';
 import { clientHeaders, notMcpAnswer } from './pipe.ts';
 import type { SessionOwners } from './session-owners.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
-import { SseParser, formatSseEvent, type SseEvent } from '../protocol/sse.ts';
+import { formatSseEvent, type SseEvent } from '../protocol/sse.ts';
 
-type Mode = 'json' | 'sse' | 'raw';
-
-/** A JSON media type (`application/json`, `application/problem+json`, …): the answer is read and hooked. */
-const JSON_TYPE = /json/i;
+type Mode = 'json' | 'sse' | 'other';
 
 /** An SSE event as the client gets it on the transparent path: as sent, or with the hooked response. */
 function renderEvent(event: SseEvent, response: JsonRpcResponse | null): string {
@@ -41,27 +39,22 @@ function renderEvent(event: SseEvent, response: JsonRpcResponse | null): string 
  */
 function renderStandaloneEvent(event: SseEvent): string {
   if (event.data.length === 0) return event.raw;
-  try {
-    const value = JSON.parse(event.data) as unknown;
-    return messageProblem(value) === null && !('method' in (value as object)) ? '' : event.raw;
-  } catch {
-    return event.raw;
-  }
+  const message = parseMessage(event.data);
+  return message !== null && !('method' in message) ? '' : event.raw;
 }
 
-export class RewriteExchange extends Exchange implements OpenStream, HookedEventsHost {
+export class RewriteExchange extends MessageExchange implements OpenStream, HookedEventsHost {
   /** A GET stream (with onResponse hooks configured): not part of any request, ended at once on shutdown. */
   readonly standalone: boolean;
   readonly ctx: Context;
   readonly #hooks: readonly ResponseHook[];
   readonly #streams: OpenStreams;
-  #mode: Mode = 'raw';
+  #mode: Mode = 'other';
   #status = 0;
   #headers: string[] = [];
-  #chunks: Buffer[] = [];
-  #size = 0;
-  #parser: SseParser | null = null;
   #events: HookedEvents | null = null;
+  /** The answer is an event stream among the open streams (until it settles). */
+  #streaming = false;
   /** Set on a request that opens or ends a session: its answer binds or unbinds the id (session-owners.ts). */
   owners: SessionOwners | null = null;
 
@@ -74,66 +67,47 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
     ctx.inflight = this;
   }
 
-  protected head(status: number, headers: string[]): boolean {
-    const { list, sse, contentType } = clientHeaders(headers, this.ctx);
+  /** A GET stream is no one answer: only its events are bounded. */
+  protected override get standing(): boolean {
+    return this.standalone;
+  }
+
+  protected answered(head: AnswerHead, streamed: boolean): boolean {
+    const { list } = clientHeaders(head.headers, this.ctx);
+    const status = head.status;
     if (status >= 404 && !this.standalone) {
-      const notMcp = notMcpAnswer(status, contentType, this.ctx, this.backend);
+      const notMcp = notMcpAnswer(status, head.mediaType === '' ? null : head.mediaType, this.ctx, this.backend);
       if (notMcp !== null) {
         this.cancel();
         this.fail(notMcp);
         return false;
       }
     }
-    const foreign = this.owners === null ? null : this.owners.answered(this.ctx, status, headers);
+    const foreign = this.owners === null ? null : this.owners.answered(this.ctx, status, head.headers);
     if (foreign !== null) {
       this.cancel();
       this.fail(foreign);
       return false;
     }
     this.#status = status;
-    if (sse) {
+    if (streamed) {
       this.#mode = 'sse';
-      this.#parser = new SseParser(this.backend.maxResponseBytes);
       this.#events = new HookedEvents(this.ctx, this.#hooks, this, this.standalone ? renderStandaloneEvent : renderEvent);
       this.ctx.res.writeHead(status, list);
       this.ctx.res.flushHeaders();
+      this.#streaming = true;
       this.#streams.add(this);
       return true;
     }
-    // Names and media types in any case: `Content-Type: Application/JSON` must not slip past the hooks.
-    if (contentType !== null && JSON_TYPE.test(contentType)) {
-      this.#mode = 'json';
-      // The body is written again: its length changes, and the client must get only the new one.
-      removeHeader(list, 'content-length');
-      this.#headers = list;
-      return true;
-    }
-    this.#mode = 'raw';
-    this.ctx.res.writeHead(status, list);
+    // Read whole and written again: its length may change, and the client must get only the new one.
+    removeHeader(list, 'content-length');
+    this.#mode = head.kind === 'json' ? 'json' : 'other';
+    this.#headers = list;
     return true;
   }
 
-  protected data(chunk: Buffer): boolean {
-    if (this.#mode === 'raw') return writeToClient(this.ctx.res, chunk, this);
-    // A GET stream is no one answer: only its events are bounded (by the parser).
-    if (!this.standalone) {
-      this.#size += chunk.length;
-      if (this.#size > this.backend.maxResponseBytes) return this.#tooLarge('an answer');
-    }
-    if (this.#mode === 'json') {
-      this.#chunks.push(chunk);
-      return true;
-    }
-    const events = this.#parser!.push(chunk);
-    if (this.#parser!.tooLarge) return this.#tooLarge('an event');
+  protected events(events: readonly SseEvent[]): boolean {
     return this.#events!.push(events);
-  }
-
-  /** The answer grew past the backend's bound: it stops, and the client is told why. */
-  #tooLarge(what: 'an answer' | 'an event'): false {
-    this.cancel();
-    this.fail(answerTooLarge(this.backend, what));
-    return false;
   }
 
   // ---- HookedEventsHost ----
@@ -143,7 +117,7 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
   }
 
   finish(): void {
-    const rest = this.#parser!.rest();
+    const rest = this.rest();
     this.ctx.res.end(rest.length > 0 ? rest : undefined);
     this.#settle();
   }
@@ -153,23 +127,19 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
     this.fail(err instanceof GatewayError ? err : new GatewayError('internal_error', 'a response hook failed', { detail: String(err), cause: err }));
   }
 
-  protected end(): void {
-    if (this.#mode === 'raw') {
-      this.ctx.res.end();
-      this.#settle();
-    } else if (this.#mode === 'sse') {
-      this.#events!.end();
-    } else {
-      this.#finishJson();
-    }
+  protected streamEnded(): void {
+    this.#events!.end();
   }
 
-  #finishJson(): void {
-    const body = Buffer.concat(this.#chunks, this.#size);
-    this.#chunks = [];
+  protected bodyRead(body: Buffer): void {
+    if (this.#mode === 'other') {
+      // Not MCP's (an empty 202, a redirect, an error page): passed on as read.
+      this.#send(body);
+      return;
+    }
     const response = responseTo(body.toString('utf8'), this.ctx.rpcId);
     if (response === null) {
-      // Not the response to this request (an HTTP error page, say): pass it on untouched.
+      // Not the response to this request (an HTTP error in JSON, say): pass it on untouched.
       this.#send(body);
       return;
     }
@@ -183,15 +153,16 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
 
   #send(body: Buffer): void {
     if (this.cancelled) return;
-    this.#headers.push('content-length', String(body.length));
+    // 1xx, 204 and 304 carry no body, nor its length.
+    if (this.#status >= 200 && this.#status !== 204 && this.#status !== 304) this.#headers.push('content-length', String(body.length));
     this.ctx.res.writeHead(this.#status, this.#headers);
-    this.ctx.res.end(body);
+    this.ctx.res.end(body.length > 0 ? body : undefined);
     this.#settle();
   }
 
   protected fail(error: GatewayError): void {
     const ctx = this.ctx;
-    const sse = this.#mode === 'sse' && this.#parser !== null;
+    const sse = this.#mode === 'sse';
     this.#settle();
     if (!ctx.res.headersSent) {
       ctx.fail(error);
@@ -213,8 +184,8 @@ export class RewriteExchange extends Exchange implements OpenStream, HookedEvent
   }
 
   #settle(): void {
-    if (this.#mode === 'sse' && this.#parser !== null) {
-      this.#parser = null;
+    if (this.#streaming) {
+      this.#streaming = false;
       this.#streams.delete(this);
     }
     if (this.ctx.inflight === this) this.ctx.inflight = null;

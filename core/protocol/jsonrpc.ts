@@ -82,6 +82,16 @@ export function messageProblem(value: unknown): string | null {
   return null;
 }
 
+/** One message from its text (an event's data, a body): null when it is not JSON, or not JSON-RPC. */
+export function parseMessage(text: string): JsonRpcMessage | null {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return messageProblem(value) === null ? (value as JsonRpcMessage) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * How deep a request's JSON may nest (arrays and objects). JSON.parse reads any depth, but the
  * gateway writes messages anew (aggregated mode, the era bridge, hooks) and walks parts of them

@@ -1,14 +1,20 @@
 /**
  * The seam between the gateway and a backend's transport. Everything the gateway sends a
  * backend (its own calls, routed requests, GET streams, DELETE) is one exchange handed to the
- * backend's `BackendTransport`, which answers it in the shape of a streamable-HTTP response:
- * a status, headers, body chunks (a JSON body, or `text/event-stream` events), completion or an
- * `UpstreamError`. So one reading of answers (the exchange subclasses) serves every transport:
+ * backend's `BackendTransport`: a call (POST), a stream opened (GET) or a session ended (DELETE),
+ * answered in the shape of a streamable-HTTP response (a status, headers, body chunks: a JSON
+ * body, or `text/event-stream` events), completion or an `UpstreamError`. That shape is MCP's own
+ * framing of messages, so one reading of answers serves every transport:
  *
  *  - streamable HTTP: `Pool` (pool.ts), keep-alive connections to the backend's origin;
  *  - stdio and legacy HTTP+SSE (2024-11-05): `ChannelTransport` (channel/channel-transport.ts),
  *    which answers in-process, as a streamable-HTTP server would, from messages exchanged with
  *    a child process or an SSE connection (no socket, no HTTP parsing on the way).
+ *
+ * Whoever reads messages reads them through one reader (answer-reader.ts, behind
+ * message-exchange.ts): the head as what it is, then events one by one or a body whole, with one
+ * set of bounds. Only the transparent pass-through (mcp/pipe.ts) takes the bytes as they come,
+ * which is what lets a client's answer pass untouched whatever carried it.
  *
  * A transport answers each dispatch exactly once with `onComplete` or `onError`, never throws
  * out of `dispatch`, and calls `attach` before the first report of an exchange.

@@ -13,13 +13,14 @@ import { OutgoingHeaders } from '../../plugin-api/outgoing-headers.ts';
 import { passAllowed } from '../../http/passthrough-headers.ts';
 import type { HopMark } from '../../http/hop-mark.ts';
 import type { BackendHook } from '../../plugin-api/plugin.ts';
-import { Exchange } from '../../upstream/exchange.ts';
+import type { AnswerHead } from '../../upstream/answer-reader.ts';
+import { MessageExchange } from '../../upstream/message-exchange.ts';
 import type { BackendTransport } from '../../upstream/transport.ts';
-import { answerTooLarge, type Upstreams } from '../../upstream/upstreams.ts';
+import type { Upstreams } from '../../upstream/upstreams.ts';
 import { GATEHOUSE_VERSION, isModernVersion, towardLegacy, towardModern, type ClientEnvelope } from '../../protocol/era.ts';
 import { standardHeaders } from '../../protocol/standard-headers.ts';
-import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
-import { SseParser } from '../../protocol/sse.ts';
+import { parseMessage, type JsonRpcId, type JsonRpcMessage, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
+import type { SseEvent } from '../../protocol/sse.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { isPromise } from '../../base/thenable.ts';
 
@@ -37,8 +38,6 @@ export interface CallResult {
   /** Bytes the answer's body had (every event of a stream): a list's pages are bounded in all. */
   readonly bytes: number;
 }
-
-const EVENT_STREAM = /^text\/event-stream/i;
 
 /**
  * How some servers word "I do not know that session" inside a 2xx answer, where the status says
@@ -75,31 +74,18 @@ export function sessionVerdict(status: number, response: JsonRpcResponse | null)
 /** The id of the gateway's ping that asks a backend whether it still knows a session. */
 const PROBE_ID = 'gatehouse-session-probe';
 
-function parseMessage(text: string): JsonRpcMessage | null {
-  try {
-    const value = JSON.parse(text) as unknown;
-    return messageProblem(value) === null ? (value as JsonRpcMessage) : null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * One POST/DELETE to a backend, its answer collected: a JSON body whole, an event stream event by
  * event. Either holds at most the backend's `maxResponseBytes` in all (the events of a stream
  * summed), past which the call fails naming the bound.
  */
-class BackendCall extends Exchange {
+class BackendCall extends MessageExchange {
   readonly result: Promise<CallResult>;
   readonly #requestId: JsonRpcId | undefined;
   readonly #sink: MessageSink | null;
   #resolve!: (result: CallResult) => void;
   #reject!: (error: GatewayError) => void;
-  #status = 0;
-  #sessionId: string | null = null;
-  #parser: SseParser | null = null;
-  #chunks: Buffer[] = [];
-  #size = 0;
+  #head: AnswerHead | null = null;
   #response: JsonRpcResponse | null = null;
 
   constructor(backend: BackendInfo, metrics: BackendMetrics, requestId: JsonRpcId | undefined, sink: MessageSink | null) {
@@ -112,28 +98,13 @@ class BackendCall extends Exchange {
     });
   }
 
-  protected head(status: number, headers: string[]): boolean {
-    this.#status = status;
-    for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i]!.toLowerCase();
-      if (name === 'mcp-session-id') this.#sessionId = headers[i + 1]!;
-      else if (name === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser(this.backend.maxResponseBytes);
-    }
+  protected answered(head: AnswerHead): boolean {
+    this.#head = head;
     return true;
   }
 
-  protected data(chunk: Buffer): boolean {
-    this.#size += chunk.length;
-    if (this.#size > this.backend.maxResponseBytes) {
-      this.#reject(answerTooLarge(this.backend, 'an answer'));
-      this.cancel();
-      return false;
-    }
-    if (this.#parser === null) {
-      this.#chunks.push(chunk);
-      return true;
-    }
-    for (const event of this.#parser.push(chunk)) {
+  protected events(events: readonly SseEvent[]): boolean {
+    for (const event of events) {
       if (event.data.length === 0) continue;
       const message = parseMessage(event.data);
       if (message === null) continue;
@@ -143,14 +114,22 @@ class BackendCall extends Exchange {
     return true;
   }
 
-  protected end(): void {
-    let text = '';
-    if (this.#parser === null && this.#size > 0) {
-      text = Buffer.concat(this.#chunks, this.#size).toString('utf8');
+  protected streamEnded(): void {
+    this.#settle('');
+  }
+
+  protected bodyRead(body: Buffer): void {
+    const text = body.length === 0 ? '' : body.toString('utf8');
+    if (text !== '') {
       const message = parseMessage(text);
       if (message !== null && !('method' in message) && message.id === this.#requestId) this.#response = message;
     }
-    this.#resolve({ status: this.#status, sessionId: this.#sessionId, response: this.#response, text, bytes: this.#size });
+    this.#settle(text);
+  }
+
+  #settle(text: string): void {
+    const head = this.#head!;
+    this.#resolve({ status: head.status, sessionId: head.sessionId, response: this.#response, text, bytes: this.answerBytes });
   }
 
   protected fail(error: GatewayError): void {

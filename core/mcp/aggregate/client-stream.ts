@@ -18,11 +18,12 @@
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError } from '../../base/errors.ts';
 import { addCorsHeaders } from '../../http/cors.ts';
-import { Exchange } from '../../upstream/exchange.ts';
+import type { AnswerHead, Overflow } from '../../upstream/answer-reader.ts';
+import { MessageExchange } from '../../upstream/message-exchange.ts';
 import { answerTooLarge, upstreamError } from '../../upstream/upstreams.ts';
 import { StreamOpenings, type StreamOpening } from '../../upstream/stream-openings.ts';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
-import { SseParser, formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
+import { formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink, type SessionVerdict } from './backend-link.ts';
 import { isResumableEventId, multiplexEventId } from './ids.ts';
@@ -33,7 +34,6 @@ import type { AggregatedSession, SessionStream } from './session.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import type { ListChangeGate } from './shown-lists.ts';
 
-const EVENT_STREAM = /^text\/event-stream/i;
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 30_000;
 
@@ -64,15 +64,16 @@ export interface ModernListen {
 }
 
 /** The GET stream of one backend session, feeding the client's stream. */
-class BackendStream extends Exchange {
+class BackendStream extends MessageExchange {
   readonly #owner: ClientStream;
   readonly #link: BackendLink;
   /** The backend session the stream belongs to. */
   readonly record: BackendSessionRecord;
   /** performance.now() when the stream opened. */
   readonly openedAt = performance.now();
-  #parser: SseParser | null = null;
   #status = 0;
+  /** The backend answered with its stream (a 200 event stream). */
+  #open = false;
 
   constructor(owner: ClientStream, link: BackendLink, record: BackendSessionRecord) {
     super(link.backend, link.metrics);
@@ -81,32 +82,35 @@ class BackendStream extends Exchange {
     this.record = record;
   }
 
-  protected head(status: number, headers: string[]): boolean {
-    this.#status = status;
-    for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i]!.toLowerCase() === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = new SseParser(this.backend.maxResponseBytes);
-    }
+  protected override get standing(): boolean {
     return true;
   }
 
-  protected data(chunk: Buffer): boolean {
-    if (this.#parser !== null && this.#status === 200) {
-      const events = this.#parser.push(chunk);
-      for (const event of events) this.#owner.backendEvent(this.#link, this, event);
-      // A stream lives as long as its client likes; one event of it may not grow without end.
-      if (this.#parser.tooLarge) {
-        this.cancel();
-        this.#owner.ctx.log(answerTooLarge(this.backend, 'an event'));
-        this.#owner.backendEnded(this.#link, this, null);
-        return false;
-      }
-    }
-    // A refusal's body is not read: its status says what it can (sessionVerdict).
+  protected answered(head: AnswerHead, streamed: boolean): boolean {
+    this.#status = head.status;
+    // Only a stream (200) is read: a refusal's status says what it can (sessionVerdict).
+    this.#open = streamed && head.status === 200;
     return true;
   }
 
-  protected end(): void {
-    if (this.#parser !== null && this.#status === 200) this.#owner.backendEnded(this.#link, this, null);
+  protected events(events: readonly SseEvent[]): boolean {
+    if (this.#open) for (const event of events) this.#owner.backendEvent(this.#link, this, event);
+    return true;
+  }
+
+  /** One event grew past the bound (a stream lives as long as its client likes; one event of it may not grow without end). */
+  protected override tooLarge(what: Overflow): void {
+    this.cancel();
+    this.#owner.ctx.log(answerTooLarge(this.backend, what));
+    this.#owner.backendEnded(this.#link, this, null);
+  }
+
+  protected bodyRead(): void {
+    this.streamEnded();
+  }
+
+  protected streamEnded(): void {
+    if (this.#open) this.#owner.backendEnded(this.#link, this, null);
     else this.#owner.backendEnded(this.#link, this, { status: this.#status, session: sessionVerdict(this.#status, null) });
   }
 

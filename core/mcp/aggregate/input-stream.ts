@@ -15,15 +15,14 @@
  */
 import type { Context } from '../../plugin-api/context.ts';
 import type { GatewayError } from '../../base/errors.ts';
-import { Exchange } from '../../upstream/exchange.ts';
+import type { AnswerHead, Overflow } from '../../upstream/answer-reader.ts';
+import { MessageExchange } from '../../upstream/message-exchange.ts';
 import { answerTooLarge } from '../../upstream/upstreams.ts';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
-import { SseParser } from '../../protocol/sse.ts';
+import type { SseEvent } from '../../protocol/sse.ts';
 import type { BackendLink } from './backend-link.ts';
 import type { BackendSessionRecord } from './session-store.ts';
 import { eventMessage } from './toward-client.ts';
-
-const EVENT_STREAM = /^text\/event-stream/i;
 
 /** What the stream reports to whoever holds it. */
 export interface InputStreamOwner {
@@ -35,7 +34,7 @@ export interface InputStreamOwner {
   ended(stream: InputStream, status: number | null): void;
 }
 
-export class InputStream extends Exchange {
+export class InputStream extends MessageExchange {
   readonly link: BackendLink;
   /** The backend session the stream belongs to. */
   readonly record: BackendSessionRecord;
@@ -45,7 +44,8 @@ export class InputStream extends Exchange {
   readonly opened: Promise<boolean>;
   #open: ((open: boolean) => void) | null = null;
   readonly #owner: InputStreamOwner;
-  #parser: SseParser | null = null;
+  /** The backend answered with its stream (a 200 event stream). */
+  #streamed = false;
   #status = 0;
   #ended = false;
 
@@ -60,45 +60,52 @@ export class InputStream extends Exchange {
 
   /** Whether the backend keeps the stream open now. */
   get isOpen(): boolean {
-    return this.#parser !== null && !this.#ended;
+    return this.#streamed && !this.#ended;
   }
 
-  protected head(status: number, headers: string[]): boolean {
-    this.#status = status;
-    for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i]!.length === 12 && headers[i]!.toLowerCase() === 'content-type' && EVENT_STREAM.test(headers[i + 1]!)) this.#parser = status === 200 ? new SseParser(this.backend.maxResponseBytes) : null;
-    }
-    this.#settleOpen(this.#parser !== null);
+  protected override get standing(): boolean {
     return true;
   }
 
-  protected data(chunk: Buffer): boolean {
-    if (this.#parser === null) return true; // a refusal's body: its status says enough
-    for (const event of this.#parser.push(chunk)) {
+  protected answered(head: AnswerHead, streamed: boolean): boolean {
+    this.#status = head.status;
+    this.#streamed = streamed && head.status === 200;
+    this.#settleOpen(this.#streamed);
+    return true;
+  }
+
+  protected events(events: readonly SseEvent[]): boolean {
+    if (!this.#streamed) return true;
+    for (const event of events) {
       const message = eventMessage(event);
       if (message === null || !('method' in message)) continue; // a response is nobody's here
       if ('id' in message) this.#owner.request(this, message as JsonRpcRequest);
       else this.#owner.notification(this, message);
     }
-    if (this.#parser.tooLarge) {
-      // One event may not grow without end: the stream ends (the next call opens it again).
-      this.ctx.log(answerTooLarge(this.backend, 'an event'));
-      this.cancel();
-      return false;
-    }
     return true;
   }
 
-  protected end(): void {
-    this.#finish(this.#parser === null ? this.#status : null);
+  /** One event may not grow without end: the stream ends (the next call opens it again). */
+  protected override tooLarge(what: Overflow): void {
+    this.ctx.log(answerTooLarge(this.backend, what));
+    this.cancel();
+  }
+
+  protected streamEnded(): void {
+    this.#finish(this.#streamed ? null : this.#status);
+  }
+
+  protected bodyRead(): void {
+    // A refusal's body: its status says enough.
+    this.#finish(this.#status);
   }
 
   protected fail(_error: GatewayError): void {
-    this.#finish(this.#parser === null && this.#status !== 0 ? this.#status : null);
+    this.#finish(!this.#streamed && this.#status !== 0 ? this.#status : null);
   }
 
   override cancel(): void {
-    const refused = this.#parser === null && this.#status !== 0;
+    const refused = !this.#streamed && this.#status !== 0;
     super.cancel();
     this.#finish(refused ? this.#status : null);
   }

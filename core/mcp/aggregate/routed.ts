@@ -29,12 +29,13 @@ import { pushCorsHeaders } from '../../http/cors.ts';
 import type { ResponseHook } from '../../plugin-api/plugin.ts';
 import { runResponseHooks } from '../../server/chain.ts';
 import { isPromise } from '../../base/thenable.ts';
-import { Exchange, writeToClient } from '../../upstream/exchange.ts';
-import { answerTooLarge } from '../../upstream/upstreams.ts';
+import { writeToClient } from '../../upstream/exchange.ts';
+import type { AnswerHead } from '../../upstream/answer-reader.ts';
+import { MessageExchange } from '../../upstream/message-exchange.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import { completeResultBytes } from '../../protocol/json-scan.ts';
-import { SseParser, formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
+import { formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink } from './backend-link.ts';
 import { isResumableEventId, routedEventId } from './ids.ts';
@@ -47,32 +48,13 @@ import { completed, completeOwned, privately } from './modern-answers.ts';
 import type { RouteListener } from './route-listener.ts';
 import { eventMessage, eventTowardClient, towardClient, type Answering } from './toward-client.ts';
 
-/** What is kept of an error answer to word the client's error. */
-const ERROR_BODY_LIMIT = 16 * 1024;
-const EVENT_STREAM = /^text\/event-stream\s*(;|$)/i;
-const JSON_TYPE = /^application\/json\s*(;|$)/i;
 /** Events held for a parked call before it is cut off. */
 const MAX_HELD_EVENTS = 1024;
-
-/** What the gateway takes from a backend's response head: its media type, and whether the body is encoded. */
-function readHead(headers: readonly string[]): { type: string; encoding: string | null } {
-  let type = '';
-  let encoding: string | null = null;
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i]!;
-    // Only two names matter: most headers are skipped on their length alone.
-    if (name.length === 12 && name.toLowerCase() === 'content-type') type = headers[i + 1]!;
-    else if (name.length === 16 && name.toLowerCase() === 'content-encoding') {
-      const value = headers[i + 1]!.trim().toLowerCase();
-      if (value !== '' && value !== 'identity') encoding = value;
-    }
-  }
-  return { type, encoding };
-}
+const EMPTY = Buffer.alloc(0);
 
 type Mode = 'json' | 'sse' | 'refused';
 
-export class RoutedExchange extends Exchange implements HookedEventsHost, OpenStream, AskableCall {
+export class RoutedExchange extends MessageExchange implements HookedEventsHost, OpenStream, AskableCall {
   /** The client's request this answers: the retry's, once a parked call resumes. */
   ctx: Context;
   readonly link: BackendLink;
@@ -92,9 +74,6 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   readonly #createsTask: boolean;
   #mode: Mode = 'json';
   #status = 0;
-  #chunks: Buffer[] = [];
-  #size = 0;
-  #parser: SseParser | null = null;
   #events: HookedEvents | null = null;
   /** The client's answer is written (or being written): nothing more goes to it. */
   #answered = false;
@@ -109,6 +88,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   #held: SseEvent[] | null = null;
   /** The backend's stream (or JSON answer) ended while the call was parked. */
   #endedParked = false;
+  /** The JSON answer that came while the call was parked. */
+  #parkedBody: Buffer | null = null;
   /** A retry resumed the call: its answer goes to the retry as an event stream (opened at the resumption). */
   #resumed = false;
   /** Requests for input that came on the backend session's own stream while the call was parked: asked next. */
@@ -161,17 +142,15 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     ctx.inflight = this;
   }
 
-  protected head(status: number, headers: string[]): boolean {
-    this.#status = status;
-    if (status !== 200) {
+  protected answered(head: AnswerHead, streamed: boolean): boolean {
+    this.#status = head.status;
+    if (head.status !== 200) {
       this.#mode = 'refused';
       return true;
     }
-    const { type, encoding } = readHead(headers);
-    if (encoding !== null) return this.#reject(`sent a body encoded as ${JSON.stringify(encoding.slice(0, 32))}, which the gateway did not ask for`);
-    if (EVENT_STREAM.test(type)) {
+    if (head.encoding !== null) return this.#reject(`sent a body encoded as ${JSON.stringify(head.encoding.slice(0, 32))}, which the gateway did not ask for`);
+    if (streamed) {
       this.#mode = 'sse';
-      this.#parser = new SseParser(this.backend.maxResponseBytes);
       if (this.#hooks !== null) this.#events = new HookedEvents(this.ctx, this.#hooks, this, (event, response) => this.#render(event, response), this.#backendId);
       const list = ['content-type', 'text/event-stream', 'cache-control', 'no-cache, no-transform', 'x-accel-buffering', 'no', 'x-request-id', this.ctx.requestId];
       // A modern client has no session (the implicit one is the gateway's own business).
@@ -182,7 +161,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
       this.#streams.add(this);
       return true;
     }
-    if (!JSON_TYPE.test(type)) return this.#reject(`answered with ${type === '' ? 'no media type' : JSON.stringify(type.slice(0, 64))}, not JSON or an event stream`);
+    if (head.kind !== 'json') return this.#reject(`answered with ${head.mediaType === '' ? 'no media type' : JSON.stringify(head.mediaType.slice(0, 64))}, not JSON or an event stream`);
     return true;
   }
 
@@ -193,92 +172,60 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     return false;
   }
 
-  /**
-   * The answer grew past the backend's bound (`an answer`: its bytes in all; `an event`: one event):
-   * it stops here, the client gets a JSON-RPC error naming the backend and the bound, and the
-   * backend's health hears of it. The rest of the session, and the other backends, go on.
-   */
-  #tooLarge(what: 'an answer' | 'an event'): false {
-    this.cancel();
-    this.fail(answerTooLarge(this.backend, what));
-    return false;
+  protected events(events: readonly SseEvent[]): boolean {
+    // A refusal that came as an event stream (a 2xx other than 200) is read for nothing.
+    if (this.#mode !== 'sse') return true;
+    if (this.#held !== null) return this.#holdEvents(events);
+    if (this.#events !== null) return this.#events.push(events);
+    let out = '';
+    for (const event of events) out += this.#render(event, null);
+    return this.write(out);
   }
 
-  protected data(chunk: Buffer): boolean {
-    switch (this.#mode) {
-      case 'sse': {
-        this.#size += chunk.length;
-        if (this.#size > this.backend.maxResponseBytes) return this.#tooLarge('an answer');
-        const events = this.#parser!.push(chunk);
-        if (this.#parser!.tooLarge) return this.#tooLarge('an event');
-        if (this.#held !== null) return this.#holdEvents(events);
-        if (this.#events !== null) return this.#events.push(events);
-        let out = '';
-        for (const event of events) out += this.#render(event, null);
-        return this.write(out);
-      }
-      case 'refused':
-        if (this.#size < ERROR_BODY_LIMIT) this.#hold(chunk);
-        return true;
-      case 'json':
-        this.#hold(chunk);
-        return this.#size <= this.backend.maxResponseBytes || this.#tooLarge('an answer');
+  protected streamEnded(): void {
+    if (this.#mode !== 'sse') {
+      this.#refused(EMPTY);
+      return;
     }
-  }
-
-  #hold(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#size += chunk.length;
-  }
-
-  #text(): string {
-    const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#size);
-    this.#chunks = [];
-    return body.toString('utf8');
-  }
-
-  protected end(): void {
-    switch (this.#mode) {
-      case 'sse':
-        if (this.#held !== null) {
-          this.#endedParked = true;
-          return;
-        }
-        if (this.#claiming !== null) {
-          this.#endedClaiming = true;
-          return;
-        }
-        if (this.#events !== null) this.#events.end();
-        else this.finish();
-        return;
-      case 'refused':
-        this.#refused();
-        return;
-      case 'json':
-        // Parked on a request that came on the backend session's stream: the answer waits for the retry.
-        if (this.#held !== null) {
-          this.#endedParked = true;
-          return;
-        }
-        this.#json();
+    if (this.#held !== null) {
+      this.#endedParked = true;
+      return;
     }
+    if (this.#claiming !== null) {
+      this.#endedClaiming = true;
+      return;
+    }
+    if (this.#events !== null) this.#events.end();
+    else this.finish();
+  }
+
+  protected bodyRead(body: Buffer): void {
+    if (this.#mode === 'refused') {
+      this.#refused(body);
+      return;
+    }
+    // Parked on a request that came on the backend session's stream: the answer waits for the retry.
+    if (this.#held !== null) {
+      this.#parkedBody = body;
+      this.#endedParked = true;
+      return;
+    }
+    this.#json(body);
   }
 
   /** The whole JSON answer is here: it must be this request's response (or say the session is lost). */
-  #json(): void {
+  #json(body: Buffer): void {
+    this.#parkedBody = null;
     if (this.#passesAsBytes() && !this.#resumed) {
-      const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#size);
       const spliced = completeResultBytes(body, JSON.stringify(this.ctx.rpcId));
       if (spliced !== null) {
-        this.#chunks = [];
         this.#answered = true;
         this.#done(null);
         this.#writeBody(spliced);
         return;
       }
-      this.#chunks = [body];
     }
-    const text = this.#text();
+    const text = body.toString('utf8');
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -326,8 +273,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   }
 
   /** The backend refused the request: lost session, or a JSON-RPC error for the client. */
-  #refused(): void {
-    const text = this.#text();
+  #refused(body: Buffer): void {
+    const text = body.toString('utf8');
     let response: JsonRpcResponse | null = null;
     try {
       const value = JSON.parse(text) as unknown;
@@ -627,7 +574,8 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     if (next !== undefined) this.#park(next);
     if (this.#endedParked && this.#held === null) {
       this.#endedParked = false;
-      this.end();
+      if (this.#mode === 'sse') this.streamEnded();
+      else this.#json(this.#parkedBody ?? EMPTY);
     } else this.resume();
   }
 
@@ -646,7 +594,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   finish(): void {
     if (this.#handedOver) return; // the stream is the relay's now
     if (!this.ctx.res.writableEnded) {
-      const rest = this.#parser?.rest() ?? '';
+      const rest = this.rest();
       this.ctx.res.end(rest.length > 0 ? rest : undefined);
     }
     this.#done(null);
@@ -665,7 +613,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
     }
     this.#done(error);
     if (ctx.res.writableEnded) return;
-    if (this.#parser !== null && ctx.rpcId !== null) {
+    if (this.#mode === 'sse' && ctx.rpcId !== null) {
       ctx.res.end(formatSseEvent({ event: 'message', data: errorBody(error, ctx) }));
     } else {
       ctx.res.destroy();
@@ -696,7 +644,7 @@ export class RoutedExchange extends Exchange implements HookedEventsHost, OpenSt
   #settle(): void {
     this.session.callEnded(this.link.name, this);
     if (this.ctx.rpcId !== null && this.body !== null) this.session.inflight.delete(this.ctx.rpcId);
-    if (this.#parser !== null) this.#streams.delete(this);
+    if (this.#mode === 'sse') this.#streams.delete(this);
     if (this.ctx.inflight === this) this.ctx.inflight = null;
   }
 }

@@ -11,7 +11,7 @@
  *  - SSE data that is not a JSON-RPC message is dropped: the gateway is the MCP server here.
  */
 import type { JsonRpcId, JsonRpcMessage } from '../../protocol/jsonrpc.ts';
-import { messageProblem } from '../../protocol/jsonrpc.ts';
+import { parseMessage } from '../../protocol/jsonrpc.ts';
 import { formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import { wrapRequestId } from './ids.ts';
 
@@ -40,13 +40,7 @@ export function towardClient(index: number, message: JsonRpcMessage, answering: 
 
 /** The JSON-RPC message an SSE event carries; null when its data is not one. */
 export function eventMessage(event: SseEvent): JsonRpcMessage | null {
-  if (event.data.length === 0) return null;
-  try {
-    const value = JSON.parse(event.data) as unknown;
-    return messageProblem(value) === null ? (value as JsonRpcMessage) : null;
-  } catch {
-    return null;
-  }
+  return event.data.length === 0 ? null : parseMessage(event.data);
 }
 
 /**
