@@ -35,6 +35,7 @@ export const UNIT: readonly string[] = [
   'test/cedar-authz/',
   'test/claims-filter/',
   'test/config/',
+  'test/core/answer-reader.test.ts',
   'test/core/address-class.test.ts',
   'test/core/app.test.ts',
   'test/core/channel-transport-attacks.test.ts',

@@ -104,6 +104,27 @@ describe('aggregated mode: a hostile backend', () => {
     assertGatewayError(await post(gateway.url, call(14), headers), 14, /encoded as "gzip"/);
   });
 
+  it('a refusal with an endless error page: the client gets the status, the gateway kept 16 KiB of it', async () => {
+    script(({ res }) => {
+      res.writeHead(500, { 'content-type': 'text/html' });
+      const page = Buffer.alloc(256 * 1024, 'A');
+      for (let i = 0; i < 8; i++) res.write(page);
+      res.end('<p>the end</p>');
+    });
+    const answer = await post(gateway.url, call(21), headers);
+    assertGatewayError(answer, 21, /backend "evil" refused the request \(HTTP 500\)/);
+    assert.ok(answer.text.length < 4096, 'the page is not passed on');
+  });
+
+  it('a refusal in JSON past the answer bound: an error naming the bound, not the body', async () => {
+    script(({ res }) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: 22, error: { code: -32600, message: 'x'.repeat(40 * 1024 * 1024) } }));
+    });
+    const answer = await post(gateway.url, call(22), headers);
+    assertGatewayError(answer, 22, /backend "evil" sent an answer larger than/);
+  });
+
   it('a JSON answer to another id (another backend\'s request): refused', async () => {
     script(({ res }) => answerJson(res, 999, { content: [{ type: 'text', text: 'forged' }] }));
     const answer = await post(gateway.url, call(15), headers);
