@@ -46,6 +46,8 @@ export class SseParser {
   #pendingBytes = 0;
   #scan: Scan = TEXT;
   #tooLarge = false;
+  /** No event completed yet: the first may open with a byte order mark, which a stream may carry and a reader ignores. */
+  #first = true;
   readonly #maxEventBytes: number;
 
   /** `maxEventBytes`: the largest event held (its blank line included); larger ones make the parser `tooLarge`. */
@@ -124,7 +126,12 @@ export class SseParser {
     const whole = this.#pending.length === 0 ? piece : Buffer.concat([...this.#pending, piece], size);
     this.#pending = [];
     this.#pendingBytes = 0;
-    events.push(parseBlock(whole.toString('utf8')));
+    let text = whole.toString('utf8');
+    if (this.#first) {
+      this.#first = false;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    events.push(parseBlock(text));
     return true;
   }
 

@@ -122,5 +122,16 @@ describe('SseParser', () => {
     const end = countWork(() => assert.equal(parser.push('\n\n')[0]!.data.length, chunks * chunk.length));
     assert.equal(end.decoded, 1, 'the event is decoded once, when it ends');
   });
+
+  it('ignores a byte order mark that opens the stream, even split across chunks, and only there', () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const parser = new SseParser();
+    assert.deepEqual(parser.push(bom.subarray(0, 2)), []);
+    const [first] = parser.push(Buffer.concat([bom.subarray(2), Buffer.from('event: endpoint\ndata: /messages\n\n')]));
+    assert.equal(first!.event, 'endpoint');
+    assert.equal(first!.data, '/messages');
+    const [second] = parser.push(Buffer.concat([bom, Buffer.from('event: message\ndata: x\n\n')]));
+    assert.equal(second!.event, null, 'a mark later is part of the line: its field is not "event"');
+  });
 });
 
