@@ -99,9 +99,7 @@ export abstract class Exchange implements UpstreamHandler {
   // and never escapes into the socket callback, where it would end the process.
 
   onHeaders(status: number, headers: string[]): boolean {
-    this.metrics.ok((performance.now() - this.startedAt) / 1000);
-    if (this.opening !== null) this.opening.settle();
-    if (this.cancelled) return false;
+    if (!this.headArrived()) return false;
     try {
       return this.head(status, headers);
     } catch (err) {
@@ -137,6 +135,13 @@ export abstract class Exchange implements UpstreamHandler {
     const error = upstreamError(this.backend, err);
     this.metrics.outcome(outcomeOf(error.code));
     this.#failSafely(error);
+  }
+
+  /** The answer's head is here (however it came): timed, and the stream it opens settled. False once cancelled. */
+  protected headArrived(): boolean {
+    this.metrics.ok((performance.now() - this.startedAt) / 1000);
+    if (this.opening !== null) this.opening.settle();
+    return !this.cancelled;
   }
 
   /** A step threw: the backend exchange stops, and the client is told as for a backend failure. */

@@ -1,20 +1,36 @@
 /**
- * An exchange that reads its backend's answer as MCP carries it (answer-reader.ts): the head
- * once, as what it is; then events one by one, or one body whole; then the end. The reading and
- * its bounds are the reader's; a subclass decides only what the answer means to its client (the
- * gateway's own calls, routed requests, GET streams, transparent answers with hooks).
+ * An exchange that reads its backend's answer as MCP carries it: the head once, as what it is;
+ * then events one by one, or one body whole; then the end. A subclass decides only what the
+ * answer means to its client (the gateway's own calls, routed requests, GET streams, transparent
+ * answers with hooks); how it came is the transport's business:
  *
- * A bound passed stops the backend exchange and fails it naming the bound (`tooLarge`), which
- * the subclass may word for its client.
+ *  - over HTTP (the pool), as a response: read here through answer-reader.ts, which holds the
+ *    media-type rules and the bounds (a bound passed stops the backend exchange and fails it
+ *    naming the bound: `tooLarge`, which a subclass may word for its client);
+ *  - from a channel (stdio, legacy SSE), as messages (`MessageReader`, transport.ts): no HTTP
+ *    to read, and the channel bounds what it sends (channel-answer.ts).
  */
 import type { GatewayError } from '../base/errors.ts';
 import type { SseEvent } from '../protocol/sse.ts';
 import { AnswerReader, readAnswerHead, type AnswerHead, type Overflow } from './answer-reader.ts';
 import { Exchange } from './exchange.ts';
+import type { MessageReader } from './transport.ts';
 import { answerTooLarge } from './upstreams.ts';
 
-export abstract class MessageExchange extends Exchange {
+const EMPTY = Buffer.alloc(0);
+
+export abstract class MessageExchange extends Exchange implements MessageReader {
+  /** The HTTP answer's reader; null when the answer came as messages. */
   #reader: AnswerReader | null = null;
+  /** An answer given as messages: whether it is events, its body, its bytes. */
+  #streamed = false;
+  #body: Buffer | null = null;
+  #bytes = 0;
+
+  /** This exchange reads messages: a transport that has them gives them as they are. */
+  get messages(): MessageReader {
+    return this;
+  }
 
   /**
    * A standing stream (a GET stream): no one answer, so only each event is bounded, not their
@@ -23,6 +39,8 @@ export abstract class MessageExchange extends Exchange {
   protected get standing(): boolean {
     return false;
   }
+
+  // ---- an HTTP answer (Exchange's steps) ----
 
   protected head(status: number, headers: string[]): boolean {
     const head = readAnswerHead(status, headers);
@@ -40,14 +58,48 @@ export abstract class MessageExchange extends Exchange {
   }
 
   protected end(): void {
-    const reader = this.#reader!;
-    if (reader.events) this.streamEnded();
+    const reader = this.#reader;
+    if (reader === null) {
+      if (this.#streamed) this.streamEnded();
+      else this.bodyRead(this.#body ?? EMPTY);
+    } else if (reader.events) this.streamEnded();
     else this.bodyRead(reader.body());
   }
 
+  // ---- an answer as messages (MessageReader): the same steps, guarded as Exchange guards its own ----
+
+  onAnswer(head: AnswerHead, streamed: boolean): boolean {
+    if (!this.headArrived()) return false;
+    this.#streamed = streamed;
+    try {
+      return this.answered(head, streamed);
+    } catch (err) {
+      this.broken(err);
+      return false;
+    }
+  }
+
+  onEvents(events: readonly SseEvent[]): boolean {
+    if (this.cancelled) return false;
+    for (let i = 0; i < events.length; i++) this.#bytes += Buffer.byteLength(events[i]!.data);
+    try {
+      return this.events(events);
+    } catch (err) {
+      this.broken(err);
+      return false;
+    }
+  }
+
+  onBody(body: Buffer): void {
+    this.#body = body;
+    this.#bytes += body.length;
+  }
+
+  // ---- for subclasses ----
+
   /** Bytes of the answer's body received so far. */
   protected get answerBytes(): number {
-    return this.#reader?.size ?? 0;
+    return this.#reader?.size ?? this.#bytes;
   }
 
   /** What is left of an unterminated event at the end of the stream ('' when none). */

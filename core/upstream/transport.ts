@@ -11,14 +11,17 @@
  *    which answers in-process, as a streamable-HTTP server would, from messages exchanged with
  *    a child process or an SSE connection (no socket, no HTTP parsing on the way).
  *
- * Whoever reads messages reads them through one reader (answer-reader.ts, behind
- * message-exchange.ts): the head as what it is, then events one by one or a body whole, with one
- * set of bounds. Only the transparent pass-through (mcp/pipe.ts) takes the bytes as they come,
- * which is what lets a client's answer pass untouched whatever carried it.
+ * An exchange that reads messages (message-exchange.ts) says so (`UpstreamHandler.messages`):
+ * a channel then gives it the messages as they are (the head, events or a body), and an HTTP
+ * answer is read into the same terms by one reader (answer-reader.ts: the media-type rules and
+ * the bounds). Only the transparent pass-through (mcp/pipe.ts) takes bytes, which every
+ * transport gives it, so a backend's answer can pass to its client untouched.
  *
  * A transport answers each dispatch exactly once with `onComplete` or `onError`, never throws
  * out of `dispatch`, and calls `attach` before the first report of an exchange.
  */
+import type { SseEvent } from '../protocol/sse.ts';
+import type { AnswerHead } from './answer-reader.ts';
 import type { UpstreamError } from './upstream-error.ts';
 
 export { UpstreamError } from './upstream-error.ts';
@@ -40,6 +43,23 @@ export interface UpstreamHandler {
   onData(chunk: Buffer): boolean;
   onComplete(): void;
   onError(error: UpstreamError): void;
+  /**
+   * The exchange's reading of messages, for a transport that has its answer as messages already
+   * (a channel): the head, then events or the body, then `onComplete`, with no HTTP on the way.
+   * Absent or null: the exchange takes the bytes (the transparent pass-through), which every
+   * transport must then give it.
+   */
+  readonly messages?: MessageReader | null;
+}
+
+/** An answer given as messages (`UpstreamHandler.messages`), in the terms answer-reader.ts reads HTTP into. */
+export interface MessageReader {
+  /** The head; `streamed`: the messages come as events (else as one body). Return false to pause. */
+  onAnswer(head: AnswerHead, streamed: boolean): boolean;
+  /** Events, in order. Return false to pause. */
+  onEvents(events: readonly SseEvent[]): boolean;
+  /** The body (one message), before `onComplete`. */
+  onBody(body: Buffer): void;
 }
 
 /** How exchanges reach one backend. */

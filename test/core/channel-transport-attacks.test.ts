@@ -26,7 +26,7 @@ describe('a backend\'s made-up messages never throw out of the channel', () => {
     const sent = channels[0]!.requests('tools/call')[0]!;
     channels[0]!.emit({ jsonrpc: '2.0', id: sent.id as number, result: { content: [] } });
     await answer.done();
-    assert.deepEqual(answer.messages().at(-1), { jsonrpc: '2.0', id: 7, result: { content: [] } });
+    assert.deepEqual(answer.bodyMessages().at(-1), { jsonrpc: '2.0', id: 7, result: { content: [] } });
     await transport.close();
   });
 });
@@ -58,7 +58,7 @@ describe('a call that fails leaves nothing behind at its channel', () => {
     const refusals = channels[0]!.sent.filter((m) => m.id === 'ask-1' && 'error' in m);
     assert.deepEqual(refusals, [], 'the backend\'s request is not refused: one call is under way');
     await tick(50);
-    assert.ok(second.messages().some((m) => m.id === 'ask-1'), `the request reached the call: ${second.body}`);
+    assert.ok(second.bodyMessages().some((m) => m.id === 'ask-1'), `the request reached the call: ${second.body}`);
     await transport.close();
   });
 });
@@ -115,7 +115,7 @@ describe('one client cannot deny or reach another\'s session', () => {
     await tick();
     const refused = channels[0]!.sent.find((m) => m.id === 'for-other' && 'error' in m);
     assert.equal(refused, undefined, `refused: ${JSON.stringify(refused)}`);
-    assert.ok(answer.messages().some((m) => m.id === 'for-other'));
+    assert.ok(answer.bodyMessages().some((m) => m.id === 'for-other'));
     await transport.close();
   });
 });
@@ -137,7 +137,7 @@ describe('one client cannot deny or reach another\'s session (shared child, by d
     channels[0]!.emit(sampling('for-other'));
     await tick();
     assert.equal(channels[0]!.sent.find((m) => m.id === 'for-other' && 'error' in m), undefined, 'the other session is asked');
-    assert.ok(answer.messages().some((m) => m.id === 'for-other'));
+    assert.ok(answer.bodyMessages().some((m) => m.id === 'for-other'));
     await transport.close();
   });
 
@@ -147,7 +147,7 @@ describe('one client cannot deny or reach another\'s session (shared child, by d
     await first.done();
     const second = post(transport, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { ...CLIENT_PARAMS, protocolVersion: '2025-06-18' } }, null);
     await second.done();
-    const result = second.messages()[0]!.result as { protocolVersion: string };
+    const result = second.bodyMessages()[0]!.result as { protocolVersion: string };
     assert.equal(result.protocolVersion, '2025-06-18', 'the second client is told the version the first one asked for');
     await transport.close();
   });
@@ -164,7 +164,7 @@ describe('checked and sound: ids, cancellations and answers stay with their sess
     channels[0]!.emit({ jsonrpc: '2.0', id: linkId, result: { content: [] } });
     channels[0]!.emit({ jsonrpc: '2.0', id: linkId, result: { again: true } });
     await answer.done();
-    assert.deepEqual(answer.messages(), [{ jsonrpc: '2.0', id: 0, result: { content: [] } }]);
+    assert.deepEqual(answer.bodyMessages(), [{ jsonrpc: '2.0', id: 0, result: { content: [] } }]);
     await transport.close();
   });
 
@@ -224,7 +224,7 @@ describe('checked and sound: ids, cancellations and answers stay with their sess
     answer.paused = false;
     answer.carrier!.resume();
     await answer.done();
-    assert.deepEqual(answer.messages(), [
+    assert.deepEqual(answer.bodyMessages(), [
       { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: 1 } },
       { jsonrpc: '2.0', id: 3, result: { content: [] } },
     ]);
@@ -252,7 +252,7 @@ describe('checked and sound: ids, cancellations and answers stay with their sess
     }
     await Promise.all(answers.map((answer) => answer.done()));
     for (const i of [0, 1]) {
-      assert.deepEqual(answers[i]!.messages(), [
+      assert.deepEqual(answers[i]!.bodyMessages(), [
         { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'same', progress: i + 10 } },
         { jsonrpc: '2.0', id: 1, result: { who: i } },
       ]);

@@ -12,6 +12,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CreateMessageResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
+import type { Plugin } from '../../core/plugin-api/plugin.ts';
 import type { ChannelOpeners } from '../../core/upstream/channel/channel-backends.ts';
 import type { ChannelEvents, MessageChannel } from '../../core/upstream/channel/channel.ts';
 import { connectClient, textOf } from '../fixtures/client.ts';
@@ -132,6 +133,43 @@ describe('a stdio backend alone (served transparently) with the SDK client', () 
       assert.match(died, /backend \\"mem\\" exited with status 3/);
       assert.equal(textOf(await c.client.callTool({ name: 'echo', arguments: { text: 'again' } })), 'echo: again');
       assert.equal(memory.opened, before + 1, 'one new channel, initialized with the session\'s own parameters');
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe('a stdio backend alone, with an onResponse hook on tools/call', () => {
+  const memory = memoryBackend();
+  let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+  /** Rewrites "echo:" in every tools/call response: the answer is read (as messages, from the channel) and written anew. */
+  const shout: Plugin = {
+    name: 'shout',
+    onResponse: {
+      methods: ['tools/call'],
+      handle(_ctx, response) {
+        return JSON.parse(JSON.stringify(response).replaceAll('echo:', 'ECHO:')) as typeof response;
+      },
+    },
+  };
+  before(async () => {
+    gateway = await startTestGateway({
+      backends: [{ name: 'mem', transport: STDIO }],
+      channelOpeners: memory.openers,
+      plugins: [{ definition: { name: 'shout', create: () => shout }, config: {}, source: 'code' }],
+    });
+  });
+  after(() => gateway.stop());
+
+  it('a JSON answer and an event stream (progress first) both pass the hook; the rest passes as the channel said it', async () => {
+    const c = await connectClient(gateway.url);
+    try {
+      assert.equal(textOf(await c.client.callTool({ name: 'echo', arguments: { text: 'x' } })), 'ECHO: x');
+      const progress: number[] = [];
+      const slow = await c.client.callTool({ name: 'slow', arguments: { steps: 2 } }, undefined, { onprogress: (p) => progress.push(p.progress) });
+      assert.equal(textOf(slow), 'done');
+      assert.deepEqual(progress, [1, 2]);
+      assert.ok((await c.client.listTools()).tools.some((t) => t.name === 'echo'), 'a method without hooks passes through');
     } finally {
       await c.close();
     }

@@ -155,7 +155,7 @@ export class RecordingHandler implements UpstreamHandler {
   }
 
   /** The JSON-RPC messages of the body (a JSON body, or the data of its events). */
-  messages(): Record<string, unknown>[] {
+  bodyMessages(): Record<string, unknown>[] {
     if (this.body.length === 0) return [];
     if (!this.body.startsWith('event:')) return [JSON.parse(this.body) as Record<string, unknown>];
     return this.body
