@@ -50,6 +50,7 @@ export const UNIT: readonly string[] = [
   'test/core/request-head.test.ts',
   'test/core/router.test.ts',
   'test/core/sse.test.ts',
+  'test/core/token-bucket.test.ts',
   'test/core/upstream-pool.test.ts',
   'test/eras/bytes.test.ts',
   'test/examples/deploy.test.ts',
