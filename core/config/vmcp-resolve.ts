@@ -10,6 +10,7 @@ import type { AuthzClaimsInput } from './authz-claims.ts';
 import { NO_ITEM_CLAIMS, STREAMABLE_HTTP, type BackendTransportConfig, type ItemClaims } from '../plugin-api/backend.ts';
 import { STDIO_DEFAULTS } from './stdio-schema.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
+import { toRateLimiting } from './rate-limiting.ts';
 import { CLUSTER_AUDIENCE, CLUSTER_ISSUER, DEFAULT_BACKEND_TIMEOUT_MS, type ParsedResource, type ResourceKind } from './vmcp-schema.ts';
 import type {
   AuthServerConfig,
@@ -63,6 +64,7 @@ export function assemble(parsed: ParsedResources, file: string): VmcpConfig {
       healthCheckIntervalMs: spec.config.operational.failureHandling.healthCheckInterval,
       unhealthyThreshold: spec.config.operational.failureHandling.unhealthyThreshold,
     },
+    rateLimiting: toRateLimiting(spec.config.rateLimiting),
     server: spec.server,
     passthroughHeaders: [...new Set(spec.passthroughHeaders.map((name) => name.toLowerCase()))],
     plugins: spec.plugins.map((plugin, i) => ({

@@ -20,6 +20,7 @@ import { durationSchema as duration } from './duration.ts';
 import { addIssue, q, text, uniqueNames, whenMapping } from './formats.ts';
 import { groupSchemas } from './group-schemas.ts';
 import { groupRegistrySchema } from './group-registry-schema.ts';
+import { rateLimitingSchema } from './rate-limiting.ts';
 import { isPluginPath, pluginModuleOf } from './plugin-configs.ts';
 import { describeValue } from './problems.ts';
 import { httpUrl, passthroughHeader, reference, resourceName, dnsLabel, stringMap, schemaContext, type ReferenceIndex } from './schema-parts.ts';
@@ -142,6 +143,7 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
         aggregation: aggregation.prefault({}),
         session: session.prefault({}),
         operational: operational.prefault({}),
+        rateLimiting: rateLimitingSchema(schema).optional(),
       }),
       incomingAuth,
       outgoingAuth: outgoingAuth.prefault({}),

@@ -8,6 +8,7 @@
 import type { AggregationConfig, FailureHandlingConfig, SessionConfig } from './aggregation-config.ts';
 import type { BudgetBounds } from '../base/rate-limit.ts';
 import type { RedisConnectionConfig } from './redis-config.ts';
+import type { RateLimitConfig } from './rate-limiting.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ServerSettings } from './server-settings.ts';
 import type { BackendTransportConfig, EndpointPolicy, ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
@@ -236,6 +237,8 @@ export interface VmcpConfig {
   readonly session: SessionConfig;
   /** `spec.config.operational.failureHandling`. */
   readonly failureHandling: FailureHandlingConfig;
+  /** `spec.config.rateLimiting`: token buckets on `tools/call` (rate-limiting.ts); null when absent. */
+  readonly rateLimiting: RateLimitConfig | null;
   readonly server: ServerSettings;
   /** `spec.passthroughHeaders`, lower case: client headers every backend gets (identity and proxy headers only so). */
   readonly passthroughHeaders: readonly string[];

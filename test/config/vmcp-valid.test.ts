@@ -38,6 +38,7 @@ test('the minimal file resolves, with every default', async () => {
     aggregation: { conflictResolution: 'prefix', prefixFormat: '{workload}_', priorityOrder: [], tools: {}, pageSize: 0 },
     session: { ttlMs: 30 * 60_000, maxSessions: 10_000, maxSessionsPerPrincipal: 100, maxSessionBytes: 64 * 1024, maxSessionsBytesPerPrincipal: 1024 * 1024, storage: { type: 'memory' } },
     failureHandling: { partialFailureMode: 'bestEffort', healthCheckIntervalMs: 30_000, unhealthyThreshold: 3 },
+    rateLimiting: null,
     server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 } },
     passthroughHeaders: [],
     plugins: [],
