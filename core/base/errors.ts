@@ -39,6 +39,7 @@ export type CoreErrorCode =
   | 'stream_limit'
   | 'loop_detected'
   | 'too_many_requests'
+  | 'rate_limited'
   | 'not_ready'
   | 'shutting_down'
   | 'internal_error';
@@ -87,6 +88,9 @@ const KINDS: Record<CoreErrorCode, Kind> = {
   loop_detected: { status: 508, rpc: -32000 },
   // A limit of the client's own (server.maxSessionRequests): it may retry once a request ends.
   too_many_requests: { status: 429, rpc: -32000 },
+  // spec.config.rateLimiting: ToolHive's JSON-RPC code 429 (outside the reserved range, so valid in
+  // every MCP revision), with retryAfterSeconds in error.data.
+  rate_limited: { status: 429, rpc: 429 },
   not_ready: { status: 503, rpc: -32603 },
   shutting_down: { status: 503, rpc: -32603 },
   internal_error: { status: 500, rpc: -32603 },

@@ -43,6 +43,19 @@ function renderStandaloneEvent(event: SseEvent): string {
   return message !== null && !('method' in message) ? '' : event.raw;
 }
 
+/** A batch's answer (a JSON array, one response, or nothing) with the refused calls' errors after it; anything else as it came. */
+function withRefused(body: Buffer, refused: readonly JsonRpcResponse[]): Buffer {
+  if (body.length === 0) return Buffer.from(JSON.stringify(refused));
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body.toString('utf8'));
+  } catch {
+    return body;
+  }
+  if (Array.isArray(answer)) return Buffer.from(JSON.stringify([...(answer as unknown[]), ...refused]));
+  return typeof answer === 'object' && answer !== null ? Buffer.from(JSON.stringify([answer, ...refused])) : body;
+}
+
 export class RewriteExchange extends MessageExchange implements OpenStream, HookedEventsHost {
   /** A GET stream (with onResponse hooks configured): not part of any request, ended at once on shutdown. */
   readonly standalone: boolean;
@@ -57,6 +70,12 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
   #streaming = false;
   /** Set on a request that opens or ends a session: its answer binds or unbinds the id (session-owners.ts). */
   owners: SessionOwners | null = null;
+  /**
+   * Set on a batch some of whose calls the rate limits refused (transparent-endpoint.ts): their
+   * errors are added to the backend's answer to the rest (the end of its JSON array or SSE
+   * stream; its 202, when the rest wanted no answer, becomes 200 with them).
+   */
+  refused: JsonRpcResponse[] | null = null;
 
   constructor(ctx: Context, backend: BackendInfo, metrics: BackendMetrics, streams: OpenStreams, hooks: readonly ResponseHook[], standalone = false) {
     super(backend, metrics);
@@ -90,6 +109,11 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
       return false;
     }
     this.#status = status;
+    if (this.refused !== null && status === 202) {
+      this.#status = 200;
+      removeHeader(list, 'content-type');
+      list.push('content-type', 'application/json');
+    }
     if (streamed) {
       this.#mode = 'sse';
       this.#events = new HookedEvents(this.ctx, this.#hooks, this, this.standalone ? renderStandaloneEvent : renderEvent);
@@ -117,6 +141,7 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
   }
 
   finish(): void {
+    for (const response of this.refused ?? []) this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(response) }));
     const rest = this.rest();
     this.ctx.res.end(rest.length > 0 ? rest : undefined);
     this.#settle();
@@ -132,6 +157,10 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
   }
 
   protected bodyRead(body: Buffer): void {
+    if (this.refused !== null && this.#status < 300) {
+      this.#send(withRefused(body, this.refused));
+      return;
+    }
     if (this.#mode === 'other') {
       // Not MCP's (an empty 202, a redirect, an error page): passed on as read.
       this.#send(body);

@@ -37,6 +37,9 @@ import { RewriteExchange } from './rewrite.ts';
 import type { SessionOwners } from './session-owners.ts';
 import type { OpenStreams } from './streams.ts';
 import { isPromise, then } from '../base/thenable.ts';
+import { Reply } from '../plugin-api/reply.ts';
+import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.ts';
+import { rateLimitedError, rateLimitedResponse, type RateLimited, type RateLimits } from './rate-limits.ts';
 
 /** What a transparent endpoint needs of the bridge that serves the requests of the other era. */
 export interface EraBridge {
@@ -62,7 +65,12 @@ export interface TransparentOptions {
   maxBodyBytes: number;
   /** Who opened each session (null: nothing bound nor checked, as in tests of the endpoint alone). */
   owners?: SessionOwners | null;
+  /** `spec.config.rateLimiting` (null or unset: none). */
+  limits?: RateLimits | null;
 }
+
+/** The errors of the calls of a batch the rate limits refused, added to the backend's answer to the rest. */
+const refusedInBatch = new WeakMap<Context, JsonRpcResponse[]>();
 
 export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly path: string;
@@ -80,6 +88,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
   readonly #openings = new StreamOpenings<string>();
   readonly #owners: SessionOwners | null;
   readonly #hops: HopMark;
+  readonly #limits: RateLimits | null;
 
   constructor(options: TransparentOptions) {
     this.path = options.path;
@@ -94,6 +103,7 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     this.#backendHooks = options.chain.compileBackend(options.backend);
     this.#owners = options.owners ?? null;
     this.#hops = options.upstreams.hops;
+    this.#limits = options.limits ?? null;
   }
 
   handle(ctx: Context): HookOutcome | Promise<HookOutcome> {
@@ -158,8 +168,59 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     else ctx.fail(refused);
   }
 
-  /** The message hooks, then the backend. */
+  /**
+   * The rate limits (rate-limits.ts), then as #passAdmitted. A single call refused is answered
+   * 429 with Retry-After and a JSON-RPC error body; in a batch, each refused call gets its error
+   * and the rest goes to the backend (#passBatch).
+   */
   #passOwned(ctx: Context, body: Buffer): void {
+    const limits = this.#limits;
+    if (limits === null) return this.#passAdmitted(ctx, body);
+    try {
+      const message = ctx.message!;
+      const outcome = Array.isArray(message) ? limits.checkBatch(ctx, message) : limits.check(ctx, message);
+      if (isPromise(outcome)) outcome.then((settled) => this.#afterLimits(ctx, body, settled)).catch((err: unknown) => ctx.fail(err));
+      else this.#afterLimits(ctx, body, outcome);
+    } catch (err) {
+      ctx.fail(err);
+    }
+  }
+
+  #afterLimits(ctx: Context, body: Buffer, outcome: RateLimited | null | (RateLimited | null)[]): void {
+    if (outcome === null) this.#passAdmitted(ctx, body);
+    else if (Array.isArray(outcome)) this.#passBatch(ctx, body, outcome);
+    else ctx.fail(rateLimitedError(outcome));
+  }
+
+  /**
+   * A batch of which some calls were refused: nothing refused, it goes as it came; everything,
+   * the client gets 429 with each message's error; else the rest goes to the backend and the
+   * refused calls' errors are added to its answer (rewrite.ts).
+   */
+  #passBatch(ctx: Context, body: Buffer, outcomes: readonly (RateLimited | null)[]): void {
+    const batch = ctx.message as JsonRpcMessage[];
+    const refused: JsonRpcResponse[] = [];
+    const kept: JsonRpcMessage[] = [];
+    let retryAfter = 0;
+    batch.forEach((message, i) => {
+      const limited = outcomes[i] ?? null;
+      if (limited === null) kept.push(message);
+      else {
+        refused.push(rateLimitedResponse((message as JsonRpcRequest).id, limited));
+        retryAfter = Math.max(retryAfter, limited.retryAfterSeconds);
+      }
+    });
+    if (refused.length === 0) return this.#passAdmitted(ctx, body);
+    if (kept.length === 0) return respondWhenSettled(ctx, Reply.json(429, refused, { 'retry-after': String(retryAfter) }));
+    // The backend gets the rest, written anew (#forward serializes a replaced message).
+    ctx.message = kept;
+    ctx.body = null;
+    refusedInBatch.set(ctx, refused);
+    this.#passAdmitted(ctx, body);
+  }
+
+  /** The message hooks, then the backend. */
+  #passAdmitted(ctx: Context, body: Buffer): void {
     try {
       if (this.#chain.seesMessages || ctx.scope.accessLog === true) ctx.target = directTarget(this.#backend.name, ctx.message);
       const outcome = runMessageHooks(ctx, this.#chain);
@@ -250,13 +311,15 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     const stream = method === 'GET';
     // With onResponse hooks anywhere, a GET stream is read too: a response replayed on it
     // (Last-Event-ID) cannot pass its method's hooks, so it must not pass at all.
+    const refused = refusedInBatch.get(ctx) ?? null;
     const exchange =
-      responseHooks !== null
-        ? new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, responseHooks)
+      responseHooks !== null || refused !== null
+        ? new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, responseHooks ?? [])
         : stream && this.#chain.hasResponseHooks
           ? new RewriteExchange(ctx, this.#backend, this.#metrics, this.#streams, [], true)
           : new PipeExchange(ctx, this.#backend, this.#metrics, this.#streams, stream);
     exchange.opening = opening;
+    if (refused !== null) (exchange as RewriteExchange).refused = refused;
     // An authenticated initialize (its answer names the new session's id) or DELETE: its answer binds or unbinds the id.
     // An id a backend gives out on any other answer is bound to no one: the gateway answers it 404.
     if (this.#owners !== null && ctx.principal !== null && (method === 'DELETE' || (ctx.rpcMethod === 'initialize' && ctx.head.sessionId === undefined))) exchange.owners = this.#owners;

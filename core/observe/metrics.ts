@@ -80,6 +80,11 @@ export class GatewayMetrics {
     'Connections and requests refused or dropped at a limit of server (max_connections, session_requests, stream_buffer, send_timeout)',
     ['limit'],
   );
+  readonly #rateLimited = new CounterFamily(
+    'gatehouse_rate_limited_total',
+    'MCP requests refused by spec.config.rateLimiting, by the bucket that refused (scope: shared, perUser, perClient; target: server, tool)',
+    ['scope', 'target'],
+  );
   /** Plain counters, read by the gauges at scrape time (no metric call per request). */
   inflight = 0;
   streams = 0;
@@ -90,7 +95,7 @@ export class GatewayMetrics {
     const registry = new client.Registry();
     this.registry = registry;
     if (options.processMetrics !== false) client.collectDefaultMetrics({ register: registry, prefix: 'gatehouse_' });
-    for (const family of [this.#requests, this.#duration, this.#backendLatency, this.#backendOutcomes, this.#phase, this.#limited]) {
+    for (const family of [this.#requests, this.#duration, this.#backendLatency, this.#backendOutcomes, this.#phase, this.#limited, this.#rateLimited]) {
       registry.registerMetric(family as never);
     }
     const metrics = this;
@@ -151,6 +156,11 @@ export class GatewayMetrics {
   /** A connection or request refused or dropped at one of server's limits. */
   limited(limit: 'max_connections' | 'session_requests' | 'stream_buffer' | 'send_timeout'): void {
     this.#limited.child(limit).value++;
+  }
+
+  /** The counter of requests a rate limit refused, for one bucket kind (bound once, when the limits are built). */
+  rateLimited(scope: 'shared' | 'perUser' | 'perClient', target: 'server' | 'tool'): CounterChild {
+    return this.#rateLimited.child(scope, target);
   }
 
   route(name: string): RouteMetrics {

@@ -25,6 +25,8 @@ import { Upstreams, type UpstreamOptions } from '../upstream/upstreams.ts';
 import type { HopMark } from '../http/hop-mark.ts';
 import type { ChannelBackends } from '../upstream/channel/channel-backends.ts';
 import { storageFor } from './reload-sessions.ts';
+import type { TokenBuckets } from '../base/token-bucket.ts';
+import { RateLimits } from '../mcp/rate-limits.ts';
 
 export interface GenerationOptions {
   readonly config: VmcpConfig;
@@ -33,6 +35,8 @@ export interface GenerationOptions {
   readonly storage: SessionStorage;
   /** Who opened each transparent session: the process's, shared by every generation as the storage is. */
   readonly owners: SessionOwners;
+  /** The rate limits' token buckets: the process's (or the replicas', in Redis), kept across reloads. */
+  readonly buckets: TokenBuckets;
   /** Plugins the composition root chose for this config (incoming auth first). */
   readonly builtins: readonly PluginSpec[];
   /** Plugins given in code; they run after those of the config file. */
@@ -179,6 +183,7 @@ export class Generation {
     const backends = this.backends;
     const shared = storageFor(options.storage, backends.map((b) => b.name));
     const transparent = this.transparent;
+    const limits = RateLimits.of(config.rateLimiting, options.buckets, metrics);
     // A transparent endpoint has the same session machinery, as its era bridge, for its one backend
     // under its own names: it serves the requests whose generation of MCP is not the backend's,
     // and checks the backend's health.
@@ -197,6 +202,7 @@ export class Generation {
       log,
       storage: shared.storage,
       removedBackends: this.removedBackends,
+      limits,
     });
     this.#own(transparent ? 'era bridge' : 'aggregated sessions', () => aggregated.close());
     this.#sessions = aggregated.sessions;
@@ -215,6 +221,7 @@ export class Generation {
       streams: this.streams,
       maxBodyBytes: config.server.maxBodyBytes,
       owners: options.owners,
+      limits,
     });
   }
 

@@ -5,7 +5,9 @@
  * (its kind; a stdio server's command, arguments, environment, working directory and the bounds
  * of its processes), timeouts, answer size bound, outgoing auth, annotations, the claims of their items, the addresses a registry's
  * server may be reached at), incoming auth (including its resourceUrl, hence the MCP path, and
- * its authzConfig: the policies as read again, so a changed policy file or ConfigMap counts), aggregation, failure handling, passthroughHeaders, the
+ * its authzConfig: the policies as read again, so a changed policy file or ConfigMap counts), aggregation, failure handling,
+ * rate limits (the buckets are the process's and keep their tokens: a changed bucket goes on from
+ * what it holds, capped at its new maxTokens), passthroughHeaders, the
  * token-exchange cache, the plugins and their config, server.maxBodyBytes, and the registry that
  * feeds the group (fed-group.ts: a new generation when a registry starts or stops feeding it,
  * since a fed group is always aggregated; else only its feed starts anew).
@@ -86,6 +88,7 @@ export function changesOf(current: VmcpConfig, next: VmcpConfig): Changes {
   if (!isDeepStrictEqual(current.authz, next.authz)) other.push('incomingAuth.authzConfig');
   if (!isDeepStrictEqual(current.passthroughHeaders, next.passthroughHeaders)) other.push('passthroughHeaders');
   if (!isDeepStrictEqual(current.failureHandling, next.failureHandling)) other.push('failureHandling');
+  if (!isDeepStrictEqual(current.rateLimiting, next.rateLimiting)) other.push('rateLimiting');
   if (!isDeepStrictEqual(current.tokenExchangeCache, next.tokenExchangeCache)) other.push('tokenExchangeCache');
   if (current.server.maxBodyBytes !== next.server.maxBodyBytes) other.push('server.maxBodyBytes');
   if ((current.registry === null) !== (next.registry === null)) other.push('registry');

@@ -25,6 +25,8 @@ import type { VmcpConfig } from '../config/vmcp-types.ts';
 import { createSessionStorage, type SessionStorage } from '../mcp/aggregate/compose.ts';
 import { createSessionOwners } from '../mcp/redis-session-owners.ts';
 import type { SessionOwners } from '../mcp/session-owners.ts';
+import { bucketsFor } from '../mcp/rate-limits.ts';
+import type { TokenBuckets } from '../base/token-bucket.ts';
 import { createLogger } from '../observe/log.ts';
 import { GatewayMetrics } from '../observe/metrics.ts';
 import type { PluginSpec } from '../plugin-api/plugin-loader.ts';
@@ -104,6 +106,7 @@ interface Lasting {
   readonly storage: SessionStorage;
   readonly owners: SessionOwners;
   readonly channels: ChannelBackends;
+  readonly buckets: TokenBuckets;
 }
 
 /**
@@ -150,7 +153,8 @@ class VirtualMcpServer implements RunningVmcp {
     const owners = app.own(await createSessionOwners(config, app.log), (o) => o.close(), 'transparent session owners').owners;
     // Closed after the generations (the app closes in reverse order): their children end last.
     const channels = app.own(new ChannelBackends(options.channelOpeners ?? CHANNEL_OPENERS, app.log), (c) => c.close(), 'stdio and SSE backends');
-    const vmcp = new VirtualMcpServer(app, options, { storage, owners, channels });
+    const buckets = bucketsFor(config.name, storage.redis, app.log);
+    const vmcp = new VirtualMcpServer(app, options, { storage, owners, channels, buckets });
     app.own(vmcp.#fed, (fed) => fed.stop(), 'registry feed');
     // The registry's servers are in the first generation when the registry answers in time.
     await vmcp.#fed.configure(config.registry);
@@ -270,13 +274,14 @@ class VirtualMcpServer implements RunningVmcp {
   }
 
   async #build(config: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> {
-    const { storage, owners, channels } = this.#lasting;
+    const { storage, owners, channels, buckets } = this.#lasting;
     const generation = await Generation.build({
       config,
       log: this.#log,
       metrics: this.#app.metrics,
       storage,
       owners,
+      buckets,
       builtins,
       plugins: this.#options.plugins ?? [],
       upstreams: this.#options.upstreams,

@@ -4,6 +4,7 @@
  * prepareBackend hooks), the health monitor, and the session store — in memory, or Redis (plain
  * or Sentinel) so that several gateway processes serve one set of sessions.
  */
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { BackendInfo } from '../../plugin-api/backend.ts';
 import type { Chain } from '../../server/chain.ts';
@@ -22,6 +23,7 @@ import { RedisSessionStore } from './redis-session-store.ts';
 import { LocalRelay, RedisRelay, type Relay } from './relay.ts';
 import { sessionTag, type SessionStore } from './session-store.ts';
 import { needsAggregation } from '../../config/aggregation-config.ts';
+import type { RateLimits } from '../rate-limits.ts';
 
 export interface AggregatedDeps {
   config: VmcpConfig;
@@ -41,6 +43,8 @@ export interface AggregatedDeps {
    * the group is one backend with no tool configuration.
    */
   bridge?: boolean;
+  /** `spec.config.rateLimiting` on the process's buckets (null or unset: none). */
+  limits?: RateLimits | null;
 }
 
 /**
@@ -53,6 +57,8 @@ export interface SessionStorage {
   /** The sessions now serving: the memory store's expiry ends backend sessions through them. */
   serve(sessions: SessionEnder): void;
   close(): Promise<void>;
+  /** The store's Redis connection and key prefix (other state the replicas share rides on it: rate limits); unset in memory. */
+  readonly redis?: { readonly client: Redis; readonly keyPrefix: string };
 }
 
 export interface Aggregated {
@@ -73,9 +79,11 @@ export async function createSessionStorage(config: VmcpConfig, log: Logger): Pro
   let store: SessionStore;
   let relay: Relay;
   let close = async (): Promise<void> => {};
+  let redis: SessionStorage['redis'];
   const storage = config.session.storage;
   if (storage.type === 'redis') {
     const client = createRedisClient(storage.redis, log, `vmcp-${config.name}`);
+    redis = { client, keyPrefix: storage.redis.keyPrefix };
     try {
       await waitReady(client, REDIS_READY_MS);
     } catch (err) {
@@ -119,7 +127,7 @@ export async function createSessionStorage(config: VmcpConfig, log: Logger): Pro
     close = () => memory.close();
   }
 
-  return { store, relay, close, serve: (sessions) => (serving = sessions) };
+  return { store, relay, close, serve: (sessions) => (serving = sessions), ...(redis === undefined ? {} : { redis }) };
 }
 
 export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated> {
@@ -144,6 +152,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     relay,
     log,
     removedBackends: deps.removedBackends ?? [],
+    limits: deps.limits ?? null,
   };
   // One backend, no tool configuration: a transparent endpoint, whose era bridge this is (generation.ts).
   const served = !(deps.bridge ?? !needsAggregation(deps.backends.length, config.aggregation, config.registry !== null))

@@ -5,6 +5,7 @@
  * one backend through it (`direct`), for the requests whose generation of MCP is not the
  * backend's.
  */
+import type { RateLimits } from '../rate-limits.ts';
 import type { Logger } from 'pino';
 import type { Chain, HookOutcome } from '../../server/chain.ts';
 import type { Context } from '../../plugin-api/context.ts';
@@ -54,6 +55,8 @@ export interface GroupOptions {
   direct?: boolean;
   /** Backends a config reload removed (sessions may still call their tools): named when one is called. */
   removedBackends?: readonly string[];
+  /** `spec.config.rateLimiting` (null or unset: none). */
+  limits?: RateLimits | null;
 }
 
 /** What ends the backend sessions of a session the memory store expired (compose.ts). */
@@ -93,7 +96,7 @@ export class BackendGroup implements SessionEnder, ShownCarrier {
     this.streams = new SessionStreams({ links, byName, chain, streams: options.streams, sessions: this.sessions, lists, healer, held, routing, tickets, views: admits });
     const own = new OwnMethods({ name: options.name, links, chain, store: options.store, aggregation: options.aggregation, lists, healer, streams: this.streams });
     const messages = new ClientMessages(links, healer, this.#rounds);
-    this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, views: admits, messages, own, routing });
+    this.pipeline = new McpPipeline({ chain, maxSessionBytes: options.session.maxSessionBytes, sessions: this.sessions, resolver, views: admits, limits: options.limits ?? null, messages, own, routing });
     options.health.onRecovered((name) => this.streams.recovered(name));
   }
 

@@ -5,8 +5,11 @@
  *                `initialize` (its hooks first), a modern client's implicit session
  *   2. resolve   the backend a routed request goes to and its name there: ctx.target (resolver.ts)
  *   3. hooks     the views' admit steps on the item a call names (per-user policy with the call's
- *                arguments, list-views.ts), then the onMessage hooks, on the message as the client
- *                sent it: a hook may answer, or replace the message (which is then resolved again)
+ *                arguments, list-views.ts), then the rate limits of a routed `tools/call`
+ *                (rate-limits.ts: after policy, so a call refused or of an unknown tool spends no
+ *                token; before the hooks and the backend, so a limited call costs neither), then
+ *                the onMessage hooks, on the message as the client sent it: a hook may answer, or
+ *                replace the message (which is then resolved again)
  *   4. dispatch  by kind: the client's answer to a backend, a notification (client-messages.ts),
  *                a method the gateway answers itself (own-methods.ts), a routed call (call-routing.ts)
  *   5. answer    the response through its method's onResponse hooks (answer.ts; a routed answer
@@ -32,6 +35,7 @@ import { clientCapabilities as declaredCapabilities, clientInfo as declaredClien
 import type { OwnMethods } from './own-methods.ts';
 import type { Resolution, Resolver } from './resolver.ts';
 import type { ListViews } from './list-views.ts';
+import { rateLimitedResponse, type RateLimited, type RateLimits } from '../rate-limits.ts';
 import { AggregatedSession } from './session.ts';
 import type { Sessions } from './sessions.ts';
 
@@ -43,6 +47,8 @@ export interface PipelineSteps {
   readonly resolver: Resolver;
   /** The chain's views when some has an admit step, else null. */
   readonly views: ListViews | null;
+  /** `spec.config.rateLimiting`, else null. */
+  readonly limits: RateLimits | null;
   readonly messages: ClientMessages;
   readonly own: OwnMethods;
   readonly routing: CallRouting;
@@ -120,11 +126,25 @@ export class McpPipeline {
       ctx.target = routed.target;
       if (routed.subject !== null && this.#o.views !== null) {
         const admitted = this.#o.views.admit(ctx, routed.subject, message as JsonRpcRequest);
-        if (isPromise(admitted)) return admitted.then((refusal) => refusal ?? this.#messageHooks(ctx, session, message, routed));
+        if (isPromise(admitted)) return admitted.then((refusal) => refusal ?? this.#limited(ctx, session, message, routed));
         if (admitted !== undefined) return admitted;
       }
+      if (this.#o.limits !== null) return this.#limited(ctx, session, message, routed);
     }
     return this.#messageHooks(ctx, session, message, routed);
+  }
+
+  /** The rate limits of a routed call: refused, it is answered a JSON-RPC error in the session (which goes on). */
+  #limited(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Resolution): HookOutcome | Promise<HookOutcome> {
+    const limited = this.#o.limits === null ? null : this.#o.limits.check(ctx, message);
+    if (limited === null) return this.#messageHooks(ctx, session, message, routed);
+    if (!isPromise(limited)) return this.#refuse(ctx, message, limited);
+    return limited.then((settled) => (settled === null ? this.#messageHooks(ctx, session, message, routed) : this.#refuse(ctx, message, settled)));
+  }
+
+  #refuse(ctx: Context, message: JsonRpcMessage, limited: RateLimited): HookOutcome | Promise<HookOutcome> {
+    const { error } = rateLimitedResponse((message as JsonRpcRequest).id, limited);
+    return answerError(ctx, this.#o.chain, (message as JsonRpcRequest).id, error!.code, error!.message, error!.data as Record<string, unknown>);
   }
 
   #messageHooks(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Resolution): HookOutcome | Promise<HookOutcome> {

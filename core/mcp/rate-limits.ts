@@ -1,0 +1,179 @@
+/**
+ * `spec.config.rateLimiting` on the request path: which token buckets (base/token-bucket.ts) a
+ * client's `tools/call` takes from, and what a refused one is answered. Only `tools/call` is
+ * counted, as in ToolHive: limiting initialize, pings, lists or the client's answers would break
+ * sessions rather than slow a looping agent down.
+ *
+ * The buckets of a call: `shared` (everyone), `perUser` (the principal: its issuer and subject;
+ * an anonymous caller: its client address, as `server.trustedProxies` resolves it), `perClient`
+ * (the token's `client_id`, else `azp`; none: not counted), and the called tool's `shared` and
+ * `perUser`. A call takes one token from each, or from none.
+ *
+ * Keys are built from what a client controls (its subject, its address): length-prefixed, so no
+ * two identities make one key, and a key longer than MAX_KEY_CHARS is its SHA-256 instead, so an
+ * identity of 16 KiB costs what a short one does in the memory store and in Redis. Keys never
+ * reach a log or a metric label (metrics count by bucket kind only).
+ *
+ * Where it runs: after authentication (the principal is known) and after the session's checks
+ * and per-user policy (a call the caller may not make, or of a tool that does not exist, spends
+ * nothing), before the onMessage hooks and the backend (aggregate/pipeline.ts, and the
+ * transparent endpoint).
+ */
+import { createHash } from 'node:crypto';
+import type { RateBound } from '../base/rate-limit.ts';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { TokenBuckets, type BucketLimit, type BucketRefusal } from '../base/token-bucket.ts';
+import { GatewayError } from '../base/errors.ts';
+import { isPromise } from '../base/thenable.ts';
+import type { RateLimitConfig } from '../config/rate-limiting.ts';
+import type { Context } from '../plugin-api/context.ts';
+import type { CounterChild } from '../observe/fast-metrics.ts';
+import type { GatewayMetrics } from '../observe/metrics.ts';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.ts';
+
+/** The JSON-RPC error ToolHive answers a limited call with (its code mirrors HTTP 429). */
+export const RATE_LIMITED_CODE = 429;
+export const RATE_LIMITED_MESSAGE = 'Rate limit exceeded';
+
+/** Longer keys are hashed: what a key costs does not grow with what a client sends. */
+export const MAX_KEY_CHARS = 200;
+
+/** A call refused: when to try again (whole seconds, at least 1). */
+export interface RateLimited {
+  readonly retryAfterSeconds: number;
+}
+
+type Scope = 'shared' | 'perUser' | 'perClient';
+
+interface Bucket {
+  readonly limit: BucketLimit;
+  readonly scope: Scope;
+  /** Written before the caller's part of the key (none for a shared bucket). */
+  readonly prefix: string;
+  readonly refused: CounterChild;
+}
+
+function bounded(key: string): string {
+  return key.length <= MAX_KEY_CHARS ? key : `#${createHash('sha256').update(key).digest('base64url')}`;
+}
+
+/** The caller as perUser buckets know it: the principal, or an anonymous caller's address. */
+function userKey(ctx: Context): string {
+  const principal = ctx.principal;
+  if (principal === null) return bounded(`a${ctx.clientAddress}`);
+  const issuer = principal.issuer ?? '';
+  return bounded(`p${issuer.length}:${issuer}${principal.subject}`);
+}
+
+function clientKey(ctx: Context): string | null {
+  const claims = ctx.principal?.claims;
+  const id = claims?.['client_id'] ?? claims?.['azp'];
+  return typeof id === 'string' && id !== '' ? bounded(id) : null;
+}
+
+function calledTool(message: JsonRpcMessage): string | null {
+  const name = (message as { params?: { name?: unknown } }).params?.name;
+  return typeof name === 'string' ? name : null;
+}
+
+export class RateLimits {
+  readonly #buckets: TokenBuckets;
+  /** The buckets every call takes from, in the order a refusal is looked for. */
+  readonly #server: readonly Bucket[];
+  readonly #tools: ReadonlyMap<string, readonly Bucket[]>;
+
+  private constructor(buckets: TokenBuckets, server: Bucket[], tools: Map<string, Bucket[]>) {
+    this.#buckets = buckets;
+    this.#server = server;
+    this.#tools = tools;
+  }
+
+  /** The limits of `config` on `buckets`; null when there are none (the request path then asks nothing). */
+  static of(config: RateLimitConfig | null, buckets: TokenBuckets, metrics: GatewayMetrics): RateLimits | null {
+    if (config === null) return null;
+    const bucket = (limit: RateBound | null, scope: Scope, target: 'server' | 'tool', prefix: string): Bucket[] =>
+      limit === null ? [] : [{ limit, scope, prefix, refused: metrics.rateLimited(scope, target) }];
+    const server = [...bucket(config.shared, 'shared', 'server', 's'), ...bucket(config.perUser, 'perUser', 'server', 'u:'), ...bucket(config.perClient, 'perClient', 'server', 'c:')];
+    const tools = new Map<string, Bucket[]>();
+    for (const tool of config.tools) {
+      const name = bounded(tool.name);
+      tools.set(tool.name, [...bucket(tool.shared, 'shared', 'tool', `ts${name.length}:${name}`), ...bucket(tool.perUser, 'perUser', 'tool', `tu${name.length}:${name}`)]);
+    }
+    return server.length === 0 && tools.size === 0 ? null : new RateLimits(buckets, server, tools);
+  }
+
+  /**
+   * Takes the tokens of one client message: null when it may go on (it is no `tools/call`, or
+   * every bucket had a token), else when to try again. Synchronous on memory buckets.
+   */
+  check(ctx: Context, message: JsonRpcMessage): RateLimited | null | Promise<RateLimited | null> {
+    if (!('method' in message) || message.method !== 'tools/call' || !('id' in message)) return null;
+    const name = calledTool(message);
+    const tool = name === null || this.#tools.size === 0 ? undefined : this.#tools.get(name);
+    if (this.#server.length === 0 && tool === undefined) return null;
+    const applying = tool === undefined ? this.#server : [...this.#server, ...tool];
+    const keys: string[] = [];
+    const limits: BucketLimit[] = [];
+    const taken: Bucket[] = [];
+    let user: string | null = null;
+    for (const bucket of applying) {
+      let key = bucket.prefix;
+      if (bucket.scope === 'perUser') key += user ??= userKey(ctx);
+      else if (bucket.scope === 'perClient') {
+        const client = clientKey(ctx);
+        if (client === null) continue;
+        key += client;
+      }
+      keys.push(key);
+      limits.push(bucket.limit);
+      taken.push(bucket);
+    }
+    const refusal = this.#buckets.take(keys, limits);
+    return isPromise(refusal) ? refusal.then((settled) => limited(settled, taken)) : limited(refusal, taken);
+  }
+
+  /** `check` of each message of a batch, in order: null for every message that may go on. */
+  checkBatch(ctx: Context, batch: readonly JsonRpcMessage[]): (RateLimited | null)[] | Promise<(RateLimited | null)[]> {
+    const outcomes = batch.map((message) => this.check(ctx, message));
+    return outcomes.some(isPromise) ? Promise.all(outcomes) : (outcomes as (RateLimited | null)[]);
+  }
+}
+
+function limited(refusal: BucketRefusal | null, taken: readonly Bucket[]): RateLimited | null {
+  if (refusal === null) return null;
+  taken[refusal.index]!.refused.value++;
+  return { retryAfterSeconds: Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)) };
+}
+
+/** How often a Redis that cannot answer the buckets is logged, at most. */
+const FALLBACK_LOG_MS = 60_000;
+
+/**
+ * The token buckets of a virtual MCP server, for the life of the process: in Redis when its
+ * sessions are (so every replica sharing them shares the buckets; keys `<keyPrefix>ratelimit:<name>:`),
+ * else in this process. While Redis cannot answer, each process counts alone (logged once a minute).
+ */
+export function bucketsFor(name: string, redis: { readonly client: Redis; readonly keyPrefix: string } | undefined, log: Logger): TokenBuckets {
+  let logged = -Infinity;
+  const onFallback = (err: unknown): void => {
+    const now = performance.now();
+    if (now - logged < FALLBACK_LOG_MS) return;
+    logged = now;
+    log.warn({ error: err instanceof Error ? err.message : String(err) }, 'rate limits: Redis cannot answer, each process counts alone meanwhile');
+  };
+  return new TokenBuckets(redis === undefined ? null : { client: redis.client, keyPrefix: `${redis.keyPrefix}ratelimit:${name}:` }, { onFallback });
+}
+
+/** A refused call answered on HTTP: 429, Retry-After, and a JSON-RPC error body (the transparent path). */
+export function rateLimitedError(refusal: RateLimited): GatewayError {
+  return new GatewayError('rate_limited', RATE_LIMITED_MESSAGE, {
+    headers: { 'retry-after': String(refusal.retryAfterSeconds) },
+    extra: { retryAfterSeconds: refusal.retryAfterSeconds },
+  });
+}
+
+/** A refused call's JSON-RPC error response (inside a session, and for each refused message of a batch). */
+export function rateLimitedResponse(id: JsonRpcId, refusal: RateLimited): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, error: { code: RATE_LIMITED_CODE, message: RATE_LIMITED_MESSAGE, data: { error: 'rate_limited', retryAfterSeconds: refusal.retryAfterSeconds } } };
+}

@@ -1,0 +1,244 @@
+/**
+ * `spec.config.rateLimiting` end to end, with the official SDK client through the gateway:
+ *  - aggregated (the gateway owns the session): per user, two users with their own tokens; per
+ *    tool; a refused call is a JSON-RPC error (code 429, data.retryAfterSeconds) and the session
+ *    goes on, and serves again once a token refilled;
+ *  - transparent (a proxy): anonymous callers per address; a refused call is HTTP 429 with
+ *    Retry-After and a JSON-RPC error body, and the SDK's session still works after the wait;
+ *    a JSON-RPC batch is limited per message (the refused ones get errors, the rest reach the backend);
+ *  - two gateways sharing Redis hold one limit (skipped with the reason without Redis, a failure
+ *    under CI=true), for a principal whose subject is 8 KiB with CR/LF in it as well.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connectClient, type ConnectedClient } from '../fixtures/client.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { openRawSession, post, startTestGateway } from '../helpers/gateway.ts';
+import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
+import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
+import { RESOURCE, startOidcGateway, type OidcGateway } from '../incoming-auth/helpers/oidc-gateway.ts';
+import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
+import { skipIf, type Skip } from '../store/helpers/service.ts';
+import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
+
+const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+
+/** The call's outcome: its text, or the JSON-RPC error the gateway answered it with. */
+async function callTool(client: ConnectedClient, name: string, args: Record<string, unknown> = { text: 'hi' }): Promise<string | McpError> {
+  try {
+    return text(await client.client.callTool({ name, arguments: args }));
+  } catch (err) {
+    if (err instanceof McpError) return err;
+    throw err;
+  }
+}
+
+/** The JSON-RPC messages of an answer: a JSON body (one message or a batch), or the data of each SSE event. */
+function messagesOf(res: { text: string; json: unknown }): unknown[] {
+  if (res.json !== undefined) return Array.isArray(res.json) ? res.json : [res.json];
+  return res.text
+    .split('\n')
+    .filter((line) => line.startsWith('data: ') && line.length > 6)
+    .map((line) => JSON.parse(line.slice(6)) as unknown);
+}
+
+function assertLimited(outcome: string | McpError): number {
+  assert.ok(outcome instanceof McpError, `expected a refusal, got ${String(outcome)}`);
+  assert.equal(outcome.code, 429);
+  assert.match(outcome.message, /Rate limit exceeded/);
+  const retry = (outcome.data as { retryAfterSeconds: number }).retryAfterSeconds;
+  assert.ok(Number.isInteger(retry) && retry >= 1, String(retry));
+  return retry;
+}
+
+describe('rate limits: aggregated, per user and per tool', () => {
+  let gw: OidcGateway;
+  const clients: ConnectedClient[] = [];
+  before(async () => {
+    gw = await startOidcGateway({
+      backends: [{ name: 'alpha' }, { name: 'beta' }],
+      config: 'rateLimiting: {perUser: {maxTokens: 2, refillPeriod: 2s}, tools: [{name: beta_add, shared: {maxTokens: 1, refillPeriod: 1h}}]}',
+    });
+  });
+  after(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    await gw.stop();
+  });
+  const connect = async (sub: string): Promise<ConnectedClient> => {
+    const client = await connectClient(gw.gateway.url, { headers: { authorization: await gw.bearer(sub) } });
+    clients.push(client);
+    return client;
+  };
+
+  it('limits each user alone; a refused call is a JSON-RPC error and the session serves again after the wait', async () => {
+    const [alice, bob] = [await connect('alice'), await connect('bob')];
+    assert.equal(await callTool(alice, 'alpha_echo'), 'alpha: hi');
+    assert.equal(await callTool(alice, 'alpha_echo'), 'alpha: hi');
+    const retry = assertLimited(await callTool(alice, 'beta_echo'));
+    // Bob's bucket is his own.
+    assert.equal(await callTool(bob, 'alpha_echo'), 'alpha: hi');
+    // Listing is not counted, and the session is intact.
+    assert.ok((await alice.client.listTools()).tools.length > 0);
+    await sleep(retry * 1000 + 100);
+    assert.equal(await callTool(alice, 'alpha_echo'), 'alpha: hi');
+  });
+
+  it('a tool\'s shared limit holds for everyone, other tools unaffected', async () => {
+    const [carol, dave] = [await connect('carol'), await connect('dave')];
+    assert.equal(await callTool(carol, 'beta_add', { a: 1, b: 2 }), '3');
+    assertLimited(await callTool(dave, 'beta_add', { a: 1, b: 2 }));
+    assert.equal(await callTool(dave, 'beta_echo'), 'beta: hi');
+  });
+
+  it('a principal with an 8 KiB subject full of CR/LF is limited as anyone, and breaks nothing', async () => {
+    const hostile = await connect(`${'x'.repeat(8 * 1024)}\r\nDEL *\r\n\u0000`);
+    assert.equal(await callTool(hostile, 'alpha_echo'), 'alpha: hi');
+    assert.equal(await callTool(hostile, 'alpha_echo'), 'alpha: hi');
+    assertLimited(await callTool(hostile, 'alpha_echo'));
+    const erin = await connect('erin');
+    assert.equal(await callTool(erin, 'alpha_echo'), 'alpha: hi');
+  });
+});
+
+describe('rate limits: transparent, anonymous per address', () => {
+  let backend: SdkServer;
+  let gateway: RunningVmcp;
+  /** A backend that answers JSON, not SSE: the refused calls' errors join its JSON array. */
+  let jsonBackend: SdkServer;
+  let jsonGateway: RunningVmcp;
+  before(async () => {
+    backend = await startSdkServer({ name: 'solo' });
+    gateway = await startTestGateway({ backends: [{ name: 'solo', url: backend.url }], config: 'rateLimiting: {perUser: {maxTokens: 2, refillPeriod: 2s}}' });
+    jsonBackend = await startSdkServer({ name: 'solo', jsonResponse: true });
+    jsonGateway = await startTestGateway({ backends: [{ name: 'solo', url: jsonBackend.url }], config: 'rateLimiting: {shared: {maxTokens: 1, refillPeriod: 1h}}' });
+  });
+  after(async () => {
+    await gateway.stop();
+    await backend.close();
+    await jsonGateway.stop();
+    await jsonBackend.close();
+  });
+
+  it('adds the refused calls\' errors to a backend\'s JSON answer to the rest of a batch', async () => {
+    const headers = await openRawSession(jsonGateway.url);
+    const call = (id: number): object => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: `m${id}` } } });
+    const answer = await post(jsonGateway.url, JSON.stringify([call(1), call(2)]), headers);
+    assert.equal(answer.status, 200, answer.text);
+    assert.match(answer.headers.get('content-type') ?? '', /application\/json/);
+    const byId = new Map((answer.json as { id: number; result?: { content: { text: string }[] }; error?: { code: number } }[]).map((a) => [a.id, a]));
+    assert.equal(byId.get(1)?.result?.content[0]?.text, 'solo: m1');
+    assert.equal(byId.get(2)?.error?.code, 429);
+  });
+
+  it('answers 429 with Retry-After and a JSON-RPC error body; the SDK session works again after the wait', async () => {
+    const client = await connectClient(gateway.url);
+    try {
+      assert.equal(await callTool(client, 'echo'), 'solo: hi');
+      assert.equal(await callTool(client, 'echo'), 'solo: hi');
+      await assert.rejects(client.client.callTool({ name: 'echo', arguments: { text: 'hi' } }), (err: unknown) => err instanceof StreamableHTTPError && err.code === 429);
+      const headers = { 'mcp-session-id': client.transport.sessionId!, 'mcp-protocol-version': '2025-11-25' };
+      const raw = await post(gateway.url, JSON.stringify({ jsonrpc: '2.0', id: 41, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } }), headers);
+      assert.equal(raw.status, 429);
+      const retry = Number(raw.headers.get('retry-after'));
+      assert.ok(Number.isInteger(retry) && retry >= 1, String(raw.headers.get('retry-after')));
+      assert.deepEqual(raw.json, { jsonrpc: '2.0', id: 41, error: { code: 429, message: 'Rate limit exceeded', data: { error: 'rate_limited', retryAfterSeconds: retry } } });
+      // Not counted: the session's other requests.
+      assert.ok((await client.client.listTools()).tools.length > 0);
+      await sleep(retry * 1000 + 100);
+      assert.equal(await callTool(client, 'echo'), 'solo: hi');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('limits a batch per message: the refused calls get errors, the rest reach the backend', async () => {
+    await sleep(2_100); // a full bucket: the previous test spent it
+    const headers = await openRawSession(gateway.url);
+    const call = (id: number): object => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: `m${id}` } } });
+    const mixed = await post(gateway.url, JSON.stringify([call(1), { jsonrpc: '2.0', id: 2, method: 'ping' }, call(3), call(4)]), headers);
+    assert.equal(mixed.status, 200, mixed.text);
+    const answers = messagesOf(mixed) as { id: number; result?: { content: { text: string }[] }; error?: { code: number; data: { retryAfterSeconds: number } } }[];
+    assert.deepEqual(answers.map((a) => a.id).sort(), [1, 2, 3, 4]);
+    const byId = new Map(answers.map((a) => [a.id, a]));
+    assert.equal(byId.get(1)?.result?.content[0]?.text, 'solo: m1');
+    assert.deepEqual(byId.get(2)?.result, {});
+    assert.equal(byId.get(3)?.result?.content[0]?.text, 'solo: m3');
+    assert.equal(byId.get(4)?.error?.code, 429);
+    assert.ok(byId.get(4)!.error!.data.retryAfterSeconds >= 1);
+
+    // Every call refused: 429 for the whole batch, each message its error.
+    const refused = await post(gateway.url, JSON.stringify([call(5), call(6)]), headers);
+    assert.equal(refused.status, 429);
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    assert.deepEqual((refused.json as { id: number; error: { code: number } }[]).map((a) => [a.id, a.error.code]), [[5, 429], [6, 429]]);
+
+    // The call refused, a notification passed: the backend's 202 becomes the refused call's error.
+    const withNotification = await post(gateway.url, JSON.stringify([{ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } }, call(7)]), headers);
+    assert.equal(withNotification.status, 200, withNotification.text);
+    assert.deepEqual((messagesOf(withNotification) as { id: number; error: { code: number } }[]).map((a) => [a.id, a.error.code]), [[7, 429]]);
+  });
+});
+
+describe('rate limits: two gateways sharing Redis hold one limit', () => {
+  let redis: LocalRedis | Skip;
+  let issuer: KeyIssuer;
+  let backend: SdkServer;
+  const gateways: RunningVmcp[] = [];
+  before(async () => {
+    redis = await openLocalRedis();
+    if ('skip' in redis) return;
+    issuer = await KeyIssuer.start();
+    await issuer.addKey('ES256');
+    backend = await startSdkServer({ name: 'solo' });
+    const config =
+      `session: {storage: {type: redis, redis: {addr: "${redis.config.address}", keyPrefix: "${redis.keyPrefix}"}}}, ` +
+      'rateLimiting: {perUser: {maxTokens: 3, refillPeriod: 1h}, tools: [{name: add, shared: {maxTokens: 2, refillPeriod: 1h}}]}';
+    for (let i = 0; i < 2; i++) {
+      gateways.push(await startTestGateway({ backends: [{ name: 'solo', url: backend.url }], config, incomingAuth: inlineOidcYaml({ issuer: issuer.url, audience: RESOURCE, resourceUrl: RESOURCE }) }));
+    }
+  });
+  after(async () => {
+    for (const gateway of gateways) await gateway.stop();
+    if ('skip' in redis) return;
+    await backend.close();
+    await issuer.close();
+    await redis.cleanup();
+  });
+  const skip = (): Skip | null => ('skip' in redis ? redis : null);
+  const bearer = async (sub: string): Promise<string> => `Bearer ${await issuer.mint(issuer.claims(RESOURCE, { sub }))}`;
+
+  /** Calls through each gateway in turn: how many went through. */
+  async function callsThrough(sub: string, tool: string, args: Record<string, unknown>, n: number): Promise<number> {
+    const clients = await Promise.all(gateways.map(async (g) => connectClient(g.url, { headers: { authorization: await bearer(sub) } })));
+    let passed = 0;
+    try {
+      for (let i = 0; i < n; i++) {
+        try {
+          await clients[i % clients.length]!.client.callTool({ name: tool, arguments: args });
+          passed++;
+        } catch (err) {
+          assert.ok(err instanceof StreamableHTTPError && err.code === 429, String(err));
+        }
+      }
+    } finally {
+      for (const c of clients) await c.close();
+    }
+    return passed;
+  }
+
+  it('per user and per tool, whichever gateway a call reaches; keys stay under the storage prefix', async (t) => {
+    if (skipIf(t, skip())) return;
+    assert.equal(await callsThrough('alice', 'echo', { text: 'hi' }, 6), 3);
+    assert.equal(await callsThrough('bob', 'echo', { text: 'hi' }, 2), 2, 'bob has his own bucket');
+    assert.equal(await callsThrough('carol', 'add', { a: 1, b: 1 }, 2) + (await callsThrough('dave', 'add', { a: 1, b: 1 }, 2)), 2, 'the tool\'s shared bucket, across users and gateways');
+    const hostile = `${'y'.repeat(8 * 1024)}\r\nFLUSHALL\r\n`;
+    assert.equal(await callsThrough(hostile, 'echo', { text: 'hi' }, 5), 3);
+    const { admin, keyPrefix } = redis as LocalRedis;
+    const keys = await admin.keys(`${keyPrefix}ratelimit:vmcp:*`);
+    assert.ok(keys.length >= 5, keys.join(' '));
+    assert.ok(keys.every((key) => key.length < keyPrefix.length + 300 && !/[\r\n]/.test(key)), `a long identity is hashed: ${keys.map((k) => k.length).join(' ')}`);
+  });
+});
