@@ -61,6 +61,8 @@ const untilOneToken = (tokens: number, limit: BucketLimit): number => Math.ceil(
 export class MemoryBuckets {
   readonly #records: LRUCache<string, BucketRecord>;
   readonly #now: () => number;
+  /** The records the first pass found, for the second (take is synchronous: one list serves every call). */
+  readonly #found: (BucketRecord | undefined)[] = [];
 
   constructor(maxKeys = MAX_BUCKET_KEYS, now: () => number = () => performance.now()) {
     // maxSize (each record 1), not max: lru-cache allocates `max` slots up front.
@@ -72,10 +74,12 @@ export class MemoryBuckets {
   take(keys: readonly string[], limits: readonly BucketLimit[]): BucketRefusal | null {
     const now = this.#now();
     const records = this.#records;
+    const found = this.#found;
     // First pass: refill each (the same whatever follows), and find an empty one.
     for (let i = 0; i < keys.length; i++) {
       const limit = limits[i]!;
       const record = records.get(keys[i]!);
+      found[i] = record;
       if (record === undefined) continue;
       const refilled = record.tokens + ((now - record.at) * limit.maxTokens) / limit.refillPeriodMs;
       record.tokens = refilled > limit.maxTokens ? limit.maxTokens : refilled;
@@ -83,9 +87,10 @@ export class MemoryBuckets {
       if (record.tokens < 1) return { index: i, retryAfterMs: untilOneToken(record.tokens, limit) };
     }
     for (let i = 0; i < keys.length; i++) {
-      const record = records.get(keys[i]!);
+      const record = found[i];
       if (record === undefined) records.set(keys[i]!, { tokens: limits[i]!.maxTokens - 1, at: now });
       else record.tokens -= 1;
+      found[i] = undefined;
     }
     return null;
   }

@@ -47,11 +47,20 @@ export interface RateLimited {
 type Scope = 'shared' | 'perUser' | 'perClient';
 
 interface Bucket {
+  /** Its place among the limits' buckets (the slot of its key in a principal's cached keys). */
+  readonly index: number;
   readonly limit: BucketLimit;
   readonly scope: Scope;
   /** Written before the caller's part of the key (none for a shared bucket). */
   readonly prefix: string;
   readonly refused: CounterChild;
+}
+
+/** A principal's bucket keys (null: it names no client), by bucket index. */
+interface KeptKeys {
+  readonly subject: string;
+  readonly issuer: string | null;
+  readonly keys: (string | null)[];
 }
 
 function bounded(key: string): string {
@@ -82,6 +91,13 @@ export class RateLimits {
   /** The buckets every call takes from, in the order a refusal is looked for. */
   readonly #server: readonly Bucket[];
   readonly #tools: ReadonlyMap<string, readonly Bucket[]>;
+  /**
+   * A principal's keys, by bucket index, kept with its verified claims (the token cache gives a
+   * token's requests one claims object): a key built anew is a new string, which the store must
+   * flatten and hash on every call (~0.4 µs); a kept one has its hash. They are used only for
+   * the same issuer and subject: a plugin may give several principals one claims object.
+   */
+  readonly #keysOf = new WeakMap<object, KeptKeys>();
 
   private constructor(buckets: TokenBuckets, server: Bucket[], tools: Map<string, Bucket[]>) {
     this.#buckets = buckets;
@@ -92,8 +108,9 @@ export class RateLimits {
   /** The limits of `config` on `buckets`; null when there are none (the request path then asks nothing). */
   static of(config: RateLimitConfig | null, buckets: TokenBuckets, metrics: GatewayMetrics): RateLimits | null {
     if (config === null) return null;
+    let index = 0;
     const bucket = (limit: RateBound | null, scope: Scope, target: 'server' | 'tool', prefix: string): Bucket[] =>
-      limit === null ? [] : [{ limit, scope, prefix, refused: metrics.rateLimited(scope, target) }];
+      limit === null ? [] : [{ index: index++, limit, scope, prefix, refused: metrics.rateLimited(scope, target) }];
     const server = [...bucket(config.shared, 'shared', 'server', 's'), ...bucket(config.perUser, 'perUser', 'server', 'u:'), ...bucket(config.perClient, 'perClient', 'server', 'c:')];
     const tools = new Map<string, Bucket[]>();
     for (const tool of config.tools) {
@@ -116,15 +133,11 @@ export class RateLimits {
     const keys: string[] = [];
     const limits: BucketLimit[] = [];
     const taken: Bucket[] = [];
-    let user: string | null = null;
+    const kept = this.#kept(ctx);
     for (const bucket of applying) {
-      let key = bucket.prefix;
-      if (bucket.scope === 'perUser') key += user ??= userKey(ctx);
-      else if (bucket.scope === 'perClient') {
-        const client = clientKey(ctx);
-        if (client === null) continue;
-        key += client;
-      }
+      const known = kept?.keys[bucket.index];
+      const key = bucket.scope === 'shared' ? bucket.prefix : known !== undefined ? known : callerKey(ctx, bucket, kept);
+      if (key === null) continue;
       keys.push(key);
       limits.push(bucket.limit);
       taken.push(bucket);
@@ -133,11 +146,34 @@ export class RateLimits {
     return isPromise(refusal) ? refusal.then((settled) => limited(settled, taken)) : limited(refusal, taken);
   }
 
+  /** The keys kept for the caller's principal (null: anonymous, nothing kept). */
+  #kept(ctx: Context): KeptKeys | null {
+    const principal = ctx.principal;
+    if (principal === null) return null;
+    const kept = this.#keysOf.get(principal.claims);
+    if (kept !== undefined && kept.subject === principal.subject && kept.issuer === principal.issuer) return kept;
+    const made: KeptKeys = { subject: principal.subject, issuer: principal.issuer, keys: [] };
+    this.#keysOf.set(principal.claims, made);
+    return made;
+  }
+
   /** `check` of each message of a batch, in order: null for every message that may go on. */
   checkBatch(ctx: Context, batch: readonly JsonRpcMessage[]): (RateLimited | null)[] | Promise<(RateLimited | null)[]> {
     const outcomes = batch.map((message) => this.check(ctx, message));
     return outcomes.some(isPromise) ? Promise.all(outcomes) : (outcomes as (RateLimited | null)[]);
   }
+}
+
+/** The key of a perUser or perClient bucket for this caller (null: no client id), kept in `kept` when given. */
+function callerKey(ctx: Context, bucket: Bucket, kept: KeptKeys | null): string | null {
+  let key: string | null;
+  if (bucket.scope === 'perUser') key = bucket.prefix + userKey(ctx);
+  else {
+    const client = clientKey(ctx);
+    key = client === null ? null : bucket.prefix + client;
+  }
+  if (kept !== null) kept.keys[bucket.index] = key;
+  return key;
 }
 
 function limited(refusal: BucketRefusal | null, taken: readonly Bucket[]): RateLimited | null {

@@ -58,6 +58,16 @@ describe('rate limits of tools/call', () => {
     assert.equal(allowed(rl, caller(null, { address: '10.0.0.8' }), call('x'), 5), 3);
   });
 
+  it('keeps a principal\'s keys with its claims, but never lends them to another principal with the same claims object', () => {
+    const rl = limits({ perUser: minute(2) });
+    const shared = {};
+    const alice = { principal: new Principal('alice', shared, null, 'https://idp.example'), clientAddress: '10.0.0.1' } as unknown as Context;
+    const bob = { principal: new Principal('bob', shared, null, 'https://idp.example'), clientAddress: '10.0.0.1' } as unknown as Context;
+    assert.equal(allowed(rl, alice, call('x'), 3), 2);
+    assert.equal(allowed(rl, bob, call('x'), 3), 2);
+    assert.equal(allowed(rl, alice, call('x'), 1), 0);
+  });
+
   it('counts tools/call only: initialize, lists, pings, notifications and answers pass', () => {
     const rl = limits({ shared: minute(1) });
     const ctx = caller('alice');
