@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatProblems } from '../../core/config/problems.ts';
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
+import { changesOf } from '../../core/vmcp/reload-diff.ts';
 import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
 
 const backends = [{ name: 'github', url: 'http://127.0.0.1:9101/mcp' }];
@@ -36,6 +37,18 @@ describe('rateLimiting config', () => {
     const none = await validateVmcpFile(await writeConfig(vmcpYaml({ backends })));
     assert.ok(none.ok);
     assert.equal(none.config.rateLimiting, null);
+  });
+
+  it('is reloaded: a changed rateLimiting is a change a reload applies', async () => {
+    const load = async (config?: string) => {
+      const result = await validateVmcpFile(await writeConfig(vmcpYaml({ backends, ...(config ? { config } : {}) })));
+      assert.ok(result.ok);
+      return result.config;
+    };
+    const none = await load();
+    const some = await load('rateLimiting: {shared: {maxTokens: 5, refillPeriod: 1m}}');
+    assert.deepEqual(changesOf(none, some).other, ['rateLimiting']);
+    assert.deepEqual(changesOf(some, await load('rateLimiting: {shared: {maxTokens: 5, refillPeriod: 1m}}')).other, []);
   });
 
   it('refuses a rateLimiting that limits nothing, and a tool entry without a bucket', async () => {

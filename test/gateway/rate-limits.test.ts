@@ -180,6 +180,22 @@ describe('rate limits: transparent, anonymous per address', () => {
     assert.equal(withNotification.status, 200, withNotification.text);
     assert.deepEqual((messagesOf(withNotification) as { id: number; error: { code: number } }[]).map((a) => [a.id, a.error.code]), [[7, 429]]);
   });
+
+  it('a reload without rateLimiting lifts the limits for the sessions already open', async () => {
+    const client = await connectClient(gateway.url);
+    try {
+      const headers = { 'mcp-session-id': client.transport.sessionId!, 'mcp-protocol-version': '2025-11-25' };
+      const raw = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } });
+      let status = 0;
+      for (let i = 0; i < 10 && status !== 429; i++) status = (await post(gateway.url, raw, headers)).status;
+      assert.equal(status, 429);
+      const outcome = await gateway.reload({ ...gateway.config, rateLimiting: null });
+      assert.equal(outcome.status, 'applied', JSON.stringify(outcome));
+      for (let i = 0; i < 5; i++) assert.equal(await callTool(client, 'echo'), 'solo: hi');
+    } finally {
+      await client.close();
+    }
+  });
 });
 
 describe('rate limits: two gateways sharing Redis hold one limit', () => {
