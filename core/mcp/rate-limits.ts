@@ -6,8 +6,8 @@
  *
  * The buckets of a call: `shared` (everyone), `perUser` (the principal: its issuer and subject;
  * an anonymous caller: its client address, as `server.trustedProxies` resolves it), `perClient`
- * (the token's `client_id`, else `azp`; none: not counted), and the called tool's `shared` and
- * `perUser`. A call takes one token from each, or from none.
+ * (the token's `client_id`, else `azp`; none: not counted), the called tool's `shared` and
+ * `perUser`, and those of the backend it is routed to. A call takes one token from each, or from none.
  *
  * Keys are built from what a client controls (its subject, its address): length-prefixed, so no
  * two identities make one key, and a key longer than MAX_KEY_CHARS is its SHA-256 instead, so an
@@ -45,6 +45,7 @@ export interface RateLimited {
 }
 
 type Scope = 'shared' | 'perUser' | 'perClient';
+type Target = 'server' | 'tool' | 'backend';
 
 interface Bucket {
   /** Its place among the limits' buckets (the slot of its key in a principal's cached keys). */
@@ -91,6 +92,7 @@ export class RateLimits {
   /** The buckets every call takes from, in the order a refusal is looked for. */
   readonly #server: readonly Bucket[];
   readonly #tools: ReadonlyMap<string, readonly Bucket[]>;
+  readonly #backends: ReadonlyMap<string, readonly Bucket[]>;
   /**
    * A principal's keys, by bucket index, kept with its verified claims (the token cache gives a
    * token's requests one claims object): a key built anew is a new string, which the store must
@@ -99,17 +101,18 @@ export class RateLimits {
    */
   readonly #keysOf = new WeakMap<object, KeptKeys>();
 
-  private constructor(buckets: TokenBuckets, server: Bucket[], tools: Map<string, Bucket[]>) {
+  private constructor(buckets: TokenBuckets, server: Bucket[], tools: Map<string, Bucket[]>, backends: Map<string, Bucket[]>) {
     this.#buckets = buckets;
     this.#server = server;
     this.#tools = tools;
+    this.#backends = backends;
   }
 
   /** The limits of `config` on `buckets`; null when there are none (the request path then asks nothing). */
   static of(config: RateLimitConfig | null, buckets: TokenBuckets, metrics: GatewayMetrics): RateLimits | null {
     if (config === null) return null;
     let index = 0;
-    const bucket = (limit: RateBound | null, scope: Scope, target: 'server' | 'tool', prefix: string): Bucket[] =>
+    const bucket = (limit: RateBound | null, scope: Scope, target: Target, prefix: string): Bucket[] =>
       limit === null ? [] : [{ index: index++, limit, scope, prefix, refused: metrics.rateLimited(scope, target) }];
     const server = [...bucket(config.shared, 'shared', 'server', 's'), ...bucket(config.perUser, 'perUser', 'server', 'u:'), ...bucket(config.perClient, 'perClient', 'server', 'c:')];
     const tools = new Map<string, Bucket[]>();
@@ -117,19 +120,26 @@ export class RateLimits {
       const name = bounded(tool.name);
       tools.set(tool.name, [...bucket(tool.shared, 'shared', 'tool', `ts${name.length}:${name}`), ...bucket(tool.perUser, 'perUser', 'tool', `tu${name.length}:${name}`)]);
     }
-    return server.length === 0 && tools.size === 0 ? null : new RateLimits(buckets, server, tools);
+    const backends = new Map<string, Bucket[]>();
+    for (const entry of config.workloads) {
+      const name = bounded(entry.workload);
+      backends.set(entry.workload, [...bucket(entry.shared, 'shared', 'backend', `bs${name.length}:${name}`), ...bucket(entry.perUser, 'perUser', 'backend', `bu${name.length}:${name}`)]);
+    }
+    return server.length === 0 && tools.size === 0 && backends.size === 0 ? null : new RateLimits(buckets, server, tools, backends);
   }
 
   /**
-   * Takes the tokens of one client message: null when it may go on (it is no `tools/call`, or
-   * every bucket had a token), else when to try again. Synchronous on memory buckets.
+   * Takes the tokens of one client message sent to `backend` (the routed one; null: not known):
+   * null when it may go on (it is no `tools/call`, or every bucket had a token), else when to
+   * try again. Synchronous on memory buckets.
    */
-  check(ctx: Context, message: JsonRpcMessage): RateLimited | null | Promise<RateLimited | null> {
+  check(ctx: Context, message: JsonRpcMessage, backend: string | null): RateLimited | null | Promise<RateLimited | null> {
     if (!('method' in message) || message.method !== 'tools/call' || !('id' in message)) return null;
     const name = calledTool(message);
     const tool = name === null || this.#tools.size === 0 ? undefined : this.#tools.get(name);
-    if (this.#server.length === 0 && tool === undefined) return null;
-    const applying = tool === undefined ? this.#server : [...this.#server, ...tool];
+    const ofBackend = backend === null || this.#backends.size === 0 ? undefined : this.#backends.get(backend);
+    if (this.#server.length === 0 && tool === undefined && ofBackend === undefined) return null;
+    const applying = tool === undefined && ofBackend === undefined ? this.#server : [...this.#server, ...(tool ?? []), ...(ofBackend ?? [])];
     const keys: string[] = [];
     const limits: BucketLimit[] = [];
     const taken: Bucket[] = [];
@@ -158,8 +168,8 @@ export class RateLimits {
   }
 
   /** `check` of each message of a batch, in order: null for every message that may go on. */
-  checkBatch(ctx: Context, batch: readonly JsonRpcMessage[]): (RateLimited | null)[] | Promise<(RateLimited | null)[]> {
-    const outcomes = batch.map((message) => this.check(ctx, message));
+  checkBatch(ctx: Context, batch: readonly JsonRpcMessage[], backend: string | null): (RateLimited | null)[] | Promise<(RateLimited | null)[]> {
+    const outcomes = batch.map((message) => this.check(ctx, message, backend));
     return outcomes.some(isPromise) ? Promise.all(outcomes) : (outcomes as (RateLimited | null)[]);
   }
 }

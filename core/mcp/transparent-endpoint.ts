@@ -178,7 +178,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     if (limits === null) return this.#passAdmitted(ctx, body);
     try {
       const message = ctx.message!;
-      const outcome = Array.isArray(message) ? limits.checkBatch(ctx, message) : limits.check(ctx, message);
+      const backend = this.#backend.name;
+      const outcome = Array.isArray(message) ? limits.checkBatch(ctx, message, backend) : limits.check(ctx, message, backend);
       if (isPromise(outcome)) outcome.then((settled) => this.#afterLimits(ctx, body, settled)).catch((err: unknown) => ctx.fail(err));
       else this.#afterLimits(ctx, body, outcome);
     } catch (err) {

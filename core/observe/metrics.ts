@@ -82,7 +82,7 @@ export class GatewayMetrics {
   );
   readonly #rateLimited = new CounterFamily(
     'gatehouse_rate_limited_total',
-    'MCP requests refused by spec.config.rateLimiting, by the bucket that refused (scope: shared, perUser, perClient; target: server, tool)',
+    'MCP requests refused by spec.config.rateLimiting, by the bucket that refused (scope: shared, perUser, perClient; target: server, tool, backend)',
     ['scope', 'target'],
   );
   /** Plain counters, read by the gauges at scrape time (no metric call per request). */
@@ -159,7 +159,7 @@ export class GatewayMetrics {
   }
 
   /** The counter of requests a rate limit refused, for one bucket kind (bound once, when the limits are built). */
-  rateLimited(scope: 'shared' | 'perUser' | 'perClient', target: 'server' | 'tool'): CounterChild {
+  rateLimited(scope: 'shared' | 'perUser' | 'perClient', target: 'server' | 'tool' | 'backend'): CounterChild {
     return this.#rateLimited.child(scope, target);
   }
 

@@ -22,7 +22,8 @@ describe('rateLimiting config', () => {
   it('resolves every field, refillPeriod in ms; absent, it is null', async () => {
     const rateLimiting =
       'rateLimiting: {shared: {maxTokens: 1000, refillPeriod: 1m}, perUser: {maxTokens: 100, refillPeriod: 30s}, perClient: {maxTokens: 300, refillPeriod: 1m}, ' +
-      'tools: [{name: create_pr, perUser: {maxTokens: 2, refillPeriod: 1h}}, {name: search, shared: {maxTokens: 50, refillPeriod: 1s}}]}';
+      'tools: [{name: create_pr, perUser: {maxTokens: 2, refillPeriod: 1h}}, {name: search, shared: {maxTokens: 50, refillPeriod: 1s}}], ' +
+      'workloads: [{workload: github, shared: {maxTokens: 20, refillPeriod: 1m}}]}';
     const result = await validateVmcpFile(await writeConfig(vmcpYaml({ backends, config: rateLimiting, incomingAuth: OIDC })));
     assert.ok(result.ok, result.ok ? '' : formatProblems(result.problems));
     assert.deepEqual(result.config.rateLimiting, {
@@ -33,6 +34,7 @@ describe('rateLimiting config', () => {
         { name: 'create_pr', shared: null, perUser: { maxTokens: 2, refillPeriodMs: 3_600_000 } },
         { name: 'search', shared: { maxTokens: 50, refillPeriodMs: 1000 }, perUser: null },
       ],
+      workloads: [{ workload: 'github', shared: { maxTokens: 20, refillPeriodMs: 60_000 }, perUser: null }],
     });
     const none = await validateVmcpFile(await writeConfig(vmcpYaml({ backends })));
     assert.ok(none.ok);
@@ -52,8 +54,15 @@ describe('rateLimiting config', () => {
   });
 
   it('refuses a rateLimiting that limits nothing, and a tool entry without a bucket', async () => {
-    assert.match(await problemsOf('{}'), /spec\.config\.rateLimiting: needs at least one of shared, perUser, perClient or tools/);
+    assert.match(await problemsOf('{}'), /spec\.config\.rateLimiting: needs at least one of shared, perUser, perClient, tools or workloads/);
     assert.match(await problemsOf('{tools: [{name: create_pr}]}'), /spec\.config\.rateLimiting\.tools\[0\]\.name: tool "create_pr" needs shared or perUser \(or both\)/);
+  });
+
+  it('names a workload that is not a backend of the group, one limited twice, and one without a bucket', async () => {
+    const text = await problemsOf('{workloads: [{workload: githib, shared: {maxTokens: 1, refillPeriod: 1m}}, {workload: github, perUser: {maxTokens: 1, refillPeriod: 1m}}, {workload: github, shared: {maxTokens: 1, refillPeriod: 1m}}, {workload: github}]}');
+    assert.match(text, /spec\.config\.rateLimiting\.workloads\[0\]\.workload: MCPServer "githib" not found \(did you mean "github"\?\)/);
+    assert.match(text, /spec\.config\.rateLimiting\.workloads\[2\]\.workload: "github" is already limited in workloads\[1\]/);
+    assert.match(text, /spec\.config\.rateLimiting\.workloads\[3\]\.workload: workload "github" needs shared or perUser/);
   });
 
   it('names bad buckets by their path', async () => {

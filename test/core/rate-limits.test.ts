@@ -14,7 +14,7 @@ import { Principal, type Context } from '../../core/plugin-api/context.ts';
 import type { JsonRpcMessage } from '../../core/protocol/jsonrpc.ts';
 
 const minute = (maxTokens: number) => ({ maxTokens, refillPeriodMs: 60_000 });
-const none: RateLimitConfig = { shared: null, perUser: null, perClient: null, tools: [] };
+const none: RateLimitConfig = { shared: null, perUser: null, perClient: null, tools: [], workloads: [] };
 
 /** What check() reads of a request: its principal and its address. */
 function caller(subject: string | null, options: { issuer?: string; address?: string; claims?: Record<string, unknown> } = {}): Context {
@@ -33,7 +33,7 @@ function limits(config: Partial<RateLimitConfig>, metrics = new GatewayMetrics({
 
 function allowed(rl: RateLimits, ctx: Context, message: JsonRpcMessage, n: number): number {
   let passed = 0;
-  for (let i = 0; i < n; i++) if (rl.check(ctx, message) === null) passed++;
+  for (let i = 0; i < n; i++) if (rl.check(ctx, message, 'github') === null) passed++;
   return passed;
 }
 
@@ -71,16 +71,16 @@ describe('rate limits of tools/call', () => {
   it('counts tools/call only: initialize, lists, pings, notifications and answers pass', () => {
     const rl = limits({ shared: minute(1) });
     const ctx = caller('alice');
-    assert.equal(rl.check(ctx, call('x')), null);
+    assert.equal(rl.check(ctx, call('x'), 'github'), null);
     for (const message of [
       { jsonrpc: '2.0', id: 1, method: 'tools/list' },
       { jsonrpc: '2.0', id: 2, method: 'ping' },
       { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } },
       { jsonrpc: '2.0', id: 3, result: {} },
     ] as JsonRpcMessage[]) {
-      assert.equal(rl.check(ctx, message), null, JSON.stringify(message));
+      assert.equal(rl.check(ctx, message, 'github'), null, JSON.stringify(message));
     }
-    assert.ok(rl.check(ctx, call('x')) !== null);
+    assert.ok(rl.check(ctx, call('x'), 'github') !== null);
   });
 
   it('per tool: shared for everyone, perUser per principal, other tools untouched', () => {
@@ -97,18 +97,29 @@ describe('rate limits of tools/call', () => {
     assert.equal(allowed(rl, caller('dave'), call('x'), 10), 10);
   });
 
+  it('per backend (workloads): every tool of one backend, not the others\'', () => {
+    const rl = limits({ workloads: [{ workload: 'github', shared: null, perUser: minute(2) }] });
+    const alice = caller('alice');
+    let passed = 0;
+    for (const name of ['create_pr', 'search', 'list']) if (rl.check(alice, call(name), 'github') === null) passed++;
+    assert.equal(passed, 2);
+    assert.equal(allowed(rl, alice, call('x'), 1), 0, 'allowed() calls through github');
+    assert.equal(rl.check(alice, call('search'), 'jira'), null);
+    assert.equal(rl.check(caller('bob'), call('search'), 'github'), null);
+  });
+
   it('a refused call spends nothing of the other buckets, and says when to come back', () => {
     const rl = limits({ perUser: minute(10), tools: [{ name: 'deploy', shared: null, perUser: minute(1) }] });
     const ctx = caller('alice');
     assert.equal(allowed(rl, ctx, call('deploy'), 5), 1);
-    const refusal = rl.check(ctx, call('deploy')) as RateLimited;
+    const refusal = rl.check(ctx, call('deploy'), 'github') as RateLimited;
     assert.equal(refusal.retryAfterSeconds, 60);
     assert.equal(allowed(rl, ctx, call('search'), 20), 9, '10 less the one deploy that went through');
   });
 
   it('a batch is checked message by message', () => {
     const rl = limits({ perUser: minute(2) });
-    const outcomes = rl.checkBatch(caller('alice'), [call('a'), { jsonrpc: '2.0', id: 9, method: 'ping' }, call('b'), call('c')]) as (RateLimited | null)[];
+    const outcomes = rl.checkBatch(caller('alice'), [call('a'), { jsonrpc: '2.0', id: 9, method: 'ping' }, call('b'), call('c')], 'github') as (RateLimited | null)[];
     assert.deepEqual(outcomes.map((o) => o !== null), [false, false, false, true]);
   });
 
@@ -136,20 +147,20 @@ describe('rate limits of tools/call', () => {
     const { buckets, keys } = recorder();
     const rl = RateLimits.of({ ...none, perUser: minute(5), perClient: minute(5) }, buckets, new GatewayMetrics({ processMetrics: false }))!;
     const huge = 'x'.repeat(100 * 1024);
-    rl.check(caller(`${huge}\r\nSET evil 1\r\n`, { claims: { client_id: huge } }), call('x'));
-    rl.check(caller(`${huge}\r\nSET evil 2\r\n`), call('x'));
+    rl.check(caller(`${huge}\r\nSET evil 1\r\n`, { claims: { client_id: huge } }), call('x'), 'github');
+    rl.check(caller(`${huge}\r\nSET evil 2\r\n`), call('x'), 'github');
     assert.ok(keys.every((key) => key.length <= MAX_KEY_CHARS + 4), keys.map((k) => k.length).join(' '));
     assert.notEqual(keys[0], keys[2], 'two long subjects differing at the end are two keys');
     keys.length = 0;
-    rl.check(caller('bc', { issuer: 'a' }), call('x'));
-    rl.check(caller('c', { issuer: 'ab' }), call('x'));
+    rl.check(caller('bc', { issuer: 'a' }), call('x'), 'github');
+    rl.check(caller('c', { issuer: 'ab' }), call('x'), 'github');
     assert.notEqual(keys[0], keys[1], 'issuer "a" + sub "bc" is not issuer "ab" + sub "c"');
   });
 
   it('keeps its memory bounded under a flood of principals', () => {
     const buckets = new TokenBuckets(null, { maxKeys: 500 });
     const rl = RateLimits.of({ ...none, perUser: minute(5) }, buckets, new GatewayMetrics({ processMetrics: false }))!;
-    for (let i = 0; i < 5_000; i++) rl.check(caller(`user-${i}`), call('x'));
+    for (let i = 0; i < 5_000; i++) rl.check(caller(`user-${i}`), call('x'), 'github');
     assert.equal(buckets.memory.size, 500);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * `spec.config.rateLimiting` end to end, with the official SDK client through the gateway:
  *  - aggregated (the gateway owns the session): per user, two users with their own tokens; per
- *    tool; a refused call is a JSON-RPC error (code 429, data.retryAfterSeconds) and the session
+ *    tool; per backend; a refused call is a JSON-RPC error (code 429, data.retryAfterSeconds) and the session
  *    goes on, and serves again once a token refilled;
  *  - transparent (a proxy): anonymous callers per address; a refused call is HTTP 429 with
  *    Retry-After and a JSON-RPC error body, and the SDK's session still works after the wait;
@@ -100,6 +100,34 @@ describe('rate limits: aggregated, per user and per tool', () => {
     assertLimited(await callTool(hostile, 'alpha_echo'));
     const erin = await connect('erin');
     assert.equal(await callTool(erin, 'alpha_echo'), 'alpha: hi');
+  });
+});
+
+describe('rate limits: aggregated, per backend (workloads)', () => {
+  let backends: SdkServer[];
+  let gateway: RunningVmcp;
+  before(async () => {
+    backends = [await startSdkServer({ name: 'alpha' }), await startSdkServer({ name: 'beta' })];
+    gateway = await startTestGateway({
+      backends: backends.map((b) => ({ name: b.name, url: b.url })),
+      config: 'rateLimiting: {workloads: [{workload: beta, shared: {maxTokens: 2, refillPeriod: 1h}}]}',
+    });
+  });
+  after(async () => {
+    await gateway.stop();
+    for (const b of backends) await b.close();
+  });
+
+  it('limits the calls of every tool of one backend, and only of it', async () => {
+    const client = await connectClient(gateway.url);
+    try {
+      assert.equal(await callTool(client, 'beta_echo'), 'beta: hi');
+      assert.equal(await callTool(client, 'beta_add', { a: 2, b: 2 }), '4');
+      assertLimited(await callTool(client, 'beta_echo'));
+      for (let i = 0; i < 5; i++) assert.equal(await callTool(client, 'alpha_echo'), 'alpha: hi');
+    } finally {
+      await client.close();
+    }
   });
 });
 

@@ -17,9 +17,9 @@ import type { JsonRpcMessage } from '../../../core/protocol/jsonrpc.ts';
 
 const HUGE = { maxTokens: 1_000_000_000, refillPeriodMs: 60_000 };
 const metrics = new GatewayMetrics({ processMetrics: false });
-const perUser: RateLimitConfig = { shared: null, perUser: HUGE, perClient: null, tools: [] };
-const everything: RateLimitConfig = { shared: HUGE, perUser: HUGE, perClient: null, tools: [{ name: 'deploy', shared: HUGE, perUser: HUGE }] };
-const toolsOnly: RateLimitConfig = { shared: null, perUser: null, perClient: null, tools: [{ name: 'deploy', shared: HUGE, perUser: null }] };
+const perUser: RateLimitConfig = { shared: null, perUser: HUGE, perClient: null, tools: [], workloads: [] };
+const everything: RateLimitConfig = { shared: HUGE, perUser: HUGE, perClient: null, tools: [{ name: 'deploy', shared: HUGE, perUser: HUGE }], workloads: [] };
+const toolsOnly: RateLimitConfig = { shared: null, perUser: null, perClient: null, tools: [{ name: 'deploy', shared: HUGE, perUser: null }], workloads: [] };
 
 const memoryPerUser = RateLimits.of(perUser, new TokenBuckets(null), metrics)!;
 const memoryEverything = RateLimits.of(everything, new TokenBuckets(null), metrics)!;
@@ -51,21 +51,21 @@ async function redisLimits(): Promise<{ limits: RateLimits; client: Redis } | nu
 export default async function register(bench: Bench): Promise<void> {
   bench
     .add('rate limits: tools/list (not counted)', () => {
-      outcome = memoryEverything.check(contexts[i++ % 1_000]!, list);
+      outcome = memoryEverything.check(contexts[i++ % 1_000]!, list, 'github');
     })
     .add('rate limits: tools/call of a tool without a limit, only tools limited', () => {
-      outcome = memoryToolsOnly.check(contexts[i++ % 1_000]!, search);
+      outcome = memoryToolsOnly.check(contexts[i++ % 1_000]!, search, 'github');
     })
     .add('rate limits: tools/call, perUser (memory, 1,000 users)', () => {
-      outcome = memoryPerUser.check(contexts[i++ % 1_000]!, search);
+      outcome = memoryPerUser.check(contexts[i++ % 1_000]!, search, 'github');
     })
     .add('rate limits: tools/call, shared + perUser + the tool\'s shared and perUser (memory)', () => {
-      outcome = memoryEverything.check(contexts[i++ % 1_000]!, deploy);
+      outcome = memoryEverything.check(contexts[i++ % 1_000]!, deploy, 'github');
     });
   const redis = await redisLimits();
   if (redis === null) return;
   bench.add('rate limits: tools/call, perUser (Redis on loopback, 1,000 users)', async () => {
-    outcome = await redis.limits.check(contexts[i++ % 1_000]!, search);
+    outcome = await redis.limits.check(contexts[i++ % 1_000]!, search, 'github');
   });
   bench.addEventListener('complete', () => {
     void (async () => {

@@ -136,7 +136,7 @@ export class McpPipeline {
 
   /** The rate limits of a routed call: refused, it is answered a JSON-RPC error in the session (which goes on). */
   #limited(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Resolution): HookOutcome | Promise<HookOutcome> {
-    const limited = this.#o.limits === null ? null : this.#o.limits.check(ctx, message);
+    const limited = this.#o.limits === null ? null : this.#o.limits.check(ctx, message, ctx.target?.backend ?? null);
     if (limited === null) return this.#messageHooks(ctx, session, message, routed);
     if (!isPromise(limited)) return this.#refuse(ctx, message, limited);
     return limited.then((settled) => (settled === null ? this.#messageHooks(ctx, session, message, routed) : this.#refuse(ctx, message, settled)));
