@@ -5,7 +5,8 @@
  * sessions rather than slow a looping agent down.
  *
  * The buckets of a call: `shared` (everyone), `perUser` (the principal: its issuer and subject;
- * an anonymous caller: its client address, as `server.trustedProxies` resolves it), `perClient`
+ * an anonymous caller: its client address, as `server.trustedProxies` resolves it, an IPv6 one by
+ * its /64), `perClient`
  * (the token's `client_id`, else `azp`; none: not counted), the called tool's `shared` and
  * `perUser`, and those of the backend it is routed to. A call takes one token from each, or from none.
  *
@@ -28,6 +29,7 @@ import { GatewayError } from '../base/errors.ts';
 import { isPromise } from '../base/thenable.ts';
 import type { RateLimitConfig } from '../config/rate-limiting.ts';
 import type { Context } from '../plugin-api/context.ts';
+import { limitKey } from '../http/client-address.ts';
 import type { CounterChild } from '../observe/fast-metrics.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.ts';
@@ -71,7 +73,8 @@ function bounded(key: string): string {
 /** The caller as perUser buckets know it: the principal, or an anonymous caller's address. */
 function userKey(ctx: Context): string {
   const principal = ctx.principal;
-  if (principal === null) return bounded(`a${ctx.clientAddress}`);
+  // An IPv6 client by its /64: one subscriber holds the whole prefix, and would otherwise have 2^64 buckets.
+  if (principal === null) return bounded(`a${limitKey(ctx.clientAddress)}`);
   const issuer = principal.issuer ?? '';
   return bounded(`p${issuer.length}:${issuer}${principal.subject}`);
 }

@@ -56,6 +56,8 @@ describe('rate limits of tools/call', () => {
     assert.equal(allowed(rl, caller('alice', { issuer: 'https://other.example' }), call('x'), 5), 3, 'the same sub at another issuer is someone else');
     assert.equal(allowed(rl, caller(null, { address: '10.0.0.7' }), call('x'), 5), 3);
     assert.equal(allowed(rl, caller(null, { address: '10.0.0.8' }), call('x'), 5), 3);
+    // An IPv6 client by its /64: new addresses in one prefix share its bucket.
+    assert.equal(allowed(rl, caller(null, { address: '2001:db8:1:2::1' }), call('x'), 2) + allowed(rl, caller(null, { address: '2001:db8:1:2:ffff::9' }), call('x'), 3), 3);
   });
 
   it('keeps a principal\'s keys with its claims, but never lends them to another principal with the same claims object', () => {
