@@ -12,7 +12,7 @@
  *   3. CORS preflight for allowed origins.
  *   4. authenticate, then authorize (chain.ts) — for the MCP endpoint, /status and /metrics, and
  *      every plugin route that does not opt out.
- *   5. The MCP endpoint, the admin documents, or the plugin route's handler.
+ *   5. The MCP endpoint (then policy, rate limits, hooks: mcp/aggregate/pipeline.ts), the admin documents, or a plugin route.
  * Every error on the way is mapped to HTTP in one place (http/error-response.ts `sendError`).
  *
  * The admin documents (/status: backends, their URLs and last errors, session count; /metrics)
