@@ -2,7 +2,8 @@
  * `spec.config.rateLimiting` end to end, with the official SDK client through the gateway:
  *  - aggregated (the gateway owns the session): per user, two users with their own tokens; per
  *    tool; per backend; a refused call is a JSON-RPC error (code 429, data.retryAfterSeconds) and the session
- *    goes on, and serves again once a token refilled;
+ *    goes on, and serves again once a token refilled; a call of an unknown tool, or one Cedar
+ *    refuses, spends nothing;
  *  - transparent (a proxy): anonymous callers per address; a refused call is HTTP 429 with
  *    Retry-After and a JSON-RPC error body, and the SDK's session still works after the wait;
  *    a JSON-RPC batch is limited per message (the refused ones get errors, the rest reach the backend);
@@ -93,6 +94,16 @@ describe('rate limits: aggregated, per user and per tool', () => {
     assert.equal(await callTool(dave, 'beta_echo'), 'beta: hi');
   });
 
+  it('a call of a tool that does not exist spends nothing', async () => {
+    const ivan = await connect('ivan');
+    for (let i = 0; i < 4; i++) {
+      const outcome = await callTool(ivan, 'alpha_nope');
+      assert.ok(outcome instanceof McpError && outcome.code !== 429, String(outcome));
+    }
+    assert.equal(await callTool(ivan, 'alpha_echo'), 'alpha: hi');
+    assert.equal(await callTool(ivan, 'alpha_echo'), 'alpha: hi');
+  });
+
   it('a principal with an 8 KiB subject full of CR/LF is limited as anyone, and breaks nothing', async () => {
     const hostile = await connect(`${'x'.repeat(8 * 1024)}\r\nDEL *\r\n\u0000`);
     assert.equal(await callTool(hostile, 'alpha_echo'), 'alpha: hi');
@@ -100,6 +111,43 @@ describe('rate limits: aggregated, per user and per tool', () => {
     assertLimited(await callTool(hostile, 'alpha_echo'));
     const erin = await connect('erin');
     assert.equal(await callTool(erin, 'alpha_echo'), 'alpha: hi');
+  });
+});
+
+describe('rate limits: after per-user policy (Cedar)', () => {
+  let issuer: KeyIssuer;
+  let backends: SdkServer[];
+  let gateway: RunningVmcp;
+  before(async () => {
+    issuer = await KeyIssuer.start();
+    await issuer.addKey('ES256');
+    backends = [await startSdkServer({ name: 'alpha' }), await startSdkServer({ name: 'beta' })];
+    const policy = `    authzConfig: {type: inline, inline: {policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"alpha_echo");']}}`;
+    gateway = await startTestGateway({
+      backends: backends.map((b) => ({ name: b.name, url: b.url })),
+      config: 'rateLimiting: {perUser: {maxTokens: 2, refillPeriod: 1h}}',
+      incomingAuth: `${inlineOidcYaml({ issuer: issuer.url, audience: RESOURCE, resourceUrl: RESOURCE })}\n${policy}`,
+    });
+  });
+  after(async () => {
+    await gateway.stop();
+    for (const b of backends) await b.close();
+    await issuer.close();
+  });
+
+  it('a call the policy refuses spends nothing of the caller\'s bucket', async () => {
+    const client = await connectClient(gateway.url, { headers: { authorization: `Bearer ${await issuer.mint(issuer.claims(RESOURCE, { sub: 'judy' }))}` } });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const outcome = await callTool(client, 'alpha_add', { a: 1, b: 1 });
+        assert.ok(outcome instanceof McpError && outcome.code !== 429, String(outcome));
+      }
+      assert.equal(await callTool(client, 'alpha_echo'), 'alpha: hi');
+      assert.equal(await callTool(client, 'alpha_echo'), 'alpha: hi');
+      assertLimited(await callTool(client, 'alpha_echo'));
+    } finally {
+      await client.close();
+    }
   });
 });
 
