@@ -115,7 +115,7 @@ for i = 1, #KEYS do
   local tokens = max
   local saved = redis.call('HMGET', KEYS[i], 't', 'ts')
   if saved[1] then
-    tokens = math.min(max, tonumber(saved[1]) + (now - tonumber(saved[2])) * max / period)
+    tokens = math.min(max, tonumber(saved[1]) + math.max(0, now - tonumber(saved[2])) * max / period)
   end
   if tokens < 1 then
     return {i, math.ceil((1 - tokens) * period / max)}

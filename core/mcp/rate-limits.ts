@@ -146,15 +146,21 @@ export class RateLimits {
     const keys: string[] = [];
     const limits: BucketLimit[] = [];
     const taken: Bucket[] = [];
-    const kept = this.#kept(ctx);
+    let kept: KeptKeys | null | undefined;
     for (const bucket of applying) {
-      const known = kept?.keys[bucket.index];
-      const key = bucket.scope === 'shared' ? bucket.prefix : known !== undefined ? known : callerKey(ctx, bucket, kept);
-      if (key === null) continue;
+      let key: string | null = bucket.prefix;
+      if (bucket.scope !== 'shared') {
+        if (kept === undefined) kept = this.#kept(ctx);
+        const known = kept?.keys[bucket.index];
+        key = known !== undefined ? known : callerKey(ctx, bucket, kept);
+        if (key === null) continue;
+      }
       keys.push(key);
       limits.push(bucket.limit);
       taken.push(bucket);
     }
+    // Only a perClient bucket, and a token naming no client: nothing to take.
+    if (keys.length === 0) return null;
     const refusal = this.#buckets.take(keys, limits);
     return isPromise(refusal) ? refusal.then((settled) => limited(settled, taken)) : limited(refusal, taken);
   }
