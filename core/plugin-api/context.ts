@@ -13,6 +13,7 @@ import type { JsonRpcId, JsonRpcMessage } from '../protocol/jsonrpc.ts';
 import type { RouteMetrics } from '../observe/metrics.ts';
 import type { ClientAddresses } from '../http/client-address.ts';
 import { RequestHead } from '../http/request-head.ts';
+import type { RequestRecord } from '../observe/request-record.ts';
 
 /** Who is calling, as established by the authenticate phase. */
 export class Principal {
@@ -136,6 +137,10 @@ export class Context implements ErrorTarget {
   inflight: Cancellable | null;
   /** The MCP session this request counts against (`server.maxSessionRequests`) until it ends, or null. */
   countedSession: string | null;
+  /** What the observation seam is told of this request (observe/channels.ts), or null when nobody listens. */
+  record: RequestRecord | null;
+  /** The error the gateway answered with (the last one logged), for the seam's outcome; null when none. */
+  failure: GatewayError | null;
   readonly #slots: unknown[];
 
   constructor(req: HttpRequest, res: HttpResponse, scope: RequestScope, now: number) {
@@ -163,6 +168,8 @@ export class Context implements ErrorTarget {
     this.envelope = null;
     this.inflight = null;
     this.countedSession = null;
+    this.record = null;
+    this.failure = null;
     this.#slots = slotCount === 0 ? EMPTY_SLOTS : new Array(slotCount);
   }
 
@@ -191,6 +198,7 @@ export class Context implements ErrorTarget {
    * own mistakes at debug (they are answered, and would flood the log under attack).
    */
   log(sent: GatewayError, original: unknown = sent): void {
+    this.failure = sent;
     const log = this.scope.log;
     if (sent.status >= 500) {
       const err = original instanceof GatewayError ? undefined : original;

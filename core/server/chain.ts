@@ -84,14 +84,41 @@ export function runResponseHooks(
   return current;
 }
 
-/** Wraps a hook so its time lands in the per-plugin, per-phase histogram. Done once, at compile. */
-function timed<F extends (...args: never[]) => unknown>(hook: F, observe: Observe | null): F {
-  if (observe === null) return hook;
+/**
+ * Wraps a hook so its time lands in the per-plugin, per-phase histogram, and, while the request
+ * is observed (ctx.record), in the request's phases for the seam. Done once, at compile.
+ */
+function timed<F extends (...args: never[]) => unknown>(hook: F, observe: Observe | null, plugin: string, phase: string): F {
+  // An onResponse hook's value replaces the response; any other hook's value is its answer (a refusal).
+  const answers = phase !== 'onResponse';
+  const done = (ctx: Context, start: number, failed: boolean): void => {
+    const seconds = (performance.now() - start) / 1000;
+    observe?.(seconds);
+    (ctx as Context | null)?.record?.phase(plugin, phase, start, seconds, failed);
+  };
   const wrapped = (...args: Parameters<F>): unknown => {
+    const ctx = args[0] as unknown as Context;
     const start = performance.now();
-    const result = hook(...args);
-    if (isPromise(result)) return result.finally(() => observe((performance.now() - start) / 1000));
-    observe((performance.now() - start) / 1000);
+    let result: unknown;
+    try {
+      result = hook(...args);
+    } catch (err) {
+      done(ctx, start, true);
+      throw err;
+    }
+    if (isPromise(result)) {
+      return result.then(
+        (settled) => {
+          done(ctx, start, answers && settled !== undefined);
+          return settled;
+        },
+        (err: unknown) => {
+          done(ctx, start, true);
+          throw err;
+        },
+      );
+    }
+    done(ctx, start, answers && result !== undefined);
     return result;
   };
   return wrapped as unknown as F;
@@ -139,16 +166,16 @@ export class Chain {
     const views: View[] = [];
     for (const plugin of plugins) {
       if (plugin.view) views.push(plugin.view);
-      if (plugin.authenticate) authenticate.push(timed(plugin.authenticate, timer(plugin.name, 'authenticate')));
-      if (plugin.authorize) authorize.push(timed(plugin.authorize, timer(plugin.name, 'authorize')));
+      if (plugin.authenticate) authenticate.push(timed(plugin.authenticate, timer(plugin.name, 'authenticate'), plugin.name, 'authenticate'));
+      if (plugin.authorize) authorize.push(timed(plugin.authorize, timer(plugin.name, 'authorize'), plugin.name, 'authorize'));
       if (plugin.onMessage) {
         const spec = plugin.onMessage;
         const isFn = typeof spec === 'function';
-        const hook = timed(isFn ? spec : spec.handle, timer(plugin.name, 'onMessage'));
+        const hook = timed(isFn ? spec : spec.handle, timer(plugin.name, 'onMessage'), plugin.name, 'onMessage');
         messageEntries.push({ methods: isFn ? null : spec.methods, hook });
       }
       if (plugin.onResponse) {
-        const hook = timed(plugin.onResponse.handle, timer(plugin.name, 'onResponse'));
+        const hook = timed(plugin.onResponse.handle, timer(plugin.name, 'onResponse'), plugin.name, 'onResponse');
         for (const method of plugin.onResponse.methods) {
           const list = responses.get(method) ?? [];
           list.push(hook);
@@ -198,7 +225,7 @@ export class Chain {
     const hooks: BackendHook[] = [];
     for (const plugin of this.plugins) {
       const hook = plugin.prepareBackend?.(backend) ?? null;
-      if (hook !== null) hooks.push(timed(hook, this.#timer(plugin.name, 'prepareBackend')));
+      if (hook !== null) hooks.push(timed(hook, this.#timer(plugin.name, 'prepareBackend'), plugin.name, 'prepareBackend'));
     }
     const compiled = orNull(hooks);
     this.#backendHooks.set(backend.name, compiled);

@@ -11,6 +11,9 @@ import type { BackendMetrics } from '../observe/metrics.ts';
 import type { BackendTransport, Carrier, UpstreamError, UpstreamHandler } from './transport.ts';
 import type { StreamOpening } from './stream-openings.ts';
 import { upstreamError } from './upstreams.ts';
+import { upstreamEnd, upstreamError as upstreamErrorChannel, upstreamHeaders, upstreamObserved, upstreamStart } from '../observe/channels.ts';
+import { currentRequest } from '../observe/request-scope.ts';
+import { UpstreamRecord } from '../observe/upstream-record.ts';
 
 const kResumeOnDrain = Symbol('gatehouse.resumeOnDrain');
 type Draining = HttpResponse & { [kResumeOnDrain]?: Exchange };
@@ -65,6 +68,8 @@ export abstract class Exchange implements UpstreamHandler {
    * backend's response head arrives, or the exchange fails or is cancelled before that.
    */
   opening: StreamOpening | null = null;
+  /** What the observation seam was told of this exchange (channels.ts), or null when nobody listens. */
+  #observed: UpstreamRecord | null = null;
 
   constructor(backend: BackendInfo, metrics: BackendMetrics) {
     this.backend = backend;
@@ -75,7 +80,26 @@ export abstract class Exchange implements UpstreamHandler {
   /** Sends the request; `answerTimeoutMs` (> 0) bounds the whole answer, not only its head (BackendTransport.dispatch). */
   dispatch(transport: BackendTransport, method: string, headers: readonly string[], body: Buffer | null, answerTimeoutMs = 0): void {
     this.#transport = transport;
+    if (upstreamObserved()) {
+      const record = (this.#observed = new UpstreamRecord(currentRequest() ?? null, this.backend.name, this.backend.transport.kind, method, this.backend.path, headers, body));
+      if (upstreamStart.hasSubscribers) upstreamStart.publish(record);
+      if (record.changed) {
+        headers = record.headers;
+        body = record.body;
+      }
+    }
     transport.dispatch(this, method, this.backend.path, headers, body, this.backend.timeoutMs, answerTimeoutMs);
+  }
+
+  /** Tells the seam how the exchange ended, once. */
+  #observedEnd(outcome: 'ok' | 'aborted' | 'error', errorCode: string | null): void {
+    const record = this.#observed!;
+    this.#observed = null;
+    record.seconds = (performance.now() - record.startedAt) / 1000;
+    record.outcome = outcome;
+    record.errorCode = errorCode;
+    const channel = outcome === 'error' ? upstreamErrorChannel : upstreamEnd;
+    if (channel.hasSubscribers) channel.publish(record);
   }
 
   /** The client is gone (or the gateway is shutting the stream): stop the backend exchange. */
@@ -86,6 +110,7 @@ export abstract class Exchange implements UpstreamHandler {
     if (this.#carrier !== null && this.#carrier.handler === this) this.#carrier.abort();
     else this.#transport?.cancel(this);
     this.metrics.outcome('aborted');
+    if (this.#observed !== null) this.#observedEnd('aborted', null);
   }
 
   /** Resumes reading from the backend after backpressure. */
@@ -99,7 +124,7 @@ export abstract class Exchange implements UpstreamHandler {
   // and never escapes into the socket callback, where it would end the process.
 
   onHeaders(status: number, headers: string[]): boolean {
-    if (!this.headArrived()) return false;
+    if (!this.headArrived(status)) return false;
     try {
       return this.head(status, headers);
     } catch (err) {
@@ -120,6 +145,7 @@ export abstract class Exchange implements UpstreamHandler {
 
   onComplete(): void {
     this.#carrier = null;
+    if (this.#observed !== null) this.#observedEnd('ok', null);
     if (this.cancelled) return;
     try {
       this.end();
@@ -134,18 +160,26 @@ export abstract class Exchange implements UpstreamHandler {
     if (this.cancelled) return;
     const error = upstreamError(this.backend, err);
     this.metrics.outcome(outcomeOf(error.code));
+    if (this.#observed !== null) this.#observedEnd('error', error.code);
     this.#failSafely(error);
   }
 
-  /** The answer's head is here (however it came): timed, and the stream it opens settled. False once cancelled. */
-  protected headArrived(): boolean {
+  /** The answer's head is here (however it came): timed, told to the seam, and the stream it opens settled. False once cancelled. */
+  protected headArrived(status: number): boolean {
     this.metrics.ok((performance.now() - this.startedAt) / 1000);
     if (this.opening !== null) this.opening.settle();
+    const record = this.#observed;
+    if (record !== null) {
+      record.status = status;
+      record.headSeconds = (performance.now() - record.startedAt) / 1000;
+      if (upstreamHeaders.hasSubscribers) upstreamHeaders.publish(record);
+    }
     return !this.cancelled;
   }
 
   /** A step threw: the backend exchange stops, and the client is told as for a backend failure. */
   protected broken(err: unknown): void {
+    if (this.#observed !== null) this.#observedEnd('error', 'backend_error');
     this.cancel();
     this.#failSafely(
       new GatewayError('backend_error', `the answer of backend "${this.backend.name}" could not be passed on`, {

@@ -69,7 +69,7 @@ export abstract class MessageExchange extends Exchange implements MessageReader 
   // ---- an answer as messages (MessageReader): the same steps, guarded as Exchange guards its own ----
 
   onAnswer(head: AnswerHead, streamed: boolean): boolean {
-    if (!this.headArrived()) return false;
+    if (!this.headArrived(head.status)) return false;
     this.#streamed = streamed;
     try {
       return this.answered(head, streamed);
