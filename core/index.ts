@@ -177,6 +177,16 @@ export { createLogger, defaultLogFormat, LOG_LEVELS, LOG_FORMATS, type Logger, t
 /** Counters and histograms that cost a number's increment per observation (prom-client renders them at scrape). */
 export { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './observe/fast-metrics.ts';
 export { GatewayMetrics, type BackendMetrics } from './observe/metrics.ts';
+/**
+ * The observation seam (core/observe/README.md): `diagnostics_channel.subscribe(CHANNELS.requestEnd, fn)`
+ * gets each request's RequestRecord when its response is done; the upstream channels get each
+ * backend exchange's UpstreamRecord. `scopeRequests()` makes `currentRequest()` find the record of
+ * the request whose work is running.
+ */
+export { CHANNELS, type ChannelName } from './observe/channels.ts';
+export { RequestRecord, type ObservedPrincipal, type PhaseTiming, type RequestOutcome } from './observe/request-record.ts';
+export { UpstreamRecord, type UpstreamOutcome } from './observe/upstream-record.ts';
+export { currentRequest, scopeRequests } from './observe/request-scope.ts';
 
 // ---- Redis, as the gateway connects to it (one address or Sentinel) -------------------------------
 

@@ -7,6 +7,8 @@
 import client, { type Registry } from 'prom-client';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './fast-metrics.ts';
 import { redisConnections } from './redis-health.ts';
+import { requestEnd } from './channels.ts';
+import type { RequestRecord } from './request-record.ts';
 
 export type Observe = (seconds: number) => void;
 
@@ -15,12 +17,15 @@ const PHASE_BUCKETS = [0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.
 
 /** Per-route request metrics: one counter child per status seen, the duration child bound once. */
 export class RouteMetrics {
+  /** The route's label: `mcp`, `builtin`, `not_found`, a plugin route's path. */
+  readonly name: string;
   readonly #route: string;
   readonly #requests: CounterFamily;
   readonly #byStatus = new Map<number, CounterChild>();
   readonly #duration: HistogramChild;
 
   constructor(route: string, requests: CounterFamily, duration: HistogramFamily) {
+    this.name = route;
     this.#route = route;
     this.#requests = requests;
     this.#duration = duration.child(route);
@@ -85,6 +90,7 @@ export class GatewayMetrics {
     'MCP requests refused by spec.config.rateLimiting, by the bucket that refused (scope: shared, perUser, perClient; target: server, tool, backend)',
     ['scope', 'target'],
   );
+  readonly #routes = new Map<string, RouteMetrics>();
   /** Plain counters, read by the gauges at scrape time (no metric call per request). */
   inflight = 0;
   streams = 0;
@@ -163,8 +169,30 @@ export class GatewayMetrics {
     return this.#rateLimited.child(scope, target);
   }
 
+  /** The metrics of one route (one instance per name: the request seam finds it by its label). */
   route(name: string): RouteMetrics {
-    return new RouteMetrics(name, this.#requests, this.#duration);
+    let route = this.#routes.get(name);
+    if (route === undefined) {
+      route = new RouteMetrics(name, this.#requests, this.#duration);
+      this.#routes.set(name, route);
+    }
+    return route;
+  }
+
+  /**
+   * Records the requests `server` ends, as a subscriber of the request seam (`gatehouse:request:end`),
+   * until the returned function is called. A request that matched no route is not counted.
+   */
+  observeRequests(server: object): () => void {
+    const onEnd = (message: unknown): void => {
+      const record = message as RequestRecord;
+      if (record.server !== server || record.routeLabel === '') return;
+      this.#routes.get(record.routeLabel)?.record(record.status, record.seconds);
+    };
+    requestEnd.subscribe(onEnd);
+    return () => {
+      requestEnd.unsubscribe(onEnd);
+    };
   }
 
   backend(name: string): BackendMetrics {

@@ -1,15 +1,16 @@
 /**
  * The access log (`server.accessLog: true`): one `request` line per HTTP request when its
- * response is done. On the MCP endpoint it also says what the request was about: the JSON-RPC
- * method, the tool, prompt or resource the client named, the backend it went to, and the
- * session's tag. Never the session id itself: with the owner's token it is the session's
- * credential, so logs carry its digest (sessionTag), enough to follow one session's lines.
+ * response is done, written by a subscriber of the request seam (`gatehouse:request:end`). On
+ * the MCP endpoint it also says what the request was about: the JSON-RPC method, the tool,
+ * prompt or resource the client named, the backend it went to, and the session's tag. Never the
+ * session id itself: with the owner's token it is the session's credential, so logs carry its
+ * digest (sessionTag), enough to follow one session's lines.
  *
- * Built only when the access log is on; with it off the server reads one boolean per request.
+ * Subscribed only when the access log is on; with it off the request pays nothing for it.
  */
-import type { Context } from '../plugin-api/context.ts';
-import { subjectOf } from '../protocol/methods.ts';
-import { sessionTag } from '../observe/log.ts';
+import type { Logger } from 'pino';
+import { requestEnd } from '../observe/channels.ts';
+import type { RequestRecord } from '../observe/request-record.ts';
 
 export interface AccessLogLine {
   requestId: string;
@@ -31,22 +32,26 @@ export interface AccessLogLine {
   ms: number;
 }
 
-export function accessLogLine(ctx: Context, status: number, seconds: number): AccessLogLine {
+export function accessLogLine(record: RequestRecord): AccessLogLine {
   // Keys in reading order: what was asked, where it went, how it ended.
-  const line = { requestId: ctx.requestId, method: ctx.req.method, route: ctx.route } as AccessLogLine;
-  if (ctx.mcp) {
-    const message = ctx.message;
-    if (Array.isArray(message)) line.rpc = 'batch';
-    else if (message !== null && 'method' in message) {
-      line.rpc = message.method;
-      const subject = subjectOf(message);
-      if (subject !== null) line[subject.kind] = subject.name;
-    }
-    if (ctx.target !== null) line.backend = ctx.target.backend;
-    const session = ctx.head.sessionId;
-    if (session !== undefined) line.session = sessionTag(session);
-  }
-  line.status = status;
-  line.ms = Math.round(seconds * 1e4) / 10;
+  const line = { requestId: record.requestId, method: record.method, route: record.route } as AccessLogLine;
+  if (record.rpcMethod !== null) line.rpc = record.rpcMethod;
+  if (record.subjectKind !== null) line[record.subjectKind] = record.subjectName!;
+  if (record.backend !== null) line.backend = record.backend;
+  if (record.sessionTag !== null) line.session = record.sessionTag;
+  line.status = record.status;
+  line.ms = Math.round(record.seconds * 1e4) / 10;
   return line;
+}
+
+/** Writes the access log of the requests `server` ends to `log`, until the returned function is called. */
+export function writeAccessLog(server: object, log: Logger): () => void {
+  const onEnd = (message: unknown): void => {
+    const record = message as RequestRecord;
+    if (record.server === server) log.info(accessLogLine(record), 'request');
+  };
+  requestEnd.subscribe(onEnd);
+  return () => {
+    requestEnd.unsubscribe(onEnd);
+  };
 }

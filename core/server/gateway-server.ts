@@ -25,7 +25,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { runHooks, type Chain } from './chain.ts';
 import type { AdminListenerConfig, ConnectionLimits, ServerEngine, ServerSettings } from '../config/server-settings.ts';
-import { Context, type RequestScope } from '../plugin-api/context.ts';
+import { Context } from '../plugin-api/context.ts';
 import { GatewayError, type AuthChallenge } from '../base/errors.ts';
 import { ClientAddresses } from '../http/client-address.ts';
 import { preflightHeaders } from '../http/cors.ts';
@@ -36,7 +36,9 @@ import { createListener, DEFAULT_LIMITS, listenAdmin, listenOn, type AdminListen
 import { compileRoutes, drainedBy, type LiveRoutes, type RouteHandler, type Routes } from './live-routes.ts';
 import type { McpEndpoint } from './mcp-endpoint.ts';
 import { SessionRequestLimit } from './session-request-limit.ts';
-import { accessLogLine } from './access-log.ts';
+import { writeAccessLog } from './access-log.ts';
+import { observedRequest } from './request-observation.ts';
+import { kCtx, kLive, onResponseClose, type ServerScope, type TrackedResponse } from './response-close.ts';
 import type { GatewayMetrics, RouteMetrics } from '../observe/metrics.ts';
 import { Reply } from '../plugin-api/reply.ts';
 import { respondWhenSettled } from './respond.ts';
@@ -89,34 +91,8 @@ export interface ShutdownHook {
   abort(): void;
 }
 
-const kCtx = Symbol('gatehouse.ctx');
 const kLastRequestSeen = Symbol('gatehouse.lastRequestSeen');
 type LastRequestSocket = HttpRequest['socket'] & { [kLastRequestSeen]?: true };
-const kLive = Symbol('gatehouse.live');
-type TrackedResponse = HttpResponse & { [kCtx]?: Context; [kLive]?: LiveRoutes };
-
-interface ServerScope extends RequestScope {
-  readonly metrics: GatewayMetrics;
-  readonly accessLog: boolean;
-  readonly sessionLimit: SessionRequestLimit | null;
-}
-
-/** Records the request when its response is done (finished, or the client went away). */
-function onResponseClose(this: TrackedResponse): void {
-  const ctx = this[kCtx]!;
-  this[kLive]!.inflight--;
-  ctx.inflight?.cancel();
-  const scope = ctx.scope as ServerScope;
-  if (ctx.countedSession !== null) scope.sessionLimit!.leave(ctx.countedSession);
-  scope.metrics.inflight--;
-  const seconds = (performance.now() - ctx.startedAt) / 1000;
-  // 499 (nginx's "client closed request") only when the client left before any answer.
-  const status = this.headersSent ? this.statusCode : 499;
-  ctx.routeMetrics?.record(status, seconds);
-  if (scope.accessLog) {
-    scope.log.info(accessLogLine(ctx, status, seconds), 'request');
-  }
-}
 
 export class GatewayServer {
   readonly http: Listener;
@@ -132,6 +108,8 @@ export class GatewayServer {
   #draining = false;
   #address: AddressInfo | null = null;
   #admin: AdminListener | null = null;
+  /** Unsubscribes what listen() subscribed to the request seam. */
+  #unobserve: (() => void)[] = [];
 
   constructor(options: ServerOptions) {
     this.#options = options;
@@ -204,6 +182,9 @@ export class GatewayServer {
         throw err;
       }
     }
+    // The route metrics and the access log: subscribers of the request seam until close().
+    this.#unobserve.push(this.#options.metrics.observeRequests(this));
+    if (this.#options.accessLog) this.#unobserve.push(writeAccessLog(this, this.log));
     return this.#address;
   }
 
@@ -237,12 +218,16 @@ export class GatewayServer {
       socket[kLastRequestSeen] = true;
       res.setHeader('connection', 'close');
     }
+    observedRequest(this, ctx, this.#serve, this);
+  };
+
+  #serve(ctx: Context): void {
     try {
-      respondWhenSettled(ctx, this.#route(ctx, live));
+      respondWhenSettled(ctx, this.#route(ctx, (ctx.res as TrackedResponse)[kLive]!));
     } catch (err) {
       ctx.fail(err);
     }
-  };
+  }
 
   #route(ctx: Context, live: LiveRoutes): ReturnType<RouteHandler> {
     // Which Host is meant is ambiguous (RFC 9112 §3.2): the origin guard must not pick one.
@@ -396,5 +381,6 @@ export class GatewayServer {
     for (const hook of this.#options.shutdown ?? []) hook.abort();
     this.http.closeAllConnections();
     await closed;
+    for (const unobserve of this.#unobserve.splice(0)) unobserve();
   }
 }

@@ -1,8 +1,9 @@
 /**
- * The access log's cost (core/server/access-log.ts, written by core/server/gateway-server.ts when a
- * response is done). Off (the default), a request pays the one boolean check it always paid, so
- * "off" is measured as that branch; on, the line is built and pino serialises it (here to a
- * stream that discards it, so the terminal or a pipe is not what is measured).
+ * The access log's cost (core/server/access-log.ts, a subscriber of the request seam's end). Off
+ * (the default), it is not subscribed: the request pays nothing for it; on, the line is built
+ * from the request's record and pino serialises it (here to a stream that discards it, so the
+ * terminal or a pipe is not what is measured). The record itself is the seam's, built for the
+ * route metrics whether the access log is on or not (bench/core/observe/seam.bench.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
@@ -10,6 +11,8 @@ import { pino } from 'pino';
 import type { Bench } from 'tinybench';
 import { Context } from '../../../core/plugin-api/context.ts';
 import { accessLogLine } from '../../../core/server/access-log.ts';
+import { endObservedRequest } from '../../../core/server/request-observation.ts';
+import { RequestRecord } from '../../../core/observe/request-record.ts';
 import { createLogger } from '../../../core/observe/log.ts';
 
 const req = {
@@ -20,28 +23,26 @@ const req = {
 } as unknown as IncomingMessage;
 const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
 
-function mcpContext(accessLog: boolean): Context {
-  const ctx = new Context(req, {} as ServerResponse, { log: createLogger('silent'), challenge: null, accessLog }, 0);
+function mcpRecord(): RequestRecord {
+  const ctx = new Context(req, {} as ServerResponse, { log: createLogger('silent'), challenge: null, accessLog: true }, 0);
   ctx.mcp = true;
   ctx.route = 'mcp';
   ctx.message = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'demo_echo', arguments: { text: 'hi' } } };
   ctx.target = { backend: 'demo', name: 'echo' };
-  return ctx;
+  const record = new RequestRecord({}, ctx.requestId, 'POST', ctx.path, 0, ctx);
+  endObservedRequest(record, ctx, 200, 0.0031);
+  return record;
 }
 
 export let sink: unknown;
 
 export default function register(bench: Bench): void {
-  const off = mcpContext(false);
-  const on = mcpContext(true);
+  const on = mcpRecord();
   const log = pino({ level: 'info' }, discard);
-  bench.add('access log off: the per-request check', () => {
-    if (off.scope.accessLog === true) sink = accessLogLine(off, 200, 0.0031);
-  });
   bench.add('access log on: build the line (tools/call, session tag)', () => {
-    sink = accessLogLine(on, 200, 0.0031);
+    sink = accessLogLine(on);
   });
   bench.add('access log on: build and write the line (pino JSON)', () => {
-    log.info(accessLogLine(on, 200, 0.0031), 'request');
+    log.info(accessLogLine(on), 'request');
   });
 }
