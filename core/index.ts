@@ -117,6 +117,9 @@ export { durationSchema } from './config/duration.ts';
 /** The Secrets of a config file, and what a `*SecretRef` resolves to. */
 export { SecretStore, secretBodyShape, type ResolvedSecretRef } from './config/secrets.ts';
 export { serverSettingsSchema, type ServerSettings } from './config/server-settings.ts';
+/** The `telemetry` section (ToolHive's vMCP fields), and the settings `App.telemetry` takes. */
+export { telemetrySchema, toTelemetrySettings, type TelemetryInput } from './config/telemetry-schema.ts';
+export type { TelemetrySettings } from './observe/telemetry/telemetry-settings.ts';
 export { parseSigningKey, type SigningAlg } from './config/signing-key.ts';
 
 // ---- The vMCP configuration, resolved: what the built-in auth plugins are configured by --------

@@ -29,6 +29,7 @@ import { createTestDatabase } from '../../test/registry/helpers/postgres.ts';
 import { startIssuer, type TestIssuer } from '../../test/registry/helpers/issuer.ts';
 import { RESULTS_DIR } from '../load/harness.ts';
 import { SecretStore } from '../../core/config/secrets.ts';
+import { TELEMETRY_OFF } from '../../core/observe/telemetry/telemetry-settings.ts';
 
 const { values } = parseArgs({ options: { entries: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '5' }, publishes: { type: 'string', default: '500' } } });
 const ENTRIES = Number(values.entries);
@@ -52,6 +53,7 @@ function config(database: DatabaseConfig, issuer: string): RegistryConfig {
     database,
     server: { maxBodyBytes: 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 } },
     sync: { allowPrivateAddresses: false, fileRoot: null, maxConcurrent: 4 },
+    telemetry: TELEMETRY_OFF,
     secrets: new SecretStore(),
   };
 }

@@ -3,6 +3,7 @@
  * backends with their outgoing auth, durations in milliseconds, the auth server's and the
  * session's settings in the shapes the engine reads (vmcp-types.ts).
  */
+import { toTelemetrySettings } from './telemetry-schema.ts';
 import { dirname } from 'node:path';
 import type { AggregationConfig } from './aggregation-config.ts';
 import { AUTH_SERVER_ENDPOINT_GROUPS } from './auth-server-limits.ts';
@@ -66,6 +67,7 @@ export function assemble(parsed: ParsedResources, file: string): VmcpConfig {
     },
     rateLimiting: toRateLimiting(spec.config.rateLimiting),
     server: spec.server,
+    telemetry: toTelemetrySettings(spec.config.telemetry),
     passthroughHeaders: [...new Set(spec.passthroughHeaders.map((name) => name.toLowerCase()))],
     plugins: spec.plugins.map((plugin, i) => ({
       name: plugin.name,

@@ -12,6 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
+import { telemetrySchema } from './telemetry-schema.ts';
 import { authSchemas } from './auth-schemas.ts';
 import { claimsAnnotationIssues } from './authz-claims.ts';
 import type { AuthzPolicyChecks } from './authz-policy.ts';
@@ -144,6 +145,7 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
         session: session.prefault({}),
         operational: operational.prefault({}),
         rateLimiting: rateLimitingSchema(schema).optional(),
+        telemetry: telemetrySchema.optional(),
       }),
       incomingAuth,
       outgoingAuth: outgoingAuth.prefault({}),

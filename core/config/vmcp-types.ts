@@ -11,6 +11,7 @@ import type { RedisConnectionConfig } from './redis-config.ts';
 import type { RateLimitConfig } from './rate-limiting.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ServerSettings } from './server-settings.ts';
+import type { TelemetrySettings } from '../observe/telemetry/telemetry-settings.ts';
 import type { BackendTransportConfig, EndpointPolicy, ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
 
 export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../plugin-api/backend.ts';
@@ -240,6 +241,8 @@ export interface VmcpConfig {
   /** `spec.config.rateLimiting`: token buckets on `tools/call` (rate-limiting.ts); null when absent. */
   readonly rateLimiting: RateLimitConfig | null;
   readonly server: ServerSettings;
+  /** `spec.config.telemetry`: OpenTelemetry traces and OTLP metrics (off unless enabled). */
+  readonly telemetry: TelemetrySettings;
   /** `spec.passthroughHeaders`, lower case: client headers every backend gets (identity and proxy headers only so). */
   readonly passthroughHeaders: readonly string[];
   readonly plugins: readonly PluginRef[];

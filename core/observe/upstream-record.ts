@@ -73,9 +73,14 @@ export class UpstreamRecord {
   setHeader(name: string, value: string): void {
     if (!NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)} (lower-case token expected)`);
     if (UNSAFE_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}: CR, LF and NUL are not allowed`);
+    this.removeHeader(name);
+    this.headers.push(name, value);
+  }
+
+  /** Removes every value of `name` (lower case): a client's header that transparent mode would pass on, say. */
+  removeHeader(name: string): void {
     const list = this.headers;
     for (let i = list.length - 2; i >= 0; i -= 2) if (list[i] === name) list.splice(i, 2);
-    list.push(name, value);
     this.#changed = true;
   }
 

@@ -3,6 +3,7 @@
  * in the manner of fastify's application hooks:
  *
  *   const app = new App({ log, metrics });
+ *   await app.telemetry(settings, 'gatehouse-vmcp');                           // traces, OTLP metrics (when enabled)
  *   const chain = await app.plugins(specs, { mcpPath, backends, configDir });  // create, in order
  *   const pool = app.own(new Upstreams(), (u) => u.close());                      // resources
  *   app.serve({ host, port, mcp, ... });                                          // the HTTP server
@@ -25,6 +26,9 @@ import { httpUrlOf } from '../http/address.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';
 import { createPlugins, type PluginSpec } from '../plugin-api/plugin-loader.ts';
 import type { MaybePromise, Plugin, PluginHost } from '../plugin-api/plugin.ts';
+import { startTelemetry } from '../observe/telemetry/start-telemetry.ts';
+import type { TelemetrySettings } from '../observe/telemetry/telemetry-settings.ts';
+import { GATEHOUSE_VERSION, isModernVersion } from '../protocol/era.ts';
 
 export interface AppOptions {
   readonly log: Logger;
@@ -81,6 +85,22 @@ export class App {
     // resource does while it closes (a last health probe, a stream's end) may still run hooks.
     this.#undo.push({ what: 'plugins', undo: () => this.#stopStarted() });
     return this.#chain;
+  }
+
+  /**
+   * Starts OpenTelemetry as `settings` say (nothing of it is loaded when they enable nothing):
+   * traces and metrics of this app's server, subscribers of the observation seam. Stopped (its
+   * queue exported) after the server has drained.
+   */
+  async telemetry(settings: TelemetrySettings, defaultServiceName: string): Promise<void> {
+    const telemetry = await startTelemetry(settings, {
+      defaultServiceName,
+      serviceVersion: GATEHOUSE_VERSION,
+      owns: (server) => server === this.#server,
+      metaCarries: isModernVersion,
+      log: this.log,
+    });
+    if (telemetry !== null) this.own(telemetry, (t) => t.stop(), 'telemetry');
   }
 
   get chain(): Chain {

@@ -17,6 +17,7 @@
  *  - spec.server (but maxBodyBytes): the listener (engine, admin listener, timeouts, allowed
  *    hosts and origins, trusted proxies, access log); host and port are command-line flags;
  *  - spec.config.session: the session store is created once and shared by every generation;
+ *  - spec.config.telemetry: the tracer and its exporter are started once, with the server;
  *  - spec.authServerConfig added, removed or changed, and with it the incomingAuth fields it is
  *    built from (resourceUrl, scopes): the embedded authorization server may keep its clients,
  *    codes and tokens in its plugin, which a reload carries over as it is (keptAcrossReloads),
@@ -56,6 +57,7 @@ export function restartNeeded(current: VmcpConfig, next: VmcpConfig): RestartNee
     found.push({ path: `${where} spec.server`, reason: 'the listener settings changed (only maxBodyBytes reloads)' });
   }
   if (!isDeepStrictEqual(current.session, next.session)) found.push({ path: `${where} spec.config.session`, reason: 'the session store is created once and shared by every reload' });
+  if (!isDeepStrictEqual(current.telemetry, next.telemetry)) found.push({ path: `${where} spec.config.telemetry`, reason: 'the tracer and its exporter are started once, with the server' });
   if (!isDeepStrictEqual(current.authServer, next.authServer)) {
     found.push({ path: `${where} spec.authServerConfig`, reason: 'the embedded authorization server changed: it keeps its clients, codes and tokens, and a reload carries over only the same server' });
   } else if (next.authServer !== null && !isDeepStrictEqual(authServerInputs(current), authServerInputs(next))) {

@@ -92,6 +92,7 @@ export interface RunningVmcp {
 export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp> {
   const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics() });
   try {
+    await app.telemetry(options.config.telemetry, 'gatehouse-vmcp');
     const vmcp = await VirtualMcpServer.compose(app, options);
     await vmcp.listen();
     return vmcp;

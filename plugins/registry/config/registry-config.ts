@@ -15,6 +15,8 @@ import {
   SecretStore,
   type ServerSettings,
   sortProblems,
+  type TelemetrySettings,
+  toTelemetrySettings,
   validateFile,
   type Validation,
   type YamlDocument,
@@ -117,6 +119,8 @@ export interface RegistryConfig {
   readonly database: DatabaseConfig;
   readonly server: ServerSettings;
   readonly sync: SyncSettings;
+  /** `telemetry`: OpenTelemetry traces and OTLP metrics of the registry's requests (off unless enabled). */
+  readonly telemetry: TelemetrySettings;
   /** The Secret documents of the file: what sources' secretRefs resolve against. */
   readonly secrets: SecretStore;
 }
@@ -185,6 +189,7 @@ function assemble(input: RegistryFileInput, file: string, secrets: SecretStore):
     registries: input.registries.map((registry) => ({ name: registry.name, sources: registry.sources, claims: registry.claims ?? {} })),
     database: toDatabase(input.database, dir),
     server: input.server,
+    telemetry: toTelemetrySettings(input.telemetry),
     sync: {
       allowPrivateAddresses: input.sync.allowPrivateAddresses,
       fileRoot: input.sync.fileRoot === undefined ? null : resolve(dir, input.sync.fileRoot),

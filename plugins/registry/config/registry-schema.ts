@@ -22,6 +22,7 @@ import {
   secretBodyShape,
   type SecretStore,
   serverSettingsSchema,
+  telemetrySchema,
   uniqueNames,
   whenMapping,
 } from '@gatehouse-mcp/gateway';
@@ -282,6 +283,7 @@ export function registryFileSchema(secrets: SecretStore) {
       database: databaseSchema.prefault({ type: 'embedded' }),
       server: serverSettingsSchema(1024 * 1024),
       sync: syncSchema.prefault({}),
+      telemetry: telemetrySchema.optional(),
     })
     .superRefine(crossReferences, whenMapping)
     .superRefine(secretReferences(secrets), whenMapping);
