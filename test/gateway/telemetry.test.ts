@@ -301,3 +301,76 @@ describe('the observation seam', () => {
     assert.equal(refused.outcome, 'error');
   });
 });
+
+describe('telemetry: the registry server', () => {
+  it('traces its requests: a span per request, with its auth hooks (token verification, claims) as children', async () => {
+    const { startIssuer } = await import('../registry/helpers/issuer.ts');
+    const { startTestRegistry, oauthYaml } = await import('../registry/helpers/registry.ts');
+    const receiver = await startOtlpReceiver();
+    const issuer = await startIssuer('registry');
+    try {
+      const registry = await startTestRegistry(
+        `${oauthYaml(issuer.url)}database: {type: memory}\ntelemetry: {endpoint: "${receiver.endpoint}", insecure: true, tracingEnabled: true, samplingRate: 1}\n`,
+      );
+      try {
+        const token = await issuer.token({ sub: 'alice' });
+        const me = await registry.request('GET', '/v1/me', { token });
+        assert.ok(me.status < 500, `status ${me.status}`);
+      } finally {
+        await registry.stop();
+      }
+      const request = only(receiver.spans, (s) => s.kind === SERVER && s.attributes['url.path'] === '/v1/me', 'the request span');
+      assert.equal(request.service, 'gatehouse-registry');
+      assert.equal(request.attributes['http.request.method'], 'GET');
+      const children = receiver.spans.filter((s) => s.parentSpanId === request.spanId).map((s) => s.name);
+      assert.ok(children.includes('authenticate registry-bearer-auth'), JSON.stringify(children));
+      assert.ok(children.includes('authorize registry-authz'), JSON.stringify(children));
+    } finally {
+      await issuer.close();
+      await receiver.close();
+    }
+  });
+});
+
+describe('telemetry: the gateway\'s own HTTP calls inside a request', () => {
+  it('a fetch a hook makes (an STS, an identity provider) is a CLIENT span of the request, and carries the trace on', async () => {
+    const { createServer } = await import('node:http');
+    const seen: (string | undefined)[] = [];
+    const sts = createServer((req, res) => {
+      seen.push(header(req.headers['traceparent']));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"access_token":"x"}');
+    });
+    await new Promise<void>((resolve) => sts.listen(0, '127.0.0.1', resolve));
+    const stsUrl = `http://127.0.0.1:${(sts.address() as { port: number }).port}/token`;
+    const exchanging: PluginSpec = {
+      definition: {
+        name: 'exchanging',
+        create: () => ({
+          name: 'exchanging',
+          prepareBackend: () => async () => {
+            await (await fetch(stsUrl, { method: 'POST', body: 'grant_type=x' })).text();
+            return undefined;
+          },
+        }),
+      } as PluginSpec['definition'],
+      config: {},
+      source: 'test',
+    };
+    const alpha = await startSdkServer({ name: 'alpha' });
+    try {
+      const { spans } = await traced([{ name: 'alpha', url: alpha.url }], '', async (url) => {
+        const c = await connectClient(url, { waitForStandaloneStream: false });
+        await c.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+        await c.close();
+      }, [exchanging]);
+      const call = only(spans, (s) => s.kind === SERVER && s.attributes['mcp.method.name'] === 'tools/call', 'tools/call span');
+      const post = only(spans, (s) => s.kind === CLIENT && s.parentSpanId === call.spanId && s.name === 'POST', 'the STS call');
+      assert.equal(post.attributes['server.address'], new URL(stsUrl).host);
+      assert.equal(post.attributes['http.response.status_code'], 200);
+      assert.ok(seen.includes(`00-${call.traceId}-${post.spanId}-01`), `the STS got the trace: ${JSON.stringify(seen)}`);
+    } finally {
+      await alpha.close();
+      await new Promise<void>((resolve) => sts.close(() => resolve()));
+    }
+  });
+});

@@ -21,6 +21,7 @@ import type { UpstreamRecord } from '../upstream-record.ts';
 import { formatTraceparent, remoteParent, type RemoteParent } from './trace-context.ts';
 import { requestAttributes, requestSpanName, upstreamAttributes } from './span-attributes.ts';
 import { backendMessage, withTraceMeta } from './meta-propagation.ts';
+import { traceFetches } from './fetch-tracer.ts';
 
 /** What the tracer needs of @opentelemetry/api, loaded only when tracing is on. */
 export type OtelApi = typeof import('@opentelemetry/api');
@@ -58,6 +59,8 @@ export class RequestTracer {
     this.#on(CHANNELS.upstreamHeaders, (m) => this.#callAnswered(m as UpstreamRecord));
     this.#on(CHANNELS.upstreamEnd, (m) => this.#callEnded(m as UpstreamRecord));
     this.#on(CHANNELS.upstreamError, (m) => this.#callEnded(m as UpstreamRecord));
+    const { api, tracer, owns, warn } = this.#o;
+    this.#unsubscribe.push(traceFetches({ api, tracer, owns, warn, spanOf: (record) => (record.status !== 0 ? null : this.#requestSpan(record)) }));
   }
 
   stop(): void {
@@ -133,7 +136,8 @@ export class RequestTracer {
 
   #callStarted(record: UpstreamRecord): void {
     const request = record.request;
-    if (request === null || !this.#o.owns(request.server)) return;
+    // status is set when a request ends: work that outlives its request (a connection it opened) is not its child.
+    if (request === null || request.status !== 0 || !this.#o.owns(request.server)) return;
     const { api, tracer } = this.#o;
     const parent = this.#requestSpan(request);
     const message = backendMessage(record.body);

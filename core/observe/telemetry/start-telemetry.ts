@@ -68,11 +68,28 @@ export async function startTelemetry(settings: TelemetrySettings, options: Telem
     async stop() {
       for (const part of parts) {
         try {
-          await part.stop();
+          if (!(await settledWithin(part.stop(), FINAL_EXPORT_MS))) options.log.warn(`telemetry: the last export did not finish within ${FINAL_EXPORT_MS / 1000} s (is the collector reachable?): what was queued is dropped`);
         } catch (err) {
           options.log.warn({ err }, 'telemetry: the last export failed');
         }
       }
     },
   };
+}
+
+/** How long a stop waits for the queued spans and metrics to be exported: a collector that does not answer must not hold the shutdown. */
+const FINAL_EXPORT_MS = 3000;
+
+/** True when `promise` settled within `ms` (its rejection is thrown); false when the time ran out first. */
+async function settledWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
