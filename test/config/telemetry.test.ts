@@ -11,6 +11,7 @@ import { parseTraceparent, remoteParent, validTracestate } from '../../core/obse
 import { signalUrl, TELEMETRY_OFF } from '../../core/observe/telemetry/telemetry-settings.ts';
 import { withTraceMeta } from '../../core/observe/telemetry/meta-propagation.ts';
 import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const backends = [{ name: 'github', url: 'http://127.0.0.1:9101/mcp' }];
 
@@ -75,6 +76,20 @@ describe('telemetry config', () => {
     } finally {
       if (saved === undefined) delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
       else process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved;
+    }
+  });
+});
+
+describe('telemetry off costs nothing', () => {
+  it('no module of the core imports the OpenTelemetry SDK but by type, or dynamically: off, none of it is loaded', () => {
+    const dir = new URL('../../core/observe/telemetry/', import.meta.url);
+    const files = readdirSync(dir).filter((name) => name.endsWith('.ts'));
+    assert.ok(files.includes('start-telemetry.ts'));
+    for (const name of files) {
+      const text = readFileSync(new URL(name, dir), 'utf8');
+      for (const line of text.split('\n').filter((l) => /^import .*['"]@opentelemetry\//.test(l))) {
+        assert.match(line, /^import type /, `${name}: ${line}`);
+      }
     }
   });
 });

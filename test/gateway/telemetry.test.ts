@@ -199,6 +199,19 @@ describe('telemetry: traces through the gateway', () => {
     }
   });
 
+  it('a client\'s words in a span are bounded: a 20000-character tool name makes no 20000-character name or attribute', async () => {
+    const long = 'x'.repeat(20_000);
+    const { spans } = await traced([{ name: 'alpha', url: alpha.url }], '', async (url) => {
+      const c = await connectClient(url, { waitForStandaloneStream: false });
+      await c.client.callTool({ name: long, arguments: {} }).catch(() => undefined);
+      await c.close();
+    });
+    const call = only(spans, (s) => s.kind === SERVER && s.attributes['mcp.method.name'] === 'tools/call', 'tools/call span');
+    assert.ok(call.name.length <= 200, `name of ${call.name.length}`);
+    assert.equal(String(call.attributes['gen_ai.tool.name']).length, 1024);
+    for (const span of spans) assert.ok(span.name.length <= 200);
+  });
+
   it('2026-07-28: the backend gets the trace context in params._meta as well as in the headers', async () => {
     const modern: Sdk2Server = await startSdk2Server({ name: 'm', posture: 'modern' });
     try {

@@ -8,6 +8,8 @@
 
 /** Bodies above this are not rewritten: the cost of parsing them is not worth a `_meta` key. */
 const MAX_REWRITTEN = 1024 * 1024;
+/** Bodies above this are not parsed only to name a span (the method is then the HTTP one). */
+const MAX_NAMED = 64 * 1024;
 
 /** What the tracer reads of a backend request's body: its JSON-RPC method, and the message when it may carry `_meta`. */
 export interface BackendMessage {
@@ -17,9 +19,12 @@ export interface BackendMessage {
 
 const NONE: BackendMessage = { method: null, message: null };
 
-/** The single JSON-RPC request or notification in `body`, or NONE (a batch, a response, not JSON, too big). */
-export function backendMessage(body: Buffer | null): BackendMessage {
-  if (body === null || body.length > MAX_REWRITTEN) return NONE;
+/**
+ * The single JSON-RPC request or notification in `body`, or NONE (a batch, a response, not JSON,
+ * too big: 1 MiB when its `_meta` is to carry the context, `forMeta`, else 64 KiB).
+ */
+export function backendMessage(body: Buffer | null, forMeta: boolean): BackendMessage {
+  if (body === null || body.length > (forMeta ? MAX_REWRITTEN : MAX_NAMED)) return NONE;
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));

@@ -27,8 +27,9 @@ interface Instruments {
 
 function mcpAttributes(record: RequestRecord): Attributes {
   const attributes: Attributes = { 'mcp.method.name': record.rpcMethod! };
-  if (record.subjectKind === 'tool') attributes['gen_ai.tool.name'] = record.subjectName!;
-  if (record.subjectKind === 'prompt') attributes['gen_ai.prompt.name'] = record.subjectName!;
+  // A name the gateway refused is the client's to choose: it would be a series of its own (the SDK caps them at 2000 per metric).
+  if (record.errorCode === null && record.subjectKind === 'tool') attributes['gen_ai.tool.name'] = record.subjectName!;
+  if (record.errorCode === null && record.subjectKind === 'prompt') attributes['gen_ai.prompt.name'] = record.subjectName!;
   if (record.protocolVersion !== null) attributes['mcp.protocol.version'] = record.protocolVersion;
   if (record.errorCode !== null) attributes['error.type'] = record.errorCode;
   return attributes;

@@ -140,8 +140,10 @@ export class RequestTracer {
     if (request === null || request.status !== 0 || !this.#o.owns(request.server)) return;
     const { api, tracer } = this.#o;
     const parent = this.#requestSpan(request);
-    const message = backendMessage(record.body);
-    const name = message.method ?? record.method;
+    const carries = this.#o.metaCarries(record.header('mcp-protocol-version'));
+    const message = backendMessage(record.body, carries);
+    // In transparent mode the method is the client's word: bounded as the request's span name is.
+    const name = (message.method ?? record.method).slice(0, 100);
     const span = tracer.startSpan(name + ' ' + record.backend, { kind: api.SpanKind.CLIENT, startTime: record.startTime, attributes: upstreamAttributes(record, message.method) }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
     this.#calls.set(record, span);
     const context = span.spanContext();
@@ -151,7 +153,7 @@ export class RequestTracer {
     // The client's own tracestate (transparent mode passes its headers) must not ride along ours.
     if (tracestate !== null) record.setHeader('tracestate', tracestate);
     else record.removeHeader('tracestate');
-    if (message.message !== null && this.#o.metaCarries(record.header('mcp-protocol-version'))) record.replaceBody(withTraceMeta(message.message, traceparent, tracestate));
+    if (message.message !== null && carries) record.replaceBody(withTraceMeta(message.message, traceparent, tracestate));
   }
 
   #callAnswered(record: UpstreamRecord): void {

@@ -13,12 +13,16 @@ import type { Attributes } from '@opentelemetry/api';
 import type { RequestRecord } from '../request-record.ts';
 import type { UpstreamRecord } from '../upstream-record.ts';
 
+/** Span names are the client's words in part (a method, a tool's name): cut to this. Attribute values are cut by the SDK (start-telemetry.ts). */
+const MAX_NAME = 200;
+
 /** `{mcp.method.name} {target}` for a tool or prompt (never a resource URI: unbounded), else `{method} {route}`. */
 export function requestSpanName(record: RequestRecord): string {
+  let name: string;
   if (record.rpcMethod !== null) {
-    return record.subjectName !== null && record.subjectKind !== 'resource' ? record.rpcMethod + ' ' + record.subjectName : record.rpcMethod;
-  }
-  return record.route === '' ? record.method : record.method + ' ' + record.route;
+    name = record.subjectName !== null && record.subjectKind !== 'resource' ? record.rpcMethod + ' ' + record.subjectName : record.rpcMethod;
+  } else name = record.route === '' ? record.method : record.method + ' ' + record.route;
+  return name.length > MAX_NAME ? name.slice(0, MAX_NAME) : name;
 }
 
 function mcpAttributes(record: RequestRecord, attributes: Attributes): void {

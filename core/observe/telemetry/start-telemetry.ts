@@ -28,6 +28,8 @@ async function startTracing(settings: TelemetrySettings, options: TelemetryOptio
   const provider = new BasicTracerProvider({
     resource,
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplingRate) }),
+    // Some values are the client's (a tool's name, a URI): bounded, whatever it sends.
+    spanLimits: { attributeValueLengthLimit: 1024, attributeCountLimit: 64 },
     spanProcessors: [new BatchSpanProcessor(exporter)],
   });
   let warned = false;
