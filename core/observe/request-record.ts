@@ -6,6 +6,7 @@
  * Never the session id itself, nor a token: with the owner's token a session id is the session's
  * credential, so the record carries its digest (`sessionTag`), as the access log does.
  */
+import { sessionTag } from './log.ts';
 
 /** The caller, as the authenticate phase established it. */
 export interface ObservedPrincipal {
@@ -71,8 +72,8 @@ export class RequestRecord {
   subjectName: string | null = null;
   /** The backend's `metadata.name`, when the request went to one backend. */
   backend: string | null = null;
-  /** The MCP session's digest (log.ts `sessionTag`), when the request named a session. */
-  sessionTag: string | null = null;
+  #sessionId: string | null = null;
+  #sessionTag: string | null = null;
   /** The MCP protocol version the request said (`MCP-Protocol-Version`). */
   protocolVersion: string | null = null;
   /** The gateway's error code when it answered with an error (`invalid_token`, `backend_timeout`, ...). */
@@ -104,6 +105,17 @@ export class RequestRecord {
       if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) return raw[i + 1];
     }
     return undefined;
+  }
+
+  /** The MCP session's digest (log.ts `sessionTag`), when the request named a session: computed when first read (a hash is not free). */
+  get sessionTag(): string | null {
+    if (this.#sessionTag === null && this.#sessionId !== null) this.#sessionTag = sessionTag(this.#sessionId);
+    return this.#sessionTag;
+  }
+
+  /** Notes the session the request named (request-observation.ts, at the end): kept private, only its digest is told. */
+  noteSession(id: string): void {
+    this.#sessionId = id;
   }
 
   /** A string of the single JSON-RPC request's `params._meta` (`traceparent`, say), once the body is read. */

@@ -7,7 +7,6 @@
 import type { Context } from '../plugin-api/context.ts';
 import { requestEnd, requestObserved, requestStart } from '../observe/channels.ts';
 import { RequestRecord, type ObservedPrincipal } from '../observe/request-record.ts';
-import { sessionTag } from '../observe/log.ts';
 import { subjectOf } from '../protocol/methods.ts';
 
 /**
@@ -47,7 +46,7 @@ function noteMcp(record: RequestRecord, ctx: Context): void {
   }
   if (ctx.target !== null) record.backend = ctx.target.backend;
   const session = ctx.head.sessionId;
-  if (session !== undefined) record.sessionTag = sessionTag(session);
+  if (session !== undefined) record.noteSession(session);
   record.protocolVersion = record.header('mcp-protocol-version') ?? null;
 }
 
