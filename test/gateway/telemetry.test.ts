@@ -235,6 +235,33 @@ describe('telemetry: traces through the gateway', () => {
   });
 });
 
+describe('telemetry: OTLP metrics', () => {
+  it('metricsEnabled pushes the request-path series: HTTP requests, MCP operations by method and tool, backend calls', async () => {
+    const alpha = await startSdkServer({ name: 'alpha' });
+    const receiver = await startOtlpReceiver();
+    try {
+      const gateway = await startTestGateway({
+        backends: [{ name: 'alpha', url: alpha.url }],
+        config: `telemetry: {endpoint: "${receiver.endpoint}", insecure: true, metricsEnabled: true}`,
+      });
+      try {
+        const c = await connectClient(gateway.url, { waitForStandaloneStream: false });
+        await c.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+        await c.close();
+      } finally {
+        await gateway.stop();
+      }
+      assert.equal(receiver.spans.length, 0, 'tracing is off');
+      const text = JSON.stringify(receiver.metrics);
+      for (const name of ['http.server.request.duration', 'mcp.server.operation.duration', 'gatehouse.backend.request.duration']) assert.ok(text.includes(`"${name}"`), name);
+      assert.ok(text.includes('"tools/call"') && text.includes('"echo"'), 'by method and tool');
+    } finally {
+      await receiver.close();
+      await alpha.close();
+    }
+  });
+});
+
 describe('the observation seam', () => {
   let alpha: SdkServer;
   before(async () => {
