@@ -143,6 +143,7 @@ describe('telemetry: traces through the gateway', () => {
     const call = only(trusted.spans, (s) => s.kind === SERVER && s.attributes['mcp.method.name'] === 'tools/call', 'tools/call span');
     assert.equal(call.traceId, CLIENT_TRACE);
     assert.equal(call.parentSpanId, CLIENT_SPAN);
+    assert.equal(call.attributes['mcp.server.name'], 'alpha', 'transparent mode: the one backend');
     const sent = alpha.received.slice(before).find((r) => r.rpcMethods.includes('tools/call'))!;
     assert.match(header(sent.headers['traceparent'])!, new RegExp(`^00-${CLIENT_TRACE}-[0-9a-f]{16}-01$`));
     assert.notEqual(header(sent.headers['traceparent']), CLIENT_PARENT, 'the backend\'s parent is the gateway\'s span');

@@ -45,6 +45,8 @@ export class RequestTracer {
   readonly #o: RequestTracerOptions;
   readonly #spans = new WeakMap<RequestRecord, Span>();
   readonly #calls = new WeakMap<UpstreamRecord, Span>();
+  /** The one backend a request's calls went to, or null once they went to several (a fan-out). */
+  readonly #backends = new WeakMap<RequestRecord, string | null>();
   readonly #unsubscribe: (() => void)[] = [];
 
   constructor(options: RequestTracerOptions) {
@@ -117,6 +119,9 @@ export class RequestTracer {
     if (span.isRecording()) {
       span.updateName(requestSpanName(record));
       span.setAttributes(requestAttributes(record));
+      // Transparent mode names no target unless a hook needs it: the one backend the calls went to is it.
+      const backend = this.#backends.get(record);
+      if (record.backend === null && backend !== undefined && backend !== null) span.setAttribute('mcp.server.name', backend);
       if (record.outcome !== 'ok' || record.status >= 500) span.setStatus({ code: this.#o.api.SpanStatusCode.ERROR, message: record.errorCode ?? undefined });
       this.#phaseSpans(record, span);
     }
@@ -140,6 +145,8 @@ export class RequestTracer {
     if (request === null || request.status !== 0 || !this.#o.owns(request.server)) return;
     const { api, tracer } = this.#o;
     const parent = this.#requestSpan(request);
+    const seen = this.#backends.get(request);
+    this.#backends.set(request, seen === undefined || seen === record.backend ? record.backend : null);
     const carries = this.#o.metaCarries(record.header('mcp-protocol-version'));
     const message = backendMessage(record.body, carries);
     // In transparent mode the method is the client's word: bounded as the request's span name is.
