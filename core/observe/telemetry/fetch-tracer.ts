@@ -10,7 +10,7 @@ import diagnostics from 'node:diagnostics_channel';
 import type { Span } from '@opentelemetry/api';
 import { currentRequest } from '../request-scope.ts';
 import type { RequestRecord } from '../request-record.ts';
-import type { OtelApi } from './request-tracer.ts';
+import type { OtelApi } from './telemetry-settings.ts';
 import { formatTraceparent } from './trace-context.ts';
 
 /** What undici's `undici:request:*` messages carry, as far as this reads them. */

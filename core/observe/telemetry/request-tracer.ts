@@ -22,9 +22,7 @@ import { formatTraceparent, remoteParent, type RemoteParent } from './trace-cont
 import { requestAttributes, requestSpanName, upstreamAttributes } from './span-attributes.ts';
 import { backendMessage, withTraceMeta } from './meta-propagation.ts';
 import { traceFetches } from './fetch-tracer.ts';
-
-/** What the tracer needs of @opentelemetry/api, loaded only when tracing is on. */
-export type OtelApi = typeof import('@opentelemetry/api');
+import type { OtelApi } from './telemetry-settings.ts';
 
 export interface RequestTracerOptions {
   readonly api: OtelApi;

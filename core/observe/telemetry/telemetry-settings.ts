@@ -58,3 +58,6 @@ export interface Telemetry {
   stop(): Promise<void>;
 }
 
+
+/** What the tracers need of @opentelemetry/api, loaded only when tracing is on. */
+export type OtelApi = typeof import('@opentelemetry/api');
