@@ -189,7 +189,7 @@ export { GatewayMetrics, type BackendMetrics } from './observe/metrics.ts';
 export { CHANNELS, type ChannelName } from './observe/channels.ts';
 export { RequestRecord, type ObservedPrincipal, type PhaseTiming, type RequestOutcome } from './observe/request-record.ts';
 export { UpstreamRecord, type UpstreamOutcome } from './observe/upstream-record.ts';
-export { currentRequest, scopeRequests } from './observe/request-scope.ts';
+export { currentRequest, runInRequest, scopeRequests } from './observe/request-scope.ts';
 
 // ---- Redis, as the gateway connects to it (one address or Sentinel) -------------------------------
 

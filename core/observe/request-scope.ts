@@ -31,3 +31,12 @@ export function scopeRequests(): () => void {
 export function currentRequest(): RequestRecord | undefined {
   return users === 0 ? undefined : requestScope.getStore();
 }
+
+/**
+ * Runs `fn` as work of `record`'s request: for a server that takes the request over a hop of its
+ * own in the process (the authorization server's loopback listener), so that what it does (its
+ * calls to identity providers) is still that request's. Without scoping, `fn` just runs.
+ */
+export function runInRequest<T>(record: RequestRecord, fn: () => T): T {
+  return users === 0 ? fn() : requestScope.run(record, fn);
+}

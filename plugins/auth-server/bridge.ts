@@ -21,21 +21,28 @@ import {
   type BackendMetrics,
   type BodySink,
   type Context,
+  currentRequest,
   Exchange,
   GatewayError,
   Pool,
+  type RequestRecord,
+  runInRequest,
   startReading,
   writeToClient,
 } from '@gatehouse-mcp/gateway';
 
 const SECRET_HEADER = 'x-gatehouse-bridge';
+/** Which gateway request a forwarded one is (the provider's work, its calls to identity providers, is that request's: request-scope.ts). */
+const SCOPE_HEADER = 'x-gatehouse-bridge-scope';
 /** Largest request body the authorization server takes (registration documents, token forms). */
 export const MAX_BRIDGE_BODY = 64 * 1024;
 /** Headers of the client's request that do not cross (hop-by-hop, or set by the bridge). */
 const NOT_FORWARDED = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'host', 'content-length', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'x-request-id', SECRET_HEADER,
+  'host', 'content-length', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'x-request-id', SECRET_HEADER, SCOPE_HEADER,
 ]);
+/** Forwarded requests remembered for the provider's scope at most (more than the pool's connections can carry at once). */
+const MAX_SCOPED = 4096;
 /** Headers of the provider's response the gateway sets itself. */
 const NOT_RETURNED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'x-request-id']);
 
@@ -51,6 +58,9 @@ export class ProviderBridge implements BodySink<Context> {
   readonly #issuerPath: string;
   #pool: Pool | null = null;
   #backend: BackendInfo | null = null;
+  /** The gateway requests being forwarded while the requests are scoped, by their SCOPE_HEADER value. */
+  readonly #scoped = new Map<string, RequestRecord>();
+  #scopeSequence = 0;
 
   constructor(issuer: string, handler: (req: IncomingMessage, res: ServerResponse) => void) {
     const url = new URL(issuer);
@@ -68,12 +78,24 @@ export class ProviderBridge implements BodySink<Context> {
           res.writeHead(404, { connection: 'close' }).end();
           return;
         }
-        handler(req, res);
+        this.#handle(handler, req, res);
       } catch {
         // Nothing on this loopback listener may end the process.
         res.destroy();
       }
     });
+  }
+
+  /** Runs the provider on a forwarded request, as work of the gateway request it came from when that is known. */
+  #handle(handler: (req: IncomingMessage, res: ServerResponse) => void, req: IncomingMessage, res: ServerResponse): void {
+    const key = req.headers[SCOPE_HEADER];
+    const record = typeof key === 'string' ? this.#scoped.get(key) : undefined;
+    if (record === undefined) {
+      handler(req, res);
+      return;
+    }
+    this.#scoped.delete(key as string);
+    runInRequest(record, () => handler(req, res));
   }
 
   async start(): Promise<void> {
@@ -150,17 +172,29 @@ export class ProviderBridge implements BodySink<Context> {
     headers.push('x-forwarded-proto', this.#forwardedProto, 'x-forwarded-host', this.#forwardedHost, SECRET_HEADER, this.#secret);
     // The request's id as the gateway logs it, so the provider's log lines name the same request.
     headers.push('x-forwarded-for', ctx.clientAddress, 'x-request-id', ctx.requestId);
-    new BridgeExchange(ctx, { ...this.#backend, path }).dispatch(this.#pool, ctx.req.method ?? 'GET', headers, body);
+    const record = currentRequest();
+    let key: string | null = null;
+    if (record !== undefined) {
+      key = String(++this.#scopeSequence);
+      this.#scoped.set(key, record);
+      // A request cancelled before it was sent is never taken: the oldest entries go past a bound.
+      if (this.#scoped.size > MAX_SCOPED) this.#scoped.delete(this.#scoped.keys().next().value!);
+      headers.push(SCOPE_HEADER, key);
+    }
+    new BridgeExchange(ctx, { ...this.#backend, path }, key === null ? null : () => this.#scoped.delete(key)).dispatch(this.#pool, ctx.req.method ?? 'GET', headers, body);
   }
 }
 
 /** The provider's answer, streamed back to the client with the gateway's hop headers. */
 class BridgeExchange extends Exchange {
   readonly #ctx: Context;
+  /** Forgets its scope entry, had the provider never taken the request (the listener refused it, the exchange failed). */
+  readonly #unscope: (() => void) | null;
 
-  constructor(ctx: Context, backend: BackendInfo) {
+  constructor(ctx: Context, backend: BackendInfo, unscope: (() => void) | null) {
     super(backend, NO_METRICS);
     this.#ctx = ctx;
+    this.#unscope = unscope;
     ctx.inflight = this;
   }
 
@@ -179,11 +213,13 @@ class BridgeExchange extends Exchange {
   }
 
   protected end(): void {
+    this.#unscope?.();
     this.#ctx.res.end();
     if (this.#ctx.inflight === this) this.#ctx.inflight = null;
   }
 
   protected fail(error: GatewayError): void {
+    this.#unscope?.();
     if (this.#ctx.inflight === this) this.#ctx.inflight = null;
     this.#ctx.fail(error);
   }

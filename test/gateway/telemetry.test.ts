@@ -415,3 +415,53 @@ describe('telemetry: the gateway\'s own HTTP calls inside a request', () => {
     }
   });
 });
+
+describe('telemetry: the embedded authorization server', () => {
+  it('its requests are traced (register, authorize, the upstream callback, token), its calls to the identity provider are CLIENT spans, and the token it issued is verified in the MCP request\'s span', async () => {
+    const { freePort } = await import('../fixtures/processes.ts');
+    const { ClientFlows, startYamlGateway } = await import('../auth-server/helpers/flows.ts');
+    const { USER } = await import('../auth-server/helpers/setup.ts');
+    const { startUpstreamIdp } = await import('../auth-server/helpers/upstream-idp.ts');
+    const receiver = await startOtlpReceiver();
+    const port = await freePort();
+    const issuer = `http://127.0.0.1:${port}`;
+    const idp = await startUpstreamIdp({ user: USER, redirectUri: `${issuer}/oauth/callback`, clientSecret: 'corp-secret' });
+    const backend = await startSdkServer({ name: 'echo' });
+    try {
+      const gateway = await startYamlGateway({
+        port,
+        backendUrl: backend.url,
+        idpIssuer: idp.issuer,
+        storage: '{type: memory}',
+        persistentKeys: false,
+        config: `telemetry: {endpoint: "${receiver.endpoint}", insecure: true, tracingEnabled: true, samplingRate: 1}`,
+      });
+      try {
+        const flows = new ClientFlows(issuer);
+        const client = await flows.register();
+        const { access } = await flows.login(client);
+        assert.equal(await flows.mcpStatus(access), 200);
+      } finally {
+        await gateway.stop();
+      }
+      const servers = receiver.spans.filter((s) => s.kind === SERVER);
+      const paths = servers.map((s) => `${s.attributes['http.request.method']} ${s.attributes['url.path']}`);
+      for (const expected of ['POST /oauth/register', 'GET /oauth/authorize', 'GET /oauth/callback', 'POST /oauth/token']) assert.ok(paths.includes(expected), `${expected} in ${JSON.stringify(paths)}`);
+      // The provider runs behind its loopback bridge: its calls to the identity provider (the code exchange, userinfo) are still the gateway request's.
+      const idpCalls = receiver.spans.filter((s) => s.kind === CLIENT && s.attributes['server.address'] === new URL(idp.issuer).host);
+      assert.ok(idpCalls.some((s) => s.name === 'POST'), `the code exchange with the identity provider: ${JSON.stringify(receiver.spans.filter((s) => s.kind === CLIENT).map((s) => [s.name, s.attributes['server.address']]))}`);
+      for (const call of idpCalls) {
+        const parent = servers.find((s) => s.spanId === call.parentSpanId);
+        assert.ok(parent !== undefined && String(parent.attributes['url.path']).startsWith('/oauth/'), 'a child of the authorization server request that made it');
+        assert.equal(call.traceId, parent.traceId);
+      }
+      const initialize = only(servers, (s) => s.attributes['mcp.method.name'] === 'initialize', 'the MCP initialize');
+      assert.ok(receiver.spans.some((s) => s.parentSpanId === initialize.spanId && s.name.startsWith('authenticate ')), 'token verification is a child of the MCP request');
+      for (const span of receiver.spans) assert.ok(!JSON.stringify(span.attributes).includes('Bearer'), 'no token in any span');
+    } finally {
+      await backend.close();
+      await idp.close();
+      await receiver.close();
+    }
+  });
+});

@@ -36,6 +36,8 @@ export interface YamlGatewayOptions {
   readonly log?: CapturedLog;
   /** The built-ins the gateway starts with, kept for its reloads. */
   readonly builtins?: VmcpBuiltins;
+  /** Extra keys of `spec.config` (YAML flow style), e.g. a `telemetry` section. */
+  readonly config?: string;
 }
 
 export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVmcp> {
@@ -45,6 +47,7 @@ export async function startYamlGateway(o: YamlGatewayOptions): Promise<RunningVm
     port: o.port,
     log: (o.log ?? captureLog('info')).log,
     ...(o.builtins === undefined ? {} : { builtins: o.builtins }),
+    ...(o.config === undefined ? {} : { config: o.config }),
     backends: [{ name: 'echo', url: o.backendUrl, ...(o.upstreamInject === true ? { externalAuthConfigRef: 'corp-inject' } : {}) }, ...(o.moreBackends ?? [])],
     incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${issuer}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${issuer}/mcp"}}`,
     spec:
