@@ -23,6 +23,7 @@ import { startHttpProxy } from './http-proxy.ts';
 import { startNginx } from './nginx.ts';
 import { embeddedAuthServerRows } from './embedded-auth.ts';
 import { oidcRow } from './oidc.ts';
+import { telemetryRows } from './telemetry.ts';
 import type { Row } from './target.ts';
 
 export const rows: Row[] = [
@@ -53,6 +54,7 @@ export const rows: Row[] = [
   oidcRow(), // incoming auth, every request a verified-token cache hit (bench/load/oidc.ts)
   oidcRow(true), // and outgoing auth: every request an exchange-cache hit
   ...embeddedAuthServerRows(), // the embedded authorization server, without and with upstreamInject (bench/load/embedded-auth.ts)
+  ...telemetryRows(), // a telemetry section enabling nothing, and tracing on at sampling 1 (bench/load/telemetry.ts)
   gatehouseRow({
     name: 'gatehouse (anonymous, node:http engine)',
     label: 'node-engine',
