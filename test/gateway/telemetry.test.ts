@@ -200,6 +200,29 @@ describe('telemetry: traces through the gateway', () => {
     }
   });
 
+  it('a trace not sampled exports nothing, and the backend still gets its context, marked not sampled', async () => {
+    const before = alpha.received.length;
+    const receiver = await startOtlpReceiver();
+    try {
+      const gateway = await startTestGateway({
+        backends: [{ name: 'alpha', url: alpha.url }],
+        config: `telemetry: {endpoint: "${receiver.endpoint}", insecure: true, tracingEnabled: true, samplingRate: 0}`,
+      });
+      try {
+        const c = await connectClient(gateway.url, { waitForStandaloneStream: false });
+        await c.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+        await c.close();
+      } finally {
+        await gateway.stop();
+      }
+      assert.equal(receiver.spans.length, 0);
+    } finally {
+      await receiver.close();
+    }
+    const sent = alpha.received.slice(before).find((r) => r.rpcMethods.includes('tools/call'))!;
+    assert.match(header(sent.headers['traceparent'])!, /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+  });
+
   it('a client\'s words in a span are bounded: a 20000-character tool name makes no 20000-character name or attribute', async () => {
     const long = 'x'.repeat(20_000);
     const { spans } = await traced([{ name: 'alpha', url: alpha.url }], '', async (url) => {

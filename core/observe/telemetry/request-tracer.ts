@@ -20,7 +20,7 @@ import { scopeRequests } from '../request-scope.ts';
 import type { UpstreamRecord } from '../upstream-record.ts';
 import { formatTraceparent, remoteParent, type RemoteParent } from './trace-context.ts';
 import { requestAttributes, requestSpanName, upstreamAttributes } from './span-attributes.ts';
-import { backendMessage, withTraceMeta } from './meta-propagation.ts';
+import { backendMessage, withTraceMeta, type BackendMessage } from './meta-propagation.ts';
 import { traceFetches } from './fetch-tracer.ts';
 import type { OtelApi } from './telemetry-settings.ts';
 
@@ -38,6 +38,7 @@ export interface RequestTracerOptions {
 }
 
 const epochMs = (perfMs: number): number => performance.timeOrigin + perfMs;
+const NO_MESSAGE: BackendMessage = { method: null, message: null };
 
 export class RequestTracer {
   readonly #o: RequestTracerOptions;
@@ -146,7 +147,8 @@ export class RequestTracer {
     const seen = this.#backends.get(request);
     this.#backends.set(request, seen === undefined || seen === record.backend ? record.backend : null);
     const carries = this.#o.metaCarries(record.header('mcp-protocol-version'));
-    const message = backendMessage(record.body, carries);
+    // The body is read for the span's name only when the span is recorded (most are not, at a low sampling rate).
+    const message = carries || parent.isRecording() ? backendMessage(record.body, carries) : NO_MESSAGE;
     // In transparent mode the method is the client's word: bounded as the request's span name is.
     const name = (message.method ?? record.method).slice(0, 100);
     const span = tracer.startSpan(name + ' ' + record.backend, { kind: api.SpanKind.CLIENT, startTime: record.startTime, attributes: upstreamAttributes(record, message.method) }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
