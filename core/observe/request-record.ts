@@ -80,6 +80,12 @@ export class RequestRecord {
   errorCode: string | null = null;
   /** That error's JSON-RPC code, when it was answered as a JSON-RPC error. */
   rpcErrorCode: number | null = null;
+  /**
+   * The W3C trace id of the request, set by the tracer (telemetry/) when tracing is on: the one
+   * its backends were given, sampled or not. The tracer subscribes before the server listens, so
+   * the end's other subscribers (the access log, a plugin) see it.
+   */
+  traceId: string | null = null;
   /** Each plugin hook the request went through, in order. */
   readonly phases: PhaseTiming[] = [];
 

@@ -30,6 +30,8 @@ export interface AccessLogLine {
   /** The HTTP status sent, 499 when the client went away before any answer. */
   status: number;
   ms: number;
+  /** The request's trace id, when tracing is on (spec.config.telemetry). */
+  traceId?: string;
 }
 
 export function accessLogLine(record: RequestRecord): AccessLogLine {
@@ -41,6 +43,7 @@ export function accessLogLine(record: RequestRecord): AccessLogLine {
   if (record.sessionTag !== null) line.session = record.sessionTag;
   line.status = record.status;
   line.ms = Math.round(record.seconds * 1e4) / 10;
+  if (record.traceId !== null) line.traceId = record.traceId;
   return line;
 }
 

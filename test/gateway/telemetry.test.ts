@@ -200,6 +200,34 @@ describe('telemetry: traces through the gateway', () => {
     }
   });
 
+  it('the access log line names the request\'s trace', async () => {
+    const { captureLog } = await import('../store/helpers/log.ts');
+    const captured = captureLog('info');
+    const receiver = await startOtlpReceiver();
+    try {
+      const gateway = await startTestGateway({
+        backends: [{ name: 'alpha', url: alpha.url }],
+        config: `telemetry: {endpoint: "${receiver.endpoint}", insecure: true, tracingEnabled: true, samplingRate: 1}`,
+        spec: '  server: {accessLog: true}',
+        log: captured.log,
+      });
+      try {
+        const c = await connectClient(gateway.url, { waitForStandaloneStream: false });
+        await c.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+        await c.close();
+      } finally {
+        await gateway.stop();
+      }
+      const line = captured.lines().find((l) => l.msg === 'request' && l.rpc === 'tools/call');
+      assert.ok(line !== undefined);
+      const span = only(receiver.spans, (s) => s.kind === SERVER && s.attributes['mcp.method.name'] === 'tools/call', 'tools/call span');
+      assert.equal(line.traceId, span.traceId);
+      assert.equal(span.attributes['gatehouse.request.id'], line.requestId);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('a trace not sampled exports nothing, and the backend still gets its context, marked not sampled', async () => {
     const before = alpha.received.length;
     const receiver = await startOtlpReceiver();

@@ -106,6 +106,7 @@ export class RequestTracer {
       const name = record.method + ' ' + record.path;
       span = this.#o.tracer.startSpan(name, { kind: this.#o.api.SpanKind.SERVER, startTime: record.startTime }, this.#parentContext(this.#parentOf(record)));
       this.#spans.set(record, span);
+      record.traceId = span.spanContext().traceId;
     }
     return span;
   }
