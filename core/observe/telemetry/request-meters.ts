@@ -38,7 +38,7 @@ function mcpAttributes(record: RequestRecord): Attributes {
 function recordRequest(instruments: Instruments, record: RequestRecord): void {
   if (record.routeLabel === '') return;
   instruments.http.record(record.seconds, { 'http.request.method': record.method, 'http.route': record.routeLabel, 'http.response.status_code': record.status });
-  if (record.rpcMethod !== null) instruments.mcp.record(record.seconds, mcpAttributes(record));
+  if (record.rpcMethod !== null && record.rpcMethod !== 'batch') instruments.mcp.record(record.seconds, mcpAttributes(record));
   for (const phase of record.phases) instruments.phase.record(phase.seconds, { 'gatehouse.plugin.name': phase.plugin, 'gatehouse.plugin.phase': phase.phase });
 }
 

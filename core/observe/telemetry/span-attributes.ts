@@ -53,7 +53,9 @@ export function requestAttributes(record: RequestRecord): Attributes {
     'gatehouse.request.id': record.requestId,
   };
   if (record.route !== '') attributes['http.route'] = record.route;
-  if (record.rpcMethod !== null) mcpAttributes(record, attributes);
+  // A batch is several MCP requests in one HTTP request: no one method names it.
+  if (record.rpcMethod === 'batch') attributes['gatehouse.jsonrpc.batch'] = true;
+  else if (record.rpcMethod !== null) mcpAttributes(record, attributes);
   if (record.errorCode !== null) attributes['error.type'] = record.errorCode;
   else if (record.outcome === 'aborted') attributes['error.type'] = 'client_closed';
   else if (record.status >= 500) attributes['error.type'] = String(record.status);
