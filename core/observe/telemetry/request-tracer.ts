@@ -122,7 +122,8 @@ export class RequestTracer {
       // Transparent mode names no target unless a hook needs it: the one backend the calls went to is it.
       const backend = this.#backends.get(record);
       if (record.backend === null && backend !== undefined && backend !== null) span.setAttribute('mcp.server.name', backend);
-      if (record.outcome !== 'ok' || record.status >= 500) span.setStatus({ code: this.#o.api.SpanStatusCode.ERROR, message: record.errorCode ?? undefined });
+      // A client that left is no failure of the gateway's (error.type says client_closed).
+      if (record.outcome === 'error' || record.status >= 500) span.setStatus({ code: this.#o.api.SpanStatusCode.ERROR, message: record.errorCode ?? undefined });
       this.#phaseSpans(record, span);
     }
     span.end(end);
