@@ -225,10 +225,11 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     try {
       if (this.#chain.seesMessages || ctx.scope.accessLog === true) ctx.target = directTarget(this.#backend.name, ctx.message);
       const outcome = runMessageHooks(ctx, this.#chain);
-      // With message hooks, the backend gets the message they passed written anew, not the
-      // client's bytes: a key sent twice is read last-wins here but first-wins by some parsers.
-      // The usual case, no message hook: the client's bytes, at once, without a promise.
-      if (outcome === undefined) respondWhenSettled(ctx, this.#forward(ctx, 'POST', this.#chain.seesMessages ? serialize(ctx) : body));
+      // With message hooks or rate limits, the backend gets the message they read written anew,
+      // not the client's bytes: a key sent twice is read last-wins here but first-wins by some
+      // parsers (`"name":"limited","name":"free"`). The usual case, neither: the client's bytes,
+      // at once, without a promise.
+      if (outcome === undefined) respondWhenSettled(ctx, this.#forward(ctx, 'POST', this.#chain.seesMessages || this.#limits !== null ? serialize(ctx) : body));
       else respondWhenSettled(ctx, then(outcome, (settled) => (settled !== undefined ? settled : this.#forward(ctx, 'POST', serialize(ctx)))));
     } catch (err) {
       ctx.fail(err);

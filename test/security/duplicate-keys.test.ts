@@ -63,6 +63,25 @@ describe('a key sent twice reaches no one in a form nobody checked', () => {
     }
   });
 
+  it('transparent mode with a per-tool rate limit: the backend gets only the name the limits counted', async () => {
+    const gateway = await startTestGateway({
+      backends: [{ name: 'alpha', url: alpha.url }],
+      config: 'rateLimiting: {tools: [{name: add, shared: {maxTokens: 1, refillPeriod: 1h}}]}',
+    });
+    try {
+      const headers = await session(gateway.url);
+      const from = alpha.received.length;
+      const answer = await post(gateway.url, callTwice('add', 'echo'), headers);
+      assert.equal(answer.status, 200);
+      const sent = callsSince(alpha, from);
+      assert.equal(sent.length, 1);
+      assert.doesNotMatch(sent[0]!, /"add"/, 'the name the limits never counted is not on the backend wire');
+      assert.equal((JSON.parse(sent[0]!) as { params: { name: string } }).params.name, 'echo');
+    } finally {
+      await gateway.stop();
+    }
+  });
+
   it('aggregated mode, names unchanged (priority): an excluded tool cannot ride in front of an allowed one', async () => {
     const gateway = await startTestGateway({
       backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
