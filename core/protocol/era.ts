@@ -13,6 +13,7 @@
  * legacy one.
  */
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest } from './jsonrpc.ts';
+import { readAlikeByAll } from './json-scan.ts';
 
 export type Era = 'modern' | 'legacy';
 
@@ -124,7 +125,10 @@ const MAX_TAIL_BYTES = 4096;
  * session), so the next request costs a compare of its last bytes instead of serializing its
  * `_meta` (measured at about twice the cost of writing the rest of the message). Null when the
  * bytes end otherwise (a progressToken in `_meta`, another writer's order or spacing): then
- * towardLegacy and JSON.stringify; a session whose requests never end so stops looking.
+ * towardLegacy and JSON.stringify; a session whose requests never end so stops looking. Null too
+ * for bytes some reader would read otherwise than JSON.parse did (a key twice, or spelled with an
+ * escape: `"name":"limited",…,"name":"free"`), so the backend runs what the gateway routed,
+ * checked and counted (json-scan.ts).
  */
 export class EnvelopeTails {
   #tails: Buffer[] = [];
@@ -133,7 +137,7 @@ export class EnvelopeTails {
   /** `body` (of `message`, a modern request) without its envelope; null when it cannot be cut so. */
   cut(message: JsonRpcRequest, body: Buffer): Buffer | null {
     for (const tail of this.#tails) {
-      if (tail.length < body.length && tail.compare(body, body.length - tail.length) === 0) return cutTail(body, tail.length);
+      if (tail.length < body.length && tail.compare(body, body.length - tail.length) === 0) return readAlikeByAll(body) ? cutTail(body, tail.length) : null;
     }
     if (this.#misses >= MAX_MISSES) return null;
     const tail = envelopeTail(message, body);
@@ -142,6 +146,7 @@ export class EnvelopeTails {
       return null;
     }
     this.#misses = 0;
+    if (!readAlikeByAll(body)) return null;
     if (tail.length <= MAX_TAIL_BYTES) {
       this.#tails.unshift(tail);
       if (this.#tails.length > MAX_TAILS) this.#tails.pop();

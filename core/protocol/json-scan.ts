@@ -93,21 +93,24 @@ function skipWord(buf: Buffer, i: number, end: number, word: string): number {
   return i + word.length;
 }
 
-/** Index just past the JSON value starting at `i` (no leading space), checked whole; -1 when it is not one. */
-function skipValue(buf: Buffer, i: number, end: number, depth: number): number {
+/**
+ * Index just past the JSON value starting at `i` (no leading space), checked whole; -1 when it is
+ * not one, or, with `unique`, when some object in it has a key twice or one spelled with an escape.
+ */
+function skipValue(buf: Buffer, i: number, end: number, depth: number, unique = false): number {
   if (i >= end) return -1;
   const c = buf[i]!;
   switch (c) {
     case QUOTE:
       return skipString(buf, i, end);
     case OPEN_BRACE:
-      return skipObject(buf, i, end, depth + 1);
+      return skipObject(buf, i, end, depth + 1, unique);
     case OPEN_BRACKET: {
       if (depth + 1 > MAX_DEPTH) return -1;
       i = skipSpace(buf, i + 1, end);
       if (buf[i] === CLOSE_BRACKET) return i + 1;
       for (;;) {
-        i = skipValue(buf, i, end, depth + 1);
+        i = skipValue(buf, i, end, depth + 1, unique);
         if (i === -1) return -1;
         i = skipSpace(buf, i, end);
         if (buf[i] === CLOSE_BRACKET) return i + 1;
@@ -126,17 +129,24 @@ function skipValue(buf: Buffer, i: number, end: number, depth: number): number {
   }
 }
 
-/** Index just past the object at `i` (its `{`), checked whole, or -1. */
-function skipObject(buf: Buffer, i: number, end: number, depth: number): number {
+/** Index just past the object at `i` (its `{`), checked whole, or -1 (with `unique`: as skipValue). */
+function skipObject(buf: Buffer, i: number, end: number, depth: number, unique = false): number {
   if (depth > MAX_DEPTH) return -1;
   i = skipSpace(buf, i + 1, end);
   if (i < end && buf[i] === CLOSE_BRACE) return i + 1;
+  const keys = unique ? new Set<string>() : null;
   for (;;) {
-    i = skipKey(buf, i, end, false);
+    const keyAt = i;
+    i = skipKey(buf, i, end, unique);
     if (i === -1) return -1;
+    if (keys !== null) {
+      const key = buf.toString('latin1', keyAt, i);
+      if (keys.has(key)) return -1;
+      keys.add(key);
+    }
     i = valueAfter(buf, i, end);
     if (i === -1) return -1;
-    i = skipValue(buf, i, end, depth);
+    i = skipValue(buf, i, end, depth, unique);
     if (i === -1) return -1;
     i = skipSpace(buf, i, end);
     if (i >= end) return -1;
@@ -163,6 +173,17 @@ function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
   const i = skipSpace(buf, keyEnd, end);
   if (i >= end || buf[i] !== COLON) return -1;
   return skipSpace(buf, i + 1, end);
+}
+
+/**
+ * Whether `buf` is one JSON value, valid UTF-8, that every reader reads alike: no object in it
+ * has a key twice (read last-wins by JSON.parse, first-wins by some parsers) or one spelled with
+ * an escape (which may spell another key). Bytes that pass may go on as they came.
+ */
+export function readAlikeByAll(buf: Buffer): boolean {
+  const end = buf.length;
+  const at = skipValue(buf, skipSpace(buf, 0, end), end, 0, true);
+  return at !== -1 && skipSpace(buf, at, end) === end && isUtf8(buf);
 }
 
 /** Whether the bytes from `at` to `end` are `text` (ASCII). */

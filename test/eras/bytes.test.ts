@@ -148,6 +148,24 @@ describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () 
     assert.equal(cut(tails, withToken), null);
   });
 
+  it('cuts no bytes a first-wins reader would read otherwise: a key twice, at any depth, or spelled with an escape', () => {
+    const tails = new EnvelopeTails();
+    const meta = `,"_meta":${JSON.stringify(envelope)}}}`;
+    const message = request({ name: 'echo', _meta: envelope });
+    assert.ok(cut(tails, message) !== null, 'a plain request is cut (its tail kept)');
+    for (const head of [
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","name":"echo"',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"echo"',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"repo":"secret","repo":"public"}',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"list":[{"a":1,"a":2}]}',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\\u0061me":"crash","name":"echo"',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"x":1}',
+    ]) {
+      assert.equal(cut(tails, message, head + meta), null, head);
+    }
+    assert.ok(cut(tails, message, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":{"name":1},"b":{"name":2}}' + meta) !== null, 'one key in two objects is no key twice');
+  });
+
   it('stops looking in a session whose clients never end their requests so', () => {
     const tails = new EnvelopeTails();
     const message = request({ _meta: envelope, name: 'echo' });

@@ -100,6 +100,30 @@ describe('a key sent twice reaches no one in a form nobody checked', () => {
       await gateway.stop();
     }
   });
+
+  it('aggregated mode, a 2026-07-28 client\'s bytes for a legacy backend: neither an excluded nor a rate-limited tool rides in front of an allowed one', async () => {
+    const gateway = await startTestGateway({
+      backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
+      config:
+        'aggregation: {conflictResolution: priority, conflictResolutionConfig: {priorityOrder: [alpha, beta]}, tools: [{workload: alpha, exclude: [crash]}]}, ' +
+        'rateLimiting: {tools: [{name: add, shared: {maxTokens: 1, refillPeriod: 1h}}]}, operational: {failureHandling: {healthCheckInterval: 0s}}',
+    });
+    try {
+      const meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}';
+      const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'echo' };
+      for (const hidden of ['crash', 'add', 'add']) {
+        const from = alpha.received.length;
+        const answer = await post(gateway.url, callTwice(hidden, 'echo').replace(/\}\}$/, `,${meta}}}`), headers);
+        assert.equal(answer.status, 200, answer.text);
+        assert.match(answer.text, /"result"/);
+        const sent = callsSince(alpha, from);
+        assert.equal(sent.length, 1);
+        assert.doesNotMatch(sent[0]!, new RegExp(`"${hidden}"`), 'the name routing and the limits never saw is not on the backend wire');
+      }
+    } finally {
+      await gateway.stop();
+    }
+  });
 });
 
 describe('a response with a key twice reaches the client as the hooks passed it', () => {
