@@ -280,8 +280,9 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     const responseHooks = method === 'POST' ? this.#chain.responseHooks(ctx.rpcMethod) : null;
     const list = ctx.head.forward;
     passIdentity(list, ctx.head, this.#backend.passthroughHeaders);
-    // The gateway reads the body itself: a hooked answer, or a GET stream while hooks exist (#send).
-    if (responseHooks !== null || (method === 'GET' && this.#chain.hasResponseHooks)) removeHeader(list, 'accept-encoding');
+    // The gateway reads the body itself: a hooked answer, a batch's answer that the errors of its
+    // refused calls join, or a GET stream while hooks exist (#send).
+    if (responseHooks !== null || refusedInBatch.has(ctx) || (method === 'GET' && this.#chain.hasResponseHooks)) removeHeader(list, 'accept-encoding');
     // The client's Via and this gateway's entry: a backend URL that leads back here is refused there (hop-mark.ts).
     list.push('x-request-id', ctx.requestId, 'via', this.#hops.via(ctx.head.via));
     if (this.#backendHooks !== null) {

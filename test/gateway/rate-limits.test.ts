@@ -11,6 +11,9 @@
  *    under CI=true), for a principal whose subject is 8 KiB with CR/LF in it as well.
  */
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -272,6 +275,48 @@ describe('rate limits: transparent, anonymous per address', () => {
       await client.close();
     }
   });
+});
+
+describe('rate limits: transparent, a batch answered by a backend that compresses when asked', () => {
+  let backend: Server;
+  const gateways: RunningVmcp[] = [];
+  /** A stateless backend that answers a batch as JSON or SSE (by `?sse`), gzipped whenever the request accepts gzip. */
+  before(async () => {
+    backend = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const batch = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number }[] | { id?: number };
+        const requests = (Array.isArray(batch) ? batch : [batch]).filter((m) => m.id !== undefined);
+        if (requests.length === 0) return void res.writeHead(202).end();
+        const answers = requests.map((m) => ({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: `ok ${m.id}` }] } }));
+        const sse = (req.url ?? '').includes('sse');
+        const body = sse ? answers.map((a) => `event: message\ndata: ${JSON.stringify(a)}\n\n`).join('') : JSON.stringify(answers);
+        const gzip = /gzip/.test(req.headers['accept-encoding'] ?? '');
+        res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json', ...(gzip ? { 'content-encoding': 'gzip' } : {}) });
+        res.end(gzip ? gzipSync(body) : body);
+      });
+    });
+    await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  });
+  after(async () => {
+    for (const gateway of gateways) await gateway.stop();
+    await new Promise<void>((resolve) => backend.close(() => resolve()));
+  });
+
+  for (const mode of ['json', 'sse'] as const) {
+    it(`${mode}: the refused call's error reaches the client whole, beside the backend's answer`, async () => {
+      const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}/mcp${mode === 'sse' ? '?sse' : ''}`;
+      const gateway = await startTestGateway({ backends: [{ name: 'solo', url }], config: 'rateLimiting: {shared: {maxTokens: 1, refillPeriod: 1h}}' });
+      gateways.push(gateway);
+      const call = (id: number): object => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: {} } });
+      const answer = await post(gateway.url, JSON.stringify([call(1), call(2)]), { 'accept-encoding': 'gzip' });
+      assert.equal(answer.status, 200, answer.text);
+      const byId = new Map((messagesOf(answer) as { id: number; result?: unknown; error?: { code: number } }[]).map((a) => [a.id, a]));
+      assert.deepEqual(byId.get(1)?.result, { content: [{ type: 'text', text: 'ok 1' }] });
+      assert.equal(byId.get(2)?.error?.code, 429);
+    });
+  }
 });
 
 describe('rate limits: two gateways sharing Redis hold one limit', () => {
