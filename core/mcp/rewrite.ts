@@ -92,6 +92,13 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
   }
 
   protected answered(head: AnswerHead, streamed: boolean): boolean {
+    // The gateway asked for no encoding (transparent-endpoint.ts): an encoded body would pass the
+    // hooks unread (and a refused call's error would be written into it), so it does not pass.
+    if (head.encoding !== null) {
+      this.cancel();
+      this.fail(new GatewayError('backend_error', `backend "${this.backend.name}" sent a body encoded as ${JSON.stringify(head.encoding.slice(0, 32))}, which the gateway did not ask for`));
+      return false;
+    }
     const { list } = clientHeaders(head.headers, this.ctx);
     const status = head.status;
     if (status >= 404 && !this.standalone) {

@@ -6,6 +6,7 @@
  * that is not its to send, and stays up.
  */
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import type { Plugin } from '../../core/plugin-api/plugin.ts';
@@ -252,4 +253,42 @@ describe('aggregated mode: hooks see the gateway\'s own answers, and a broken ho
       await refusing.stop();
     }
   });
+});
+
+describe('transparent mode with an onResponse hook: a backend that encodes its answer unasked', () => {
+  /** A redaction hook: refuses a result that says SECRET. */
+  const redact: Plugin = {
+    name: 'redact',
+    onResponse: {
+      methods: ['tools/call'],
+      handle(_ctx, response) {
+        return JSON.stringify(response).includes('SECRET') ? { jsonrpc: '2.0', id: response.id, error: { code: -32603, message: 'redacted' } } : undefined;
+      },
+    },
+  };
+
+  for (const type of ['application/json', 'text/event-stream']) {
+    it(`${type}: refused, never passed on past the hook that could not read it`, async () => {
+      const evil = await startScriptedBackend('evil');
+      const gateway = await startTestGateway({
+        backends: [{ name: 'evil', url: evil.url }],
+        plugins: [{ definition: { name: 'redact', create: () => redact }, config: {}, source: 'code' }],
+      });
+      try {
+        const headers = await open(gateway.url);
+        evil.script = ({ id, req, res }) => {
+          assert.equal(req.headers['accept-encoding'], undefined, 'the gateway asked for no encoding');
+          const answer = JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'SECRET' }] } });
+          const body = type === 'application/json' ? answer : `event: message\ndata: ${answer}\n\n`;
+          res.writeHead(200, { 'content-type': type, 'content-encoding': 'gzip' }).end(gzipSync(body));
+        };
+        const answer = await post(gateway.url, call(31, 'run'), headers).catch((err: unknown) => ({ status: 0, text: String(err) }));
+        assert.doesNotMatch(answer.text, /SECRET/);
+        assert.match(answer.text, /encoded as \\"gzip\\"/);
+      } finally {
+        await gateway.stop();
+        await evil.close();
+      }
+    });
+  }
 });
