@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { connectClient, type ConnectedClient } from '../fixtures/client.ts';
@@ -274,6 +275,43 @@ describe('rate limits: transparent, anonymous per address', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('rate limits: a 2026-07-28 client\'s retry of a call that asked for input', () => {
+  let legacy: SdkServer;
+  let other: SdkServer;
+  let gateway: RunningVmcp;
+  before(async () => {
+    legacy = await startSdkServer({ name: 'l', tools: ['echo', 'elicit'] });
+    other = await startSdkServer({ name: 'o' });
+    gateway = await startTestGateway({ backends: [{ name: 'l', url: legacy.url }, { name: 'o', url: other.url }], config: 'rateLimiting: {perUser: {maxTokens: 1, refillPeriod: 1h}}' });
+  });
+  after(async () => {
+    await gateway.stop();
+    await legacy.close();
+    await other.close();
+  });
+
+  it('continues the call the limits let through (no second token); a requestState it did not issue runs nothing either way', async () => {
+    const client = new ModernClient({ name: 'modern-client', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } as never }, capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Ann' } }));
+    await client.connect(new ModernTransport(new URL(gateway.url)));
+    try {
+      const elicited = await client.callTool({ name: 'l_elicit', arguments: { message: 'who are you?' } });
+      assert.deepEqual(elicited.structuredContent, { action: 'accept', content: { name: 'Ann' } });
+      // The one token is spent: a new call is refused.
+      await assert.rejects(client.callTool({ name: 'l_echo', arguments: { text: 'hi' } }), (err: unknown) => (err as { code?: number }).code === 429);
+    } finally {
+      await client.close();
+    }
+    // A state the gateway did not issue starts no call: refused as such, the backend never asked.
+    const calls = legacy.received.filter((r) => r.rpcMethods.includes('tools/call')).length;
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const forged = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'l_echo', arguments: { text: 'x' }, inputResponses: {}, requestState: 'gh1.forged.c2ln', _meta: meta } };
+    const answer = await post(gateway.url, JSON.stringify(forged), { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'l_echo' });
+    assert.equal((messagesOf(answer)[0] as { error?: { code: number } }).error?.code, -32602, answer.text);
+    assert.equal(legacy.received.filter((r) => r.rpcMethods.includes('tools/call')).length, calls);
   });
 });
 

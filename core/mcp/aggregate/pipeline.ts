@@ -36,6 +36,7 @@ import type { OwnMethods } from './own-methods.ts';
 import type { Resolution, Resolver } from './resolver.ts';
 import type { ListViews } from './list-views.ts';
 import { rateLimitedResponse, type RateLimited, type RateLimits } from '../rate-limits.ts';
+import { isGatewayState } from './parked-calls.ts';
 import { AggregatedSession } from './session.ts';
 import type { Sessions } from './sessions.ts';
 
@@ -134,9 +135,16 @@ export class McpPipeline {
     return this.#messageHooks(ctx, session, message, routed);
   }
 
-  /** The rate limits of a routed call: refused, it is answered a JSON-RPC error in the session (which goes on). */
+  /**
+   * The rate limits of a routed call: refused, it is answered a JSON-RPC error in the session (which
+   * goes on). A modern client's retry carrying the gateway's own requestState is not counted: it
+   * continues a call the limits let through (its answers to the backend's requests for input,
+   * which a legacy client sends as responses, uncounted), and starts none: it resumes that parked
+   * call or is refused (call-routing.ts, input-rounds.ts).
+   */
   #limited(ctx: Context, session: AggregatedSession, message: JsonRpcMessage, routed: Resolution): HookOutcome | Promise<HookOutcome> {
-    const limited = this.#o.limits === null ? null : this.#o.limits.check(ctx, message, ctx.target?.backend ?? null);
+    const resumes = ctx.envelope !== null && isGatewayState((message as JsonRpcRequest).params?.['requestState']);
+    const limited = this.#o.limits === null || resumes ? null : this.#o.limits.check(ctx, message, ctx.target?.backend ?? null);
     if (limited === null) return this.#messageHooks(ctx, session, message, routed);
     if (!isPromise(limited)) return this.#refuse(ctx, message, limited);
     return limited.then((settled) => (settled === null ? this.#messageHooks(ctx, session, message, routed) : this.#refuse(ctx, message, settled)));
