@@ -92,11 +92,10 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
   }
 
   protected answered(head: AnswerHead, streamed: boolean): boolean {
-    // The gateway asked for no encoding (transparent-endpoint.ts): an encoded body would pass the
-    // hooks unread (and a refused call's error would be written into it), so it does not pass.
-    if (head.encoding !== null) {
+    const unreadable = this.#unreadable(head, streamed);
+    if (unreadable !== null) {
       this.cancel();
-      this.fail(new GatewayError('backend_error', `backend "${this.backend.name}" sent a body encoded as ${JSON.stringify(head.encoding.slice(0, 32))}, which the gateway did not ask for`));
+      this.fail(unreadable);
       return false;
     }
     const { list } = clientHeaders(head.headers, this.ctx);
@@ -132,9 +131,25 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
     }
     // Read whole and written again: its length may change, and the client must get only the new one.
     removeHeader(list, 'content-length');
-    this.#mode = head.kind === 'json' ? 'json' : 'other';
+    // A client reads as JSON more than application/json and its +json kinds (an SDK: any type
+    // that includes `application/json`, `application/json-seq` too): none passes the hooks unread.
+    this.#mode = head.kind === 'json' || /json/i.test(head.mediaType) ? 'json' : 'other';
     this.#headers = list;
     return true;
+  }
+
+  /** Why an answer cannot pass: the hooks could not read it. Null when they can. */
+  #unreadable(head: AnswerHead, streamed: boolean): GatewayError | null {
+    const name = this.backend.name;
+    // The gateway asked for no encoding (transparent-endpoint.ts): an encoded body would pass the
+    // hooks unread (and a refused call's error would be written into it).
+    if (head.encoding !== null) return new GatewayError('backend_error', `backend "${name}" sent a body encoded as ${JSON.stringify(head.encoding.slice(0, 32))}, which the gateway did not ask for`);
+    // A client reads as an event stream a 2xx whose media type starts so (`text/event-streamed`),
+    // which the gateway's reader does not take for one.
+    if (!streamed && head.status >= 200 && head.status < 300 && /^\s*text\/event-stream/i.test(head.mediaType)) {
+      return new GatewayError('backend_error', `backend "${name}" answered with ${JSON.stringify(head.mediaType.slice(0, 64))}, not JSON or an event stream`);
+    }
+    return null;
   }
 
   protected events(events: readonly SseEvent[]): boolean {

@@ -255,7 +255,7 @@ describe('aggregated mode: hooks see the gateway\'s own answers, and a broken ho
   });
 });
 
-describe('transparent mode with an onResponse hook: a backend that encodes its answer unasked', () => {
+describe('transparent mode with an onResponse hook: a backend that encodes or labels its answer unusually', () => {
   /** A redaction hook: refuses a result that says SECRET. */
   const redact: Plugin = {
     name: 'redact',
@@ -266,6 +266,29 @@ describe('transparent mode with an onResponse hook: a backend that encodes its a
       },
     },
   };
+
+  // What an SDK client still reads as JSON (`includes('application/json')`) or as an event stream.
+  for (const type of ['application/json-seq', 'Application/JSON5', 'text/event-streamed', 'text/event-stream-x; charset=utf-8']) {
+    it(`a 200 labelled ${type}: never passed on past the hook unread`, async () => {
+      const evil = await startScriptedBackend('evil');
+      const gateway = await startTestGateway({
+        backends: [{ name: 'evil', url: evil.url }],
+        plugins: [{ definition: { name: 'redact', create: () => redact }, config: {}, source: 'code' }],
+      });
+      try {
+        const headers = await open(gateway.url);
+        evil.script = ({ id, res }) => {
+          const answer = JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'SECRET' }] } });
+          res.writeHead(200, { 'content-type': type }).end(/event/.test(type) ? `event: message\ndata: ${answer}\n\n` : answer);
+        };
+        const answer = await post(gateway.url, call(32, 'run'), headers);
+        assert.doesNotMatch(answer.text, /SECRET/);
+      } finally {
+        await gateway.stop();
+        await evil.close();
+      }
+    });
+  }
 
   for (const type of ['application/json', 'text/event-stream']) {
     it(`${type}: refused, never passed on past the hook that could not read it`, async () => {
