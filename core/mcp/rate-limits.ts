@@ -137,7 +137,8 @@ export class RateLimits {
    * try again. Synchronous on memory buckets.
    */
   check(ctx: Context, message: JsonRpcMessage, backend: string | null): RateLimited | null | Promise<RateLimited | null> {
-    if (!('method' in message) || message.method !== 'tools/call' || !('id' in message)) return null;
+    // With or without an id: a backend may run a tools/call sent as a notification (a transparent gateway passes it on).
+    if (!('method' in message) || message.method !== 'tools/call') return null;
     const name = calledTool(message);
     const tool = name === null || this.#tools.size === 0 ? undefined : this.#tools.get(name);
     const ofBackend = backend === null || this.#backends.size === 0 ? undefined : this.#backends.get(backend);

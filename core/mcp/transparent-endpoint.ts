@@ -38,7 +38,7 @@ import type { SessionOwners } from './session-owners.ts';
 import type { OpenStreams } from './streams.ts';
 import { isPromise, then } from '../base/thenable.ts';
 import { Reply } from '../plugin-api/reply.ts';
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.ts';
+import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.ts';
 import { rateLimitedError, rateLimitedResponse, type RateLimited, type RateLimits } from './rate-limits.ts';
 
 /** What a transparent endpoint needs of the bridge that serves the requests of the other era. */
@@ -206,17 +206,17 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     batch.forEach((message, i) => {
       const limited = outcomes[i] ?? null;
       if (limited === null) kept.push(message);
-      else {
-        refused.push(rateLimitedResponse((message as JsonRpcRequest).id, limited));
+      else if ('id' in message) {
+        refused.push(rateLimitedResponse(message.id, limited));
         retryAfter = Math.max(retryAfter, limited.retryAfterSeconds);
-      }
+      } // else a call sent as a notification: not forwarded, and answered nothing
     });
-    if (refused.length === 0) return this.#passAdmitted(ctx, body);
-    if (kept.length === 0) return respondWhenSettled(ctx, Reply.json(429, refused, { 'retry-after': String(retryAfter) }));
+    if (kept.length === batch.length) return this.#passAdmitted(ctx, body);
+    if (kept.length === 0) return respondWhenSettled(ctx, refused.length === 0 ? Reply.empty(202) : Reply.json(429, refused, { 'retry-after': String(retryAfter) }));
     // The backend gets the rest, written anew (#forward serializes a replaced message).
     ctx.message = kept;
     ctx.body = null;
-    refusedInBatch.set(ctx, refused);
+    if (refused.length > 0) refusedInBatch.set(ctx, refused);
     this.#passAdmitted(ctx, body);
   }
 

@@ -278,6 +278,50 @@ describe('rate limits: transparent, anonymous per address', () => {
   });
 });
 
+describe('rate limits: a tools/call sent without an id (as a notification)', () => {
+  let alpha: SdkServer;
+  let beta: SdkServer;
+  const gateways: RunningVmcp[] = [];
+  before(async () => {
+    alpha = await startSdkServer({ name: 'alpha' });
+    beta = await startSdkServer({ name: 'beta' });
+  });
+  after(async () => {
+    for (const gateway of gateways) await gateway.stop();
+    await alpha.close();
+    await beta.close();
+  });
+  const notification = (name: string): string => JSON.stringify({ jsonrpc: '2.0', method: 'tools/call', params: { name, arguments: { text: 'x' } } });
+  const callsSince = (backend: SdkServer, from: number): string[] => backend.received.slice(from).filter((r) => r.text.includes('tools/call')).map((r) => r.text);
+
+  it('aggregated: reaches no backend (it would pass routing, an exclusion and the limits, and a backend may run it)', async () => {
+    const gateway = await startTestGateway({
+      backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
+      config:
+        'aggregation: {conflictResolution: priority, conflictResolutionConfig: {priorityOrder: [alpha, beta]}, tools: [{workload: alpha, exclude: [crash]}]}, ' +
+        'rateLimiting: {shared: {maxTokens: 1, refillPeriod: 1h}}, operational: {failureHandling: {healthCheckInterval: 0s}}',
+    });
+    gateways.push(gateway);
+    const headers = await openRawSession(gateway.url);
+    const from = [alpha.received.length, beta.received.length] as const;
+    for (let i = 0; i < 3; i++) assert.equal((await post(gateway.url, notification('crash'), headers)).status, 202);
+    assert.deepEqual([...callsSince(alpha, from[0]), ...callsSince(beta, from[1])], []);
+  });
+
+  it('transparent: counted as the call a backend may make of it; refused, it is not forwarded', async () => {
+    const gateway = await startTestGateway({ backends: [{ name: 'alpha', url: alpha.url }], config: 'rateLimiting: {shared: {maxTokens: 1, refillPeriod: 1h}}' });
+    gateways.push(gateway);
+    const headers = await openRawSession(gateway.url);
+    const from = alpha.received.length;
+    assert.equal((await post(gateway.url, notification('echo'), headers)).status, 202, 'the first takes the token and passes');
+    assert.equal((await post(gateway.url, notification('echo'), headers)).status, 429);
+    const batch = await post(gateway.url, JSON.stringify([JSON.parse(notification('echo')), { jsonrpc: '2.0', id: 3, method: 'ping' }]), headers);
+    assert.equal(batch.status, 200, batch.text);
+    assert.deepEqual((messagesOf(batch) as { id: number }[]).map((m) => m.id), [3], 'a refused notification gets no answer');
+    assert.equal(callsSince(alpha, from).length, 1);
+  });
+});
+
 describe('rate limits: a 2026-07-28 client\'s retry of a call that asked for input', () => {
   let legacy: SdkServer;
   let other: SdkServer;

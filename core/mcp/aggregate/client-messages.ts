@@ -7,6 +7,7 @@
 import type { HookOutcome } from '../../server/chain.ts';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError, untrusted } from '../../base/errors.ts';
+import { mcpMethod } from '../../protocol/methods.ts';
 import { Reply } from '../../plugin-api/reply.ts';
 import { isModernVersion } from '../../protocol/era.ts';
 import type { JsonRpcNotification, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
@@ -29,6 +30,10 @@ export class ClientMessages {
 
   /** A client's notification: to the legacy backends of the session (a cancellation: to the cancelled request's). */
   async notify(ctx: Context, session: AggregatedSession, notification: JsonRpcNotification): Promise<HookOutcome> {
+    // A request's method sent without an id (`tools/call`): no notification, and sent on it would
+    // reach every backend past routing, exclusions, policy and rate limits, where one may run it.
+    const entry = mcpMethod(notification.method);
+    if (entry !== undefined && entry.kind !== 'notification') return Reply.empty(202);
     // Modern backends take no notifications over HTTP (a cancellation is the closed stream).
     let targets = this.#links.filter((link) => session.has(link.name) && !isModernVersion(session.backends.get(link.name)!.protocolVersion));
     if (notification.method === 'notifications/cancelled') {
