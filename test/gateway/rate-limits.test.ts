@@ -8,7 +8,10 @@
  *    Retry-After and a JSON-RPC error body, and the SDK's session still works after the wait;
  *    a JSON-RPC batch is limited per message (the refused ones get errors, the rest reach the backend);
  *  - two gateways sharing Redis hold one limit (skipped with the reason without Redis, a failure
- *    under CI=true), for a principal whose subject is 8 KiB with CR/LF in it as well.
+ *    under CI=true), for a principal whose subject is 8 KiB with CR/LF in it as well;
+ *  - no way round them: X-Forwarded-For without trusted proxies, a tools/call without an id, a
+ *    batch answered gzipped; and a 2026-07-28 client's retry of a call that asked for input is
+ *    that call's, not a new one.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -274,6 +277,28 @@ describe('rate limits: transparent, anonymous per address', () => {
       for (let i = 0; i < 5; i++) assert.equal(await callTool(client, 'echo'), 'solo: hi');
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('rate limits: an anonymous caller cannot name itself another address', () => {
+  let backend: SdkServer;
+  let gateway: RunningVmcp;
+  before(async () => {
+    backend = await startSdkServer({ name: 'solo' });
+    gateway = await startTestGateway({ backends: [{ name: 'solo', url: backend.url }], config: 'rateLimiting: {perUser: {maxTokens: 1, refillPeriod: 1h}}' });
+  });
+  after(async () => {
+    await gateway.stop();
+    await backend.close();
+  });
+
+  it('without trusted proxies, X-Forwarded-For (one header or several, IPv4 or IPv6) picks no bucket of its own', async () => {
+    const headers = await openRawSession(gateway.url);
+    const call = (id: number): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } });
+    assert.equal((await post(gateway.url, call(1), { ...headers, 'x-forwarded-for': '203.0.113.1' })).status, 200);
+    for (const [i, forwarded] of ['203.0.113.2', '2001:db8::1', '198.51.100.7, 203.0.113.3', 'unknown'].entries()) {
+      assert.equal((await post(gateway.url, call(i + 2), { ...headers, 'x-forwarded-for': forwarded, forwarded: `for=${forwarded}`, 'x-real-ip': forwarded })).status, 429, forwarded);
     }
   });
 });
