@@ -25,8 +25,9 @@
  * A key refused by Redis is refused in this process until it holds a token again, without asking
  * Redis (a looping client costs no round trip per request). When Redis cannot answer (not
  * ready, an error, or silent for REDIS_BUCKET_TIMEOUT_MS) the request is counted in this
- * process's memory buckets instead: an outage neither opens the limits nor closes them, nor holds
- * requests.
+ * process's memory buckets instead, and so are the requests of the next REDIS_BUCKET_RETRY_MS
+ * (a silent Redis holds one request for its timeout, not every one): an outage neither opens the
+ * limits nor closes them, nor holds requests.
  */
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
@@ -48,6 +49,9 @@ export const MAX_BUCKET_KEYS = 50_000;
 
 /** How long a take waits for Redis before it counts in this process instead. */
 export const REDIS_BUCKET_TIMEOUT_MS = 250;
+
+/** After Redis could not answer, how long takes count in this process without asking it. */
+export const REDIS_BUCKET_RETRY_MS = 1000;
 
 interface BucketRecord {
   tokens: number;
@@ -153,6 +157,8 @@ export class TokenBuckets {
   readonly #timeoutMs: number;
   /** Told when Redis could not answer and the request was counted in memory. */
   readonly #onFallback: (err: unknown) => void;
+  /** performance.now() until which takes count in memory: Redis could not answer just now. */
+  #memoryUntil = 0;
 
   constructor(redis: RedisBucketStore | null, options: { maxKeys?: number; timeoutMs?: number; onFallback?: (err: unknown) => void } = {}) {
     const maxKeys = options.maxKeys ?? MAX_BUCKET_KEYS;
@@ -180,6 +186,10 @@ export class TokenBuckets {
     if (redis.client.status !== 'ready') {
       this.#onFallback(new Error(`Redis is ${redis.client.status}`));
       return this.memory.take(keys, limits);
+    }
+    if (this.#memoryUntil !== 0) {
+      if (performance.now() < this.#memoryUntil) return this.memory.take(keys, limits);
+      this.#memoryUntil = 0;
     }
     return this.#takeInRedis(redis, keys, limits);
   }
@@ -216,6 +226,7 @@ export class TokenBuckets {
       return refusal;
     } catch (err) {
       this.#onFallback(err);
+      this.#memoryUntil = performance.now() + REDIS_BUCKET_RETRY_MS;
       return this.memory.take(keys, limits);
     } finally {
       clearTimeout(timer);

@@ -177,10 +177,26 @@ export class RateLimits {
     return made;
   }
 
-  /** `check` of each message of a batch, in order: null for every message that may go on. */
+  /**
+   * `check` of each message of a batch, in order: null for every message that may go on. One
+   * after another, not all at once: once a bucket refused, the batch's other calls of it are
+   * refused without a round trip (TokenBuckets), so a batch of thousands of calls asks Redis
+   * about as often as its tokens allow, not once per call.
+   */
   checkBatch(ctx: Context, batch: readonly JsonRpcMessage[], backend: string | null): (RateLimited | null)[] | Promise<(RateLimited | null)[]> {
-    const outcomes = batch.map((message) => this.check(ctx, message, backend));
-    return outcomes.some(isPromise) ? Promise.all(outcomes) : (outcomes as (RateLimited | null)[]);
+    const outcomes: (RateLimited | null)[] = [];
+    for (let i = 0; i < batch.length; i++) {
+      const outcome = this.check(ctx, batch[i]!, backend);
+      if (isPromise(outcome)) return this.#checkRest(ctx, batch, backend, outcomes, i, outcome);
+      outcomes.push(outcome);
+    }
+    return outcomes;
+  }
+
+  async #checkRest(ctx: Context, batch: readonly JsonRpcMessage[], backend: string | null, outcomes: (RateLimited | null)[], at: number, pending: Promise<RateLimited | null>): Promise<(RateLimited | null)[]> {
+    outcomes.push(await pending);
+    for (let i = at + 1; i < batch.length; i++) outcomes.push(await this.check(ctx, batch[i]!, backend));
+    return outcomes;
   }
 }
 
