@@ -3,13 +3,17 @@
  * clients, driven by hand (helpers/scripted-channels.ts): a message the backend makes up must
  * not throw out of the channel's callback, what a call leaves behind when it fails must go with
  * it, one client must not deny or reach another's session, and what sessions hold is bounded.
+ * Most cases take the answer as bytes (the pass-through's way); the last ones as messages
+ * (`MessageReader`, the way every other exchange takes it): held while paused, bounded, abandoned
+ * from inside a delivery.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { JsonRpcMessage } from '../../core/protocol/jsonrpc.ts';
-import { CLIENT_PARAMS, getStream, openSession, post, scriptedTransport, tick } from './helpers/scripted-channels.ts';
+import type { MessageReader } from '../../core/upstream/transport.ts';
+import { CLIENT_PARAMS, getStream, openSession, post, RecordingHandler, scriptedTransport, tick } from './helpers/scripted-channels.ts';
 
 const call = (id: number, name = 'work', meta?: Record<string, unknown>) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, ...(meta ? { _meta: meta } : {}) } });
 const sampling = (id: number | string) => ({ jsonrpc: '2.0', id, method: 'sampling/createMessage', params: { messages: [], maxTokens: 1 } }) as JsonRpcMessage;
@@ -305,6 +309,97 @@ describe('what sessions hold is bounded', () => {
       if (stream.status !== 200 || stream.error !== null) refused++;
     }
     assert.ok(refused > 0, 'each of 300 sessions holds a GET stream (each may hold maxResponseBytes for a client that does not read)');
+    await transport.close();
+  });
+});
+
+/** An exchange that reads messages (MessageReader): given the head, events and body as they are, pausing as a slow client does. */
+class ReadingHandler extends RecordingHandler {
+  readonly events: string[] = [];
+  answerHead: { streamed: boolean; kind: string } | null = null;
+  /** Called on each event delivered (a test may abort the exchange from inside the delivery). */
+  onEach: (() => void) | null = null;
+  get messages(): MessageReader {
+    return {
+      onAnswer: (head, streamed) => {
+        this.answerHead = { streamed, kind: head.kind };
+        return !this.paused;
+      },
+      onEvents: (events) => {
+        for (const event of events) {
+          this.events.push(event.data);
+          this.onEach?.();
+        }
+        return !this.paused;
+      },
+      onBody: (body) => void this.events.push(body.toString('utf8')),
+    };
+  }
+}
+
+function postReading(transport: ReturnType<typeof scriptedTransport>['transport'], body: unknown, sessionId: string): ReadingHandler {
+  const handler = new ReadingHandler();
+  transport.dispatch(handler, 'POST', '/mcp', ['accept', 'application/json, text/event-stream', 'content-type', 'application/json', 'mcp-session-id', sessionId], Buffer.from(JSON.stringify(body)), 10_000);
+  return handler;
+}
+
+describe('an exchange that reads messages: held while paused, bounded, and abandoned mid-delivery', () => {
+  it('holds what comes while paused and gives it in order on resume, then ends once', async () => {
+    const { transport, channels } = scriptedTransport();
+    const session = await openSession(transport);
+    const answer = postReading(transport, call(3, 'work', { progressToken: 't' }), session);
+    answer.paused = true;
+    await tick();
+    const sent = channels[0]!.requests('tools/call')[0]!;
+    const token = (sent.params as { _meta: { progressToken: string } })._meta.progressToken;
+    for (let i = 1; i <= 3; i++) channels[0]!.emit({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: i } });
+    channels[0]!.emit({ jsonrpc: '2.0', id: sent.id as number, result: { content: [] } });
+    assert.equal(answer.completed, false);
+    answer.paused = false;
+    answer.carrier!.resume();
+    await answer.done();
+    assert.deepEqual(answer.answerHead, { streamed: true, kind: 'events' });
+    assert.deepEqual(answer.events.map((e) => JSON.parse(e) as { params?: { progress: number }; id?: number }).map((m) => m.params?.progress ?? `id ${m.id}`), [1, 2, 3, 'id 3']);
+    assert.equal(answer.body, '', 'no bytes: the messages as they are');
+    await transport.close();
+  });
+
+  it('a client that does not read makes the answer fail at the bound, not hold more', async () => {
+    const { transport, channels } = scriptedTransport({ maxResponseBytes: 4096 });
+    const session = await openSession(transport);
+    const answer = postReading(transport, call(4, 'work', { progressToken: 't' }), session);
+    answer.paused = true;
+    await tick();
+    const token = ((channels[0]!.requests('tools/call')[0]!.params as { _meta: { progressToken: string } })._meta.progressToken);
+    for (let i = 0; i < 100; i++) channels[0]!.emit({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: i, message: 'x'.repeat(200) } });
+    await answer.done();
+    assert.match(answer.error?.message ?? '', /larger than|more than its client took in/);
+    await transport.close();
+  });
+
+  it('aborted from inside a delivery on resume: nothing more is delivered, nothing completes, nothing throws', async () => {
+    const { transport, channels } = scriptedTransport();
+    const session = await openSession(transport);
+    const answer = postReading(transport, call(5, 'work', { progressToken: 't' }), session);
+    answer.paused = true;
+    await tick();
+    const sent = channels[0]!.requests('tools/call')[0]!;
+    const token = (sent.params as { _meta: { progressToken: string } })._meta.progressToken;
+    for (let i = 1; i <= 3; i++) channels[0]!.emit({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: i } });
+    channels[0]!.emit({ jsonrpc: '2.0', id: sent.id as number, result: { content: [] } });
+    answer.onEach = () => answer.carrier!.abort();
+    answer.paused = false;
+    answer.carrier!.resume();
+    await tick(20);
+    assert.equal(answer.events.length, 1);
+    assert.equal(answer.completed, false);
+    assert.equal(answer.error, null);
+    // The channel serves the session's next call.
+    const next = post(transport, call(6), session);
+    await tick();
+    channels[0]!.emit({ jsonrpc: '2.0', id: channels[0]!.requests('tools/call')[1]!.id as number, result: { content: [] } });
+    await next.done();
+    assert.deepEqual(next.bodyMessages(), [{ jsonrpc: '2.0', id: 6, result: { content: [] } }]);
     await transport.close();
   });
 });
