@@ -132,7 +132,8 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
     // Read whole and written again: its length may change, and the client must get only the new one.
     removeHeader(list, 'content-length');
     // A client reads as JSON more than application/json and its +json kinds (an SDK: any type
-    // that includes `application/json`, `application/json-seq` too): none passes the hooks unread.
+    // that includes `application/json`: `application/json-seq`, two types joined): none passes
+    // the hooks unread.
     this.#mode = head.kind === 'json' || /json/i.test(head.mediaType) ? 'json' : 'other';
     this.#headers = list;
     return true;
@@ -144,9 +145,9 @@ export class RewriteExchange extends MessageExchange implements OpenStream, Hook
     // The gateway asked for no encoding (transparent-endpoint.ts): an encoded body would pass the
     // hooks unread (and a refused call's error would be written into it).
     if (head.encoding !== null) return new GatewayError('backend_error', `backend "${name}" sent a body encoded as ${JSON.stringify(head.encoding.slice(0, 32))}, which the gateway did not ask for`);
-    // A client reads as an event stream a 2xx whose media type starts so (`text/event-streamed`),
-    // which the gateway's reader does not take for one.
-    if (!streamed && head.status >= 200 && head.status < 300 && /^\s*text\/event-stream/i.test(head.mediaType)) {
+    // A client reads as an event stream a 2xx whose media type includes one (`text/event-streamed`,
+    // two types joined), which the gateway's reader does not take for one.
+    if (!streamed && head.status >= 200 && head.status < 300 && /text\/event-stream/i.test(head.mediaType)) {
       return new GatewayError('backend_error', `backend "${name}" answered with ${JSON.stringify(head.mediaType.slice(0, 64))}, not JSON or an event stream`);
     }
     return null;

@@ -31,7 +31,7 @@ export interface AnswerHead {
   readonly status: number;
   /** An event stream (read event by event), JSON, or anything else (no media type included). */
   readonly kind: AnswerKind;
-  /** The media type as sent ('' when none), to word an error. */
+  /** The media type as sent ('' when none; two different ones joined, as a client reads them), to word an error. */
   readonly mediaType: string;
   /** A `Content-Encoding` other than identity, which the gateway never asks for (null: none). */
   readonly encoding: string | null;
@@ -49,7 +49,11 @@ export function readAnswerHead(status: number, headers: string[]): AnswerHead {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const length = name.length;
-    if (length === 12 && name.toLowerCase() === 'content-type') mediaType = headers[i + 1]!;
+    if (length === 12 && name.toLowerCase() === 'content-type') {
+      // Sent twice, it is read as a client reads it: joined (`text/plain, application/json`, neither kind here).
+      const value = headers[i + 1]!;
+      mediaType = mediaType === '' || mediaType === value ? value : `${mediaType}, ${value}`;
+    }
     else if (length === 14 && name.toLowerCase() === 'mcp-session-id') sessionId = headers[i + 1]!;
     else if (length === 16 && name.toLowerCase() === 'content-encoding') {
       const value = headers[i + 1]!.trim().toLowerCase();

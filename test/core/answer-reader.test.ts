@@ -18,6 +18,10 @@ test('the head: media types as MCP reads them, in any case and with parameters',
   assert.equal(kind('text/html'), 'other');
   assert.equal(readAnswerHead(204, []).kind, 'other');
   assert.equal(readAnswerHead(204, []).mediaType, '');
+  // Sent twice: joined, as a client reads them, and neither kind; the same one twice is one.
+  const twice = readAnswerHead(200, ['content-type', 'application/json', 'Content-Type', 'text/plain']);
+  assert.deepEqual([twice.kind, twice.mediaType], ['other', 'application/json, text/plain']);
+  assert.equal(readAnswerHead(200, ['content-type', 'text/event-stream', 'content-type', 'text/event-stream']).kind, 'events');
 });
 
 test('the head: the session id, and an encoding other than identity', () => {

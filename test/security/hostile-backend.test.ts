@@ -290,6 +290,30 @@ describe('transparent mode with an onResponse hook: a backend that encodes or la
     });
   }
 
+  // Two Content-Type headers: a client reads them joined (`text/plain, application/json`) and finds its type in them.
+  for (const types of [['application/json', 'text/plain'], ['text/plain', 'application/json'], ['text/event-stream', 'text/plain'], ['text/plain', 'text/event-stream']]) {
+    it(`a 200 labelled twice, ${types.join(' then ')}: never passed on past the hook unread`, async () => {
+      const evil = await startScriptedBackend('evil');
+      const gateway = await startTestGateway({
+        backends: [{ name: 'evil', url: evil.url }],
+        plugins: [{ definition: { name: 'redact', create: () => redact }, config: {}, source: 'code' }],
+      });
+      try {
+        const headers = await open(gateway.url);
+        evil.script = ({ id, res }) => {
+          const answer = JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'SECRET' }] } });
+          res.setHeader('content-type', types);
+          res.writeHead(200).end(types.includes('text/event-stream') ? `event: message\ndata: ${answer}\n\n` : answer);
+        };
+        const answer = await post(gateway.url, call(33, 'run'), headers);
+        assert.doesNotMatch(answer.text, /SECRET/, `content-type as the client read it: ${answer.headers.get('content-type')}`);
+      } finally {
+        await gateway.stop();
+        await evil.close();
+      }
+    });
+  }
+
   for (const type of ['application/json', 'text/event-stream']) {
     it(`${type}: refused, never passed on past the hook that could not read it`, async () => {
       const evil = await startScriptedBackend('evil');
