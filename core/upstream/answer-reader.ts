@@ -12,7 +12,7 @@
  *    one answer: it lives as long as its client likes);
  *  - a body of JSON (or of anything in a 2xx), read whole;
  *  - a body of anything else in a refusal (an error page): its first ERROR_BODY_LIMIT bytes are
- *    kept, to word the error, and the rest is read and dropped.
+ *    kept, to word the error, and the rest is read and dropped, up to the same bound.
  */
 import { SseParser, type SseEvent } from '../protocol/sse.ts';
 
@@ -110,10 +110,10 @@ export class AnswerReader {
       const events = parser.push(chunk);
       return parser.tooLarge ? this.#overflow('an event') : events;
     }
-    if (this.#keepsAll()) {
-      if (this.#size > this.#maxBytes) return this.#overflow('an answer');
-      this.#keep(chunk);
-    } else if (this.#kept < ERROR_BODY_LIMIT) this.#keep(chunk.subarray(0, ERROR_BODY_LIMIT - this.#kept));
+    // Any body is bounded in what comes (an endless error page ends too), not only in what is kept.
+    if (this.#size > this.#maxBytes) return this.#overflow('an answer');
+    if (this.#keepsAll()) this.#keep(chunk);
+    else if (this.#kept < ERROR_BODY_LIMIT) this.#keep(chunk.subarray(0, ERROR_BODY_LIMIT - this.#kept));
     return NO_EVENTS;
   }
 

@@ -72,11 +72,15 @@ test('a JSON body is held whole up to the bound, whatever the status', () => {
   }
 });
 
-test("a refusal's body that is not JSON keeps its first 16 KiB and reads on", () => {
-  const reader = new AnswerReader(readAnswerHead(502, ['content-type', 'text/html']), 64, false);
+test("a refusal's body that is not JSON keeps its first 16 KiB and reads on, up to the bound", () => {
+  const reader = new AnswerReader(readAnswerHead(502, ['content-type', 'text/html']), 64 * 1024, false);
   for (let i = 0; i < 40; i++) assert.deepEqual(reader.push(Buffer.alloc(1024, 65)), []);
   assert.equal(reader.size, 40 * 1024);
   assert.equal(reader.body().length, ERROR_BODY_LIMIT);
+  const endless = new AnswerReader(readAnswerHead(502, ['content-type', 'text/html']), 64 * 1024, true);
+  let read: unknown = [];
+  for (let i = 0; i < 65 && Array.isArray(read); i++) read = endless.push(Buffer.alloc(1024, 65));
+  assert.equal(read, 'an answer', 'an endless error page ends, even on a standing stream');
   const stream = new AnswerReader(readAnswerHead(500, ['content-type', 'text/event-stream']), 64, false);
   assert.equal(stream.events, false, 'a refusal is read as a body, even as an event stream');
 });
