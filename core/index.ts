@@ -116,7 +116,9 @@ export {
 export { durationSchema } from './config/duration.ts';
 /** The Secrets of a config file, and what a `*SecretRef` resolves to. */
 export { SecretStore, secretBodyShape, type ResolvedSecretRef } from './config/secrets.ts';
-export { serverSettingsSchema, type ServerSettings } from './config/server-settings.ts';
+export { serverSettingsSchema, MAX_WORKERS, type ServerSettings, type WorkersSetting } from './config/server-settings.ts';
+/** Whether `server.workers` may mean more than one process (what must then be shared: workers-check.ts). */
+export { severalWorkers } from './config/workers-check.ts';
 /** The `telemetry` section (ToolHive's vMCP fields), and the settings `App.telemetry` takes. */
 export { telemetrySchema, toTelemetrySettings, type TelemetryInput } from './config/telemetry-schema.ts';
 export type { TelemetrySettings } from './observe/telemetry/telemetry-settings.ts';

@@ -51,7 +51,7 @@ function config(database: DatabaseConfig, issuer: string): RegistryConfig {
     sources: [{ name: 'internal', kind: 'managed', format: null, file: null, git: null, api: null, cluster: null, syncIntervalMs: null, claims: {} }],
     registries: [{ name: 'bench', sources: ['internal'], claims: { org: 'acme' } }],
     database,
-    server: { maxBodyBytes: 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 } },
+    server: { maxBodyBytes: 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 }, workers: 1 },
     sync: { allowPrivateAddresses: false, fileRoot: null, maxConcurrent: 4 },
     telemetry: TELEMETRY_OFF,
     secrets: new SecretStore(),

@@ -17,6 +17,12 @@ export interface AdminListenerConfig {
 /** `gatehouse`: Gatehouse's own HTTP/1.1 server (the default); `node`: node:http. */
 export type ServerEngine = 'gatehouse' | 'node';
 
+/** `server.workers`: processes serving the port, or `auto` (one per core the process may use). */
+export type WorkersSetting = number | 'auto';
+
+/** The most `server.workers` may be: more processes than this is a mistake, not a machine. */
+export const MAX_WORKERS = 64;
+
 export interface ServerSettings {
   /** Request body cap (`maxBodySize`). */
   readonly maxBodyBytes: number;
@@ -36,6 +42,8 @@ export interface ServerSettings {
   /** Proxies (addresses, CIDR ranges) whose X-Forwarded-For names the client (default none). */
   readonly trustedProxies: readonly string[];
   readonly limits: ConnectionLimits;
+  /** Processes serving the port (`workers`, default 1: this process alone); see plugins/cli/workers/. */
+  readonly workers: WorkersSetting;
 }
 
 /** What one client may hold of the server (`server.maxConnections` and the rest; 0: no limit). */
@@ -70,6 +78,11 @@ export function serverSettingsSchema(defaultMaxBodyBytes: number) {
       maxSessionRequests: z.int().min(0).default(64),
       maxStreamBuffer: sizeSchema.default(4 * 1024 * 1024),
       sendTimeout: durationSchema({ allowZero: true }).default(60_000),
+      workers: z
+        .union([z.int().min(1).max(MAX_WORKERS), z.literal('auto')], {
+          error: (issue) => `must be a whole number from 1 to ${MAX_WORKERS}, or auto (got ${JSON.stringify(issue.input)})`,
+        })
+        .default(1),
     })
     .transform(
       (server): ServerSettings => ({
@@ -89,6 +102,7 @@ export function serverSettingsSchema(defaultMaxBodyBytes: number) {
           maxStreamBuffer: server.maxStreamBuffer,
           sendTimeoutMs: server.sendTimeout,
         },
+        workers: server.workers,
       }),
     )
     .prefault({});

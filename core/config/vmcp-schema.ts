@@ -28,6 +28,7 @@ import { httpUrl, passthroughHeader, reference, resourceName, dnsLabel, stringMa
 import { secretBodyShape } from './secrets.ts';
 import { serverSettingsSchema } from './server-settings.ts';
 import { stdioFields, transportFieldIssues } from './stdio-schema.ts';
+import { workersShareState } from './workers-check.ts';
 
 export type { ReferenceIndex } from './schema-parts.ts';
 
@@ -154,7 +155,8 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
       passthroughHeaders: z.array(passthroughHeader).default([]),
       plugins: uniqueNames('plugin', z.array(plugin)).default([]),
     })
-    .superRefine(authServerMatchesIncomingAuth, whenMapping);
+    .superRefine(authServerMatchesIncomingAuth, whenMapping)
+    .superRefine(workersShareState, whenMapping);
 
   return {
     MCPGroup: resource('MCPGroup', z.strictObject({ description: z.string().optional(), registry: groupRegistrySchema(schema).optional() }).optional()),

@@ -23,6 +23,7 @@ import {
   type SecretStore,
   serverSettingsSchema,
   telemetrySchema,
+  severalWorkers,
   uniqueNames,
   whenMapping,
 } from '@gatehouse-mcp/gateway';
@@ -219,6 +220,20 @@ const databaseSchema = z
 
 // ---- the file -----------------------------------------------------------------------------
 
+/**
+ * `server.workers` above 1 runs several processes on one port (plugins/cli/workers/): they share
+ * a PostgreSQL server as replicas do, but the embedded store is one process's files, and the
+ * memory store one process's memory.
+ */
+function workersShareTheDatabase(file: unknown, ctx: Ctx): void {
+  if (!isMapping(file) || !isMapping(file.server) || !severalWorkers(file.server.workers)) return;
+  const type = isMapping(file.database) ? file.database.type : 'embedded';
+  if (type === 'postgres') return;
+  const workers = file.server.workers === 'auto' ? 'auto (a worker per core) needs' : `${String(file.server.workers)} workers need`;
+  const why = type === 'memory' ? "the memory store is one process's memory" : "the embedded store's files can be opened by one process only";
+  addIssue(ctx, ['server', 'workers'], `${workers} a database they share, but database.type is ${String(type)}: ${why}. Use database.type postgres, or workers: 1`);
+}
+
 /** References between sections: registries name existing sources, and at most one managed one. */
 function crossReferences(file: unknown, ctx: Ctx): void {
   if (!isMapping(file) || !Array.isArray(file.registries)) return;
@@ -286,7 +301,8 @@ export function registryFileSchema(secrets: SecretStore) {
       telemetry: telemetrySchema.optional(),
     })
     .superRefine(crossReferences, whenMapping)
-    .superRefine(secretReferences(secrets), whenMapping);
+    .superRefine(secretReferences(secrets), whenMapping)
+    .superRefine(workersShareTheDatabase, whenMapping);
 }
 
 /** A `kind: Secret` document beside the registry's configuration (Kubernetes' shape). */
