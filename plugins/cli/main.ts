@@ -8,11 +8,14 @@ import { StartupError } from '@gatehouse-mcp/gateway';
 import { endOutputQuietlyOnClosedPipe } from './closed-pipe.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, exitCodeOf } from './exit-codes.ts';
 import { buildProgram } from './program.ts';
+import { isWorker } from './workers/worker.ts';
 
 endOutputQuietlyOnClosedPipe(process.stdout, process.stderr);
 
 /** Set when the command run is `validate`: it ends once its output is written. */
 let oneShot = false;
+/** Set when the command failed: a worker of `server.workers` then ends, though its channel to the primary would keep it alive. */
+let failed = false;
 
 try {
   const program = buildProgram();
@@ -21,6 +24,7 @@ try {
   });
   await program.parseAsync(process.argv);
 } catch (err) {
+  failed = true;
   if (err instanceof CommanderError) {
     // --help and --version end with 0; every other commander error (unknown command or option,
     // a missing or wrong value, a command without its subcommand) was a wrong command line.
@@ -36,7 +40,7 @@ try {
 
 // validate loads the plugin modules a file names: one that leaves a timer, a socket or a client
 // open would keep the process (and a CI step that validates) from ending after its verdict.
-if (oneShot) {
+if (oneShot || (failed && isWorker())) {
   await Promise.all([written(process.stdout), written(process.stderr)]);
   process.exit();
 }

@@ -23,7 +23,7 @@ export function registryServe(options: ServeOptions): Promise<void> {
     validateRegistryFile,
     async (config, log) => {
       const running = await startRegistry({ config, host: options.host, port: options.port, log });
-      return { stop: () => running.stop(), reload: fileReload(options.config, validateRegistryFile, (next) => running.reload(next), log) };
+      return { url: running.url, stop: () => running.stop(), reload: fileReload(options.config, validateRegistryFile, (next) => running.reload(next), log) };
     },
     true,
   );

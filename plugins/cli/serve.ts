@@ -2,16 +2,21 @@
  * What `vmcp serve` and `registry serve` share: refuse a bad file before starting anything,
  * log in the format asked for, explain a failed start in one line (start-failure.ts), then run
  * until a signal; SIGHUP (and with `--watch-config` a change of the file) reloads a server that
- * can (reload.ts).
+ * can (reload.ts). With `server.workers` above 1 this process becomes the primary of that many
+ * workers (workers/primary.ts), each of which runs this same function as a single process does.
  */
-import { createLogger, defaultLogFormat, formatProblems, type Logger, type Validation } from '@gatehouse-mcp/gateway';
+import { createLogger, defaultLogFormat, formatProblems, type Logger, type ServerSettings, type Validation } from '@gatehouse-mcp/gateway';
 import { InvalidConfigError } from './exit-codes.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { watchConfig, type ReloadTrigger } from './reload.ts';
 import { stopOnSignals } from './signals.ts';
 import { asStartupError } from './start-failure.ts';
+import { serveWithWorkers } from './workers/primary.ts';
+import { isWorker, tellReady, workerCount } from './workers/worker.ts';
 
 export interface Running {
+  /** Where it serves (the MCP endpoint, or the registry's base URL). */
+  readonly url: string;
   stop(): Promise<void>;
   /** Re-reads the file and applies it (never rejects); absent: the server cannot reload. */
   reload?(trigger: ReloadTrigger): Promise<void>;
@@ -24,7 +29,7 @@ export async function loadConfig<C>(options: ValidateOptions, validateFile: (fil
   return result.config;
 }
 
-export async function serve<C>(
+export async function serve<C extends { readonly server: ServerSettings }>(
   options: ServeOptions,
   validateFile: (file: string) => Promise<Validation<C>>,
   start: (config: C, log: Logger) => Promise<Running>,
@@ -32,6 +37,9 @@ export async function serve<C>(
 ): Promise<void> {
   const config = await loadConfig(options, validateFile);
   const log = createLogger(options.logLevel, options.logFormat ?? defaultLogFormat());
+  const worker = isWorker();
+  const workers = worker ? 1 : workerCount(config.server.workers);
+  if (workers > 1) return serveWithWorkers({ count: workers, log, shutdownGraceMs: config.server.shutdownGraceMs, reloadable });
   let watcher: { close(): void } | null = null;
   const starting = start(config, log);
   const reload = (trigger: ReloadTrigger): void => {
@@ -50,12 +58,15 @@ export async function serve<C>(
       }),
     log,
     reloadable ? () => reload('SIGHUP') : undefined,
+    { ignoreInterrupt: worker },
   );
+  let running: Running;
   try {
-    await starting;
+    running = await starting;
   } catch (err) {
     throw asStartupError(err, options);
   }
+  if (worker) tellReady(running.url);
   if (reloadable && options.watchConfig === true) {
     watcher = watchConfig(options.config, () => reload('file watch'), log);
     log.info({ file: options.config }, 'watching the configuration file: a change reloads it');

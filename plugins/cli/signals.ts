@@ -7,13 +7,16 @@
  * (`registry serve`) logs it and goes on: Node's default for SIGHUP is to end the process
  * without a word, which would take a gateway down when an operator (or a tool such as a
  * config-map reloader) asks it to reload.
+ *
+ * A worker of `server.workers` (workers/worker.ts) ignores SIGINT: its primary turns its own
+ * SIGINT into a SIGTERM for each worker.
  */
 import type { Logger } from '@gatehouse-mcp/gateway';
 import { EXIT_FAILURE, EXIT_OK } from './exit-codes.ts';
 
 export const SIGHUP_MESSAGE = 'SIGHUP received: reload is not implemented for this server, restart the process to apply configuration changes';
 
-export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info' | 'warn' | 'error' | 'flush'>, reload?: () => void): void {
+export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info' | 'warn' | 'error' | 'flush'>, reload?: () => void, options: { ignoreInterrupt?: boolean } = {}): void {
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
     if (++signals > 1) {
@@ -36,7 +39,7 @@ export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info
     );
   };
   process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+  process.on('SIGINT', options.ignoreInterrupt === true ? () => {} : shutdown);
   process.on('SIGHUP', () => {
     if (signals > 0) return; // stopping: nothing to reload
     if (reload === undefined) log.warn({ signal: 'SIGHUP' }, SIGHUP_MESSAGE);

@@ -23,6 +23,7 @@ export function vmcpServe(options: ServeOptions): Promise<void> {
       const builtins = new VmcpBuiltins();
       const running = await startVmcp({ config, host: options.host, port: options.port, log, builtins: builtins.for(config) });
       return {
+        url: running.url,
         stop: () => running.stop(),
         reload: fileReload(
           options.config,

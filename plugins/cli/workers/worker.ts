@@ -1,0 +1,39 @@
+/**
+ * The worker's side of `server.workers` > 1: a worker runs `serve` as a single process does,
+ * and tells the primary (supervisor.ts) over cluster's channel once it serves. What it does with
+ * signals differs in one way: SIGINT is ignored. Ctrl-C at a terminal reaches every process of
+ * the group, the primary included, which sends each worker SIGTERM: a worker that also stopped
+ * on the SIGINT would take that SIGTERM for a second signal and exit without draining.
+ */
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import type { WorkersSetting } from '@gatehouse-mcp/gateway';
+
+const READY = 'gatehouse:worker-ready';
+
+/** What a worker sends when it serves. */
+interface ReadyMessage {
+  readonly type: typeof READY;
+  /** Where it listens (the same for every worker). */
+  readonly url: string;
+}
+
+export function isReadyMessage(message: unknown): message is ReadyMessage {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === READY;
+}
+
+/** Whether this process is a worker of a primary (node:cluster). */
+export function isWorker(): boolean {
+  return cluster.isWorker;
+}
+
+/** Tells the primary this worker serves at `url`. */
+export function tellReady(url: string): void {
+  const message: ReadyMessage = { type: READY, url };
+  process.send?.(message);
+}
+
+/** How many workers `server.workers` means on this machine: `auto` is one per core this process may use. */
+export function workerCount(setting: WorkersSetting): number {
+  return setting === 'auto' ? availableParallelism() : setting;
+}
