@@ -34,12 +34,17 @@ export async function serve<C extends { readonly server: ServerSettings }>(
   validateFile: (file: string) => Promise<Validation<C>>,
   start: (config: C, log: Logger) => Promise<Running>,
   reloadable = false,
+  /** What several workers cost this configuration, logged by the primary (workers/vmcp-warnings.ts). */
+  workerWarnings: (config: C, workers: number) => string[] = () => [],
 ): Promise<void> {
   const config = await loadConfig(options, validateFile);
   const log = createLogger(options.logLevel, options.logFormat ?? defaultLogFormat());
   const worker = isWorker();
   const workers = worker ? 1 : workerCount(config.server.workers);
-  if (workers > 1) return serveWithWorkers({ count: workers, log, shutdownGraceMs: config.server.shutdownGraceMs, reloadable });
+  if (workers > 1) {
+    for (const warning of workerWarnings(config, workers)) log.warn({ workers }, warning);
+    return serveWithWorkers({ count: workers, log, shutdownGraceMs: config.server.shutdownGraceMs, reloadable });
+  }
   let watcher: { close(): void } | null = null;
   const starting = start(config, log);
   const reload = (trigger: ReloadTrigger): void => {

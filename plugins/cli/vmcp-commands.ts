@@ -6,6 +6,7 @@ import { validateVmcp, VmcpBuiltins } from './vmcp-builtins.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { fileReload } from './reload.ts';
 import { loadConfig, serve } from './serve.ts';
+import { vmcpWorkerWarnings } from './workers/vmcp-warnings.ts';
 
 export async function vmcpValidate(options: ValidateOptions): Promise<void> {
   const config = await loadConfig(options, validateVmcp);
@@ -38,5 +39,6 @@ export function vmcpServe(options: ServeOptions): Promise<void> {
       };
     },
     true,
+    vmcpWorkerWarnings,
   );
 }
