@@ -1,0 +1,226 @@
+/**
+ * `server.workers: 2`: the real `gatehouse vmcp serve` as a node:cluster primary and two workers
+ * on one port, sharing the local Redis for sessions. An aggregated group of an HTTP backend (the
+ * SDK fixture server) and a stdio backend (the fixture server, a child per session in each
+ * worker). The official SDK client sends every request on a connection of its own
+ * (`Connection: close`), so the primary's round robin hands consecutive requests to alternate
+ * workers; which worker served a request is read from the access log (each line carries its
+ * process's pid), and for the stdio backend from the child's own parent pid (its `inspect` tool):
+ * nothing is added to the gateway's answers for the test.
+ *
+ *  1. both workers serve, and one MCP session opened through one worker is used through both;
+ *  2. the stdio backend's session lives in one worker: a call reaching the other finds no child
+ *     there, and the session heals there (a child started with the session's parameters), so
+ *     every call answers, from children of both workers. (Each move starts a child: the healed
+ *     backend session id replaces the one the other worker holds, core/config/README.md says
+ *     what that costs and what to prefer.)
+ *  3. SIGHUP to the primary reloads the file in every worker;
+ *  4. a worker killed with SIGKILL is started again (logged), and the service goes on through it;
+ *  5. SIGTERM to the primary drains every worker (a call in flight is answered) and exits 0: no
+ *     worker and no stdio child is left.
+ * And without Redis: memory session storage with two workers is refused (exit 2, the YAML path
+ * and why), and a port in use fails the start (exit 1, every worker stopped).
+ *
+ * Without Redis the Redis parts are skipped with the reason, a failure under CI=true.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { connectClient, textOf, type ConnectedClient } from '../fixtures/client.ts';
+import { waitFor } from '../fixtures/processes.ts';
+import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
+import { runCli, serveCli, type ServedCli } from '../helpers/cli.ts';
+import { vmcpYaml, writeConfig, type TestBackend } from '../helpers/gateway.ts';
+import { fixtureBackend, processGone, waitGone } from '../helpers/stdio-backends.ts';
+import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
+import { skipIf, type Skip } from '../store/helpers/service.ts';
+
+const SUITE = 'server.workers (test/scale/workers)';
+
+/** Gateway processes still running when this process exits (a crash, a timeout): not left behind. */
+const running = new Set<ServedCli>();
+process.once('exit', () => {
+  for (const cli of running) cli.child.kill('SIGKILL');
+});
+
+function config(o: { backends: TestBackend[]; storage: string; workers?: number }): string {
+  return vmcpYaml({
+    backends: o.backends,
+    config: `session: {storage: ${o.storage}}`,
+    spec: `  server: {workers: ${o.workers ?? 2}, accessLog: true, shutdownGracePeriod: 5s}`,
+  });
+}
+
+/** The access log's lines of MCP requests (one per request, with the pid of the worker that served it). */
+function mcpLines(cli: ServedCli): { pid: number; rpc?: string; session?: string; status: number }[] {
+  return cli.logs.filter((l) => l.msg === 'request' && l.route === 'mcp') as never;
+}
+
+const logged = (cli: ServedCli, msg: string): Record<string, unknown>[] => cli.logs.filter((l) => l.msg === msg);
+
+describe(SUITE, { timeout: 120_000 }, () => {
+  let redis: LocalRedis | null = null;
+  let skip: Skip | null = null;
+  let http: SdkServer;
+  let cli: ServedCli;
+  let file: string;
+  let backends: TestBackend[];
+  let client: ConnectedClient;
+  /** The workers' pids, as the primary logged them when all were ready. */
+  let workers: number[] = [];
+  /** Every stdio child seen (by its `inspect`): none may outlive the gateway. */
+  const children = new Set<number>();
+
+  before(async () => {
+    const local = await openLocalRedis();
+    if ('skip' in local) {
+      skip = local;
+      return;
+    }
+    redis = local;
+    http = await startSdkServer({ name: 'alpha', jsonResponse: true, tools: ['echo', 'slow'] });
+    backends = [
+      { name: 'alpha', url: http.url },
+      { name: 'files', transport: fixtureBackend() },
+    ];
+    file = await writeConfig(config({ backends, storage: `{type: redis, redis: {addr: "${redis.config.address}", keyPrefix: "${redis.keyPrefix}"}}` }));
+    cli = await serveCli('vmcp', file, ['--log-level', 'info']);
+    running.add(cli);
+    const ready = await waitFor(() => logged(cli, 'every worker is ready')[0], 30_000);
+    workers = ready.workerPids as number[];
+  });
+
+  after(async () => {
+    await client?.close().catch(() => {});
+    for (const c of running) c.child.kill('SIGKILL');
+    await http?.close();
+    await redis?.cleanup();
+  });
+
+  /** Calls `<backend>_<tool>` (each call on a new connection) and returns its text. */
+  async function call(name: string, args: Record<string, unknown> = {}): Promise<string> {
+    return textOf(await client.client.callTool({ name, arguments: args }));
+  }
+
+  /** The pid of the parent of the stdio child that answered (the worker that served the call). */
+  async function stdioParent(): Promise<number> {
+    const facts = JSON.parse(await call('files_inspect')) as { pid: number; ppid: number };
+    children.add(facts.pid);
+    return facts.ppid;
+  }
+
+  it('two workers serve one port, and a session opened through one is used through both', async (t) => {
+    if (skipIf(t, skip)) return;
+    assert.equal(workers.length, 2);
+    assert.notEqual(workers[0], workers[1]);
+    assert.ok(!workers.includes(cli.child.pid!), 'the primary serves nothing itself');
+    // A new connection for every request: the primary hands each one to the next worker.
+    client = await connectClient(cli.url, { headers: { connection: 'close' }, waitForStandaloneStream: false });
+    for (let i = 0; i < 6; i++) assert.equal(await call('alpha_echo', { text: `hi ${i}` }), `alpha: hi ${i}`);
+    // The last access-log lines may still be on their way through the pipe.
+    const calls = await waitFor(() => {
+      const lines = mcpLines(cli).filter((l) => l.rpc === 'tools/call');
+      return lines.length === 6 ? lines : null;
+    });
+    assert.equal(new Set(calls.map((l) => l.session)).size, 1, 'one session');
+    assert.deepEqual(new Set(calls.map((l) => l.status)), new Set([200]));
+    assert.deepEqual(new Set(calls.map((l) => l.pid)), new Set(workers), 'both workers served the session');
+  });
+
+  it("a stdio backend's session heals in the other worker: a child there, started with the session's parameters", async (t) => {
+    if (skipIf(t, skip)) return;
+    const parents = new Set<number>();
+    for (let i = 0; i < 4; i++) parents.add(await stdioParent());
+    assert.deepEqual(parents, new Set(workers), 'children of both workers answered');
+    assert.equal(await call('files_echo', { text: 'still one session' }), 'still one session');
+    // The primary said so at start.
+    const warned = cli.logs.filter((l) => l.level === 'warn' && l.pid === cli.child.pid && String(l.msg).startsWith('backend "files" holds a process per session'));
+    assert.equal(warned.length, 1, JSON.stringify(cli.logs.filter((l) => l.level === 'warn')));
+  });
+
+  it('SIGHUP to the primary reloads the file in every worker', async (t) => {
+    if (skipIf(t, skip)) return;
+    const before = logged(cli, 'reload: the configuration is unchanged, nothing to apply').length;
+    cli.child.kill('SIGHUP');
+    const reloaded = await waitFor((): Record<string, unknown>[] | null => {
+      const lines = logged(cli, 'reload: the configuration is unchanged, nothing to apply').slice(before);
+      return lines.length >= 2 ? lines : null;
+    }, 30_000);
+    assert.deepEqual(new Set(reloaded.map((l) => l.pid)), new Set(workers));
+  });
+
+  it('a worker that dies is started again, logged, and serves', async (t) => {
+    if (skipIf(t, skip)) return;
+    const [victim, survivor] = workers as [number, number];
+    process.kill(victim, 'SIGKILL');
+    const restarted = await waitFor(() => logged(cli, 'worker started again and ready')[0], 30_000);
+    const exited = logged(cli, 'worker exited on SIGKILL: starting it again in 100 ms');
+    assert.equal(exited.length, 1, JSON.stringify(cli.logs.filter((l) => l.level === 'error')));
+    assert.equal(exited[0]!.workerPid, victim);
+    const replacement = restarted.workerPid as number;
+    assert.ok(replacement !== victim && replacement !== survivor);
+    workers = [survivor, replacement];
+    const from = mcpLines(cli).length;
+    for (let i = 0; i < 4; i++) assert.equal(await call('alpha_echo', { text: `after ${i}` }), `alpha: after ${i}`);
+    for (let i = 0; i < 2; i++) await stdioParent();
+    const served = await waitFor(() => {
+      const lines = mcpLines(cli).slice(from).filter((l) => l.rpc === 'tools/call');
+      return lines.length === 6 ? lines : null;
+    });
+    assert.deepEqual(new Set(served.map((l) => l.status)), new Set([200]));
+    assert.deepEqual(new Set(served.map((l) => l.pid)), new Set(workers), 'the new worker serves the same session');
+  });
+
+  it('SIGTERM to the primary drains every worker (a call in flight completes) and exits 0, leaving no process', async (t) => {
+    if (skipIf(t, skip)) return;
+    const received = http.received.length;
+    const slow = call('alpha_slow', { steps: 1, delayMs: 1_500 });
+    // In flight: the backend has it.
+    await waitFor(() => http.received.slice(received).some((r) => r.rpcMethods.includes('tools/call')), 10_000);
+    const exit = cli.stop();
+    assert.equal(await slow, 'done');
+    assert.equal(await exit, 0);
+    running.delete(cli);
+    assert.equal(logged(cli, 'stopped').length, 3, 'both workers and the primary stopped');
+    await waitGone([...workers, ...children]);
+    await client.close({ terminate: false });
+  });
+});
+
+describe(`${SUITE}: refusals`, { timeout: 60_000 }, () => {
+  it('memory session storage with two workers is refused before anything starts, naming the YAML path and why', async () => {
+    const memory = await writeConfig(config({ backends: [{ name: 'alpha', url: 'http://127.0.0.1:9/mcp' }], storage: '{type: memory}' }));
+    const result = await runCli(['vmcp', 'serve', '--config', memory, '--port', '0']);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(
+      result.stderr,
+      /vmcp\.yaml:\d+:\d+ VirtualMCPServer\/vmcp spec\.server\.workers: 2 workers need sessions shared between the workers, but spec\.config\.session\.storage is memory: a session opened through one worker would be unknown to the others \(404\)/,
+    );
+    assert.equal(result.stdout, '', 'nothing started');
+  });
+
+  it('workers that cannot listen fail the start: exit 1, every worker stopped', async (t) => {
+    const local = await openLocalRedis();
+    if ('skip' in local) {
+      t.skip(local.skip);
+      return;
+    }
+    const taken: Server = createServer();
+    taken.listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    try {
+      const port = (taken.address() as { port: number }).port;
+      const busy = await writeConfig(config({ backends: [{ name: 'alpha', url: 'http://127.0.0.1:9/mcp' }], storage: `{type: redis, redis: {addr: "${local.config.address}", keyPrefix: "${local.keyPrefix}"}}` }));
+      const result = await runCli(['vmcp', 'serve', '--config', busy, '--port', String(port), '--log-format', 'json']);
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(result.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+      assert.match(result.stderr, /worker \d \(pid \d+\) ended before it was ready \(exit code 1\): stopped every worker/);
+      const pids = [...result.stdout.matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1]));
+      assert.ok(pids.every(processGone), 'no worker left');
+    } finally {
+      taken.close();
+      await local.cleanup();
+    }
+  });
+});
