@@ -21,8 +21,8 @@ export function registryServe(options: ServeOptions): Promise<void> {
   return serve(
     options,
     validateRegistryFile,
-    async (config, log) => {
-      const running = await startRegistry({ config, host: options.host, port: options.port, log });
+    async (config, log, metrics) => {
+      const running = await startRegistry({ config, host: options.host, port: options.port, log, metrics });
       return { url: running.url, stop: () => running.stop(), reload: fileReload(options.config, validateRegistryFile, (next) => running.reload(next), log) };
     },
     true,

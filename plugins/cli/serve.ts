@@ -5,12 +5,13 @@
  * can (reload.ts). With `server.workers` above 1 this process becomes the primary of that many
  * workers (workers/primary.ts), each of which runs this same function as a single process does.
  */
-import { createLogger, defaultLogFormat, formatProblems, type Logger, type ServerSettings, type Validation } from '@gatehouse-mcp/gateway';
+import { createLogger, defaultLogFormat, formatProblems, GatewayMetrics, type Logger, type ServerSettings, type Validation } from '@gatehouse-mcp/gateway';
 import { InvalidConfigError } from './exit-codes.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';
 import { watchConfig, type ReloadTrigger } from './reload.ts';
 import { stopOnSignals } from './signals.ts';
 import { asStartupError } from './start-failure.ts';
+import { shareMetrics } from './workers/cluster-metrics.ts';
 import { serveWithWorkers } from './workers/primary.ts';
 import { isWorker, tellReady, workerCount } from './workers/worker.ts';
 
@@ -32,7 +33,8 @@ export async function loadConfig<C>(options: ValidateOptions, validateFile: (fil
 export async function serve<C extends { readonly server: ServerSettings }>(
   options: ServeOptions,
   validateFile: (file: string) => Promise<Validation<C>>,
-  start: (config: C, log: Logger) => Promise<Running>,
+  /** `metrics`: a worker's, whose scrapes answer every worker's (workers/cluster-metrics.ts); else undefined, the server's own. */
+  start: (config: C, log: Logger, metrics: GatewayMetrics | undefined) => Promise<Running>,
   reloadable = false,
   /** What several workers cost this configuration, logged by the primary (workers/vmcp-warnings.ts). */
   workerWarnings: (config: C, workers: number) => string[] = () => [],
@@ -46,7 +48,7 @@ export async function serve<C extends { readonly server: ServerSettings }>(
     return serveWithWorkers({ count: workers, log, shutdownGraceMs: config.server.shutdownGraceMs, reloadable });
   }
   let watcher: { close(): void } | null = null;
-  const starting = start(config, log);
+  const starting = start(config, log, worker ? workerMetrics() : undefined);
   const reload = (trigger: ReloadTrigger): void => {
     void starting.then(
       (running) => running.reload?.(trigger),
@@ -76,4 +78,11 @@ export async function serve<C extends { readonly server: ServerSettings }>(
     watcher = watchConfig(options.config, () => reload('file watch'), log);
     log.info({ file: options.config }, 'watching the configuration file: a change reloads it');
   }
+}
+
+/** A worker's metrics: its part of the sum, and its scrapes answer the sum. */
+function workerMetrics(): GatewayMetrics {
+  const metrics = new GatewayMetrics();
+  shareMetrics(metrics.registry);
+  return metrics;
 }

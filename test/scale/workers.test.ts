@@ -14,7 +14,9 @@
  *     every call answers, from children of both workers. (Each move starts a child: the healed
  *     backend session id replaces the one the other worker holds, core/config/README.md says
  *     what that costs and what to prefer.)
- *  3. SIGHUP to the primary reloads the file in every worker;
+ *  3. /metrics, on the admin listener the workers share, answers the sum of every worker's
+ *     (equal to the access log's count of requests, whichever worker a scrape reaches);
+ *     SIGHUP to the primary reloads the file in every worker;
  *  4. a worker killed with SIGKILL is started again (logged), and the service goes on through it;
  *  5. SIGTERM to the primary drains every worker (a call in flight is answered) and exits 0: no
  *     worker and no stdio child is left.
@@ -48,7 +50,7 @@ function config(o: { backends: TestBackend[]; storage: string; workers?: number 
   return vmcpYaml({
     backends: o.backends,
     config: `session: {storage: ${o.storage}}`,
-    spec: `  server: {workers: ${o.workers ?? 2}, accessLog: true, shutdownGracePeriod: 5s}`,
+    spec: `  server: {workers: ${o.workers ?? 2}, accessLog: true, shutdownGracePeriod: 5s, admin: {port: 0}}`,
   });
 }
 
@@ -137,6 +139,23 @@ describe(SUITE, { timeout: 120_000 }, () => {
     // The primary said so at start.
     const warned = cli.logs.filter((l) => l.level === 'warn' && l.pid === cli.child.pid && String(l.msg).startsWith('backend "files" holds a process per session'));
     assert.equal(warned.length, 1, JSON.stringify(cli.logs.filter((l) => l.level === 'warn')));
+  });
+
+  it("/metrics answers every worker's requests, summed, whichever worker a scrape reaches", async (t) => {
+    if (skipIf(t, skip)) return;
+    const admin = logged(cli, 'virtual MCP server listening')[0]!.admin as string;
+    assert.deepEqual(new Set(logged(cli, 'virtual MCP server listening').map((l) => l.admin)), new Set([admin]), 'the workers share the admin listener');
+    const answered = (): number => mcpLines(cli).filter((l) => l.status === 200).length;
+    /** `gatehouse_requests_total{route="mcp",status="200"}` as one scrape, on a new connection, says. */
+    const scraped = async (): Promise<number> => {
+      const text = await (await fetch(new URL('/metrics', admin), { headers: { connection: 'close' } })).text();
+      return Number(/^gatehouse_requests_total\{route="mcp",status="200"\} (\d+)$/m.exec(text)?.[1] ?? -1);
+    };
+    // Both workers served requests: a scrape of one worker alone would say fewer than the log.
+    assert.ok(new Set(mcpLines(cli).map((l) => l.pid)).size === 2);
+    for (let i = 0; i < 4; i++) {
+      await waitFor(async () => (await scraped()) === answered(), 10_000);
+    }
   });
 
   it('SIGHUP to the primary reloads the file in every worker', async (t) => {

@@ -8,6 +8,7 @@ import type { Logger } from '@gatehouse-mcp/gateway';
 import { StartupError } from '@gatehouse-mcp/gateway';
 import { EXIT_OK, EXIT_USAGE, InvalidConfigError } from '../exit-codes.ts';
 import { stopOnSignals } from '../signals.ts';
+import { sumMetricsForWorkers } from './cluster-metrics.ts';
 import { WorkerStartError, WorkerSupervisor } from './supervisor.ts';
 
 export interface PrimaryOptions {
@@ -21,6 +22,7 @@ export interface PrimaryOptions {
 export async function serveWithWorkers(options: PrimaryOptions): Promise<void> {
   const { count, log } = options;
   const supervisor = new WorkerSupervisor({ count, log, shutdownGraceMs: options.shutdownGraceMs });
+  sumMetricsForWorkers();
   // However the primary ends (a second signal, a bug), no worker outlives it.
   process.on('exit', () => supervisor.kill());
   stopOnSignals(
