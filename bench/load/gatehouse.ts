@@ -75,6 +75,8 @@ export interface GatehouseStartOptions {
   path?: string;
   /** The port to listen on, when the row had to know it first (default: a free one). */
   port?: number;
+  /** A log line the gateway prints once it all serves, waited for after /readyz (workers.ts: every worker ready). */
+  readyLine?: RegExp;
 }
 
 /**
@@ -118,6 +120,9 @@ export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOption
     { cwd: checkout.root, env: { ...process.env, ...opts.env } },
   );
   const timeoutMs = Number(process.env['BENCH_START_TIMEOUT'] ?? 20) * 1000;
+  // Listened for from the start: the line may come before /readyz answers.
+  const line = opts.readyLine === undefined ? null : child.waitForLine(opts.readyLine, timeoutMs);
+  line?.catch(() => {});
   try {
     await waitUntil(
       'GET /readyz to answer 200',
@@ -125,6 +130,7 @@ export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOption
       timeoutMs,
       child,
     );
+    await line;
   } catch (err) {
     await child.stop();
     throw startFailure(err, child.output());

@@ -25,6 +25,7 @@ import { embeddedAuthServerRows } from './embedded-auth.ts';
 import { oidcRow } from './oidc.ts';
 import { telemetryRows } from './telemetry.ts';
 import type { Row } from './target.ts';
+import { workersRows } from './workers.ts';
 
 export const rows: Row[] = [
   {
@@ -60,4 +61,5 @@ export const rows: Row[] = [
     label: 'node-engine',
     config: nodeEngineConfig,
   }),
+  ...workersRows(), // server.workers: one process and two workers, sessions in Redis (bench/load/workers.ts)
 ];
