@@ -65,7 +65,7 @@ export async function serve<C extends { readonly server: ServerSettings }>(
       }),
     log,
     reloadable ? () => reload('SIGHUP') : undefined,
-    { ignoreInterrupt: worker },
+    { worker },
   );
   let running: Running;
   try {

@@ -8,18 +8,23 @@
  * without a word, which would take a gateway down when an operator (or a tool such as a
  * config-map reloader) asks it to reload.
  *
- * A worker of `server.workers` (workers/worker.ts) ignores SIGINT: its primary turns its own
- * SIGINT into a SIGTERM for each worker.
+ * A worker of `server.workers` (workers/worker.ts) ignores SIGINT, and every stop signal after
+ * its first: its primary turns its own SIGINT into a SIGTERM for each worker, and a stop signal
+ * may reach a worker both from whoever sent it to every process (Ctrl-C to the terminal's group,
+ * systemd's control-group kill) and from the primary. The primary is the one that gives up on a
+ * drain (it kills the worker).
  */
 import type { Logger } from '@gatehouse-mcp/gateway';
 import { EXIT_FAILURE, EXIT_OK } from './exit-codes.ts';
 
 export const SIGHUP_MESSAGE = 'SIGHUP received: reload is not implemented for this server, restart the process to apply configuration changes';
 
-export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info' | 'warn' | 'error' | 'flush'>, reload?: () => void, options: { ignoreInterrupt?: boolean } = {}): void {
+export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info' | 'warn' | 'error' | 'flush'>, reload?: () => void, options: { worker?: boolean } = {}): void {
   let signals = 0;
+  const worker = options.worker === true;
   const shutdown = (signal: NodeJS.Signals): void => {
     if (++signals > 1) {
+      if (worker) return;
       log.warn({ signal }, 'second signal: exiting at once');
       log.flush();
       process.exit(EXIT_FAILURE);
@@ -39,7 +44,7 @@ export function stopOnSignals(stop: () => Promise<void>, log: Pick<Logger, 'info
     );
   };
   process.on('SIGTERM', shutdown);
-  process.on('SIGINT', options.ignoreInterrupt === true ? () => {} : shutdown);
+  process.on('SIGINT', worker ? () => {} : shutdown);
   process.on('SIGHUP', () => {
     if (signals > 0) return; // stopping: nothing to reload
     if (reload === undefined) log.warn({ signal: 'SIGHUP' }, SIGHUP_MESSAGE);

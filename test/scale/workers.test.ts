@@ -20,8 +20,9 @@
  *  4. a worker killed with SIGKILL is started again (logged), and the service goes on through it;
  *  5. SIGTERM to the primary drains every worker (a call in flight is answered) and exits 0: no
  *     worker and no stdio child is left.
- * And without Redis: memory session storage with two workers is refused (exit 2, the YAML path
- * and why), and a port in use fails the start (exit 1, every worker stopped).
+ * And: memory session storage with two workers is refused (exit 2, the YAML path and why); SIGTERM
+ * to the primary and every worker at once (systemd stops a service so) drains each worker once,
+ * a call in flight answered, exit 0; a port in use fails the start (exit 1, every worker stopped).
  *
  * Without Redis the Redis parts are skipped with the reason, a failure under CI=true.
  */
@@ -207,7 +208,7 @@ describe(SUITE, { timeout: 120_000 }, () => {
   });
 });
 
-describe(`${SUITE}: refusals`, { timeout: 60_000 }, () => {
+describe(`${SUITE}: refusals, start and stop`, { timeout: 90_000 }, () => {
   it('memory session storage with two workers is refused before anything starts, naming the YAML path and why', async () => {
     const memory = await writeConfig(config({ backends: [{ name: 'alpha', url: 'http://127.0.0.1:9/mcp' }], storage: '{type: memory}' }));
     const result = await runCli(['vmcp', 'serve', '--config', memory, '--port', '0']);
@@ -217,6 +218,33 @@ describe(`${SUITE}: refusals`, { timeout: 60_000 }, () => {
       /vmcp\.yaml:\d+:\d+ VirtualMCPServer\/vmcp spec\.server\.workers: 2 workers need sessions shared between the workers, but spec\.config\.session\.storage is memory: a session opened through one worker would be unknown to the others \(404\)/,
     );
     assert.equal(result.stdout, '', 'nothing started');
+  });
+
+  it("SIGTERM to every process at once (systemd's control-group stop): each worker drains once, exit 0", async (t) => {
+    const local = await openLocalRedis();
+    if ('skip' in local) {
+      t.skip(local.skip);
+      return;
+    }
+    const backend = await startSdkServer({ name: 'alpha', jsonResponse: true, tools: ['slow'] });
+    try {
+      const both = await serveCli('vmcp', await writeConfig(config({ backends: [{ name: 'alpha', url: backend.url }], storage: `{type: redis, redis: {addr: "${local.config.address}", keyPrefix: "${local.keyPrefix}"}}` })));
+      running.add(both);
+      const pids = (await waitFor(() => logged(both, 'every worker is ready')[0], 30_000)).workerPids as number[];
+      const c = await connectClient(both.url, { waitForStandaloneStream: false });
+      const slow = c.client.callTool({ name: 'slow', arguments: { steps: 1, delayMs: 1_000 } });
+      await waitFor(() => backend.received.some((r) => r.rpcMethods.includes('tools/call')), 10_000);
+      for (const pid of [both.child.pid!, ...pids]) process.kill(pid, 'SIGTERM');
+      assert.equal(textOf(await slow), 'done');
+      assert.equal(await both.exited, 0);
+      running.delete(both);
+      assert.equal(logged(both, 'second signal: exiting at once').length, 0);
+      await waitGone(pids);
+      await c.close({ terminate: false });
+    } finally {
+      await backend.close();
+      await local.cleanup();
+    }
   });
 
   it('workers that cannot listen fail the start: exit 1, every worker stopped', async (t) => {

@@ -148,7 +148,8 @@ export class WorkerSupervisor {
       slot.restart = null;
       const worker = slot.worker;
       if (worker === null) continue;
-      exits.push(exitOf(worker));
+      // One still starting has served nothing and may not handle the signal yet: how it ends says nothing of a drain.
+      exits.push(slot.ready ? exitOf(worker) : exitOf(worker).then(() => EXIT_OK));
       worker.process.kill('SIGTERM');
     }
     const deadline = setTimeout(() => {

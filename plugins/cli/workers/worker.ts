@@ -1,9 +1,11 @@
 /**
  * The worker's side of `server.workers` > 1: a worker runs `serve` as a single process does,
  * and tells the primary (supervisor.ts) over cluster's channel once it serves. What it does with
- * signals differs in one way: SIGINT is ignored. Ctrl-C at a terminal reaches every process of
- * the group, the primary included, which sends each worker SIGTERM: a worker that also stopped
- * on the SIGINT would take that SIGTERM for a second signal and exit without draining.
+ * signals differs (signals.ts): SIGINT is ignored, and so is every stop signal after the first.
+ * Ctrl-C at a terminal reaches every process of the group, and systemd stops a service by
+ * signalling every process of it: the primary then sends each worker SIGTERM as well, which a
+ * worker must not take for a second signal (exit at once, without draining). A SIGTERM sent to
+ * one worker alone drains it, and the primary starts it again: a graceful restart of that worker.
  */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
