@@ -2,79 +2,104 @@
  * `/metrics` with several workers: whichever worker a scrape reaches (on the admin listener,
  * which the workers share as they share the public port, or on the public port) answers the
  * metrics of every worker, summed, so that a counter never goes back when the next scrape lands
- * on another worker. The worker asks the primary; the primary asks every worker for its metrics
- * and sums them with prom-client's cluster aggregation (AggregatorRegistry: counters and
+ * on another worker. The worker asks the primary; the primary asks every worker that is ready
+ * for its metrics (one still starting has served nothing, and may not answer yet) and sums them
+ * with prom-client's cluster aggregation (`AggregatorRegistry.aggregate`: counters and
  * histograms summed, as Gatehouse's own families declare; prom-client's process metrics each as
  * it declares), and answers the one that asked.
  *
  * The override is of the registry's `metrics()`: what the server calls for every scrape
- * (core/server/gateway-server.ts); the worker's own part is `getMetricsAsJSON()`, unchanged.
+ * (core/server/gateway-server.ts); a worker's own part is `getMetricsAsJSON()`, unchanged.
  */
-import cluster from 'node:cluster';
+import type { Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 
-const ASK = 'gatehouse:metrics-ask';
-const ANSWER = 'gatehouse:metrics-answer';
-/** How long a worker waits for the sum (prom-client's own wait for the workers is 5 s). */
-const ANSWER_TIMEOUT_MS = 6_000;
+/** A worker asks the primary for the sum. */
+const ASK_SUM = 'gatehouse:metrics-ask-sum';
+/** The primary answers it. */
+const SUM = 'gatehouse:metrics-sum';
+/** The primary asks a worker for its part. */
+const ASK_PART = 'gatehouse:metrics-ask-part';
+/** The worker answers it. */
+const PART = 'gatehouse:metrics-part';
+/** How long the primary waits for the workers' parts. */
+const PARTS_TIMEOUT_MS = 5_000;
+/** How long a worker waits for the sum. */
+const SUM_TIMEOUT_MS = 6_000;
 
-interface Ask {
-  readonly type: typeof ASK;
-  readonly id: number;
-}
+type Metrics = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
-interface Answer {
-  readonly type: typeof ANSWER;
+interface Message {
+  readonly type: string;
   readonly id: number;
   readonly text?: string;
   readonly error?: string;
+  readonly part?: Metrics;
 }
 
-const isAsk = (message: unknown): message is Ask => typeof message === 'object' && message !== null && (message as { type?: unknown }).type === ASK;
-const isAnswer = (message: unknown): message is Answer => typeof message === 'object' && message !== null && (message as { type?: unknown }).type === ANSWER;
+const messageOf = (message: unknown, type: string): Message | null =>
+  typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type ? (message as Message) : null;
+
+/** A call waiting for an answer by id, failed after `timeoutMs`. */
+class Waiting<T> {
+  readonly #calls = new Map<number, { resolve(value: T): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
+  #next = 0;
+
+  start(timeoutMs: number, what: string, send: (id: number) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const id = this.#next++;
+      const timer = setTimeout(() => this.settle(id, new Error(`${what} within ${timeoutMs} ms`)), timeoutMs);
+      this.#calls.set(id, { resolve, reject, timer });
+      send(id);
+    });
+  }
+
+  settle(id: number, outcome: T | Error): void {
+    const call = this.#calls.get(id);
+    if (call === undefined) return;
+    this.#calls.delete(id);
+    clearTimeout(call.timer);
+    if (outcome instanceof Error) call.reject(outcome);
+    else call.resolve(outcome);
+  }
+}
 
 /** In a worker: `registry` is this worker's part of the sum, and its scrapes answer the sum. */
 export function shareMetrics(registry: Registry): void {
-  AggregatorRegistry.setRegistries([registry]);
-  // Its construction makes the worker answer the primary's requests for its part.
-  new AggregatorRegistry();
-  const waiting = new Map<number, { resolve(text: string): void; reject(err: Error): void }>();
-  let next = 0;
+  const sums = new Waiting<string>();
   process.on('message', (message: unknown) => {
-    if (!isAnswer(message)) return;
-    const asked = waiting.get(message.id);
-    waiting.delete(message.id);
-    if (message.text !== undefined) asked?.resolve(message.text);
-    else asked?.reject(new Error(`the workers' metrics could not be collected: ${message.error ?? 'no answer'}`));
+    const ask = messageOf(message, ASK_PART);
+    if (ask !== null) {
+      registry.getMetricsAsJSON().then(
+        (part) => process.send?.({ type: PART, id: ask.id, part }),
+        (err: Error) => process.send?.({ type: PART, id: ask.id, error: err.message }),
+      );
+      return;
+    }
+    const sum = messageOf(message, SUM);
+    if (sum !== null) sums.settle(sum.id, sum.text ?? new Error(`the workers' metrics could not be collected: ${sum.error ?? 'no answer'}`));
   });
-  registry.metrics = () =>
-    new Promise<string>((resolve, reject) => {
-      const id = next++;
-      const timer = setTimeout(() => {
-        waiting.delete(id);
-        reject(new Error(`the workers' metrics were not collected within ${ANSWER_TIMEOUT_MS} ms`));
-      }, ANSWER_TIMEOUT_MS);
-      waiting.set(id, {
-        resolve: (text) => (clearTimeout(timer), resolve(text)),
-        reject: (err) => (clearTimeout(timer), reject(err)),
-      });
-      const ask: Ask = { type: ASK, id };
-      process.send?.(ask);
-    });
+  registry.metrics = () => sums.start(SUM_TIMEOUT_MS, "the workers' metrics were not collected", (id) => process.send?.({ type: ASK_SUM, id }));
 }
 
-/** In the primary: answers every worker that asks for the sum of the workers' metrics. */
-export function sumMetricsForWorkers(): void {
-  const aggregator = new AggregatorRegistry();
-  cluster.on('message', (worker, message: unknown) => {
-    if (!isAsk(message)) return;
-    aggregator.clusterMetrics().then(
-      (text) => answer(worker, { type: ANSWER, id: message.id, text }),
-      (err: Error) => answer(worker, { type: ANSWER, id: message.id, error: err.message }),
-    );
-  });
+/** In the primary: answers every worker that asks for the sum of the `ready()` workers' metrics. */
+export function sumMetricsForWorkers(ready: () => readonly Worker[]): (worker: Worker, message: unknown) => void {
+  const parts = new Waiting<Metrics>();
+  return (worker, message) => {
+    const part = messageOf(message, PART);
+    if (part !== null) return parts.settle(part.id, part.part ?? new Error(part.error ?? 'no metrics'));
+    const ask = messageOf(message, ASK_SUM);
+    if (ask === null) return;
+    const asked = ready().map((w) => parts.start(PARTS_TIMEOUT_MS, `worker ${w.process.pid} sent no metrics`, (id) => w.send({ type: ASK_PART, id })));
+    Promise.all(asked)
+      .then((all) => AggregatorRegistry.aggregate(all).metrics())
+      .then(
+        (text) => answer(worker, { type: SUM, id: ask.id, text }),
+        (err: Error) => answer(worker, { type: SUM, id: ask.id, error: err.message }),
+      );
+  };
 }
 
-function answer(worker: { isConnected(): boolean; send(message: Answer): unknown }, message: Answer): void {
+function answer(worker: Worker, message: Message): void {
   if (worker.isConnected()) worker.send(message);
 }

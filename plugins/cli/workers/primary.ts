@@ -21,8 +21,12 @@ export interface PrimaryOptions {
 
 export async function serveWithWorkers(options: PrimaryOptions): Promise<void> {
   const { count, log } = options;
-  const supervisor = new WorkerSupervisor({ count, log, shutdownGraceMs: options.shutdownGraceMs });
-  sumMetricsForWorkers();
+  const supervisor: WorkerSupervisor = new WorkerSupervisor({
+    count,
+    log,
+    shutdownGraceMs: options.shutdownGraceMs,
+    onMessage: sumMetricsForWorkers(() => supervisor.ready),
+  });
   // However the primary ends (a second signal, a bug), no worker outlives it.
   process.on('exit', () => supervisor.kill());
   stopOnSignals(

@@ -32,6 +32,8 @@ export interface SupervisorOptions {
   /** `server.shutdownGracePeriod`: how long a worker's drain may take. */
   readonly shutdownGraceMs: number;
   readonly policy?: RestartPolicy;
+  /** Every other message of a worker (cluster-metrics.ts). */
+  readonly onMessage?: (worker: Worker, message: unknown) => void;
 }
 
 interface Slot {
@@ -66,6 +68,11 @@ export class WorkerSupervisor {
     return started;
   }
 
+  /** The workers that are ready now. */
+  get ready(): Worker[] {
+    return this.#slots.flatMap((slot) => (slot.ready && slot.worker !== null ? [slot.worker] : []));
+  }
+
   /** The pids of the workers running now, by slot (null: being started again). */
   get pids(): (number | null)[] {
     return this.#slots.map((slot) => slot.worker?.process.pid ?? null);
@@ -95,7 +102,7 @@ export class WorkerSupervisor {
     const worker = cluster.fork();
     slot.worker = worker;
     worker.on('message', (message: unknown) => {
-      if (!isReadyMessage(message)) return;
+      if (!isReadyMessage(message)) return this.#options.onMessage?.(worker, message);
       if (this.#url === '') this.#url = message.url;
       this.#ready(slot, worker);
     });
