@@ -20,6 +20,7 @@
  *  4. a worker killed with SIGKILL is started again (logged), and the service goes on through it;
  *  5. SIGTERM to the primary drains every worker (a call in flight is answered) and exits 0: no
  *     worker and no stdio child is left.
+ * The registry server with two workers on one PostgreSQL database: what one publishes, both serve.
  * And: memory session storage with two workers is refused (exit 2, the YAML path and why); SIGTERM
  * to the primary and every worker at once (systemd stops a service so) drains each worker once,
  * a call in flight answered, exit 0; a port in use fails the start (exit 1, every worker stopped).
@@ -36,16 +37,19 @@ import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { runCli, serveCli, type ServedCli } from '../helpers/cli.ts';
 import { vmcpYaml, writeConfig, type TestBackend } from '../helpers/gateway.ts';
 import { fixtureBackend, processGone, waitGone } from '../helpers/stdio-backends.ts';
+import { createTestDatabase } from '../registry/helpers/postgres.ts';
 import { openLocalRedis, type LocalRedis } from '../store/helpers/local-redis.ts';
 import { skipIf, type Skip } from '../store/helpers/service.ts';
 
 const SUITE = 'server.workers (test/scale/workers)';
 
-/** Gateway processes still running when this process exits (a crash, a timeout): not left behind. */
+/** Gateway processes still running after a test failed, or when this process exits: not left behind (their pipes would keep it alive). */
 const running = new Set<ServedCli>();
-process.once('exit', () => {
+const killRunning = (): void => {
   for (const cli of running) cli.child.kill('SIGKILL');
-});
+};
+process.once('exit', killRunning);
+after(killRunning);
 
 function config(o: { backends: TestBackend[]; storage: string; workers?: number }): string {
   return vmcpYaml({
@@ -268,6 +272,46 @@ describe(`${SUITE}: refusals, start and stop`, { timeout: 90_000 }, () => {
     } finally {
       taken.close();
       await local.cleanup();
+    }
+  });
+});
+
+describe(`${SUITE}: the registry server`, { timeout: 60_000 }, () => {
+  it('two workers on one PostgreSQL database: an entry published through one is read through both; SIGTERM exits 0', async (t) => {
+    const database = await createTestDatabase();
+    if ('skip' in database) {
+      t.skip(database.skip);
+      return;
+    }
+    try {
+      const file = await writeConfig(
+        `auth: {mode: anonymous}\nsources: [{name: internal, managed: {}}]\nregistries: [{name: default, sources: [internal]}]\n` +
+          `database: {type: postgres, url: "${database.url}"}\nserver: {workers: 2, accessLog: true}\n`,
+        'registry.yaml',
+      );
+      const registry = await serveCli('registry', file);
+      running.add(registry);
+      const pids = (await waitFor(() => logged(registry, 'every worker is ready')[0], 30_000)).workerPids as number[];
+      const published = await fetch(new URL('/default/v0.1/publish', registry.url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ name: 'io.github.me/hello', version: '1.0.0', description: 'Says hello', remotes: [{ type: 'streamable-http', url: 'https://hello.example.com/mcp' }] }),
+      });
+      assert.equal(published.status, 201, await published.text());
+      for (let i = 0; i < 4; i++) {
+        const read = await fetch(new URL('/default/v0.1/servers/io.github.me%2Fhello/versions/latest', registry.url), { headers: { connection: 'close' } });
+        assert.equal(read.status, 200);
+      }
+      const reads = await waitFor(() => {
+        const lines = registry.logs.filter((l) => l.msg === 'request' && l.method === 'GET');
+        return lines.length === 4 ? lines : null;
+      });
+      assert.deepEqual(new Set(reads.map((l) => l.pid)), new Set(pids), 'both workers read it');
+      assert.equal(await registry.stop(), 0);
+      running.delete(registry);
+      await waitGone(pids);
+    } finally {
+      await database.drop();
     }
   });
 });
