@@ -101,7 +101,10 @@ export class ProviderBridge implements BodySink<Context> {
   async start(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.#server.once('error', reject);
-      this.#server.listen(0, '127.0.0.1', () => resolve());
+      // exclusive: in a worker of `server.workers` a listen is otherwise the primary's, one port
+      // shared by every worker's bridge, and a worker's request could reach another's (which
+      // refuses it: its secret is another).
+      this.#server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => resolve());
     });
     const { port } = this.#server.address() as AddressInfo;
     const url = new URL(`http://127.0.0.1:${port}/`);
