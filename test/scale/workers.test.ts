@@ -20,6 +20,11 @@
  *  4. a worker killed with SIGKILL is started again (logged), and the service goes on through it;
  *  5. SIGTERM to the primary drains every worker (a call in flight is answered) and exits 0: no
  *     worker and no stdio child is left.
+ * The embedded authorization server with two workers (its records and the sessions in Redis, its
+ * keys configured): a client registered, a login, a code, a refresh and the MCP calls with the
+ * token, each request reaching the next worker. (Each worker's loopback bridge to its
+ * authorization server must be its own: a cluster worker's listen is otherwise the primary's,
+ * one port for every worker's bridge.)
  * The registry server with two workers on one PostgreSQL database: what one publishes, both serve.
  * And: memory session storage with two workers is refused (exit 2, the YAML path and why); SIGTERM
  * to the primary and every worker at once (systemd stops a service so) drains each worker once,
@@ -28,11 +33,14 @@
  * Without Redis the Redis parts are skipped with the reason, a failure under CI=true.
  */
 import assert from 'node:assert/strict';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { Browser } from '../auth-server/helpers/browser.ts';
+import { startUpstreamIdp } from '../auth-server/helpers/upstream-idp.ts';
 import { connectClient, textOf, type ConnectedClient } from '../fixtures/client.ts';
-import { waitFor } from '../fixtures/processes.ts';
+import { freePort, waitFor } from '../fixtures/processes.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { runCli, serveCli, type ServedCli } from '../helpers/cli.ts';
 import { vmcpYaml, writeConfig, type TestBackend } from '../helpers/gateway.ts';
@@ -312,6 +320,75 @@ describe(`${SUITE}: the registry server`, { timeout: 60_000 }, () => {
       await waitGone(pids);
     } finally {
       await database.drop();
+    }
+  });
+});
+
+describe(`${SUITE}: the embedded authorization server`, { timeout: 90_000 }, () => {
+  /** Every request of the test on a new connection: consecutive ones reach alternate workers. */
+  const CLOSE = { connection: 'close' };
+  const REDIRECT = 'http://127.0.0.1:7779/callback';
+
+  it('a login, its tokens and the MCP session are served through both workers', async (t) => {
+    const local = await openLocalRedis();
+    if ('skip' in local) {
+      t.skip(local.skip);
+      return;
+    }
+    const backend = await startSdkServer({ name: 'alpha', jsonResponse: true, tools: ['echo'] });
+    const port = await freePort();
+    const issuer = `http://127.0.0.1:${port}`;
+    const idp = await startUpstreamIdp({ user: { sub: 'worker-user' }, redirectUri: `${issuer}/oauth/callback`, clientSecret: 'corp-secret' });
+    try {
+      const signing = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+      const redis = (prefix: string): string => `{type: redis, redis: {addr: "${local.config.address}", keyPrefix: "${local.keyPrefix}${prefix}"}}`;
+      const yaml = vmcpYaml({
+        backends: [{ name: 'alpha', url: backend.url }],
+        config: `session: {storage: ${redis('vmcp:')}}`,
+        incomingAuth: `  incomingAuth:\n    type: oidc\n    resourceUrl: "${issuer}/mcp"\n    oidcConfig: {type: inline, inline: {issuer: "${issuer}", clientId: vmcp, audience: "${issuer}/mcp"}}`,
+        spec:
+          `  authServerConfig:\n    issuer: "${issuer}"\n    signingKeySecretRefs: [{name: auth, key: signing}]\n    hmacSecretRefs: [{name: auth, key: hmac}]\n` +
+          `    upstreamProviders: [{name: corp, type: oidc, oidcConfig: {issuerUrl: "${idp.issuer}", clientId: gatehouse, clientSecretRef: {name: auth, key: corp}, scopes: [openid]}}]\n` +
+          `    storage: ${redis('auth:')}\n  server: {workers: 2, accessLog: true}`,
+        documents: `apiVersion: v1\nkind: Secret\nmetadata: {name: auth}\nstringData:\n  corp: corp-secret\n  hmac: "${randomBytes(32).toString('base64url')}"\n  signing: |\n${signing.trim().split('\n').map((l) => `    ${l}`).join('\n')}`,
+      });
+      const cli = await serveCli('vmcp', await writeConfig(yaml), ['--port', String(port)]);
+      running.add(cli);
+      const pids = (await waitFor(() => logged(cli, 'every worker is ready')[0], 30_000)).workerPids as number[];
+
+      const registered = await fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { ...CLOSE, 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT] }) });
+      assert.equal(registered.status, 201);
+      const clientId = ((await registered.json()) as { client_id: string }).client_id;
+      const verifier = randomBytes(32).toString('base64url');
+      const query = new URLSearchParams({ client_id: clientId, response_type: 'code', redirect_uri: REDIRECT, code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256' });
+      const visit = await new Browser(CLOSE).visit(`${issuer}/oauth/authorize?${query}`, (url) => url.href.startsWith(REDIRECT));
+      const code = visit.url.searchParams.get('code');
+      assert.ok(code !== null, visit.trail.join('\n'));
+      const token = async (grant: Record<string, string>): Promise<{ access_token: string; refresh_token: string }> => {
+        const res = await fetch(`${issuer}/oauth/token`, { method: 'POST', headers: { ...CLOSE, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: clientId, ...grant }) });
+        const body = (await res.json()) as { access_token: string; refresh_token: string };
+        assert.equal(res.status, 200, JSON.stringify(body));
+        return body;
+      };
+      const first = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier });
+      const renewed = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token });
+
+      const c = await connectClient(cli.url, { headers: { ...CLOSE, authorization: `Bearer ${renewed.access_token}` }, waitForStandaloneStream: false });
+      for (let i = 0; i < 4; i++) assert.equal(textOf(await c.client.callTool({ name: 'echo', arguments: { text: `t${i}` } })), `alpha: t${i}`);
+      await c.close();
+      const lines = await waitFor(() => {
+        const all = cli.logs.filter((l) => l.msg === 'request');
+        return all.filter((l) => l.rpc === 'tools/call').length === 4 ? all : null;
+      });
+      assert.deepEqual(new Set(lines.filter((l) => l.route !== 'mcp').map((l) => l.pid)), new Set(pids), 'the login went through both workers');
+      assert.deepEqual(new Set(lines.filter((l) => l.rpc === 'tools/call').map((l) => l.status)), new Set([200]));
+      assert.deepEqual(new Set(lines.filter((l) => l.rpc === 'tools/call').map((l) => l.pid)), new Set(pids), 'the token and the session served by both');
+      assert.equal(await cli.stop(), 0);
+      running.delete(cli);
+    } finally {
+      await idp.close();
+      await backend.close();
+      await local.cleanup();
     }
   });
 });
