@@ -39,7 +39,7 @@ test('the minimal file resolves, with every default', async () => {
     session: { ttlMs: 30 * 60_000, maxSessions: 10_000, maxSessionsPerPrincipal: 100, maxSessionBytes: 64 * 1024, maxSessionsBytesPerPrincipal: 1024 * 1024, storage: { type: 'memory' } },
     failureHandling: { partialFailureMode: 'bestEffort', healthCheckIntervalMs: 30_000, unhealthyThreshold: 3 },
     rateLimiting: null,
-    server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 } },
+    server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 }, workers: 1 },
     telemetry: { endpoint: null, serviceName: null, insecure: false, tracingEnabled: false, metricsEnabled: false, samplingRate: 0.05, headers: {}, trustClientTraceContext: false },
     passthroughHeaders: [],
     plugins: [],
@@ -163,6 +163,7 @@ test('the rich file resolves every field', async () => {
     admin: { host: '127.0.0.1', port: 9464 },
     trustedProxies: ['10.0.0.0/8', 'fd00::/8'],
     limits: { maxConnections: 2000, maxPipelinedRequests: 8, maxSessionRequests: 32, maxStreamBuffer: 1024 * 1024, sendTimeoutMs: 30_000 },
+    workers: 1,
   });
   assert.deepEqual(config.passthroughHeaders, ['x-forwarded-user', 'x-tenant-id']);
   assert.deepEqual(config.plugins, [
@@ -243,7 +244,7 @@ spec:
     db: 0,
     keyPrefix: 'gatehouse:',
   });
-  assert.deepEqual(config.server, { maxBodyBytes: 1_048_576, allowedHosts: ['*'], allowedOrigins: ['*'], shutdownGraceMs: 0, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 } });
+  assert.deepEqual(config.server, { maxBodyBytes: 1_048_576, allowedHosts: ['*'], allowedOrigins: ['*'], shutdownGraceMs: 0, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 }, workers: 1 });
 });
 
 test('only the MCPServers of the group are backends, in document order', () => {
