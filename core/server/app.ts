@@ -33,6 +33,12 @@ import { GATEHOUSE_VERSION, isModernVersion } from '../protocol/era.ts';
 export interface AppOptions {
   readonly log: Logger;
   readonly metrics: GatewayMetrics;
+  /**
+   * Listen once everything has started, instead of first. First (the default) finds a port in
+   * use before plugins take their time to start; last is for a worker of `server.workers`, whose
+   * primary hands it connections from the moment it listens, with no readiness probe between.
+   */
+  readonly listenLast?: boolean;
 }
 
 /** What the plugin host tells every plugin about the server it runs in. */
@@ -59,10 +65,12 @@ export class App {
   /** The plugins whose start() has returned, in order. */
   readonly #started: Plugin[] = [];
   #stopping: Promise<void> | null = null;
+  readonly #listenLast: boolean;
 
   constructor(options: AppOptions) {
     this.log = options.log;
     this.metrics = options.metrics;
+    this.#listenLast = options.listenLast === true;
   }
 
   /** Validates every plugin's config (all problems at once), creates the plugins in order, compiles the chain. */
@@ -137,18 +145,20 @@ export class App {
   }
 
   /**
-   * Listens, starts the plugins in order, runs the start hooks, and marks the server ready. On
-   * any failure everything acquired so far is released in reverse order, and the error is thrown.
+   * Listens, starts the plugins in order, runs the start hooks, and marks the server ready (with
+   * `listenLast`, listens after the hooks). On any failure everything acquired so far is
+   * released in reverse order, and the error is thrown.
    */
   async start(): Promise<AddressInfo> {
     const server = this.server;
     try {
-      const address = await server.listen();
+      let address = this.#listenLast ? null : await server.listen();
       for (const plugin of this.#plugins) {
         await plugin.start?.();
         this.#started.push(plugin);
       }
       for (const hook of this.#startHooks) await hook();
+      address ??= await server.listen();
       server.markReady();
       return address;
     } catch (err) {

@@ -60,6 +60,7 @@ export interface StartVmcpOptions {
   registrySource?: RegistrySource;
   /** How stdio and SSE backends are reached (default: child processes and SSE connections): for tests. */
   channelOpeners?: ChannelOpeners;
+  listenLast?: boolean; // App's: listen once everything has started (a worker of `server.workers`)
 }
 
 /** What made a reload: the file (SIGHUP, a watch, code calling `reload`), or the registry's servers changing. */
@@ -90,7 +91,7 @@ export interface RunningVmcp {
 }
 
 export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp> {
-  const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics() });
+  const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics(), listenLast: options.listenLast });
   try {
     await app.telemetry(options.config.telemetry, 'gatehouse-vmcp');
     const vmcp = await VirtualMcpServer.compose(app, options);

@@ -21,8 +21,8 @@ export function registryServe(options: ServeOptions): Promise<void> {
   return serve(
     options,
     validateRegistryFile,
-    async (config, log, metrics) => {
-      const running = await startRegistry({ config, host: options.host, port: options.port, log, metrics });
+    async (config, log, worker) => {
+      const running = await startRegistry({ config, host: options.host, port: options.port, log, ...worker });
       return { url: running.url, stop: () => running.stop(), reload: fileReload(options.config, validateRegistryFile, (next) => running.reload(next), log) };
     },
     true,

@@ -15,6 +15,14 @@ import { shareMetrics } from './workers/cluster-metrics.ts';
 import { serveWithWorkers } from './workers/primary.ts';
 import { isWorker, tellReady, workerCount } from './workers/worker.ts';
 
+/** How a worker of `server.workers` starts its server. */
+export interface WorkerStart {
+  /** Its metrics, whose scrapes answer every worker's (workers/cluster-metrics.ts). */
+  readonly metrics: GatewayMetrics;
+  /** Listen once everything has started: the primary hands a worker connections from its listen on. */
+  readonly listenLast: true;
+}
+
 export interface Running {
   /** Where it serves (the MCP endpoint, or the registry's base URL). */
   readonly url: string;
@@ -33,8 +41,8 @@ export async function loadConfig<C>(options: ValidateOptions, validateFile: (fil
 export async function serve<C extends { readonly server: ServerSettings }>(
   options: ServeOptions,
   validateFile: (file: string) => Promise<Validation<C>>,
-  /** `metrics`: a worker's, whose scrapes answer every worker's (workers/cluster-metrics.ts); else undefined, the server's own. */
-  start: (config: C, log: Logger, metrics: GatewayMetrics | undefined) => Promise<Running>,
+  /** `worker`: set in a worker of `server.workers` (what its server must be started with), else null. */
+  start: (config: C, log: Logger, worker: WorkerStart | null) => Promise<Running>,
   reloadable = false,
   /** What several workers cost this configuration, logged by the primary (workers/vmcp-warnings.ts). */
   workerWarnings: (config: C, workers: number) => string[] = () => [],
@@ -48,7 +56,7 @@ export async function serve<C extends { readonly server: ServerSettings }>(
     return serveWithWorkers({ count: workers, log, shutdownGraceMs: config.server.shutdownGraceMs, reloadable });
   }
   let watcher: { close(): void } | null = null;
-  const starting = start(config, log, worker ? workerMetrics() : undefined);
+  const starting = start(config, log, worker ? { metrics: workerMetrics(), listenLast: true } : null);
   const reload = (trigger: ReloadTrigger): void => {
     void starting.then(
       (running) => running.reload?.(trigger),

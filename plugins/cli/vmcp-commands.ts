@@ -20,9 +20,9 @@ export function vmcpServe(options: ServeOptions): Promise<void> {
   return serve(
     options,
     validateVmcp,
-    async (config, log, metrics) => {
+    async (config, log, worker) => {
       const builtins = new VmcpBuiltins();
-      const running = await startVmcp({ config, host: options.host, port: options.port, log, metrics, builtins: builtins.for(config) });
+      const running = await startVmcp({ config, host: options.host, port: options.port, log, ...worker, builtins: builtins.for(config) });
       return {
         url: running.url,
         stop: () => running.stop(),

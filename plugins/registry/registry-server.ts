@@ -37,6 +37,8 @@ export interface StartRegistryOptions {
   readonly metrics?: GatewayMetrics;
   /** The bearer-token validator of each provider (default: incoming-auth's createTokenValidator). */
   readonly createValidator?: ValidatorFactory;
+  /** Listen once everything has started (a worker of `server.workers`: App's `listenLast`). */
+  readonly listenLast?: boolean;
 }
 
 export interface RunningRegistry {
@@ -67,7 +69,7 @@ export function authzModeOf(config: RegistryConfig): AuthzMode {
 export async function startRegistry(options: StartRegistryOptions): Promise<RunningRegistry> {
   const { config } = options;
   const mode = authzModeOf(config);
-  const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics() });
+  const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics(), listenLast: options.listenLast });
   const { log } = app;
   try {
     await app.telemetry(config.telemetry, 'gatehouse-registry');

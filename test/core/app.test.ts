@@ -86,4 +86,27 @@ describe('App lifecycle', () => {
     await app.stop();
     assert.deepEqual(events, ['start a', 'release first', 'stop a']);
   });
+
+  it('listens first by default, and with listenLast (a worker of server.workers) once plugins and hooks have started', async () => {
+    for (const listenLast of [false, true]) {
+      const events: string[] = [];
+      const app = new App({ log: createLogger('silent'), metrics: new GatewayMetrics(), listenLast });
+      const listening = (): boolean => {
+        try {
+          return app.server.address.port > 0;
+        } catch {
+          return false;
+        }
+      };
+      const plugin = definePlugin({ name: 'p', create: () => ({ name: 'p', start: () => void events.push(`plugin start, listening: ${listening()}`) }) });
+      await app.plugins([{ definition: plugin as PluginSpec['definition'], config: undefined, source: 'test p' }], HOST_INFO);
+      serve(app);
+      app.onStart(() => void events.push(`hook, listening: ${listening()}`));
+      const address = await app.start();
+      assert.deepEqual(events, [`plugin start, listening: ${!listenLast}`, `hook, listening: ${!listenLast}`]);
+      assert.equal((await fetch(app.url('/readyz'))).status, 200);
+      await app.stop();
+      assert.equal(await acceptsConnections(address.port), false);
+    }
+  });
 });
