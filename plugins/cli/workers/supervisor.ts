@@ -78,10 +78,13 @@ export class WorkerSupervisor {
     return this.#slots.map((slot) => slot.worker?.process.pid ?? null);
   }
 
-  /** SIGHUP to every worker: each reloads its file. */
+  /**
+   * SIGHUP to every worker that is ready: each reloads its file. One still starting reads the
+   * file as it is anyway, and may not handle the signal yet (Node's default for SIGHUP ends it).
+   */
   reload(): void {
     if (this.#stopping !== null) return;
-    for (const slot of this.#slots) slot.worker?.process.kill('SIGHUP');
+    for (const worker of this.ready) worker.process.kill('SIGHUP');
   }
 
   /** SIGTERM to every worker, then the exit code: 0 when every one drained and exited 0. */
