@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import { formatProblem } from '../../core/config/problems.ts';
 import { validateVmcpText } from '../../core/config/vmcp-config.ts';
 import { RestartPolicy } from '../../plugins/cli/workers/restart-policy.ts';
-import { workerCount } from '../../plugins/cli/workers/worker.ts';
+import { workerCount, workerEnv } from '../../plugins/cli/workers/worker.ts';
 import { validateRegistryText } from '../../plugins/registry/config/registry-config.ts';
 import { vmcpYaml } from '../helpers/gateway.ts';
 
@@ -107,6 +107,17 @@ describe('server.workers', () => {
     assert.match(registry('database: {type: memory}\n', 'auto').join('\n'), /server\.workers: auto \(a worker per core\) needs a database they share, but database\.type is memory/);
     assert.deepEqual(registry('database: {type: postgres, url: "postgres://u:p@127.0.0.1:5432/db"}\n', '2'), []);
     assert.deepEqual(registry('', '1'), []);
+  });
+});
+
+describe("a worker's environment", () => {
+  it("gives each worker its own OpenTelemetry service.instance.id, keeping the operator's other attributes", () => {
+    assert.match(workerEnv({}, 0, 42).OTEL_RESOURCE_ATTRIBUTES!, /^service\.instance\.id=[^,]+-42-worker-0$/);
+    assert.deepEqual(workerEnv({ OTEL_RESOURCE_ATTRIBUTES: 'k8s.pod.name=gw-1, deployment.environment=prod' }, 1, 42).OTEL_RESOURCE_ATTRIBUTES!.split(',').slice(0, 2), [
+      'k8s.pod.name=gw-1',
+      'deployment.environment=prod',
+    ]);
+    assert.equal(workerEnv({ OTEL_RESOURCE_ATTRIBUTES: 'service.instance.id=gw-1,team=x' }, 1).OTEL_RESOURCE_ATTRIBUTES, 'team=x,service.instance.id=gw-1-worker-1');
   });
 });
 

@@ -21,7 +21,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from '@gatehouse-mcp/gateway';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.ts';
 import { RestartPolicy } from './restart-policy.ts';
-import { isReadyMessage } from './worker.ts';
+import { isReadyMessage, workerEnv } from './worker.ts';
 
 /** Time a worker has past the shutdown grace period to exit (its stdio children's stop grace, its last writes). */
 const STOP_MARGIN_MS = 10_000;
@@ -102,7 +102,7 @@ export class WorkerSupervisor {
     slot.restart = null;
     slot.ready = false;
     slot.startedAt = Date.now();
-    const worker = cluster.fork();
+    const worker = cluster.fork(workerEnv(process.env, slot.index));
     slot.worker = worker;
     worker.on('message', (message: unknown) => {
       if (!isReadyMessage(message)) return this.#options.onMessage?.(worker, message);

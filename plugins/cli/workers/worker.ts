@@ -8,7 +8,7 @@
  * one worker alone drains it, and the primary starts it again: a graceful restart of that worker.
  */
 import cluster from 'node:cluster';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import type { WorkersSetting } from '@gatehouse-mcp/gateway';
 
 const READY = 'gatehouse:worker-ready';
@@ -38,4 +38,25 @@ export function tellReady(url: string): void {
 /** How many workers `server.workers` means on this machine: `auto` is one per core this process may use. */
 export function workerCount(setting: WorkersSetting): number {
   return setting === 'auto' ? availableParallelism() : setting;
+}
+
+const INSTANCE = 'service.instance.id';
+
+/**
+ * The environment a worker is started with: OpenTelemetry's `service.instance.id` its own
+ * (`<the one set, else host-primary pid>-worker-<slot>`) in `OTEL_RESOURCE_ATTRIBUTES`. The
+ * workers of one gateway have the same service name and resource otherwise, and OTLP metrics
+ * (`telemetry.metricsEnabled`) pushed by two processes under one resource would be read as one
+ * series whose counters jump between them. A worker started again in the same slot has the same
+ * id, as a process restarted.
+ */
+export function workerEnv(env: NodeJS.ProcessEnv, slot: number, primaryPid: number = process.pid): Record<string, string> {
+  const pairs = (env['OTEL_RESOURCE_ATTRIBUTES'] ?? '')
+    .split(',')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== '');
+  const given = pairs.find((pair) => pair.split('=')[0]?.trim() === INSTANCE);
+  const base = given === undefined ? `${hostname()}-${primaryPid}` : given.slice(given.indexOf('=') + 1).trim();
+  const others = pairs.filter((pair) => pair !== given);
+  return { OTEL_RESOURCE_ATTRIBUTES: [...others, `${INSTANCE}=${base}-worker-${slot}`].join(',') };
 }
