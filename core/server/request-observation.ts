@@ -23,8 +23,8 @@ export function observedRequest<T>(server: object, ctx: Context, serve: (this: T
   requestStart.runStores(record, serve, self, ctx);
 }
 
-function principalOf(ctx: Context): ObservedPrincipal | null {
-  const principal = ctx.principal;
+/** The caller as the seam names it: subject, issuer, and the OAuth client (`client_id`, else `azp`). */
+export function observedPrincipal(principal: Context['principal']): ObservedPrincipal | null {
   if (principal === null) return null;
   const claims = principal.claims;
   const client = typeof claims['client_id'] === 'string' ? claims['client_id'] : typeof claims['azp'] === 'string' ? claims['azp'] : null;
@@ -50,13 +50,34 @@ function noteMcp(record: RequestRecord, ctx: Context): void {
   record.protocolVersion = record.header('mcp-protocol-version') ?? null;
 }
 
+/** The names of the JSON-RPC codes the gateway answers with itself, for a record's errorCode when the answer names none. */
+const RPC_CODE_NAMES: Readonly<Record<number, string>> = { [-32700]: 'parse_error', [-32600]: 'invalid_jsonrpc', [-32601]: 'method_not_found', [-32602]: 'invalid_params', [-32603]: 'internal_error', [-32002]: 'resource_not_found', 429: 'rate_limited' };
+
+/**
+ * Notes a JSON-RPC error the gateway answered in an aggregated session (an unknown tool, a rate
+ * limit, a backend that could not be reached) on the request's record, when it has one: such an
+ * answer is no failure of the HTTP request (ctx.failure), but the seam's subscribers (the audit
+ * trail, the metrics that name a tool only when it was not refused) must know it was one.
+ */
+export function noteRpcError(ctx: Context, code: number, data: Readonly<Record<string, unknown>> | undefined): void {
+  const record = ctx.record;
+  if (record === null) return;
+  record.rpcErrorCode = code;
+  record.errorCode = typeof data?.['error'] === 'string' ? data['error'] : (RPC_CODE_NAMES[code] ?? 'rpc_error');
+}
+
+/** Notes that the item a call named exists but the caller's policy hides it: refused (`forbidden`), though the client heard "unknown". */
+export function noteConcealed(ctx: Context): void {
+  if (ctx.record !== null) ctx.record.errorCode = 'forbidden';
+}
+
 /** Fills in how the request ended and publishes `gatehouse:request:end`. */
 export function endObservedRequest(record: RequestRecord, ctx: Context, status: number, seconds: number): void {
   record.route = ctx.route;
   record.routeLabel = ctx.routeMetrics?.name ?? '';
   record.status = status;
   record.seconds = seconds;
-  record.principal = principalOf(ctx);
+  record.principal = observedPrincipal(ctx.principal);
   if (ctx.mcp) noteMcp(record, ctx);
   const failure = ctx.failure;
   if (failure !== null) {

@@ -10,6 +10,7 @@ import { Reply } from '../../plugin-api/reply.ts';
 import { isPromise } from '../../base/thenable.ts';
 import type { JsonRpcId, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import { completed } from './modern-answers.ts';
+import { noteRpcError } from '../../server/request-observation.ts';
 
 /** JSON-RPC error codes the gateway answers with itself. */
 export const METHOD_NOT_FOUND = -32601;
@@ -27,6 +28,7 @@ export function answer(ctx: Context, chain: Chain, response: JsonRpcResponse, he
 
 /** A JSON-RPC error the gateway answers request `id` with, through the hooks as any answer. */
 export function answerError(ctx: Context, chain: Chain, id: JsonRpcId, code: number, message: string, data?: Record<string, unknown>): HookOutcome | Promise<HookOutcome> {
+  noteRpcError(ctx, code, data);
   return answer(ctx, chain, { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } });
 }
 

@@ -170,7 +170,9 @@ function narrowed(full: ListCache, items: readonly ViewItem[], seen: readonly bo
     const byName = new Map(exposed.map((e) => [e.name, e] as const));
     // Conflicts name the items involved: only those among what the caller sees are kept.
     const conflicts = full.conflicts.filter((c) => byName.has(c.name));
-    return { ...base, items: exposed.map((e) => ({ backend: e.backend, item: e.item })), names: { items: exposed, byName, conflicts }, conflicts };
+    // The names hidden, so that a call of one is known as refused (the client is told it is unknown).
+    const hidden = new Set(full.names.items.filter((_, i) => !seen[i]).map((e) => e.name));
+    return { ...base, items: exposed.map((e) => ({ backend: e.backend, item: e.item })), names: { items: exposed, byName, conflicts }, conflicts, hidden };
   }
   const kept = full.items.filter((_, i) => seen[i]);
   // What is hidden stays known as such: a visible template matching a hidden resource's URI (or a

@@ -29,6 +29,7 @@ import { META } from '../../protocol/era.ts';
 import type { JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import { mcpMethod } from '../../protocol/methods.ts';
 import { answerError, METHOD_NOT_FOUND } from './answer.ts';
+import { noteConcealed } from '../../server/request-observation.ts';
 import type { CallRouting } from './call-routing.ts';
 import type { ClientMessages } from './client-messages.ts';
 import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo, clientLogLevel } from './declarations.ts';
@@ -186,6 +187,8 @@ export class McpPipeline {
     if (!('id' in message)) return this.#o.messages.notify(ctx, session, message);
     if (routed === null) return this.#o.own.answer(ctx, session, message);
     if ('target' in routed) return this.#o.routing.route(ctx, session, routed.link, routed.request);
-    return answerError(ctx, this.#o.chain, message.id, routed.code, routed.message);
+    const answered = answerError(ctx, this.#o.chain, message.id, routed.code, routed.message);
+    if (routed.concealed === true) noteConcealed(ctx);
+    return answered;
   }
 }

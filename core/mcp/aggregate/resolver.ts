@@ -36,6 +36,8 @@ export interface Routed {
 export interface Unrouted {
   readonly code: number;
   readonly message: string;
+  /** The item exists, but the caller's views hide it: answered as unknown, noted as a refusal by policy (for the audit trail). */
+  readonly concealed?: boolean;
 }
 
 export type Resolution = Routed | Unrouted | null;
@@ -103,7 +105,10 @@ export class Resolver {
     const params = request.params ?? {};
     const name = params.name;
     const exposed = typeof name === 'string' ? list.names?.byName.get(name) : undefined;
-    if (exposed === undefined) return this.#unknown(ctx, session, kind === 'tools' ? 'tool' : 'prompt', String(name), list);
+    if (exposed === undefined) {
+      const unknown = this.#unknown(ctx, session, kind === 'tools' ? 'tool' : 'prompt', String(name), list);
+      return typeof name === 'string' && list.hidden?.has(name) === true ? { ...unknown, concealed: true } : unknown;
+    }
     const sent = exposed.original === name ? request : { ...request, params: { ...params, name: exposed.original } };
     const subject = this.#o.admits ? { kind, backend: exposed.backend, name: exposed.name, original: exposed.original, item: exposed.item } : null;
     return { link: this.#o.byName.get(exposed.backend)!, request: sent, target: { backend: exposed.backend, name: exposed.original }, subject };
