@@ -194,6 +194,16 @@ export { CHANNELS, type ChannelName } from './observe/channels.ts';
 export { RequestRecord, type ObservedPrincipal, type PhaseTiming, type RequestOutcome } from './observe/request-record.ts';
 export { UpstreamRecord, type UpstreamOutcome } from './observe/upstream-record.ts';
 export { currentRequest, runInRequest, scopeRequests } from './observe/request-scope.ts';
+/**
+ * What a plugin publishes for the audit trail (`gatehouse:auth:event`, `gatehouse:registry:change`):
+ * an operation that is no request of its own, with `PluginHost.origin`; `observedPrincipal` is the
+ * caller as a request's record names it.
+ */
+export { publishAuthEvent, publishRegistryChange, type AuditOutcome, type OperationEvent } from './observe/operation-event.ts';
+export { observedPrincipal } from './server/request-observation.ts';
+/** The `audit` section (ToolHive's fields), and the settings `App.observe` takes. */
+export { auditSchema, toAuditSettings, type AuditInput } from './config/audit-schema.ts';
+export { AUDIT_OFF, type AuditSettings } from './observe/audit/audit-settings.ts';
 
 // ---- Redis, as the gateway connects to it (one address or Sentinel) -------------------------------
 

@@ -38,7 +38,7 @@ export default async function register(bench: Bench): Promise<void> {
   // The whole authenticate hook on a hit, with the fields of a Context it reads.
   const plugin = await oidcAuth.create(
     { resourceUrl: AUDIENCE, oidc: { type: 'inline', issuer, clientId: 'gatehouse', audience: AUDIENCE, clientSecret: null, jwksAllowPrivateIP: false } },
-    { log, metrics: undefined as never, mcpPath: '/mcp', backends: [], configDir: '.', setAuthChallenge: () => undefined },
+    { log, metrics: undefined as never, mcpPath: '/mcp', backends: [], configDir: '.', origin: {}, setAuthChallenge: () => undefined },
   );
   await plugin.start?.();
   const authenticate = plugin.authenticate!;

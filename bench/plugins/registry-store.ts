@@ -30,6 +30,7 @@ import { startIssuer, type TestIssuer } from '../../test/registry/helpers/issuer
 import { RESULTS_DIR } from '../load/harness.ts';
 import { SecretStore } from '../../core/config/secrets.ts';
 import { TELEMETRY_OFF } from '../../core/observe/telemetry/telemetry-settings.ts';
+import { AUDIT_OFF } from '../../core/observe/audit/audit-settings.ts';
 
 const { values } = parseArgs({ options: { entries: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '5' }, publishes: { type: 'string', default: '500' } } });
 const ENTRIES = Number(values.entries);
@@ -54,6 +55,7 @@ function config(database: DatabaseConfig, issuer: string): RegistryConfig {
     server: { maxBodyBytes: 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 1000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 }, workers: 1 },
     sync: { allowPrivateAddresses: false, fileRoot: null, maxConcurrent: 4 },
     telemetry: TELEMETRY_OFF,
+    audit: AUDIT_OFF,
     secrets: new SecretStore(),
   };
 }

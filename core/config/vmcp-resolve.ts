@@ -4,6 +4,7 @@
  * session's settings in the shapes the engine reads (vmcp-types.ts).
  */
 import { toTelemetrySettings } from './telemetry-schema.ts';
+import { toAuditSettings } from './audit-schema.ts';
 import { dirname } from 'node:path';
 import type { AggregationConfig } from './aggregation-config.ts';
 import { AUTH_SERVER_ENDPOINT_GROUPS } from './auth-server-limits.ts';
@@ -68,6 +69,7 @@ export function assemble(parsed: ParsedResources, file: string): VmcpConfig {
     rateLimiting: toRateLimiting(spec.config.rateLimiting),
     server: spec.server,
     telemetry: toTelemetrySettings(spec.config.telemetry),
+    audit: toAuditSettings(spec.config.audit, dirname(file)),
     passthroughHeaders: [...new Set(spec.passthroughHeaders.map((name) => name.toLowerCase()))],
     plugins: spec.plugins.map((plugin, i) => ({
       name: plugin.name,

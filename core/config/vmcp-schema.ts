@@ -13,6 +13,7 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { telemetrySchema } from './telemetry-schema.ts';
+import { auditSchema } from './audit-schema.ts';
 import { authSchemas } from './auth-schemas.ts';
 import { claimsAnnotationIssues } from './authz-claims.ts';
 import type { AuthzPolicyChecks } from './authz-policy.ts';
@@ -147,6 +148,7 @@ export function resourceSchemas(index: ReferenceIndex, authzChecks: AuthzPolicyC
         operational: operational.prefault({}),
         rateLimiting: rateLimitingSchema(schema).optional(),
         telemetry: telemetrySchema.optional(),
+        audit: auditSchema.optional(),
       }),
       incomingAuth,
       outgoingAuth: outgoingAuth.prefault({}),

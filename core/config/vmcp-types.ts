@@ -12,6 +12,7 @@ import type { RateLimitConfig } from './rate-limiting.ts';
 import type { AuthServerEndpointGroup } from './auth-server-limits.ts';
 import type { ServerSettings } from './server-settings.ts';
 import type { TelemetrySettings } from '../observe/telemetry/telemetry-settings.ts';
+import type { AuditSettings } from '../observe/audit/audit-settings.ts';
 import type { BackendTransportConfig, EndpointPolicy, ExternalAuthConfig, ItemClaims, ResolvedSecretRef } from '../plugin-api/backend.ts';
 
 export type { ExternalAuthConfig, ResolvedSecretRef, TokenExchangeConfig } from '../plugin-api/backend.ts';
@@ -243,6 +244,8 @@ export interface VmcpConfig {
   readonly server: ServerSettings;
   /** `spec.config.telemetry`: OpenTelemetry traces and OTLP metrics (off unless enabled). */
   readonly telemetry: TelemetrySettings;
+  /** `spec.config.audit`: the audit trail (off unless enabled). */
+  readonly audit: AuditSettings;
   /** `spec.passthroughHeaders`, lower case: client headers every backend gets (identity and proxy headers only so). */
   readonly passthroughHeaders: readonly string[];
   readonly plugins: readonly PluginRef[];

@@ -25,6 +25,10 @@ export const CHANNELS = {
   upstreamEnd: 'gatehouse:upstream:end',
   /** The exchange failed: unreachable, timed out, refused at a limit, or its answer broke a bound. */
   upstreamError: 'gatehouse:upstream:error',
+  /** The embedded authorization server did something an audit records (a sign-in, a consent, a registration, a token): an OperationEvent. */
+  authEvent: 'gatehouse:auth:event',
+  /** The registry server changed what it serves (a publish, a delete, an admin change), or refused to: an OperationEvent. */
+  registryChange: 'gatehouse:registry:change',
 } as const;
 
 export type ChannelName = (typeof CHANNELS)[keyof typeof CHANNELS];
@@ -35,6 +39,8 @@ export const upstreamStart = diagnostics.channel(CHANNELS.upstreamStart);
 export const upstreamHeaders = diagnostics.channel(CHANNELS.upstreamHeaders);
 export const upstreamEnd = diagnostics.channel(CHANNELS.upstreamEnd);
 export const upstreamError = diagnostics.channel(CHANNELS.upstreamError);
+export const authEvent = diagnostics.channel(CHANNELS.authEvent);
+export const registryChange = diagnostics.channel(CHANNELS.registryChange);
 
 /** True when someone listens to a request's channels: the server then builds its record. */
 export function requestObserved(): boolean {

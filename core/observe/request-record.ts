@@ -134,6 +134,15 @@ export class RequestRecord {
     return typeof value === 'string' ? value : undefined;
   }
 
+  /** A parameter of the single JSON-RPC request (`arguments` of a tool call), once the body is read: for an audit that records it. */
+  rpcParam(key: string): unknown {
+    const message = this.#source.message as { params?: Record<string, unknown> } | null;
+    if (message === null || typeof message !== 'object' || Array.isArray(message)) return undefined;
+    const params = message.params;
+    if (params === null || typeof params !== 'object' || !Object.hasOwn(params, key)) return undefined;
+    return params[key];
+  }
+
   /** Notes one hook's run (chain.ts, for each hook while the request is observed). */
   phase(plugin: string, phase: string, startedAt: number, seconds: number, failed: boolean): void {
     this.phases.push({ plugin, phase, startedAt, seconds, failed });

@@ -80,6 +80,12 @@ export interface PluginHost {
   readonly backends: readonly BackendInfo[];
   /** Directory of the config file: relative paths in plugin config resolve against it. */
   readonly configDir: string;
+  /**
+   * The application the plugin runs in, as an opaque identity: an event the plugin publishes on
+   * the seam (`publishAuthEvent`, `publishRegistryChange`) carries it as `origin`, so that the
+   * audit trail of this application, and only it, records the event (the channels are the process's).
+   */
+  readonly origin: object;
   /** Sets the RFC 6750 / RFC 9728 challenge written on every 401 (one auth plugin per gateway). */
   setAuthChallenge(challenge: AuthChallenge): void;
 }

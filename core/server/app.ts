@@ -3,7 +3,7 @@
  * in the manner of fastify's application hooks:
  *
  *   const app = new App({ log, metrics });
- *   await app.telemetry(settings, 'gatehouse-vmcp');                           // traces, OTLP metrics (when enabled)
+ *   await app.observe(config, 'gatehouse-vmcp');                               // traces, OTLP metrics, the audit trail (when enabled)
  *   const chain = await app.plugins(specs, { mcpPath, backends, configDir });  // create, in order
  *   const pool = app.own(new Upstreams(), (u) => u.close());                      // resources
  *   app.serve({ host, port, mcp, ... });                                          // the HTTP server
@@ -27,6 +27,8 @@ import type { GatewayMetrics } from '../observe/metrics.ts';
 import { createPlugins, type PluginSpec } from '../plugin-api/plugin-loader.ts';
 import type { MaybePromise, Plugin, PluginHost } from '../plugin-api/plugin.ts';
 import { startTelemetry } from '../observe/telemetry/start-telemetry.ts';
+import { startAuditTrail } from '../observe/audit/audit-trail.ts';
+import type { AuditSettings } from '../observe/audit/audit-settings.ts';
 import type { TelemetrySettings } from '../observe/telemetry/telemetry-settings.ts';
 import { GATEHOUSE_VERSION, isModernVersion } from '../protocol/era.ts';
 
@@ -81,6 +83,7 @@ export class App {
       mcpPath: info.mcpPath,
       backends: info.backends,
       configDir: info.configDir,
+      origin: this,
       // One auth plugin per server sets it, usually before the server exists.
       setAuthChallenge: (challenge) => {
         this.#challenge = challenge;
@@ -100,6 +103,21 @@ export class App {
    * traces and metrics of this app's server, subscribers of the observation seam. Stopped (its
    * queue exported) after the server has drained.
    */
+  async observe(settings: { readonly telemetry: TelemetrySettings; readonly audit: AuditSettings }, defaultName: string): Promise<void> {
+    await this.telemetry(settings.telemetry, defaultName);
+    this.audit(settings.audit, defaultName);
+  }
+
+  /**
+   * Starts the audit trail as `settings` say (nothing subscribes when they do not enable it): a
+   * record per MCP request, refusal and plugin operation of this app. Subscribed after the tracer,
+   * so a record has the request's trace id; stopped (its output flushed) after the server has drained.
+   */
+  audit(settings: AuditSettings, defaultComponent: string): void {
+    const trail = startAuditTrail(settings, { owns: (server) => server === this.#server, origin: this, mcpRoute: 'mcp', defaultComponent, log: this.log });
+    if (trail !== null) this.own(trail, (t) => t.stop(), 'audit trail');
+  }
+
   async telemetry(settings: TelemetrySettings, defaultServiceName: string): Promise<void> {
     const telemetry = await startTelemetry(settings, {
       defaultServiceName,

@@ -31,6 +31,8 @@ import { RateLimits } from '../mcp/rate-limits.ts';
 export interface GenerationOptions {
   readonly config: VmcpConfig;
   readonly log: Logger;
+  /** The application the plugins run in (`PluginHost.origin`). */
+  readonly origin: object;
   readonly metrics: GatewayMetrics;
   readonly storage: SessionStorage;
   /** Who opened each transparent session: the process's, shared by every generation as the storage is. */
@@ -159,6 +161,7 @@ export class Generation {
       mcpPath: this.mcpPath,
       backends,
       configDir: config.dir,
+      origin: options.origin,
       setAuthChallenge: (challenge) => {
         this.challenge = challenge;
         options.onChallenge(this, challenge);

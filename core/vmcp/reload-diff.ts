@@ -18,6 +18,7 @@
  *    hosts and origins, trusted proxies, access log); host and port are command-line flags;
  *  - spec.config.session: the session store is created once and shared by every generation;
  *  - spec.config.telemetry: the tracer and its exporter are started once, with the server;
+ *  - spec.config.audit: the audit trail and its output likewise;
  *  - spec.authServerConfig added, removed or changed, and with it the incomingAuth fields it is
  *    built from (resourceUrl, scopes): the embedded authorization server may keep its clients,
  *    codes and tokens in its plugin, which a reload carries over as it is (keptAcrossReloads),
@@ -58,6 +59,7 @@ export function restartNeeded(current: VmcpConfig, next: VmcpConfig): RestartNee
   }
   if (!isDeepStrictEqual(current.session, next.session)) found.push({ path: `${where} spec.config.session`, reason: 'the session store is created once and shared by every reload' });
   if (!isDeepStrictEqual(current.telemetry, next.telemetry)) found.push({ path: `${where} spec.config.telemetry`, reason: 'the tracer and its exporter are started once, with the server' });
+  if (!isDeepStrictEqual(current.audit, next.audit)) found.push({ path: `${where} spec.config.audit`, reason: 'the audit trail and its output are started once, with the server' });
   if (!isDeepStrictEqual(current.authServer, next.authServer)) {
     found.push({ path: `${where} spec.authServerConfig`, reason: 'the embedded authorization server changed: it keeps its clients, codes and tokens, and a reload carries over only the same server' });
   } else if (next.authServer !== null && !isDeepStrictEqual(authServerInputs(current), authServerInputs(next))) {

@@ -93,7 +93,7 @@ export interface RunningVmcp {
 export async function startVmcp(options: StartVmcpOptions): Promise<RunningVmcp> {
   const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics(), listenLast: options.listenLast });
   try {
-    await app.telemetry(options.config.telemetry, 'gatehouse-vmcp');
+    await app.observe(options.config, 'gatehouse-vmcp');
     const vmcp = await VirtualMcpServer.compose(app, options);
     await vmcp.listen();
     return vmcp;
@@ -280,6 +280,7 @@ class VirtualMcpServer implements RunningVmcp {
     const generation = await Generation.build({
       config,
       log: this.#log,
+      origin: this.#app,
       metrics: this.#app.metrics,
       storage,
       owners,

@@ -72,7 +72,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
   const app = new App({ log: options.log ?? createLogger(), metrics: options.metrics ?? new GatewayMetrics(), listenLast: options.listenLast });
   const { log } = app;
   try {
-    await app.telemetry(config.telemetry, 'gatehouse-registry');
+    await app.observe(config, 'gatehouse-registry');
     const store = app.own(await openDatabase(config), (s) => s.close(), 'registry database');
     for (const warning of await applyConfig(store, config.sources, config.registries)) log.warn(warning);
 

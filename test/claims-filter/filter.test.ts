@@ -37,7 +37,7 @@ const BACKENDS = [
 ];
 
 function hostFor(backends = BACKENDS, log = createLogger('silent')): PluginHost {
-  return { log, metrics: undefined as never, mcpPath: '/mcp', backends, configDir: '.', setAuthChallenge: () => {} };
+  return { log, metrics: undefined as never, mcpPath: '/mcp', backends, configDir: '.', origin: {}, setAuthChallenge: () => {} };
 }
 
 async function viewOf(backends = BACKENDS): Promise<View> {

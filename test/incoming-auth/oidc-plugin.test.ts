@@ -52,7 +52,7 @@ describe('oidc plugin: authenticate hook', () => {
         scopes: ['mcp:tools'],
         validator: { now: clock.now, clockToleranceSeconds: 0 },
       },
-      { log, metrics: undefined as never, mcpPath: '/mcp', backends: [], configDir: '.', setAuthChallenge: (c) => void (challenge = c) },
+      { log, metrics: undefined as never, mcpPath: '/mcp', backends: [], configDir: '.', origin: {}, setAuthChallenge: (c) => void (challenge = c) },
     );
     await plugin.start?.();
   });

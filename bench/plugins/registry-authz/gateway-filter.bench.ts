@@ -53,7 +53,7 @@ function ctxOf(claims: Record<string, unknown>): Context {
 }
 
 export default async function register(bench: Bench): Promise<void> {
-  const host: PluginHost = { log: createLogger('silent'), metrics: undefined as never, mcpPath: '/mcp', backends: backends(), configDir: '.', setAuthChallenge: () => {} };
+  const host: PluginHost = { log: createLogger('silent'), metrics: undefined as never, mcpPath: '/mcp', backends: backends(), configDir: '.', origin: {}, setAuthChallenge: () => {} };
   const view = (await claimsFilter.create({ anonymous: false, where: 'VirtualMCPServer/bench' }, host)).view!;
   const ctx = ctxOf(CLAIMS);
   const shown = view.visible(ctx, ITEMS) as boolean[];

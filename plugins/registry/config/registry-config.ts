@@ -17,6 +17,8 @@ import {
   sortProblems,
   type TelemetrySettings,
   toTelemetrySettings,
+  toAuditSettings,
+  type AuditSettings,
   validateFile,
   type Validation,
   type YamlDocument,
@@ -121,6 +123,8 @@ export interface RegistryConfig {
   readonly sync: SyncSettings;
   /** `telemetry`: OpenTelemetry traces and OTLP metrics of the registry's requests (off unless enabled). */
   readonly telemetry: TelemetrySettings;
+  /** `audit`: the audit trail of the registry's changes and refusals (off unless enabled). */
+  readonly audit: AuditSettings;
   /** The Secret documents of the file: what sources' secretRefs resolve against. */
   readonly secrets: SecretStore;
 }
@@ -190,6 +194,7 @@ function assemble(input: RegistryFileInput, file: string, secrets: SecretStore):
     database: toDatabase(input.database, dir),
     server: input.server,
     telemetry: toTelemetrySettings(input.telemetry),
+    audit: toAuditSettings(input.audit, dir),
     sync: {
       allowPrivateAddresses: input.sync.allowPrivateAddresses,
       fileRoot: input.sync.fileRoot === undefined ? null : resolve(dir, input.sync.fileRoot),

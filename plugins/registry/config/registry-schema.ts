@@ -24,6 +24,7 @@ import {
   serverSettingsSchema,
   telemetrySchema,
   severalWorkers,
+  auditSchema,
   uniqueNames,
   whenMapping,
 } from '@gatehouse-mcp/gateway';
@@ -299,6 +300,7 @@ export function registryFileSchema(secrets: SecretStore) {
       server: serverSettingsSchema(1024 * 1024),
       sync: syncSchema.prefault({}),
       telemetry: telemetrySchema.optional(),
+      audit: auditSchema.optional(),
     })
     .superRefine(crossReferences, whenMapping)
     .superRefine(secretReferences(secrets), whenMapping)

@@ -1,0 +1,98 @@
+/**
+ * The audit trail's file (`logFile`), rotated by size: when a record would take the file past
+ * `maxSize`, the file becomes `<logFile>.1` (the older ones shift up to `.<maxFiles>`, the oldest
+ * is dropped) and a new file is opened at the path. Written through pino's SonicBoom
+ * (`pino.destination`, already the gateway's log writer): asynchronous, records written while a
+ * write is under way go out together in the next. pino-roll was the alternative: it rotates in a
+ * worker thread (thread-stream), a second copy of every record across threads, for what is
+ * here a size count and a few renames on the rare record that crosses the limit.
+ *
+ * The file is created 0600 (ToolHive's mode): an audit trail names who did what.
+ */
+import { existsSync, mkdirSync, openSync, renameSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import pino from 'pino';
+
+type Destination = ReturnType<typeof pino.destination>;
+
+export class RotatingFile {
+  readonly #path: string;
+  readonly #maxSize: number;
+  readonly #maxFiles: number;
+  #out: Destination;
+  #bytes: number;
+  /** Destinations of rotated files still writing what they held. */
+  readonly #closing = new Set<Promise<void>>();
+
+  /** `maxSize` 0: never rotated. */
+  constructor(path: string, maxSize: number, maxFiles: number) {
+    this.#path = path;
+    this.#maxSize = maxSize;
+    this.#maxFiles = maxFiles;
+    mkdirSync(dirname(path), { recursive: true });
+    this.#bytes = existsSync(path) ? statSync(path).size : 0;
+    this.#out = open(path);
+  }
+
+  write(text: string): void {
+    const bytes = Buffer.byteLength(text);
+    if (this.#maxSize > 0 && this.#bytes > 0 && this.#bytes + bytes > this.#maxSize) this.#rotate();
+    this.#out.write(text);
+    this.#bytes += bytes;
+  }
+
+  /**
+   * Shifts `.1 … .<maxFiles-1>` up by one and the file to `.1`, then writes on to a new file at
+   * the path. The old destination's descriptor follows the renamed file, so what it still holds
+   * ends there, in order, as it finishes.
+   */
+  #rotate(): void {
+    try {
+      for (let i = this.#maxFiles - 1; i >= 1; i--) {
+        const from = `${this.#path}.${i}`;
+        if (existsSync(from)) renameSync(from, `${this.#path}.${i + 1}`);
+      }
+      renameSync(this.#path, `${this.#path}.1`);
+    } catch {
+      // A rename refused (the directory's permissions changed): keep writing to the file as it is.
+      return;
+    }
+    const old = this.#out;
+    this.#out = open(this.#path);
+    this.#bytes = 0;
+    const closed = end(old).finally(() => this.#closing.delete(closed));
+    this.#closing.add(closed);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([end(this.#out), ...this.#closing]);
+  }
+}
+
+/** A destination on a descriptor opened now (so it is ready at once), created 0600. */
+function open(path: string): Destination {
+  return pino.destination({ dest: openSync(path, 'a', 0o600), sync: false });
+}
+
+function end(out: Destination): Promise<void> {
+  return new Promise((resolve) => {
+    out.once('close', () => resolve());
+    out.once('error', () => resolve());
+    out.end();
+  });
+}
+
+/** Standard output, written asynchronously; closing flushes it (the descriptor stays open). */
+export class StandardOutput {
+  readonly #out: Destination = pino.destination({ dest: 1, sync: false });
+
+  write(text: string): void {
+    this.#out.write(text);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#out.flush(() => resolve());
+    });
+  }
+}
