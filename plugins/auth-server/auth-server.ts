@@ -33,6 +33,7 @@ import { publicJwks, type ServerKeys } from './keys.ts';
 import { EndpointBudgets } from './endpoint-budgets.ts';
 import { memoryAdapterClass } from './memory-adapter.ts';
 import { LoginChain } from './login-chain.ts';
+import { AuthEvents } from './audit-events.ts';
 import { MemoryLoginStore, RedisLoginStore, type LoginStore } from './login-store.ts';
 import { redisAdapterClass } from './redis-adapter.ts';
 import { MemoryRefreshGate, RedisRefreshGate } from './refresh-gate.ts';
@@ -133,6 +134,8 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const refreshGate = redis === null ? new MemoryRefreshGate() : new RedisRefreshGate(redis, keyPrefix);
     const provider = createProvider({ config: settings, keys, resource: config.resource, scopes: config.scopes, adapter, fetch: fetchMetadata, identity: (sub) => store.identity(sub), refreshGate });
     logRefusals(provider, host.log);
+    const events = new AuthEvents(host.origin, settings.issuer);
+    events.watch(provider);
     // A revoked grant (replayed code or refresh token) takes the upstream tokens of its login along.
     provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
       store.dropGrant(grantId).catch((err: unknown) => host.log.warn({ err }, 'the upstream tokens of a revoked grant could not be dropped'));
@@ -140,7 +143,7 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const upstreams = settings.upstreamProviders.map((upstream, i) => new UpstreamProvider(upstream, i));
     const lock = redis === null ? new MemoryRefreshLock() : new RedisRefreshLock(redis, keyPrefix);
     config.upstreamTokens?.set(new UpstreamTokenAccess(store, upstreams, lock, host.log));
-    const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, displayName: settings.displayName, scopes: config.scopes, log: host.log });
+    const chain = new LoginChain({ provider, upstreams, store, issuer: settings.issuer, resource: config.resource, displayName: settings.displayName, scopes: config.scopes, log: host.log, events });
     const providerCallback = providerHandler(provider);
     // The login's two routes are the chain's; everything else is the provider's own.
     const bridge = new ProviderBridge(settings.issuer, (req, res) => {

@@ -28,6 +28,7 @@ import { consentPage } from './consent-page.ts';
 import { displayText } from './html.ts';
 import { CALLBACK_PATH, INTERACTION_PATH } from './routes.ts';
 import type { UpstreamIdentity, UpstreamProvider } from './upstream-providers.ts';
+import type { AuthEvents } from './audit-events.ts';
 
 export interface LoginChainOptions {
   readonly provider: Provider;
@@ -41,6 +42,8 @@ export interface LoginChainOptions {
   readonly displayName: string | null;
   readonly scopes: readonly string[];
   readonly log: Logger;
+  /** Where sign-ins and consents are published for an audit trail. */
+  readonly events: AuthEvents;
 }
 
 /** Why a login failed, as the client's OAuth error says it. */
@@ -83,11 +86,12 @@ export class LoginChain {
       if (err instanceof PendingLoginLimit) {
         await this.#o.store.dropAttempt(attempt);
         this.#o.log.info({ scope: err.scope, limit: err.limit, address: clientAddress(req) }, 'a sign-in was refused: too many in progress');
+        this.#o.events.publish(req, { type: 'auth_login', outcome: 'denied', errorCode: 'temporarily_unavailable', details: { provider: this.#o.upstreams[0]!.name } });
         res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '60', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
         res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: err.message }));
         return;
       }
-      await this.#fail(req, res, attempt, err);
+      await this.#fail(req, res, attempt, err, this.#o.upstreams[0]!.name);
     }
   }
 
@@ -100,10 +104,12 @@ export class LoginChain {
     const details = await provider.interactionDetails(req, res);
     const pending = await this.#o.store.takeConsent(details.uid);
     if (pending === null || !sameSecret(form.get('token') ?? '', pending.token)) {
+      this.#o.events.publish(req, { type: 'auth_consent', outcome: 'failure', clientId: clientIdOf(details.params), errorCode: 'invalid_request' });
       page(res, 403, 'This confirmation is not valid (expired, already used, or not from this page). Start again from your application.');
       return;
     }
     if (form.get('decision') !== 'allow') {
+      this.#o.events.publish(req, { type: 'auth_consent', outcome: 'denied', subject: pending.identity.sub, clientId: clientIdOf(details.params), errorCode: 'access_denied' });
       await this.#o.store.dropAttempt(pending.attempt);
       await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the user declined' }, { mergeWithLastSubmission: false });
       return;
@@ -118,6 +124,7 @@ export class LoginChain {
     grant.addResourceScope(this.#o.resource, requested.filter((s) => this.#o.scopes.includes(s)).join(' '));
     const grantId = await grant.save();
     await this.#o.store.keepTokens(pending.attempt, grantId, pending.identity);
+    this.#o.events.publish(req, { type: 'auth_consent', outcome: 'success', subject: pending.identity.sub, clientId, details: { scope: requested.join(' ') } });
     await provider.interactionFinished(req, res, { login: { accountId: pending.identity.sub }, consent: { grantId } }, { mergeWithLastSubmission: false });
   }
 
@@ -151,6 +158,7 @@ export class LoginChain {
       uid = (await this.#o.provider.interactionDetails(req, res)).uid;
     } catch {
       await this.#o.store.dropAttempt(leg.attempt);
+      this.#o.events.publish(req, { type: 'auth_login', outcome: 'failure', errorCode: 'invalid_request', details: { provider: this.#o.upstreams[leg.providerIndex]!.name } });
       page(res, 400, 'This sign-in was started in another browser or has expired. Start again from your application.');
       return;
     }
@@ -161,7 +169,7 @@ export class LoginChain {
       answered.search = url.search;
       await this.#finishLeg(req, res, answered, state!, leg);
     } catch (err) {
-      await this.#fail(req, res, leg.attempt, err);
+      await this.#fail(req, res, leg.attempt, err, this.#o.upstreams[leg.providerIndex]!.name);
     }
   }
 
@@ -193,6 +201,7 @@ export class LoginChain {
     const identity = leg.identity ?? finished.identity;
     if (identity === null) throw new LoginFailure('server_error', `${upstream.name} does not say who signed in (configure its userInfo)`);
     await this.#o.store.putTokens(leg.attempt, upstream.name, finished.tokens);
+    this.#o.events.publish(req, { type: 'auth_login', outcome: 'success', subject: identity.sub, details: { provider: upstream.name } });
     if (leg.providerIndex + 1 < this.#o.upstreams.length) {
       await this.#startLeg(req, res, leg.uid, leg.providerIndex + 1, identity, leg.attempt);
       return;
@@ -250,9 +259,12 @@ export class LoginChain {
     });
   }
 
-  async #fail(req: IncomingMessage, res: ServerResponse, attempt: string, err: unknown): Promise<void> {
+  /** A sign-in that failed at `provider` (or after it, in the chain's own steps): the client is told, the audit trail too. */
+  async #fail(req: IncomingMessage, res: ServerResponse, attempt: string, err: unknown, provider: string): Promise<void> {
     await this.#o.store.dropAttempt(attempt);
     const failure = err instanceof LoginFailure ? err : new LoginFailure('server_error', 'the sign-in failed');
+    const outcome = failure.error === 'access_denied' ? 'denied' : failure.error === 'server_error' ? 'error' : 'failure';
+    this.#o.events.publish(req, { type: 'auth_login', outcome, errorCode: failure.error, details: { provider } });
     if (err instanceof LoginFailure) this.#o.log.info({ error: failure.error, reason: failure.message }, 'a sign-in failed');
     else this.#o.log.error({ err }, 'the sign-in chain failed');
     try {
@@ -261,6 +273,11 @@ export class LoginChain {
       if (!res.headersSent) page(res, 400, 'The sign-in failed. Start again from your application.');
     }
   }
+}
+
+/** The client an interaction is for (its authorization request's client_id). */
+function clientIdOf(params: Record<string, unknown>): string | null {
+  return typeof params['client_id'] === 'string' ? params['client_id'] : null;
 }
 
 /** A page of the login's own (nothing the client sent is written into it). */

@@ -44,6 +44,8 @@ export interface AuthGatewayOptions {
   readonly fetchClientMetadata?: AuthServerPluginConfig['fetchClientMetadata'];
   /** Extra lines under the VirtualMCPServer `spec:`, e.g. a `server:` block. */
   readonly spec?: string;
+  /** Extra keys of `spec.config` (YAML flow style), e.g. `audit: {enabled: true}`. */
+  readonly config?: string;
 }
 
 export async function startAuthGateway(options: AuthGatewayOptions = {}): Promise<AuthGateway> {
@@ -89,6 +91,7 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
     log: log.log,
     backends: [{ name: 'echo', url: backend.url }],
     ...(options.spec === undefined ? {} : { spec: options.spec }),
+    ...(options.config === undefined ? {} : { config: options.config }),
     plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }) } satisfies AuthServerPluginConfig, source: 'test' }],
   });
   return {
