@@ -111,6 +111,7 @@ export const E2E: readonly string[] = [
   'test/outgoing-auth/',
   'test/plugins/',
   'test/registry/api-source.test.ts',
+  'test/registry/audit.test.ts',
   'test/registry/authz-admin.test.ts',
   'test/registry/authz-consumer.test.ts',
   'test/registry/authz-publish.test.ts',

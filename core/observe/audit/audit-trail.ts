@@ -5,7 +5,7 @@
  *
  *  - `gatehouse:request:end`, for the requests of its own server: every request to the MCP
  *    endpoint (initialize, tools/call, ... by ToolHive's event types), and a refusal (401, 403)
- *    anywhere else;
+ *    anywhere else that no plugin event of the same request recorded already;
  *  - `gatehouse:auth:event`, the embedded authorization server's sign-ins, consents,
  *    registrations and tokens, and `gatehouse:registry:change`, the registry's changes, of its
  *    own application (`origin`).
@@ -22,6 +22,9 @@ import { addArguments, operationLine, requestLine, requestType, type AuditLine }
 import { RotatingFile, StandardOutput } from './audit-file.ts';
 import type { AuditOutput, AuditSettings } from './audit-settings.ts';
 import { SyslogSender, syslogMessage } from './syslog.ts';
+
+/** The most request ids of plugin events kept until their requests end. */
+const MAX_COVERED = 10_000;
 
 export interface AuditTrailOptions {
   /** Whether a request's record is of this trail's server. */
@@ -78,9 +81,13 @@ export function startAuditTrail(settings: AuditSettings, options: AuditTrailOpti
       failed = true;
     }
   };
+  // Requests a plugin's event already recorded (a refused publish, a refused token request): their
+  // end is not recorded again as a refusal. Emptied as they end; bounded should ids never end.
+  const covered = new Set<string>();
   const onRequest = (message: unknown): void => {
     const record = message as RequestRecord;
     if (!options.owns(record.server)) return;
+    if (covered.size > 0 && covered.delete(record.requestId) && options.mcpRoute !== record.route) return;
     write(() => {
       const type = requestType(record, options.mcpRoute !== null && record.route === options.mcpRoute);
       if (type === null || !recordsType(settings, type)) return null;
@@ -91,8 +98,12 @@ export function startAuditTrail(settings: AuditSettings, options: AuditTrailOpti
   };
   const onOperation = (message: unknown): void => {
     const event = message as OperationEvent;
-    if (event.origin !== options.origin || !recordsType(settings, event.type)) return;
-    write(() => operationLine(event, component));
+    if (event.origin !== options.origin) return;
+    if (event.requestId !== null) {
+      if (covered.size >= MAX_COVERED) covered.clear();
+      covered.add(event.requestId);
+    }
+    if (recordsType(settings, event.type)) write(() => operationLine(event, component));
   };
   requestEnd.subscribe(onRequest);
   authEvent.subscribe(onOperation);

@@ -46,7 +46,7 @@ const ROLES = `  authz:
         - {groups: publishers, org: acme}
 `;
 
-function configYaml(mode: Mode, issuer: string): string {
+function configYaml(mode: Mode, issuer: string, extra: string): string {
   const auth =
     mode === 'anonymous'
       ? 'auth:\n  mode: anonymous\n'
@@ -65,7 +65,7 @@ registries:
   - {name: public, sources: [internal, shared]}
   - {name: readonly, sources: [shared]}
 database: {type: memory}
-`;
+${extra}`;
 }
 
 export interface Acme {
@@ -75,11 +75,12 @@ export interface Acme {
   close(): Promise<void>;
 }
 
-export async function startAcme(mode: Mode): Promise<Acme> {
+/** `extra`: top-level YAML appended to the file (an `audit:` section, say). */
+export async function startAcme(mode: Mode, extra = ''): Promise<Acme> {
   const dir = await tempDir();
   for (const [file, content] of Object.entries(FILES)) await writeFile(join(dir, file), JSON.stringify(content));
   const issuer = mode === 'anonymous' ? null : await startIssuer('registry');
-  const registry = await startTestRegistry(configYaml(mode, issuer?.url ?? ''), dir);
+  const registry = await startTestRegistry(configYaml(mode, issuer?.url ?? '', extra), dir);
   const tokens = {} as Record<Persona, string | undefined>;
   for (const [persona, claims] of Object.entries(PERSONAS)) tokens[persona as Persona] = issuer === null ? undefined : await issuer.token(claims);
   return {
