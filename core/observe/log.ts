@@ -45,7 +45,19 @@ export function createLogger(level: LevelWithSilent = 'info', format: LogFormat 
 /**
  * A session's name in logs: its id is a bearer credential of the session (with the owner's
  * token), so logs above debug carry this short digest instead, enough to correlate lines.
+ * A session's requests ask for the same digest again and again (the access log, the audit
+ * trail): the last ones are kept (a SHA-256 costs about a microsecond), at most TAGS_KEPT, the
+ * whole set dropped when full.
  */
 export function sessionTag(id: string): string {
-  return createHash('sha256').update(id).digest('base64url').slice(0, 10);
+  let tag = tags.get(id);
+  if (tag === undefined) {
+    tag = createHash('sha256').update(id).digest('base64url').slice(0, 10);
+    if (tags.size >= TAGS_KEPT) tags.clear();
+    tags.set(id, tag);
+  }
+  return tag;
 }
+
+const TAGS_KEPT = 4096;
+const tags = new Map<string, string>();

@@ -71,7 +71,34 @@ export class RotatingFile {
 
 /** A destination on a descriptor opened now (so it is ready at once), created 0600. */
 function open(path: string): Destination {
-  return pino.destination({ dest: openSync(path, 'a', 0o600), sync: false });
+  return flushed(pino.destination({ dest: openSync(path, 'a', 0o600), sync: false, minLength: BATCH_BYTES }));
+}
+
+/**
+ * Records are written in batches of BATCH_BYTES (one write for dozens of records, not one each),
+ * and what a batch holds is written within FLUSH_MS when traffic is low; closing writes the rest.
+ */
+const BATCH_BYTES = 8192;
+const FLUSH_MS = 1000;
+
+function flushEvery(out: Destination): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    try {
+      out.flush();
+    } catch {
+      // Destroyed: the timer goes with it.
+      clearInterval(timer);
+    }
+  }, FLUSH_MS);
+  timer.unref();
+  return timer;
+}
+
+/** A file's destination, flushed every FLUSH_MS until it is closed. */
+function flushed(out: Destination): Destination {
+  const timer = flushEvery(out);
+  out.once('close', () => clearInterval(timer));
+  return out;
 }
 
 function end(out: Destination): Promise<void> {
@@ -82,16 +109,18 @@ function end(out: Destination): Promise<void> {
   });
 }
 
-/** Standard output, written asynchronously; closing flushes it (the descriptor stays open). */
+/** Standard output, written in batches as the file is; closing writes the rest (the descriptor stays open). */
 export class StandardOutput {
-  readonly #out: Destination = pino.destination({ dest: 1, sync: false });
+  readonly #out: Destination = pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES });
+  readonly #timer = flushEvery(this.#out);
 
   write(text: string): void {
     this.#out.write(text);
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => {
+    clearInterval(this.#timer);
+    return new Promise<void>((resolve) => {
       this.#out.flush(() => resolve());
     });
   }
