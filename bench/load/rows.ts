@@ -24,6 +24,7 @@ import { startNginx } from './nginx.ts';
 import { embeddedAuthServerRows } from './embedded-auth.ts';
 import { oidcRow } from './oidc.ts';
 import { telemetryRows } from './telemetry.ts';
+import { auditRow } from './audit.ts';
 import type { Row } from './target.ts';
 import { workersRows } from './workers.ts';
 
@@ -56,6 +57,7 @@ export const rows: Row[] = [
   oidcRow(true), // and outgoing auth: every request an exchange-cache hit
   ...embeddedAuthServerRows(), // the embedded authorization server, without and with upstreamInject (bench/load/embedded-auth.ts)
   ...telemetryRows(), // a telemetry section enabling nothing, and tracing on at sampling 1 (bench/load/telemetry.ts)
+  auditRow(), // every request an audit record, written to a file (bench/load/audit.ts)
   gatehouseRow({
     name: 'gatehouse (anonymous, node:http engine)',
     label: 'node-engine',
