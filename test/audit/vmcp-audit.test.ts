@@ -6,9 +6,12 @@
  * without a token), the principal, address, backend, tool, error codes, latency, request id;
  * arguments only when configured and only under maxDataSize; no token or session id anywhere in
  * the file; hostile names (CR/LF in a tool name and in a subject) cannot start a record of their
- * own. And the trail's filters (eventTypes, excludeEventTypes), and nothing recorded when off.
+ * own. And the trail's filters (eventTypes, excludeEventTypes), syslog over UDP from a running
+ * gateway, and nothing recorded when off.
  */
 import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -209,6 +212,28 @@ describe('audit trail: filters, and off', () => {
     assert.deepEqual([...new Set(only.map((l) => l.type))], ['mcp_tool_call']);
     assert.equal(only[0]!.outcome, 'success');
     assert.equal(only[0]!.arguments, undefined, 'arguments only with includeRequestData');
+  });
+
+  it('syslog: each record a datagram to a UDP listener on loopback', async () => {
+    const listener = createSocket('udp4');
+    await new Promise<void>((resolve) => listener.bind(0, '127.0.0.1', resolve));
+    const got: string[] = [];
+    listener.on('message', (data) => got.push(data.toString()));
+    const port = (listener.address() as AddressInfo).port;
+    const gateway = await startTestGateway({ backends: [{ name: 'alpha', url: backend.url }], config: `audit: {enabled: true, component: vmcp-syslog, syslog: {address: "udp://127.0.0.1:${port}", facility: authpriv}}` });
+    const client = await connectClient(gateway.url);
+    await callTool(client, 'echo\r\nforged');
+    await client.close();
+    for (let i = 0; i < 100 && !got.some((m) => m.includes('mcp_tool_call')); i++) await new Promise((r) => setTimeout(r, 10));
+    await gateway.stop();
+    listener.close();
+    const call = got.find((m) => / mcp_tool_call - /.test(m));
+    assert.ok(call !== undefined, got.join('\n'));
+    assert.match(call, /^<8[56]>1 \S+ \S+ vmcp-syslog \d+ mcp_tool_call - \{/);
+    assert.doesNotMatch(call, /[\r\n\0]/);
+    const record = JSON.parse(call.slice(call.indexOf(' - ') + 3)) as Line;
+    assert.equal(record.tool, 'echo\r\nforged');
+    assert.ok(got.some((m) => / mcp_initialize - /.test(m)));
   });
 
   it('enabled: false writes nothing', async () => {
