@@ -12,7 +12,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { formatProblems } from '../../core/config/problems.ts';
+import { formatProblem, formatProblems } from '../../core/config/problems.ts';
+import { validateRegistryText } from '../../plugins/registry/config/registry-config.ts';
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { operationLine, MAX_TEXT } from '../../core/observe/audit/audit-record.ts';
 import { RotatingFile } from '../../core/observe/audit/audit-file.ts';
@@ -158,5 +159,25 @@ describe('audit: config (spec.config.audit)', () => {
     assert.match(await problemsOf('audit: {enabled: true, includeResponseData: true}'), /spec\.config\.audit\.includeResponseData: Gatehouse does not record response data/);
     assert.match(await problemsOf('audit: {enabled: true, maxDataSize: 0}'), /spec\.config\.audit\.maxDataSize/);
     assert.match(await problemsOf('audit: {enabled: true, logfile: a.log}'), /spec\.config\.audit.*logfile/);
+  });
+});
+
+describe('audit: config (the registry\'s audit)', () => {
+  const base = 'auth: {mode: anonymous}\nsources: [{name: internal, managed: {}}]\nregistries: [{name: default, sources: [internal]}]\ndatabase: {type: memory}\n';
+
+  it('resolves the same fields, a relative logFile against the file\'s directory', () => {
+    const result = validateRegistryText(`${base}audit: {enabled: true, logFile: audit.log, excludeEventTypes: [http_request]}\n`, '/etc/gatehouse/registry.yaml');
+    assert.ok(result.ok, result.ok ? '' : result.problems.map(formatProblem).join('\n'));
+    assert.deepEqual(result.config.audit.output, { kind: 'file', path: '/etc/gatehouse/audit.log', maxSize: 100 * 1024 * 1024, maxFiles: 5 });
+    assert.deepEqual(result.config.audit.excludeEventTypes, ['http_request']);
+    const none = validateRegistryText(base, '/etc/gatehouse/registry.yaml');
+    assert.ok(none.ok);
+    assert.deepEqual(none.config.audit, AUDIT_OFF);
+  });
+
+  it('names the YAML path of a mistake', () => {
+    const result = validateRegistryText(`${base}audit: {enabled: true, eventTypes: [registry_publsh]}\n`, 'registry.yaml');
+    assert.equal(result.ok, false);
+    assert.match(result.ok ? '' : result.problems.map(formatProblem).join('\n'), /audit\.eventTypes\[0\]: is not an event type: "registry_publsh"/);
   });
 });

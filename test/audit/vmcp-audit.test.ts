@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
+import diagnostics from 'node:diagnostics_channel';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,8 @@ import { inlineOidcYaml } from '../incoming-auth/helpers/gateway.ts';
 import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
 import { RESOURCE } from '../incoming-auth/helpers/oidc-gateway.ts';
 import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
+import { CHANNELS } from '../../core/index.ts';
+import { startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 
 type Line = Record<string, unknown>;
 
@@ -48,6 +51,8 @@ const POLICIES = [
   'permit(principal, action == Action::"call_tool", resource == Tool::"alpha_add");',
   'permit(principal, action == Action::"call_tool", resource == Tool::"beta_echo");',
   'permit(principal, action == Action::"list_tools", resource);',
+  'permit(principal, action == Action::"get_prompt", resource);',
+  'permit(principal, action == Action::"read_resource", resource);',
 ];
 
 describe('audit trail: the MCP requests of an aggregated gateway', () => {
@@ -93,6 +98,8 @@ describe('audit trail: the MCP requests of an aggregated gateway', () => {
     await callTool(alice, 'beta_add', { a: 1, b: 2 });
     await callTool(alice, 'alpha_nope');
     await callTool(alice, 'alpha_echo\r\n{"type":"forged","outcome":"success"}');
+    await alice.client.getPrompt({ name: 'alpha_greet', arguments: { name: 'Ada' } });
+    await alice.client.readResource({ uri: 'fixture://alpha/static' });
     await alice.close();
     const hostile = await connect('mallory\r\n{"type":"forged"}\u0000');
     await callTool(hostile, 'alpha_echo');
@@ -134,6 +141,18 @@ describe('audit trail: the MCP requests of an aggregated gateway', () => {
     assert.deepEqual(small!.arguments, { text: 'small' });
     assert.equal(large!.arguments, undefined);
     assert.ok(Number(large!.argumentsBytes) > 64);
+  });
+
+  it('records a prompts/get and a resources/read, naming the prompt and the resource', () => {
+    const prompt = lines.find((l) => l.type === 'mcp_prompt_get');
+    assert.equal(prompt!.prompt, 'alpha_greet');
+    assert.equal(prompt!.outcome, 'success');
+    assert.equal(prompt!.backend, 'alpha');
+    assert.deepEqual(prompt!.arguments, { name: 'Ada' });
+    const read = lines.find((l) => l.type === 'mcp_resource_read');
+    assert.equal(read!.resource, 'fixture://alpha/static');
+    assert.equal(read!.outcome, 'success');
+    assert.equal(read!.backend, 'alpha');
   });
 
   it('a rate-limited call is denied (rate_limited, 429); the first was a success', () => {
@@ -236,7 +255,26 @@ describe('audit trail: filters, and off', () => {
     assert.ok(got.some((m) => / mcp_initialize - /.test(m)));
   });
 
-  it('enabled: false writes nothing', async () => {
+  it('a record names its request\'s trace when tracing is on', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const lines = await recorded(`telemetry: {endpoint: "${receiver.endpoint}", insecure: true, tracingEnabled: true, samplingRate: "1"}, audit: {enabled: true, logFile: "FILE", eventTypes: [mcp_tool_call]}`);
+      assert.equal(lines.length, 1);
+      assert.match(String(lines[0]!.traceId), /^[0-9a-f]{32}$/);
+      assert.ok(receiver.spans.some((span) => span.traceId === lines[0]!.traceId), 'the trace the record names was exported');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('enabled: false writes nothing, and nothing subscribes to the operations\' channels', async () => {
     assert.deepEqual(await recorded('audit: {enabled: false, logFile: "FILE"}'), []);
+    const gateway = await startTestGateway({ backends: [{ name: 'alpha', url: backend.url }] });
+    try {
+      assert.equal(diagnostics.channel(CHANNELS.authEvent).hasSubscribers, false);
+      assert.equal(diagnostics.channel(CHANNELS.registryChange).hasSubscribers, false);
+    } finally {
+      await gateway.stop();
+    }
   });
 });
