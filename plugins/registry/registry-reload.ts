@@ -4,8 +4,8 @@
  * and registries (added, changed, removed: store/apply-config.ts) and the Secret documents the
  * sources read with; the sync scheduler picks the changes up at once. The rest was built once
  * and needs a restart: a reload that changes any of it is refused as a whole, nothing applied,
- * each part named — the database, the listener (`server`), the sync settings, and `auth` (the
- * bearer validation and the role rules are plugins of the running chain).
+ * each part named — the database, the listener (`server`), the sync settings, `auth` (the
+ * bearer validation and the role rules are plugins of the running chain), and `audit`.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
@@ -36,6 +36,7 @@ export function registryRestartNeeded(current: RegistryConfig, next: RegistryCon
   if (!isDeepStrictEqual(current.server, next.server)) found.push({ path: where('server'), reason: 'the listener settings changed' });
   if (!isDeepStrictEqual(current.sync, next.sync)) found.push({ path: where('sync'), reason: 'the sync settings are the scheduler\'s, made once' });
   if (!isDeepStrictEqual(current.auth, next.auth)) found.push({ path: where('auth'), reason: 'token validation and role rules are built once' });
+  if (!isDeepStrictEqual(current.audit, next.audit)) found.push({ path: where('audit'), reason: 'the audit trail and its output are started once, with the server' });
   return found;
 }
 

@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { formatProblem, formatProblems } from '../../core/config/problems.ts';
 import { validateRegistryText } from '../../plugins/registry/config/registry-config.ts';
+import { registryRestartNeeded } from '../../plugins/registry/registry-reload.ts';
+import { restartNeeded } from '../../core/vmcp/reload-diff.ts';
 import { validateVmcpFile } from '../../core/config/vmcp-config.ts';
 import { operationLine, MAX_TEXT } from '../../core/observe/audit/audit-record.ts';
 import { RotatingFile } from '../../core/observe/audit/audit-file.ts';
@@ -179,5 +181,20 @@ describe('audit: config (the registry\'s audit)', () => {
     const result = validateRegistryText(`${base}audit: {enabled: true, eventTypes: [registry_publsh]}\n`, 'registry.yaml');
     assert.equal(result.ok, false);
     assert.match(result.ok ? '' : result.problems.map(formatProblem).join('\n'), /audit\.eventTypes\[0\]: is not an event type: "registry_publsh"/);
+  });
+});
+
+describe('audit: a change needs a restart', () => {
+  it('a reload that changes the vMCP\'s or the registry\'s audit is refused, naming it', async () => {
+    const backends = [{ name: 'github', url: 'http://127.0.0.1:9101/mcp' }];
+    const before = await validateVmcpFile(await writeConfig(vmcpYaml({ backends })));
+    const after = await validateVmcpFile(await writeConfig(vmcpYaml({ backends, config: 'audit: {enabled: true}' })));
+    assert.ok(before.ok && after.ok);
+    assert.deepEqual(restartNeeded(before.config, after.config).map((p) => p.path.replace(/^.* spec/, 'spec')), ['spec.config.audit']);
+    const base = 'auth: {mode: anonymous}\nsources: [{name: internal, managed: {}}]\nregistries: [{name: default, sources: [internal]}]\ndatabase: {type: memory}\n';
+    const r1 = validateRegistryText(base, '/etc/registry.yaml');
+    const r2 = validateRegistryText(`${base}audit: {enabled: true}\n`, '/etc/registry.yaml');
+    assert.ok(r1.ok && r2.ok);
+    assert.deepEqual(registryRestartNeeded(r1.config, r2.config).map((p) => p.path), ['/etc/registry.yaml audit']);
   });
 });
