@@ -37,11 +37,14 @@ const rotation = z.strictObject({
   maxFiles: z.number().int().min(1).max(100).default(5),
 });
 
-function oneOutput(section: { logFile?: string; syslog?: unknown; rotation?: unknown; includeResponseData: boolean }, ctx: Ctx): void {
+function oneOutput(section: { logFile?: string; syslog?: unknown; rotation?: unknown; includeResponseData: boolean; detectApplicationErrors?: boolean }, ctx: Ctx): void {
   if (section.logFile !== undefined && section.syslog !== undefined) addIssue(ctx, ['syslog'], 'logFile and syslog are both set: an audit trail has one output (remove one)', 'key');
   if (section.rotation !== undefined && section.logFile === undefined) addIssue(ctx, ['rotation'], 'is the rotation of logFile, which is not set', 'key');
   if (section.includeResponseData) {
     addIssue(ctx, ['includeResponseData'], 'Gatehouse does not record response data (a response is streamed to the client, not held): remove it, or set it to false');
+  }
+  if (section.detectApplicationErrors === true) {
+    addIssue(ctx, ['detectApplicationErrors'], 'Gatehouse does not read a backend\'s answer for the audit (it passes through as it came): the errors a record names are the gateway\'s own; remove it, or set it to false');
   }
 }
 
@@ -53,6 +56,7 @@ export const auditSchema = z
     excludeEventTypes: z.array(eventType).default([]),
     includeRequestData: z.boolean().default(false),
     includeResponseData: z.boolean().default(false),
+    detectApplicationErrors: z.boolean().optional(),
     maxDataSize: z.number().int().min(1).max(1024 * 1024).default(1024),
     logFile: text.optional(),
     rotation: rotation.optional(),

@@ -160,6 +160,8 @@ describe('audit: config (spec.config.audit)', () => {
     assert.match(await problemsOf('audit: {enabled: true, rotation: {maxSize: 1Mi}}'), /spec\.config\.audit\.rotation: is the rotation of logFile, which is not set/);
     assert.match(await problemsOf('audit: {enabled: true, includeResponseData: true}'), /spec\.config\.audit\.includeResponseData: Gatehouse does not record response data/);
     assert.match(await problemsOf('audit: {enabled: true, maxDataSize: 0}'), /spec\.config\.audit\.maxDataSize/);
+    assert.match(await problemsOf('audit: {enabled: true, detectApplicationErrors: true}'), /spec\.config\.audit\.detectApplicationErrors: Gatehouse does not read a backend's answer/);
+    assert.ok((await validate('audit: {enabled: true, detectApplicationErrors: false, includeResponseData: false}')).ok);
     assert.match(await problemsOf('audit: {enabled: true, logfile: a.log}'), /spec\.config\.audit.*logfile/);
   });
 });
