@@ -41,6 +41,7 @@ test('the minimal file resolves, with every default', async () => {
     rateLimiting: null,
     server: { maxBodyBytes: 4 * 1024 * 1024, allowedHosts: [], allowedOrigins: [], shutdownGraceMs: 10_000, requestTimeoutMs: 60_000, accessLog: false, engine: 'gatehouse', admin: null, trustedProxies: [], limits: { maxConnections: 10_000, maxPipelinedRequests: 16, maxSessionRequests: 64, maxStreamBuffer: 4 * 1024 * 1024, sendTimeoutMs: 60_000 }, workers: 1 },
     telemetry: { endpoint: null, serviceName: null, insecure: false, tracingEnabled: false, metricsEnabled: false, samplingRate: 0.05, headers: {}, trustClientTraceContext: false },
+    audit: { enabled: false, component: null, eventTypes: [], excludeEventTypes: [], includeRequestData: false, maxDataSize: 1024, output: { kind: 'stdout' } },
     passthroughHeaders: [],
     plugins: [],
   });
