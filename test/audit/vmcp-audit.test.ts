@@ -267,6 +267,13 @@ describe('audit trail: filters, and off', () => {
     }
   });
 
+  it('a log file that cannot be opened stops the start, naming it', async () => {
+    await assert.rejects(
+      startTestGateway({ backends: [{ name: 'alpha', url: backend.url }], config: 'audit: {enabled: true, logFile: "/proc/gatehouse-audit/audit.log"}' }),
+      /audit\.logFile: cannot open \/proc\/gatehouse-audit\/audit\.log for the audit trail/,
+    );
+  });
+
   it('enabled: false writes nothing, and nothing subscribes to the operations\' channels', async () => {
     assert.deepEqual(await recorded('audit: {enabled: false, logFile: "FILE"}'), []);
     const gateway = await startTestGateway({ backends: [{ name: 'alpha', url: backend.url }] });

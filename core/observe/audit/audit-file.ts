@@ -29,7 +29,9 @@ export class RotatingFile {
     this.#path = path;
     this.#maxSize = maxSize;
     this.#maxFiles = maxFiles;
-    mkdirSync(dirname(path), { recursive: true });
+    // Its own directory only, not recursively: Node 20's recursive mkdir spins for ever on some
+    // file systems (/proc), and a path deeper than one missing level is the operator's to make.
+    if (!existsSync(dirname(path))) mkdirSync(dirname(path), { mode: 0o700 });
     this.#bytes = existsSync(path) ? statSync(path).size : 0;
     this.#out = open(path);
   }

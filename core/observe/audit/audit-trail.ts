@@ -15,6 +15,7 @@
  * end the process).
  */
 import type { Logger } from 'pino';
+import { StartupError } from '../../base/errors.ts';
 import { authEvent, registryChange, requestEnd } from '../channels.ts';
 import type { OperationEvent } from '../operation-event.ts';
 import type { RequestRecord } from '../request-record.ts';
@@ -47,6 +48,15 @@ interface Writer {
   close(): Promise<void>;
 }
 
+/** The file, or a startup error naming it (a directory that cannot be made, a file that cannot be written). */
+function openFile(path: string, maxSize: number, maxFiles: number): RotatingFile {
+  try {
+    return new RotatingFile(path, maxSize, maxFiles);
+  } catch (err) {
+    throw new StartupError(`audit.logFile: cannot open ${path} for the audit trail: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
 function writerFor(output: AuditOutput, component: string): Writer {
   if (output.kind === 'syslog') {
     const sender = new SyslogSender(output);
@@ -56,7 +66,7 @@ function writerFor(output: AuditOutput, component: string): Writer {
       close: () => sender.close(),
     };
   }
-  const out = output.kind === 'file' ? new RotatingFile(output.path, output.maxSize, output.maxFiles) : new StandardOutput();
+  const out = output.kind === 'file' ? openFile(output.path, output.maxSize, output.maxFiles) : new StandardOutput();
   return { write: (line) => out.write(`${JSON.stringify(line)}\n`), close: () => out.close() };
 }
 
