@@ -276,20 +276,17 @@ class VirtualMcpServer implements RunningVmcp {
   }
 
   async #build(config: VmcpConfig, builtins: readonly PluginSpec[]): Promise<Generation> {
-    const { storage, owners, channels, buckets } = this.#lasting;
     const generation = await Generation.build({
       config,
       log: this.#log,
       origin: this.#app,
       metrics: this.#app.metrics,
-      storage,
-      owners,
-      buckets,
+      // What outlives the generations: the session storage and owners, the buckets, the channels.
+      ...this.#lasting,
       builtins,
       plugins: this.#options.plugins ?? [],
       upstreams: this.#options.upstreams,
       hops: this.#hops,
-      channels,
       onChallenge: (g, challenge) => {
         if (g === this.#current) this.#server?.setAuthChallenge(challenge);
       },
