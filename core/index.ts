@@ -118,7 +118,7 @@ export { durationSchema } from './config/duration.ts';
 export { SecretStore, secretBodyShape, type ResolvedSecretRef } from './config/secrets.ts';
 export { serverSettingsSchema, MAX_WORKERS, type ServerSettings, type WorkersSetting } from './config/server-settings.ts';
 /** Whether `server.workers` may mean more than one process (what must then be shared: workers-check.ts). */
-export { severalWorkers } from './config/workers-check.ts';
+export { auditFileProblem, severalWorkers } from './config/workers-check.ts';
 /** Whether a group is aggregated (else served transparently): what a session of it lives on. */
 export { needsAggregation } from './config/aggregation-config.ts';
 /** The `telemetry` section (ToolHive's vMCP fields), and the settings `App.telemetry` takes. */

@@ -23,12 +23,24 @@ export function severalWorkers(workers: unknown): boolean {
 /** The subject and verb of a problem: `2 workers need`, `auto (a worker per core) needs`. */
 const described = (workers: unknown): string => (workers === 'auto' ? 'auto (a worker per core) needs' : `${String(workers)} workers need`);
 
+/**
+ * An audit trail to a file (`audit.logFile`) with several workers: each worker would rotate the
+ * one file on its own (renaming it under the others' records), so it is refused; syslog or
+ * stdout serve several workers. The problem's text, or null.
+ */
+export function auditFileProblem(workers: unknown, audit: unknown): string | null {
+  if (!severalWorkers(workers) || !isMapping(audit) || audit.enabled !== true || typeof audit.logFile !== 'string') return null;
+  return `${described(workers)} an audit trail each can write alone, but logFile is one file that each worker would rotate on its own: with several workers send the records to syslog (syslog: {address: ...}) or stdout (no logFile), or use workers: 1`;
+}
+
 /** The VirtualMCPServer spec's problems with `server.workers` (a superRefine of the spec). */
 export function workersShareState(spec: unknown, ctx: Ctx): void {
   if (!isMapping(spec) || !isMapping(spec.server) || !severalWorkers(spec.server.workers)) return;
   const what = described(spec.server.workers);
   const path = ['server', 'workers'];
   const config = isMapping(spec.config) ? spec.config : {};
+  const audit = auditFileProblem(spec.server.workers, config.audit);
+  if (audit !== null) addIssue(ctx, ['config', 'audit', 'logFile'], audit);
   const session = isMapping(config.session) ? config.session : {};
   const storage = isMapping(session.storage) ? session.storage.type : 'memory';
   if (storage !== 'redis') {

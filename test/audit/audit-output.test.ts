@@ -162,6 +162,16 @@ describe('audit: config (spec.config.audit)', () => {
     assert.match(await problemsOf('audit: {enabled: true, maxDataSize: 0}'), /spec\.config\.audit\.maxDataSize/);
     assert.match(await problemsOf('audit: {enabled: true, detectApplicationErrors: true}'), /spec\.config\.audit\.detectApplicationErrors: Gatehouse does not read a backend's answer/);
     assert.ok((await validate('audit: {enabled: true, detectApplicationErrors: false, includeResponseData: false}')).ok);
+  });
+
+  it('a log file with several workers is refused (each would rotate it on its own); syslog is not', async () => {
+    const file = async (audit: string) => validateVmcpFile(await writeConfig(vmcpYaml({ backends, config: audit, spec: '  server: {workers: 2}' })));
+    const refused = await file('audit: {enabled: true, logFile: a.log}');
+    assert.match(refused.ok ? '' : formatProblems(refused.problems), /spec\.config\.audit\.logFile: 2 workers need an audit trail each can write alone, but logFile is one file/);
+    const syslog = await file('audit: {enabled: true, syslog: {address: "udp://127.0.0.1:514"}}');
+    assert.doesNotMatch(syslog.ok ? '' : formatProblems(syslog.problems), /audit/);
+    const registry = validateRegistryText('auth: {mode: anonymous}\nsources: [{name: internal, managed: {}}]\nregistries: [{name: default, sources: [internal]}]\ndatabase: {type: postgres, url: "postgres://127.0.0.1/x"}\nserver: {workers: auto}\naudit: {enabled: true, logFile: a.log}\n', 'registry.yaml');
+    assert.match(registry.ok ? '' : registry.problems.map(formatProblem).join('\n'), /audit\.logFile: auto \(a worker per core\) needs an audit trail/);
     assert.match(await problemsOf('audit: {enabled: true, logfile: a.log}'), /spec\.config\.audit.*logfile/);
   });
 });

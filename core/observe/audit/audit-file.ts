@@ -9,6 +9,7 @@
  *
  * The file is created 0600 (ToolHive's mode): an audit trail names who did what.
  */
+import cluster from 'node:cluster';
 import { existsSync, mkdirSync, openSync, renameSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pino from 'pino';
@@ -111,16 +112,22 @@ function end(out: Destination): Promise<void> {
   });
 }
 
-/** Standard output, written in batches as the file is; closing writes the rest (the descriptor stays open). */
+/**
+ * Standard output, written in batches as the file is; closing writes the rest (the descriptor
+ * stays open). In a worker of `server.workers` the workers share it: a record is then one write
+ * of its own, as the logs' lines are (a write to a pipe up to 4 KiB is never mixed with
+ * another's, a batch of 8 KiB could be).
+ */
 export class StandardOutput {
-  readonly #out: Destination = pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES });
-  readonly #timer = flushEvery(this.#out);
+  readonly #out: Destination = cluster.isWorker ? pino.destination({ dest: 1, sync: true }) : pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES });
+  readonly #timer = cluster.isWorker ? null : flushEvery(this.#out);
 
   write(text: string): void {
     this.#out.write(text);
   }
 
   close(): Promise<void> {
+    if (this.#timer === null) return Promise.resolve();
     clearInterval(this.#timer);
     return new Promise<void>((resolve) => {
       this.#out.flush(() => resolve());

@@ -24,6 +24,7 @@ import {
   serverSettingsSchema,
   telemetrySchema,
   severalWorkers,
+  auditFileProblem,
   auditSchema,
   uniqueNames,
   whenMapping,
@@ -228,6 +229,8 @@ const databaseSchema = z
  */
 function workersShareTheDatabase(file: unknown, ctx: Ctx): void {
   if (!isMapping(file) || !isMapping(file.server) || !severalWorkers(file.server.workers)) return;
+  const audit = auditFileProblem(file.server.workers, file.audit);
+  if (audit !== null) addIssue(ctx, ['audit', 'logFile'], audit);
   const type = isMapping(file.database) ? file.database.type : 'embedded';
   if (type === 'postgres') return;
   const workers = file.server.workers === 'auto' ? 'auto (a worker per core) needs' : `${String(file.server.workers)} workers need`;
