@@ -4,8 +4,9 @@
  * in which JSON has escaped every control character; the header's fields are the gateway's own
  * (host name, app name, pid, the event type) and are cut to RFC 5424's printable ASCII and
  * lengths, so nothing in a record can end a message or forge a header. A small formatter of our
- * own: the npm syslog clients we looked at are unmaintained or frame TCP by newline, which a
- * record's escaped text never breaks but a receiver's octet counting is firmer.
+ * own rather than syslog-client, npm's most used (last released 2024): it frames TCP by a newline
+ * (RFC 6587's non-transparent framing; octet counting is firmer), passes the header's fields as
+ * given, and bounds nothing that waits for a connection.
  *
  * TCP keeps a connection, reconnects after a second when it drops, and holds at most
  * MAX_PENDING_BYTES while it is down: what does not fit is dropped and counted (`dropped`), as
