@@ -2,10 +2,11 @@
  * The audit trail's file (`logFile`), rotated by size: when a record would take the file past
  * `maxSize`, the file becomes `<logFile>.1` (the older ones shift up to `.<maxFiles>`, the oldest
  * is dropped) and a new file is opened at the path. Written through pino's SonicBoom
- * (`pino.destination`, already the gateway's log writer): asynchronous, records written while a
- * write is under way go out together in the next. pino-roll was the alternative: it rotates in a
- * worker thread (thread-stream), a second copy of every record across threads, for what is
- * here a size count and a few renames on the rare record that crosses the limit.
+ * (`pino.destination`, already the gateway's log writer): asynchronous, in batches. pino-roll (a
+ * SonicBoom that rolls) was the alternative: it writes to `<file>.<number>`, the live file's name
+ * changing at each roll, where ToolHive's `logFile` is the file being written (the one a
+ * collector tails); here the rotation is a size count and a few renames on the rare record that
+ * crosses the limit, and no dependency more.
  *
  * The file is created 0600 (ToolHive's mode): an audit trail names who did what.
  */
