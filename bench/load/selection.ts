@@ -35,18 +35,13 @@ export function selectedRows(all: readonly Row[], filter = process.env['BENCH_RO
 }
 
 /**
- * The order of the rows in round `round` (1-based): as listed, but a row and its twin swap
- * places in every even round, so neither side always runs second (after the other warmed the
- * backend, or into a drift of the machine).
+ * The order of the rows in round `round` (1-based): as listed in odd rounds, reversed in even
+ * ones, so no row always runs at one place of the round (right after another warmed the
+ * backend, or into a drift of the machine): a row and its twin, listed side by side, swap
+ * places, and a row compared with the one listed before it (a feature on ÷ off) runs before it
+ * every other round.
  */
 export function roundOrder(rows: readonly Row[], round: number): number[] {
   const order = rows.map((_, i) => i);
-  if (round % 2 !== 0) return order;
-  for (let i = 0; i + 1 < order.length; i++) {
-    if (rows[i + 1]!.twinOf !== undefined && rows[i + 1]!.twinOf === rows[i]!.name) {
-      [order[i], order[i + 1]] = [i + 1, i];
-      i++;
-    }
-  }
-  return order;
+  return round % 2 !== 0 ? order : order.reverse();
 }
