@@ -79,6 +79,7 @@ export const E2E: readonly string[] = [
   'test/aggregate/aggregated.test.ts',
   'test/aggregate/views.test.ts',
   'test/aggregate/views-attack.test.ts',
+  'test/bench/floor-proxy.test.ts',
   'test/aggregate/failures.test.ts',
   'test/aggregate/healing.test.ts',
   'test/aggregate/resumed-replicas.test.ts',

@@ -66,6 +66,8 @@ export interface SubjectRatios {
   cpuVsBaseline: number | null;
   /** CPU µs/req ÷ nginx CPU µs/req */
   cpuVsNginx: number | null;
+  /** CPU µs/req ÷ the HTTP floor's (the last `floor` row: the least an HTTP proxy in a Node process costs, floor-proxy.ts) */
+  cpuVsFloor: number | null;
   /** True when a row the ratio is taken from had errors or was noisy. */
   flagged: boolean;
 }
@@ -144,8 +146,10 @@ const ratio = (a: number | undefined, b: number | undefined): number | null =>
 export function computeRatios(rows: RowResult[]): Ratios {
   const ref = rows.find((r) => r.role === 'reference');
   const base = rows.find((r) => r.role === 'baseline');
+  const floor = rows.findLast((r) => r.role === 'floor');
   const refM = measuredRow(ref);
   const baseM = measuredRow(base);
+  const floorM = measuredRow(floor);
   const cpuVsNginx: Record<string, number | null> = {};
   for (const r of rows) {
     const m = measuredRow(r);
@@ -162,6 +166,7 @@ export function computeRatios(rows: RowResult[]): Ratios {
         throughputVsBaseline: ratio(m?.rps, baseM?.rps),
         cpuVsBaseline: ratio(m?.cpuMicrosPerRequest, baseM?.cpuMicrosPerRequest),
         cpuVsNginx: m?.cpuVsNginx ?? null,
+        cpuVsFloor: ratio(m?.cpuMicrosPerRequest, floorM?.cpuMicrosPerRequest),
         flagged: [r, base, ref].some((x) => x !== undefined && suspect(x)),
       };
     });
@@ -255,6 +260,7 @@ export function ratioSummary(report: LoadReport): string {
     lines.push(
       `- ${s.name}: throughput ${times(s.throughputVsBaseline)} ${ratios.baseline ?? 'baseline'}; ` +
         `CPU/request ${times(s.cpuVsBaseline)} ${ratios.baseline ?? 'baseline'}, ${times(s.cpuVsNginx)} nginx` +
+        (s.cpuVsFloor === null ? '' : `, ${times(s.cpuVsFloor)} the HTTP floor`) +
         (s.flagged ? ' ⚠ (a row had errors or was noisy: ratio suspect)' : ''),
     );
   }

@@ -21,6 +21,7 @@ import { startBackendProcess } from './backend.ts';
 import { anonymousConfig, gatehouseRow, nodeEngineConfig } from './gatehouse.ts';
 import { startHttpProxy } from './http-proxy.ts';
 import { startNginx } from './nginx.ts';
+import { startFloorProxy } from './floor-proxy.ts';
 import { embeddedAuthServerRows } from './embedded-auth.ts';
 import { oidcRow } from './oidc.ts';
 import { telemetryRows } from './telemetry.ts';
@@ -47,6 +48,17 @@ export const rows: Row[] = [
     name: 'http-proxy',
     role: 'baseline',
     start: (ctx) => startHttpProxy(ctx.backendUrl),
+  },
+  // The floors of a Node proxy (floor-proxy.ts): bytes relayed, then the least an HTTP proxy parses and writes.
+  {
+    name: 'node floor (TCP relay)',
+    role: 'floor',
+    start: (ctx) => startFloorProxy('relay', ctx.backendUrl),
+  },
+  {
+    name: 'node floor (HTTP, llhttp both ways)',
+    role: 'floor',
+    start: (ctx) => startFloorProxy('http', ctx.backendUrl),
   },
   gatehouseRow({
     name: 'gatehouse (anonymous, transparent)',

@@ -22,9 +22,10 @@ export interface Target {
 /**
  * What a row is, for the ratios: `direct` is the backend answering itself (the floor of
  * node:http), `reference` is nginx (every row's CPU is divided by it), `baseline` is bare
- * http-proxy (subjects are compared with it), `subject` is a gatehouse variant.
+ * http-proxy (subjects are compared with it), `floor` is the least a proxy in a Node process can
+ * cost (floor-proxy.ts), `subject` is a gatehouse variant.
  */
-export type RowRole = 'direct' | 'reference' | 'baseline' | 'subject';
+export type RowRole = 'direct' | 'reference' | 'baseline' | 'floor' | 'subject';
 
 /** Shared by every row of one run. */
 export interface RowContext {
