@@ -124,9 +124,9 @@ export function createBackend(): Server {
   return server;
 }
 
-/** Starts the backend as a child process; resolves once it listens. */
-export async function startBackendProcess(): Promise<{ child: ManagedChild; port: number; url: string }> {
-  const child = spawnNodeScript('backend', new URL(import.meta.url).pathname, []);
+/** Starts the backend as a child process; resolves once it listens. `profile`: its CPU profile's label with BENCH_PROFILE_DIR. */
+export async function startBackendProcess(profile?: string): Promise<{ child: ManagedChild; port: number; url: string }> {
+  const child = spawnNodeScript('backend', new URL(import.meta.url).pathname, [], profile === undefined ? {} : { profile });
   const m = await child.waitForLine(/^LISTENING (\d+)$/, 15_000);
   const port = Number(m[1]);
   return { child, port, url: `http://127.0.0.1:${port}/mcp` };

@@ -15,12 +15,14 @@
  * as the working directory, on the same generated config (checkout.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { assertRunnable, fileSuffix, thisCheckoutOf } from './checkout.ts';
-import { freePort, httpRequest, spawnChild, waitUntil } from './process.ts';
+import { freePort, httpRequest, profileArgs, spawnChild, waitUntil } from './process.ts';
 import { NotAvailable, type Row, type RowContext, type Target } from './target.ts';
 
 export { GATEHOUSE_BIN, REPO_ROOT } from './checkout.ts';
+/** Where each gateway process writes its CPU profile with BENCH_PROFILE_DIR (process.ts). */
+export { profileArgs } from './process.ts';
 
 export interface GatehouseConfigContext {
   backendUrl: string;
@@ -77,17 +79,6 @@ export interface GatehouseStartOptions {
   port?: number;
   /** A log line the gateway prints once it all serves, waited for after /readyz (workers.ts: every worker ready). */
   readyLine?: RegExp;
-}
-
-/**
- * With BENCH_PROFILE_DIR set, each gateway process writes a V8 CPU profile there when it stops
- * (`<dir>/<row label>/CPU.*.cpuprofile`, one per thread; the largest is the main thread's; open
- * it in Chrome DevTools): where a row's microseconds go.
- */
-export function profileArgs(label: string): string[] {
-  const dir = process.env['BENCH_PROFILE_DIR'];
-  // A directory per row: the process has two threads (the main one and tsx's module loader), a profile each.
-  return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', resolve(dir, label)];
 }
 
 /**

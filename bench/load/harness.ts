@@ -123,7 +123,17 @@ async function checkRequest(url: string, headers: Record<string, string>): Promi
   }
 }
 
-async function measureRow(row: Row, ctx: RowContext, backendPid: number, s: LoadSettings): Promise<RowResult> {
+/** process.hrtime in µs: CLOCK_MONOTONIC on Linux, the clock of V8's CPU profiles too. */
+const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
+
+/** One measured run of a row: its processes (the whole tree) and when it ran, in monotonic µs. */
+export interface MeasuredRun {
+  pids: readonly number[];
+  startMicros: number;
+  endMicros: number;
+}
+
+async function measureRow(row: Row, ctx: RowContext, backendPid: number, s: LoadSettings, onMeasured?: (row: Row, run: MeasuredRun) => void): Promise<RowResult> {
   const result = (status: RowResult['status'], reason: string | null): RowResult => ({
     name: row.name,
     role: row.role,
@@ -155,11 +165,13 @@ async function measureRow(row: Row, ctx: RowContext, backendPid: number, s: Load
     log(`  measuring ${s.durationSeconds} s`);
     const before = cpuSnapshot(target.pids);
     const backendBefore = cpuSnapshot([backendPid]);
-    const [busyBefore, ownBefore, t0] = [machineBusyMicros(), ownTreeMicros(), performance.now()];
+    const [busyBefore, ownBefore, t0, startMicros] = [machineBusyMicros(), ownTreeMicros(), performance.now(), monotonicMicros()];
     const w = await runWrk({ ...wrk, seconds: s.durationSeconds, label: row.name });
-    const wallMicros = (performance.now() - t0) * 1000;
+    const [wallMicros, endMicros] = [(performance.now() - t0) * 1000, monotonicMicros()];
     const foreignMicros = machineBusyMicros() - busyBefore - (ownTreeMicros() - ownBefore);
-    const cpuMicros = cpuDeltaMicros(before, cpuSnapshot(target.pids));
+    const after = cpuSnapshot(target.pids);
+    const cpuMicros = cpuDeltaMicros(before, after);
+    onMeasured?.(row, { pids: [...new Set([...before.keys(), ...after.keys()])], startMicros, endMicros });
     const backendMicros = cpuDeltaMicros(backendBefore, cpuSnapshot([backendPid]));
     const peakRssMiB = peakRssKiB(target.pids) / 1024;
     const perRequest = (us: number): number => (w.requests > 0 ? us / w.requests : Number.NaN);
@@ -202,6 +214,8 @@ export interface RunLoadOptions {
   settings?: LoadSettings;
   /** Write bench/results/latest.{json,md}, or compare-load.{json,md} with BENCH_COMPARE (default true). */
   write?: boolean;
+  /** Called after each measured run (bench/profile: which profiles and samples are the row's). */
+  onMeasured?: (row: Row, run: MeasuredRun) => void;
 }
 
 /** Runs the load benchmark, prints the table and ratios, writes the results. */
@@ -230,7 +244,7 @@ export async function runLoad(opts: RunLoadOptions = {}): Promise<LoadReport> {
         const row = rowList[i]!;
         const previous = perRow[i] ?? [];
         if (previous.some((r) => r.status === 'unavailable')) continue; // do not wait for it again
-        previous.push(await measureRow(row, ctx, backend.child.pid, settings));
+        previous.push(await measureRow(row, ctx, backend.child.pid, settings, opts.onMeasured));
         perRow[i] = previous;
         await sleep(500);
       }

@@ -10,7 +10,7 @@ import type { Target } from './target.ts';
 /** Starts the http-proxy child in front of `backendUrl`; resolves once it listens. */
 export async function startHttpProxy(backendUrl: string): Promise<Target> {
   const origin = new URL(backendUrl).origin;
-  const child = spawnNodeScript('http-proxy', HTTP_PROXY_SERVER, [origin]);
+  const child = spawnNodeScript('http-proxy', HTTP_PROXY_SERVER, [origin], { profile: 'http-proxy' });
   const m = await child.waitForLine(/^LISTENING (\d+)$/, 15_000);
   return {
     url: `http://127.0.0.1:${m[1]}${new URL(backendUrl).pathname}`,

@@ -14,6 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { request } from 'node:http';
+import { resolve } from 'node:path';
 
 const TAIL_LINES = 40;
 const SETPRIV = '/usr/bin/setpriv';
@@ -118,6 +119,19 @@ function runFinalizers(): void {
 export interface SpawnOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /** A node child writes V8 CPU profiles under this label when BENCH_PROFILE_DIR is set (`profileArgs`). */
+  profile?: string;
+}
+
+/**
+ * With BENCH_PROFILE_DIR set, a node child started with these arguments writes a V8 CPU profile
+ * when it exits (`<dir>/<label>/CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile`, one per thread:
+ * thread 0 is the main one, the others tsx's module loader; open it in Chrome DevTools, or let
+ * `npm run bench:profile` summarise it): where a row's microseconds go.
+ */
+export function profileArgs(label: string): string[] {
+  const dir = process.env['BENCH_PROFILE_DIR'];
+  return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', resolve(dir, label)];
 }
 
 /** Starts `command args` with piped output, tracked for cleanup. */
@@ -135,7 +149,8 @@ export function spawnChild(name: string, command: string, args: string[], opts: 
 
 /** Starts one of the node child scripts of bench/load (TypeScript, through tsx). */
 export function spawnNodeScript(name: string, scriptPath: string, args: string[], opts: SpawnOptions = {}): ManagedChild {
-  return spawnChild(name, process.execPath, ['--import', 'tsx', scriptPath, ...args], opts);
+  const profile = opts.profile === undefined ? [] : profileArgs(opts.profile);
+  return spawnChild(name, process.execPath, [...profile, '--import', 'tsx', scriptPath, ...args], opts);
 }
 
 /** Records a pid the harness did not spawn itself (nginx workers) so cleanup can kill it. */

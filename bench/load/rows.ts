@@ -35,7 +35,7 @@ export const rows: Row[] = [
     role: 'direct',
     // Its own backend process, so its peak RSS and CPU are its own.
     async start() {
-      const { child, url } = await startBackendProcess();
+      const { child, url } = await startBackendProcess('direct');
       return { url, pids: [child.pid], stop: () => child.stop() };
     },
   },
