@@ -15,6 +15,8 @@ export interface Measurement extends Omit<WrkResult, 'raw'> {
   cpuMicrosPerRequest: number;
   /** cpuMicrosPerRequest ÷ nginx's, filled in by `computeRatios`. */
   cpuVsNginx: number | null;
+  /** cpuMicrosPerRequest ÷ the bare http-proxy's (the baseline), filled in by `computeRatios`. */
+  cpuVsBaseline?: number | null;
   /** CPU of the shared backend per request (proxied rows only). */
   backendCpuMicrosPerRequest: number | null;
   /** Sum of VmHWM over the target's process tree, MiB. */
@@ -155,6 +157,7 @@ export function computeRatios(rows: RowResult[]): Ratios {
     const m = measuredRow(r);
     if (m === null) continue;
     m.cpuVsNginx = ratio(m.cpuMicrosPerRequest, refM?.cpuMicrosPerRequest);
+    m.cpuVsBaseline = ratio(m.cpuMicrosPerRequest, baseM?.cpuMicrosPerRequest);
     cpuVsNginx[r.name] = m.cpuVsNginx;
   }
   const subjects = rows
@@ -217,21 +220,22 @@ const firstLine = (s: string | null, max = 140): string => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 };
 
+/** The rows, each with its CPU per request ÷ nginx's and ÷ the bare http-proxy's of the same run. */
 export function markdownTable(rows: RowResult[]): string {
   const out = [
-    '| target | req/s | p50 ms | p99 ms | CPU µs/req | ×nginx CPU | peak RSS MB | errors |',
-    '|---|---:|---:|---:|---:|---:|---:|---|',
+    '| target | req/s | p50 ms | p99 ms | CPU µs/req | ×nginx CPU | ×http-proxy CPU | peak RSS MB | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of rows) {
     const m = measuredRow(r);
     if (m === null) {
       const what = r.status === 'unavailable' ? 'not available' : 'failed';
-      out.push(`| ${cell(r.name)} | — | — | — | — | — | — | ${cell(`${what}: ${firstLine(r.reason)}`)} |`);
+      out.push(`| ${cell(r.name)} | — | — | — | — | — | — | — | ${cell(`${what}: ${firstLine(r.reason)}`)} |`);
       continue;
     }
     out.push(
       `| ${cell(r.name)} | ${m.rps.toFixed(0)} | ${fixed(m.p50Ms, 2)} | ${fixed(m.p99Ms, 2)} | ` +
-        `${fixed(m.cpuMicrosPerRequest, 1)} | ${m.cpuVsNginx === null ? '—' : m.cpuVsNginx.toFixed(2)} | ` +
+        `${fixed(m.cpuMicrosPerRequest, 1)} | ${fixed(m.cpuVsNginx, 2)} | ${fixed(m.cpuVsBaseline, 2)} | ` +
         `${fixed(m.peakRssMiB, 1)} | ${describeErrors(m)} |`,
     );
   }
@@ -276,16 +280,6 @@ export function ratioSummary(report: LoadReport): string {
   return lines.join('\n');
 }
 
-export function machineLine(report: LoadReport): string {
-  const { machine: m, settings: s } = report;
-  return (
-    `${m.date} · ${m.cpuModel}, ${m.cores} cores · Node ${m.node} · ${m.nginx ?? 'no nginx'} · ${m.wrk ?? 'no wrk'} · ` +
-    `wrk -t${s.threads} -c${s.connections}, ${s.durationSeconds} s measured after ${s.warmupSeconds} s warm-up` +
-    (s.rounds > 1 ? `, median of ${s.rounds} rounds` : '') +
-    (report.compare === undefined ? '' : ` · this checkout ${report.compare.this.label} against ${report.compare.other.label} (${report.compare.other.root})`)
-  );
-}
-
 /**
  * With BENCH_COMPARE: per gatehouse row, its CPU µs/request and its twin's, and this ÷ that,
  * of the reported rounds and round by round (empty without twins).
@@ -312,15 +306,31 @@ export function twinTable(report: LoadReport): string {
   return out.join('\n');
 }
 
+/** The head of latest.md: the date, the machine (CPU, cores, kernel, Node, nginx, wrk) and the load. */
+export function machineHeader(report: LoadReport): string {
+  const { machine: m, settings: s } = report;
+  return [
+    `- Date: ${m.date}`,
+    `- Machine: ${m.cpuModel}, ${m.cores} cores, Linux ${m.kernel}; Node ${m.node}; ${m.nginx ?? 'no nginx'}; ${m.wrk ?? 'no wrk'}`,
+    `- Load: wrk -t${s.threads} -c${s.connections}, ${s.durationSeconds} s measured after ${s.warmupSeconds} s warm-up` +
+      (s.rounds > 1 ? `, median of ${s.rounds} interleaved rounds` : ', one round') +
+      (s.rowsFilter === null ? '' : `; rows: BENCH_ROWS=${s.rowsFilter}`),
+    ...(report.compare === undefined ? [] : [`- Checkouts: this one ${report.compare.this.label} against ${report.compare.other.label} (${report.compare.other.root})`]),
+  ].join('\n');
+}
+
 /** The markdown of bench/results/latest.md (quoted in bench/README.md), or compare-load.md. */
 export function markdownReport(report: LoadReport): string {
   const twins = twinTable(report);
-  return `${machineLine(report)}
+  return `# ${report.compare === undefined ? 'Load benchmark' : 'Load benchmark, two checkouts'}
+
+${machineHeader(report)}
 
 ${markdownTable(report.rows)}
 ${twins === '' ? '' : `\n${twins}\n`}
 CPU is user+sys of the target's processes (nginx: master + worker) divided by requests served;
-load generator, proxy and backend share the machine, so ratios within one run are what to quote.
+×nginx and ×http-proxy divide it by nginx's and the bare http-proxy's of this run. Load
+generator, proxy and backend share the machine, so ratios within one run are what to quote.
 The Node rows run their TypeScript through tsx's loader (gatehouse too), which accounts for about
 35 MB of their peak RSS and nothing per request.
 

@@ -1,7 +1,8 @@
 /**
  * The load benchmark's before/after (`BENCH_COMPARE`) as data: reading the variable, the twin
- * rows and their selection and order, and the ratios and table a compare run reports. Nothing
- * is started or measured here (the harness itself is exercised by running it: bench/README.md).
+ * rows and their selection and order, and the ratios and table a compare run reports; and the
+ * head and ratios of latest.md. Nothing is started or measured here (the harness itself is
+ * exercised by running it: bench/README.md).
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -9,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { compareCheckoutFrom, fileSuffix, type Checkout } from '../../bench/load/checkout.ts';
-import { computeRatios, markdownTable, twinTable, type LoadReport, type RowResult } from '../../bench/load/report.ts';
+import { computeRatios, markdownReport, markdownTable, twinTable, type LoadReport, type RowResult } from '../../bench/load/report.ts';
 import { roundOrder, selectedRows, withTwins } from '../../bench/load/selection.ts';
 import type { Row, RowContext } from '../../bench/load/target.ts';
 
@@ -142,5 +143,22 @@ describe('a compare run\'s report', () => {
     assert.match(table, /\| gatehouse \(anonymous\) \| 30\.0 \| 40\.0 \| 0\.75 \| 0\.75, 1\.10 \| 1\.33 \|/);
     assert.match(table, /\| gatehouse \(oidc\) \| 36\.0 \| — \| — \| — \| — \|/);
     assert.equal(twinTable({ ...report, ratios: computeRatios(results.filter((r) => r.twinOf === undefined)) }), '');
+  });
+});
+
+describe('latest.md', () => {
+  it('gives every row its CPU ×nginx and ×http-proxy of the run, under the date and the machine', () => {
+    const rows = [measured('nginx', 'reference', [10]), measured('http-proxy', 'baseline', [80]), measured('gatehouse (anonymous)', 'subject', [20])];
+    const report: LoadReport = {
+      machine: { cpuModel: 'AMD EPYC', cores: 2, kernel: '6.1.0', node: 'v20.20.2', nginx: 'nginx/1.22.1', wrk: 'wrk 4.1.0', date: '2026-11-29T18:00:00.000Z' },
+      settings: { rounds: 3, durationSeconds: 10, warmupSeconds: 3, connections: 32, threads: 1, clockTicksPerSecond: 100, rowsFilter: 'nginx,http-proxy,anonymous' },
+      rows,
+      ratios: computeRatios(rows),
+    };
+    const md = markdownReport(report);
+    assert.match(md, /^# Load benchmark\n\n- Date: 2026-11-29T18:00:00\.000Z\n- Machine: AMD EPYC, 2 cores, Linux 6\.1\.0; Node v20\.20\.2; nginx\/1\.22\.1; wrk 4\.1\.0\n- Load: wrk -t1 -c32, 10 s measured after 3 s warm-up, median of 3 interleaved rounds; rows: BENCH_ROWS=nginx,http-proxy,anonymous\n/);
+    assert.match(md, /\| target \| req\/s \| p50 ms \| p99 ms \| CPU µs\/req \| ×nginx CPU \| ×http-proxy CPU \|/);
+    assert.match(md, /\| nginx \| [\d]+ \| [\d.]+ \| [\d.]+ \| 10\.0 \| 1\.00 \| 0\.13 \|/);
+    assert.match(md, /\| gatehouse \(anonymous\) \| [\d]+ \| [\d.]+ \| [\d.]+ \| 20\.0 \| 2\.00 \| 0\.25 \|/);
   });
 });
