@@ -10,8 +10,10 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadVmcpConfig } from '../../core/config/vmcp-config.ts';
 import { benchConfigText } from '../../plugins/cli/bench/bench-config.ts';
+import { httpProxyMissing } from '../../plugins/cli/bench/http-proxy-server.ts';
 import { metricsDelta } from '../../plugins/cli/bench/metrics.ts';
-import type { BenchResult, RowResult } from '../../plugins/cli/bench/report.ts';
+import { findNginx } from '../../plugins/cli/bench/nginx.ts';
+import { gatewayRatios, type BenchResult, type RowResult } from '../../plugins/cli/bench/report.ts';
 import { REPO_ROOT } from '../fixtures/processes.ts';
 import { runCli as run } from '../helpers/cli.ts';
 import { vmcpYaml, writeConfig } from '../helpers/gateway.ts';
@@ -59,6 +61,22 @@ describe('gatehouse bench', () => {
     assert.ok(Math.abs(phase.callsPerRequest - 1) < 0.01, String(phase.callsPerRequest));
     assert.ok(finite(phase.microsPerCall) && finite(phase.microsPerRequest) && phase.calls > 0);
     assert.match(result.stderr, /starting the gateway: gatehouse vmcp serve --config/);
+    // The references, in front of the same echo backend: nginx where this machine has it, http-proxy (a devDependency) here.
+    if (findNginx() === null) {
+      assert.equal(r.nginx, null);
+      assert.match(r.nginxSkipped ?? '', /^nginx not found on PATH nor at \/usr\/sbin\/nginx/);
+    } else {
+      assertRow(r.nginx, 'nginx');
+      assert.equal(r.nginxSkipped, null);
+      assert.match(r.nginx.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp\/demo$/);
+      assert.ok(finite(r.gatewayRatios.p99VsNginx));
+      if (process.platform === 'linux') assert.ok(finite(r.gatewayRatios.cpuVsNginx));
+    }
+    assertRow(r.httpProxy, 'http-proxy');
+    assert.equal(r.httpProxySkipped, null);
+    assert.ok(finite(r.gatewayRatios.p99VsHttpProxy));
+    if (process.platform === 'linux') assert.ok(finite(r.gatewayRatios.cpuVsHttpProxy));
+    assert.deepEqual(Object.keys(r.gatewayRatios).sort(), ['cpuVsHttpProxy', 'cpuVsNginx', 'p99VsHttpProxy', 'p99VsNginx']);
   });
 
   it('the 2026-07-28 stateless form, and the table for a person without --json', async () => {
@@ -70,6 +88,23 @@ describe('gatehouse bench', () => {
     assert.match(result.stdout, /\nbackend, called directly +[\d,]+ +[\d.]+ +[\d.]+ +[\d.,—]+ +0\n/);
     assert.match(result.stdout, /\nthrough the gateway +[\d,]+ +[\d.]+ +[\d.]+ +[\d.,—]+ +0\n/);
     assert.match(result.stdout, /\ntool-allowlist +onMessage +1\.00 +[\d.]+ +[\d.]+/);
+    assert.match(result.stdout, /\nhttp-proxy in front of it +[\d,]+ +[\d.]+ +[\d.]+ +[\d.,—]+ +0\n/);
+    assert.match(result.stdout, /\nthe gateway ÷ +CPU µs\/req +p99 ms\n/);
+    assert.match(result.stdout, /\nhttp-proxy +[\d.,—]+×? +[\d.,]+×\n/);
+    if (findNginx() !== null) assert.match(result.stdout, /\nnginx in front of it +[\d,]+ .*\nnginx +[\d.,—]+×? +[\d.,]+×\n/s);
+  });
+
+  it('the references are skipped with --no-reference, and one that is missing is skipped saying why', async () => {
+    const none = await run(['bench', '--config', EXAMPLE, '--duration', '500ms', '--warmup', '0', '--connections', '2', '--no-reference', '--json']);
+    assert.equal(none.code, 0, none.stderr);
+    const r = JSON.parse(none.stdout) as BenchResult;
+    assert.deepEqual([r.nginx, r.nginxSkipped, r.httpProxy, r.httpProxySkipped], [null, '--no-reference', null, '--no-reference']);
+    assert.deepEqual(r.gatewayRatios, { cpuVsNginx: null, p99VsNginx: null, cpuVsHttpProxy: null, p99VsHttpProxy: null });
+    const missing = await run(['bench', '--config', EXAMPLE, '--duration', '500ms', '--warmup', '0', '--connections', '2', '--nginx', '/nonexistent/nginx']);
+    assert.equal(missing.code, 0, missing.stderr);
+    assert.match(missing.stdout, /\n\(nginx: not measured: --nginx \/nonexistent\/nginx: not an executable file\)\n/);
+    assert.doesNotMatch(missing.stdout, /\nnginx in front of it/);
+    assert.match(missing.stdout, /\nhttp-proxy in front of it /);
   });
 
   it('--help documents the options, the backends, incoming auth and the exit codes', async () => {
@@ -77,11 +112,12 @@ describe('gatehouse bench', () => {
     assert.equal(result.code, 0);
     const help = result.stdout.replace(/\n +/g, ' ');
     assert.match(help, /^Usage: gatehouse bench \[options\]/);
-    for (const option of ['-c, --config <FILE>', '--live', '-d, --duration <DURATION> .*\\(default: 10s\\)', '--warmup <DURATION> .*\\(default: 2s\\)', '--connections <N> .*\\(default: 32\\)', '--tool <NAME>', '--arguments <JSON>', '--protocol <VERSION>', '--token <TOKEN> .*env: GATEHOUSE_BENCH_TOKEN', '--echo-tools <NAMES>', '--json']) {
+    for (const option of ['-c, --config <FILE>', '--live', '-d, --duration <DURATION> .*\\(default: 10s\\)', '--warmup <DURATION> .*\\(default: 2s\\)', '--connections <N> .*\\(default: 32\\)', '--tool <NAME>', '--arguments <JSON>', '--protocol <VERSION>', '--token <TOKEN> .*env: GATEHOUSE_BENCH_TOKEN', '--echo-tools <NAMES>', '--no-reference', '--nginx <PATH>', '--json']) {
       assert.match(help, new RegExp(option.replace(/[<>]/g, '\\$&')), option);
     }
     assert.match(help, /gatehouse_plugin_phase_seconds/);
     assert.match(help, /Incoming auth:/);
+    assert.match(help, /References \(echo mode only; --no-reference skips both\):/);
     assert.match(help, /Exit codes:/);
     assert.match((await run(['--help'])).stdout, /bench \[options\] +benchmark a virtual MCP server configuration/);
   });
@@ -131,6 +167,17 @@ describe('gatehouse bench, its parts', () => {
     const text = benchConfigText(await loadVmcpConfig(file), null);
     assert.ok(text.includes(`module: ${join(pkg, 'plugin.js')}`), text);
     assert.ok(text.includes('module: no-such-plugin'), 'one that resolves to nothing stays as written, for the gateway to report');
+  });
+
+  it('the references: where nginx is looked for, http-proxy missing from an installed gatehouse, the ratios with a row missing', () => {
+    assert.equal(findNginx('/nonexistent/nginx'), null);
+    const onPath = findNginx(undefined, '/nonexistent');
+    assert.ok(onPath === null || onPath === '/usr/sbin/nginx', 'not on PATH: /usr/sbin/nginx or nothing');
+    assert.equal(httpProxyMissing(), null, 'a devDependency of this checkout');
+    assert.match(httpProxyMissing('file:///nonexistent/dir/x.js') ?? '', /^the http-proxy package is not installed here \(it is a devDependency of gatehouse/);
+    const row = (cpu: number | null, p99: number): RowResult => ({ url: 'u', requests: 1, seconds: 1, requestsPerSecond: 1, latencyMs: { mean: 1, p50: 1, p90: 1, p99, max: p99 }, errors: { non2xx: 0, socket: 0, timeouts: 0 }, cpuMicrosPerRequest: cpu, otherProcessesCpuPercent: 0 });
+    assert.deepEqual(gatewayRatios(row(30, 4), row(10, 2), null), { cpuVsNginx: 3, p99VsNginx: 2, cpuVsHttpProxy: null, p99VsHttpProxy: null });
+    assert.deepEqual(gatewayRatios(row(null, 4), null, row(60, 8)), { cpuVsNginx: null, p99VsNginx: null, cpuVsHttpProxy: null, p99VsHttpProxy: 0.5 });
   });
 
   it('the metrics delta: per plugin and phase, per request the MCP endpoint answered', () => {

@@ -118,3 +118,8 @@ export async function toolCall(url: string, protocol: Protocol, headers: Readonl
   await rpc(url, r.headers, r.body, `tools/call ${tool}`);
   return { url, headers: r.headers, body: r.body };
 }
+
+/** A request replayed elsewhere (through a reference proxy), checked once as `toolCall` checks the gateway's. */
+export async function checkRequest(req: BenchRequest, what: string): Promise<void> {
+  await rpc(req.url, req.headers, req.body, what);
+}

@@ -11,9 +11,12 @@
  * 4. A client session (or the 2026-07-28 stateless form), `tools/list` to pick the tool when
  *    `--tool` is not given, one checked `tools/call`.
  * 5. The backend called directly (echo mode; with --live when the group has one backend and it
- *    answers without the gateway's credentials), then through the gateway: warm-up, measured run
- *    with autocannon in this process (load.ts), CPU of the answering process, and, around the
- *    gateway's run, two scrapes of its /metrics for each plugin phase's time (metrics.ts).
+ *    answers without the gateway's credentials), then, in echo mode, nginx and a bare
+ *    http-proxy in front of the echo backend with the gateway's request (reference.ts; each
+ *    skipped with the reason when missing, all with --no-reference), then through the gateway:
+ *    warm-up, measured run with autocannon in this process (load.ts), CPU of the answering
+ *    process, and, around the gateway's run, two scrapes of its /metrics for each plugin
+ *    phase's time (metrics.ts). The gateway's CPU per request and p99 ÷ each reference's.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
@@ -24,12 +27,13 @@ import { InvalidConfigError } from '../exit-codes.ts';
 import { loadConfig } from '../serve.ts';
 import { validateVmcp } from '../vmcp-builtins.ts';
 import { benchConfigText } from './bench-config.ts';
-import { clientHeaders, ClientError, listTools, toolCall, type BenchRequest, type Protocol } from './client.ts';
+import { checkRequest, clientHeaders, ClientError, listTools, toolCall, type BenchRequest, type Protocol } from './client.ts';
 import { cpuMicrosBetween, cpuSnapshot, everyProcess, otherMicrosBetween } from './cpu.ts';
 import { drive } from './load.ts';
 import { metricsDelta, type GatewayTimes } from './metrics.ts';
 import { Child, ChildExited, stopChildrenOnExit } from './processes.ts';
-import { textReport, type BenchResult, type RowResult } from './report.ts';
+import { ReferenceSkipped, startHttpProxy, startNginx, type Reference } from './reference.ts';
+import { gatewayRatios, textReport, type BenchResult, type RowResult } from './report.ts';
 
 export interface BenchOptions {
   config: string;
@@ -44,6 +48,10 @@ export interface BenchOptions {
   protocol: Protocol;
   token?: string;
   echoTools: string[];
+  /** false with --no-reference: neither nginx nor http-proxy is measured. */
+  reference: boolean;
+  /** --nginx: the nginx binary (default: on PATH, else /usr/sbin/nginx). */
+  nginx?: string;
 }
 
 const BIN = fileURLToPath(new URL('../bin.mjs', import.meta.url));
@@ -128,6 +136,52 @@ async function measure(req: BenchRequest, options: BenchOptions, answering: Chil
   return { row: { url: req.url, ...load, cpuMicrosPerRequest: answering === null ? null : (cpuPerRequest.get(answering.pid) ?? null), otherProcessesCpuPercent: other }, cpuPerRequest };
 }
 
+interface References {
+  nginx: RowResult | null;
+  nginxSkipped: string | null;
+  httpProxy: RowResult | null;
+  httpProxySkipped: string | null;
+}
+
+/**
+ * nginx, then the bare http-proxy, each in front of the echo backend's `backend` path, each
+ * loaded with the gateway's request (its body and headers, the bearer token left out: the echo
+ * backend answers any session and any form) as the gateway is, then stopped.
+ */
+async function measureReferences(call: BenchRequest, options: BenchOptions, echo: { child: Child; port: number } | null, backend: string, dir: string): Promise<References> {
+  const out: References = { nginx: null, nginxSkipped: null, httpProxy: null, httpProxySkipped: null };
+  const off = !options.reference ? '--no-reference' : echo === null ? 'with --live (they stand in front of the echo backend)' : null;
+  if (off !== null || echo === null) return { ...out, nginxSkipped: off, httpProxySkipped: off };
+  const { authorization: _, ...headers } = call.headers;
+  const kinds = [
+    { name: 'nginx', key: 'nginx', start: () => startNginx(join(dir, 'nginx'), echo.port, options.nginx) },
+    { name: 'http-proxy', key: 'httpProxy', start: () => startHttpProxy(`http://127.0.0.1:${echo.port}`) },
+  ] as const;
+  for (const kind of kinds) {
+    let ref: Reference;
+    try {
+      ref = await kind.start();
+    } catch (err) {
+      if (!(err instanceof ReferenceSkipped)) throw err;
+      progress(`${kind.name}: not measured: ${err.message}`);
+      out[`${kind.key}Skipped`] = err.message;
+      continue;
+    }
+    try {
+      const req: BenchRequest = { url: `${ref.origin}/mcp/${encodeURIComponent(backend)}`, headers, body: call.body };
+      await checkRequest(req, `tools/call through ${kind.name}`);
+      progress(`${kind.name} in front of the echo backend: ${req.url}`);
+      out[kind.key] = (await measure(req, options, ref.child, [echo.child])).row;
+    } catch (err) {
+      if (!(err instanceof ClientError)) throw err;
+      out[`${kind.key}Skipped`] = err.message;
+    } finally {
+      await ref.child.stop();
+    }
+  }
+  return out;
+}
+
 export async function bench(options: BenchOptions): Promise<void> {
   const config = await loadConfig(options, validateVmcp);
   checkAuth(config, options.token);
@@ -185,6 +239,8 @@ export async function bench(options: BenchOptions): Promise<void> {
       }
     }
 
+    const references = await measureReferences(call, options, echo, config.backends[0]!.name, dir);
+
     progress(`through the gateway: ${gateway.url}`);
     const metricsUrl = gateway.admin !== null ? new URL('/metrics', gateway.admin).href : new URL('/metrics', gateway.url).href;
     const metricsHeaders = gateway.admin !== null ? {} : auth;
@@ -207,6 +263,7 @@ export async function bench(options: BenchOptions): Promise<void> {
       }
     }
 
+    const gatewayRow = { ...measured.row, backendCpuMicrosPerRequest: echo === null ? null : (measured.cpuPerRequest.get(echo.child.pid) ?? null) };
     const result: BenchResult = {
       config: config.file,
       vmcp: config.name,
@@ -219,12 +276,14 @@ export async function bench(options: BenchOptions): Promise<void> {
       machine: { node: process.version, cores: availableParallelism(), cpu: cpus()[0]?.model.trim() ?? 'unknown' },
       backend,
       backendSkipped,
-      gateway: { ...measured.row, backendCpuMicrosPerRequest: echo === null ? null : (measured.cpuPerRequest.get(echo.child.pid) ?? null) },
+      gateway: gatewayRow,
       gatewayMetrics,
       gatewayMetricsSkipped,
+      ...references,
+      gatewayRatios: gatewayRatios(gatewayRow, references.nginx, references.httpProxy),
     };
     process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : textReport(result));
-    const failed = [backend, measured.row].filter((r): r is RowResult => r !== null && (r.requests === 0 || r.errors.non2xx + r.errors.socket + r.errors.timeouts > 0));
+    const failed = [backend, references.nginx, references.httpProxy, measured.row].filter((r): r is RowResult => r !== null && (r.requests === 0 || r.errors.non2xx + r.errors.socket + r.errors.timeouts > 0));
     if (failed.length > 0) throw new BenchFailed(`gatehouse bench: requests failed during the run (${failed.map((r) => `${r.url}: ${JSON.stringify(r.errors)}`).join('; ')}): the figures are not those of successful calls`);
   } finally {
     for (const child of children.reverse()) await child.stop();

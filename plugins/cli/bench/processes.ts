@@ -17,6 +17,8 @@ export class Child {
   readonly #proc: ChildProcess;
   readonly #tail: string[] = [];
   readonly #watchers = new Set<(line: string) => void>();
+  /** Processes it started that outlive it when it is killed (nginx's worker): killed with it. */
+  readonly #adopted = new Set<number>();
 
   constructor(name: string, command: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env) {
     this.name = name;
@@ -71,18 +73,39 @@ export class Child {
     });
   }
 
+  /** Pids of processes it started that would outlive it (nginx's worker when the master is killed): stopped with it. */
+  adopt(pids: Iterable<number>): void {
+    for (const pid of pids) if (pid !== this.pid) this.#adopted.add(pid);
+  }
+
   /** SIGTERM, SIGKILL after `graceMs`; resolves with the exit code. */
   async stop(graceMs = 5000): Promise<number | null> {
-    if (this.exitCode !== undefined) return this.exitCode;
+    if (this.exitCode !== undefined) {
+      this.#killAdopted();
+      return this.exitCode;
+    }
     this.#proc.kill('SIGTERM');
     const timer = setTimeout(() => this.#proc.kill('SIGKILL'), graceMs);
     const code = await this.exited;
     clearTimeout(timer);
+    this.#killAdopted();
     return code;
   }
 
   kill(): void {
     this.#proc.kill('SIGKILL');
+    this.#killAdopted();
+  }
+
+  #killAdopted(): void {
+    for (const pid of this.#adopted) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone already: the usual case, its parent stopped it */
+      }
+    }
+    this.#adopted.clear();
   }
 }
 

@@ -47,10 +47,12 @@ What it does:
   Validates FILE as "gatehouse vmcp validate" does, starts the gateway with it as "gatehouse vmcp
   serve" does (a child process, on a free loopback port), opens a client session (or the
   2026-07-28 stateless form), and drives "tools/call" with autocannon: first against the
-  backend called directly, then through the gateway. It prints throughput, p50/p99 latency and
-  CPU per request of the process that answered (from /proc: all its threads; Linux only), and
-  each plugin hook's time per request from the gateway's own metrics
-  (gatehouse_plugin_phase_seconds{plugin,phase}, the difference of two scrapes around the run).
+  backend called directly, then through nginx and a bare http-proxy in front of the backend (the
+  references), then through the gateway. It prints throughput, p50/p99 latency and CPU per
+  request of the process that answered (from /proc: all its threads; Linux only), the gateway's
+  CPU per request and p99 as ratios to nginx's and http-proxy's, and each plugin hook's time per
+  request from the gateway's own metrics (gatehouse_plugin_phase_seconds{plugin,phase}, the
+  difference of two scrapes around the run).
 
 Backends:
   default  a built-in echo backend stands in for every MCPServer of the group (a copy of FILE
@@ -60,6 +62,13 @@ Backends:
            exchange STS is called); the echo backend ignores the credentials.
   --live   the configured backends: the whole path as clients see it. The backend is called
            directly only when the group has one backend (without the gateway's credentials).
+
+References (echo mode only; --no-reference skips both):
+  nginx       a keep-alive reverse proxy (one worker, its own config in a temporary directory),
+              found with --nginx, on PATH, or at /usr/sbin/nginx; skipped, saying why, when none.
+  http-proxy  a bare http-proxy server with a keep-alive agent, when the http-proxy package is
+              installed beside gatehouse (a devDependency: npm install http-proxy); else skipped.
+  Both get the gateway's request (without its bearer token) on the same connections.
 
 Incoming auth:
   anonymous  nothing to do.
@@ -91,6 +100,8 @@ export function benchCommand(): Command {
     .addOption(new Option('--protocol <VERSION>', '2025-11-25: an initialized session; 2026-07-28: stateless requests').choices(PROTOCOLS).default('2025-11-25'))
     .addOption(new Option('--token <TOKEN>', 'bearer token for incoming auth oidc').env('GATEHOUSE_BENCH_TOKEN'))
     .addOption(new Option('--echo-tools <NAMES>', 'tools each echo backend lists, comma-separated (backend names, before any prefix)').default(['echo'], 'echo').argParser(toolNames))
+    .addOption(new Option('--no-reference', 'measure neither nginx nor http-proxy beside the gateway (faster)'))
+    .addOption(new Option('--nginx <PATH>', 'the nginx binary of the reference (default: nginx on PATH, else /usr/sbin/nginx)'))
     .addOption(new Option('--json', 'print the result as one JSON document').default(false))
     .addHelpText('after', HELP)
     .action(async (options: BenchOptions) => (await import('./command.ts')).bench(options));

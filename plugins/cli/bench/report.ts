@@ -30,6 +30,34 @@ export interface BenchResult {
   /** What the gateway's own metrics say over the measured run (null: see gatewayMetricsSkipped). */
   gatewayMetrics: GatewayTimes | null;
   gatewayMetricsSkipped: string | null;
+  /** nginx as a keep-alive reverse proxy in front of the same echo backend, the same request and load (null: see nginxSkipped). */
+  nginx: RowResult | null;
+  nginxSkipped: string | null;
+  /** A bare http-proxy with a keep-alive agent, likewise (null: see httpProxySkipped). */
+  httpProxy: RowResult | null;
+  httpProxySkipped: string | null;
+  /** The gateway's CPU per request and p99 ÷ each reference's (null where either is not known). */
+  gatewayRatios: GatewayRatios;
+}
+
+export interface GatewayRatios {
+  cpuVsNginx: number | null;
+  p99VsNginx: number | null;
+  cpuVsHttpProxy: number | null;
+  p99VsHttpProxy: number | null;
+}
+
+const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
+  a === null || a === undefined || b === null || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b <= 0 ? null : a / b;
+
+/** The gateway's row against the references' (each may be missing). */
+export function gatewayRatios(gateway: RowResult, nginx: RowResult | null, httpProxy: RowResult | null): GatewayRatios {
+  return {
+    cpuVsNginx: ratio(gateway.cpuMicrosPerRequest, nginx?.cpuMicrosPerRequest),
+    p99VsNginx: ratio(gateway.latencyMs.p99, nginx?.latencyMs.p99),
+    cpuVsHttpProxy: ratio(gateway.cpuMicrosPerRequest, httpProxy?.cpuMicrosPerRequest),
+    p99VsHttpProxy: ratio(gateway.latencyMs.p99, httpProxy?.latencyMs.p99),
+  };
 }
 
 const num = (n: number | null | undefined, digits: number): string =>
@@ -59,6 +87,8 @@ export function textReport(r: BenchResult): string {
   ];
   const rows: string[][] = [];
   if (r.backend !== null) rows.push(row('backend, called directly', r.backend));
+  if (r.nginx !== null) rows.push(row('nginx in front of it', r.nginx));
+  if (r.httpProxy !== null) rows.push(row('http-proxy in front of it', r.httpProxy));
   rows.push(row('through the gateway', r.gateway));
   if (r.backend !== null) {
     rows.push([
@@ -72,11 +102,28 @@ export function textReport(r: BenchResult): string {
   }
   out.push(table(['', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'errors'], rows));
   if (r.backendSkipped !== null) out.push(`(backend called directly: not measured: ${r.backendSkipped})`);
+  if (r.nginxSkipped !== null) out.push(`(nginx: not measured: ${r.nginxSkipped})`);
+  if (r.httpProxySkipped !== null) out.push(`(http-proxy: not measured: ${r.httpProxySkipped})`);
+  if (r.nginx !== null || r.httpProxy !== null) {
+    const times = (n: number | null): string => (n === null ? '—' : `${num(n, 2)}×`);
+    const g = r.gatewayRatios;
+    out.push('');
+    out.push(
+      table(
+        ['the gateway ÷', 'CPU µs/req', 'p99 ms'],
+        [
+          ...(r.nginx === null ? [] : [['nginx', times(g.cpuVsNginx), times(g.p99VsNginx)]]),
+          ...(r.httpProxy === null ? [] : [['http-proxy', times(g.cpuVsHttpProxy), times(g.p99VsHttpProxy)]]),
+        ],
+      ),
+    );
+    out.push('The references: reverse proxies with kept-alive backend connections, in front of the same echo backend, given the same request and load.');
+  }
   if (r.gateway.cpuMicrosPerRequest !== null) {
     out.push(`CPU µs/req: the answering process's user+system time (all its threads) over the run, per request.`);
   }
   if (r.gateway.backendCpuMicrosPerRequest !== null) out.push(`The echo backend took ${num(r.gateway.backendCpuMicrosPerRequest, 1)} µs/req during the gateway's run.`);
-  const noisy = [r.backend, r.gateway].filter((x): x is RowResult => x !== null && (x.otherProcessesCpuPercent ?? 0) > 10);
+  const noisy = [r.backend, r.nginx, r.httpProxy, r.gateway].filter((x): x is RowResult => x !== null && (x.otherProcessesCpuPercent ?? 0) > 10);
   if (noisy.length > 0) {
     const live = r.backends === 'live' ? ' (with --live, backends running on this machine count among them)' : '';
     out.push(`⚠ other processes${live} took up to ${num(Math.max(...noisy.map((x) => x.otherProcessesCpuPercent ?? 0)), 0)} % of the machine during a run: rerun before quoting these figures.`);
@@ -100,7 +147,7 @@ export function textReport(r: BenchResult): string {
       );
     }
   }
-  const errors = [r.backend, r.gateway].filter((x): x is RowResult => x !== null && x.errors.non2xx + x.errors.socket + x.errors.timeouts > 0);
+  const errors = [r.backend, r.nginx, r.httpProxy, r.gateway].filter((x): x is RowResult => x !== null && x.errors.non2xx + x.errors.socket + x.errors.timeouts > 0);
   for (const x of errors) out.push(`⚠ ${x.url}: ${x.errors.non2xx} responses outside 2xx, ${x.errors.socket} socket errors, ${x.errors.timeouts} timeouts`);
   return `${out.join('\n')}\n`;
 }
