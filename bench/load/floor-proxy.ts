@@ -35,7 +35,7 @@ export type FloorKind = 'relay' | 'http';
 /** Starts a floor proxy child in front of `backendUrl`; resolves once it listens. */
 export async function startFloorProxy(kind: FloorKind, backendUrl: string): Promise<Target> {
   const url = new URL(backendUrl);
-  const child = spawnNodeScript(`floor-${kind}`, new URL(import.meta.url).pathname, [kind, url.origin]);
+  const child = spawnNodeScript(`floor-${kind}`, new URL(import.meta.url).pathname, [kind, url.origin], { profile: `floor-${kind}` });
   const m = await child.waitForLine(/^LISTENING (\d+)$/, 15_000);
   return { url: `http://127.0.0.1:${m[1]}${url.pathname}`, pids: [child.pid], stop: () => child.stop() };
 }

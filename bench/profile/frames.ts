@@ -114,9 +114,10 @@ export function categoryOf(frame: CallFrame, root: string): string {
   const path = displayPath(url, root);
   if (path.startsWith('node_modules/http-proxy/')) return 'http-proxy (npm)';
   if (path.startsWith('node_modules/')) return 'npm packages, other';
+  // The benchmarks' own servers (the backend, the floors; gatehouse bench's http-proxy server, which the load bench runs too).
+  if (path.startsWith('bench/') || path.startsWith('plugins/cli/bench/')) return 'bench scripts (backends, reference and floor servers)';
   const gatehouse = /^(core|plugins)\/([^/]+)\//.exec(path);
   if (gatehouse !== null) return `${gatehouse[1]}/${gatehouse[2]}`;
   if (/^core\/[^/]+$/.test(path)) return 'core';
-  if (path.startsWith('bench/')) return 'bench scripts (the backend, the http-proxy server)';
   return 'other';
 }

@@ -110,7 +110,7 @@ export function rowMarkdown(row: RowProfile, figures: RowFigures, foldedFile: st
   const out = [
     `### ${figures.name}`,
     '',
-    `CPU ${fixed(figures.cpuMicrosPerRequest, 1)} µs/request, ${fixed(figures.cpuVsNginx, 2)}× nginx, ${fixed(figures.cpuVsHttpProxy, 2)}× http-proxy` +
+    `CPU ${fixed(figures.cpuMicrosPerRequest, 1)} µs/request, ×nginx ${fixed(figures.cpuVsNginx, 2)}, ×http-proxy ${fixed(figures.cpuVsHttpProxy, 2)}` +
       ` (other processes ${fixed(figures.foreignCpuPercent, 0)} % of the machine).` +
       ` Main thread: ${row.samples} samples in ${row.profiles} profile${row.profiles === 1 ? '' : 's'},` +
       ` busy ${fixed(row.busyMicros / 1000, 0)} ms, idle ${fixed(wall === 0 ? null : (100 * row.idleMicros) / wall, 0)} % of the measured time.` +

@@ -66,7 +66,7 @@ describe('a row\'s summary', () => {
     ]);
     assert.deepEqual(row.functions[0], { name: 'writeBuffer (native)', micros: 450, category: 'socket writes (native, the write system calls)' });
     const md = rowMarkdown(row, { name: 'gatehouse (x)', cpuMicrosPerRequest: 85, cpuVsNginx: 2.5, cpuVsHttpProxy: 0.5, foreignCpuPercent: 3 }, 'gatehouse-x.folded');
-    assert.match(md, /^### gatehouse \(x\)\n\nCPU 85\.0 µs\/request, 2\.50× nginx, 0\.50× http-proxy \(other processes 3 % of the machine\)\. Main thread: 8 samples in 1 profile, busy 1 ms, idle 19 %/);
+    assert.match(md, /^### gatehouse \(x\)\n\nCPU 85\.0 µs\/request, ×nginx 2\.50, ×http-proxy 0\.50 \(other processes 3 % of the machine\)\. Main thread: 8 samples in 1 profile, busy 1 ms, idle 19 %/);
     // 450 of 850 µs busy: 52.9 %, and that share of 85 µs/request.
     assert.match(md, /\n\| socket writes \(native, the write system calls\) \| 52\.9 \| 45\.0 \|\n/);
     assert.match(md, /\n\| `dispatch \(core\/upstream\/pool\.ts:~\)` \| core\/upstream \| 23\.5 \| 20\.00 \|\n/);
@@ -96,7 +96,9 @@ describe('frames', () => {
     assert.equal(categoryOf(frame('x', 'file:///repo/core/index.ts'), ROOT), 'core');
     assert.equal(categoryOf(frame('x', 'file:///repo/node_modules/http-proxy/lib/x.js'), ROOT), 'http-proxy (npm)');
     assert.equal(categoryOf(frame('x', 'file:///elsewhere/node_modules/pino/x.js'), ROOT), 'npm packages, other');
-    assert.equal(categoryOf(frame('answer', 'file:///repo/bench/load/backend.ts'), ROOT), 'bench scripts (the backend, the http-proxy server)');
+    assert.equal(categoryOf(frame('answer', 'file:///repo/bench/load/backend.ts'), ROOT), 'bench scripts (backends, reference and floor servers)');
+    assert.equal(categoryOf(frame('main', 'file:///repo/plugins/cli/bench/http-proxy-server.ts'), ROOT), 'bench scripts (backends, reference and floor servers)');
+    assert.equal(categoryOf(frame('serve', 'file:///repo/plugins/cli/serve.ts'), ROOT), 'plugins/cli');
     assert.equal(categoryOf(frame('x', 'file:///elsewhere/x.js'), ROOT), 'other');
   });
 
