@@ -129,20 +129,62 @@ function skipValue(buf: Buffer, i: number, end: number, depth: number, unique = 
   }
 }
 
+/**
+ * With `unique`, an object's keys are told apart by comparing their bytes with the keys before
+ * them (plain keys only: no escape, so equal bytes are equal keys and unequal ones unequal),
+ * their spans kept on one stack for the whole scan, innermost object last: no string and no Set
+ * per key, which cost several times the scan itself for an MCP request's few small objects. An
+ * object with more keys than MAX_COMPARED_KEYS goes on with a Set of their spellings. The scan is
+ * synchronous and every object takes its spans off the stack as it ends, so one stack serves all.
+ */
+const MAX_COMPARED_KEYS = 16;
+const keySpans = new Int32Array(2 * MAX_COMPARED_KEYS * (MAX_DEPTH + 2));
+let keyTop = 0;
+
+/** Whether the key spanning `from`..`to` in `buf` has the bytes of one of the spans on the stack from `base`. */
+function spannedBefore(buf: Buffer, base: number, from: number, to: number): boolean {
+  const length = to - from;
+  for (let k = base; k < keyTop; k += 2) {
+    const start = keySpans[k]!;
+    if (keySpans[k + 1]! - start !== length) continue;
+    let j = 1; // both open with a quote
+    while (j < length && buf[start + j] === buf[from + j]) j++;
+    if (j === length) return true;
+  }
+  return false;
+}
+
 /** Index just past the object at `i` (its `{`), checked whole, or -1 (with `unique`: as skipValue). */
 function skipObject(buf: Buffer, i: number, end: number, depth: number, unique = false): number {
   if (depth > MAX_DEPTH) return -1;
+  const base = keyTop;
+  const at = skipMembers(buf, i, end, depth, unique, base);
+  keyTop = base;
+  return at;
+}
+
+function skipMembers(buf: Buffer, i: number, end: number, depth: number, unique: boolean, base: number): number {
   i = skipSpace(buf, i + 1, end);
   if (i < end && buf[i] === CLOSE_BRACE) return i + 1;
-  const keys = unique ? new Set<string>() : null;
+  let keys: Set<string> | null = null;
   for (;;) {
     const keyAt = i;
     i = skipKey(buf, i, end, unique);
     if (i === -1) return -1;
-    if (keys !== null) {
-      const key = buf.toString('latin1', keyAt, i);
-      if (keys.has(key)) return -1;
-      keys.add(key);
+    if (unique) {
+      if (keys === null && keyTop - base < 2 * MAX_COMPARED_KEYS) {
+        if (spannedBefore(buf, base, keyAt, i)) return -1;
+        keySpans[keyTop++] = keyAt;
+        keySpans[keyTop++] = i;
+      } else {
+        if (keys === null) {
+          keys = new Set<string>();
+          for (let k = base; k < keyTop; k += 2) keys.add(buf.toString('latin1', keySpans[k]!, keySpans[k + 1]!));
+        }
+        const key = buf.toString('latin1', keyAt, i);
+        if (keys.has(key)) return -1;
+        keys.add(key);
+      }
     }
     i = valueAfter(buf, i, end);
     if (i === -1) return -1;
@@ -182,6 +224,7 @@ function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
  */
 export function readAlikeByAll(buf: Buffer): boolean {
   const end = buf.length;
+  keyTop = 0;
   const at = skipValue(buf, skipSpace(buf, 0, end), end, 0, true);
   return at !== -1 && skipSpace(buf, at, end) === end && isUtf8(buf);
 }

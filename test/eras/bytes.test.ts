@@ -166,6 +166,31 @@ describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () 
     assert.ok(cut(tails, message, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":{"name":1},"b":{"name":2}}' + meta) !== null, 'one key in two objects is no key twice');
   });
 
+  it('tells keys apart in objects of any size: same-length keys, a key twice past the first sixteen, in nested and sibling objects', () => {
+    const tails = new EnvelopeTails();
+    const meta = `,"_meta":${JSON.stringify(envelope)}}}`;
+    const message = request({ name: 'echo', _meta: envelope });
+    assert.ok(cut(tails, message) !== null, 'a plain request is cut (its tail kept)');
+    const head = (args: string): string => `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":${args}`;
+    const keys = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `"k${String(i + from).padStart(2, '0')}":${i}`);
+    const passes = [
+      '{"ab":1,"ba":2,"aa":3,"bb":4}', // same length, other bytes
+      `{${keys(16).join(',')}}`,
+      `{${keys(40).join(',')}}`,
+      `{"a":{${keys(20).join(',')}},"b":{${keys(20).join(',')}},"c":[{${keys(17).join(',')}},{${keys(17).join(',')}}]}`,
+      `{${keys(10).join(',')},"inner":{${keys(10).join(',')}},${keys(10, 10).join(',')}}`,
+    ];
+    for (const args of passes) assert.ok(cut(tails, message, head(args) + meta) !== null, args);
+    const refused = [
+      '{"ab":1,"ba":2,"ab":3}',
+      `{${keys(16).join(',')},"k03":9}`, // past the sixteenth, the first among them
+      `{${keys(20).join(',')},"k18":9}`, // past the sixteenth, both there
+      `{${keys(10).join(',')},"inner":{${keys(10).join(',')}},${keys(10, 5).join(',')}}`, // after a nested object
+      `{"a":[{${keys(30).join(',')},"k29":0}]}`,
+    ];
+    for (const args of refused) assert.equal(cut(tails, message, head(args) + meta), null, args);
+  });
+
   it('stops looking in a session whose clients never end their requests so', () => {
     const tails = new EnvelopeTails();
     const message = request({ _meta: envelope, name: 'echo' });
