@@ -64,11 +64,15 @@ function principalOf(verified: VerifiedToken, token: string): Principal {
  * ~10 µs per request when the shared cache hashed the token (its lookup, now a slice and an LRU
  * get, still runs cold between requests). Valid no longer than the shared cache would keep the
  * token.
+ *
+ * The Principal made for it is kept too and given to each of the connection's requests: it is
+ * immutable (readonly fields, frozen claims, the token private), so one object per admitted
+ * token costs no allocation per request, and what later plugins keep per principal object (the
+ * rate limits' bucket keys, tokenExchange's cache key) stays found.
  */
 interface ConnectionBearer {
   readonly header: string;
-  readonly token: string;
-  readonly verified: VerifiedToken;
+  readonly principal: Principal;
   readonly validUntil: number;
 }
 
@@ -91,7 +95,7 @@ class BearerAuthenticator {
     const socket = ctx.req.socket as BearerSocket;
     const last = socket[this.#slot];
     if (last !== undefined && head.authorization === last.header && head.authorizationCount === 1 && ctx.query === '' && this.#now() < last.validUntil) {
-      ctx.principal = principalOf(last.verified, last.token);
+      ctx.principal = last.principal;
       return undefined;
     }
     let token: string;
@@ -107,10 +111,11 @@ class BearerAuthenticator {
   };
 
   #admit(ctx: Context, verified: VerifiedToken, token: string): undefined {
-    ctx.principal = principalOf(verified, token);
+    const principal = principalOf(verified, token);
+    ctx.principal = principal;
     const socket = ctx.req.socket as BearerSocket | null;
     if (socket !== null) {
-      socket[this.#slot] = { header: ctx.head.authorization!, token, verified, validUntil: verified.validUntil ?? verified.expiresAt * 1000 };
+      socket[this.#slot] = { header: ctx.head.authorization!, principal, validUntil: verified.validUntil ?? verified.expiresAt * 1000 };
     }
     return undefined;
   }

@@ -99,6 +99,25 @@ describe('oidc plugin: authenticate hook', () => {
     }
   });
 
+  it('gives the requests of one connection and one token one Principal; another token on it gets its own', async () => {
+    const [carol, dave] = [await mint({ sub: 'carol' }), await mint({ sub: 'dave' })];
+    const socket = {};
+    const first = request(socket, `Bearer ${carol}`);
+    await authenticate(plugin, first);
+    const second = request(socket, `Bearer ${carol}`);
+    await authenticate(plugin, second);
+    assert.equal(second.ctx.principal, first.ctx.principal, 'the same immutable object');
+    assert.ok(Object.isFrozen(first.ctx.principal?.claims));
+    const other = request(socket, `Bearer ${dave}`);
+    await authenticate(plugin, other);
+    assert.equal(other.ctx.principal?.subject, 'dave');
+    assert.equal(other.ctx.principal?.token, dave);
+    const back = request(socket, `Bearer ${carol}`);
+    await authenticate(plugin, back);
+    assert.equal(back.ctx.principal?.subject, 'carol');
+    assert.notEqual(back.ctx.principal, first.ctx.principal, 'admitted anew, as the shared cache\'s hit');
+  });
+
   it('on a connection that already carried a valid token, refuses whatever the full path refuses', async () => {
     const token = await mint({ sub: 'carol' });
     const socket = {};
