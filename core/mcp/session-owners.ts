@@ -21,8 +21,12 @@
  * the one that opened a principal's oldest session stops serving it with the others), and a
  * binding that another replica ended (the principal's oldest, or a DELETE) is dropped here when
  * its time to live is next extended and Redis no longer has it. The hot path of an authenticated
- * request is one lookup in the local cache.
+ * request is one lookup in the local cache, and not even that for the next requests of one
+ * connection within a moment (`#recheckMs`, at most a second and a quarter of the time to live)
+ * that name the same session with the same principal object (incoming auth keeps one per
+ * connection): the binding last found is then still bound, unless it ended, which marks it.
  */
+import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../plugin-api/context.ts';
 import { GatewayError } from '../base/errors.ts';
@@ -35,7 +39,19 @@ export interface Binding extends SessionOwner {
   readonly key: string;
   /** performance.now() when the shared copy's time to live was last extended (0: never). */
   refreshedAt: number;
+  /** False once the binding left the local cache (ended, evicted, replaced, expired). */
+  live: boolean;
 }
+
+/** The binding a connection's last request was admitted to, by that principal object, and when. */
+interface Admitted {
+  readonly id: string;
+  readonly principal: object;
+  readonly binding: Binding;
+  readonly at: number;
+}
+
+type AdmittingSocket = Socket & Record<symbol, Admitted | undefined>;
 
 /** Where replicas share their bindings (Redis: redis-session-owners.ts). Rejects with a 503 GatewayError when it cannot answer. */
 export interface SharedOwners {
@@ -91,12 +107,21 @@ export class SessionOwners {
   readonly #ended: LRUCache<string, true> | null;
   /** How long after a refresh the shared copy's time to live is extended again. */
   readonly #refreshMs: number;
+  /**
+   * How long a connection's admission to a binding stands without a lookup: short beside the
+   * time to live, so that the binding (its time slid by the lookup that admitted it) cannot
+   * expire within it, and the lookups that do run keep sliding it.
+   */
+  readonly #recheckMs: number;
+  /** Per instance: the slot on each socket that holds its last admission. */
+  readonly #admitted = Symbol('gatehouse.sessionOwners.admitted');
   readonly #log: Logger;
 
   constructor(options: SessionOwnersOptions) {
     this.#maxPerPrincipal = options.maxPerPrincipal;
     this.#shared = options.shared ?? null;
     this.#refreshMs = Math.max(1_000, Math.floor(options.ttlMs / 4));
+    this.#recheckMs = Math.min(1_000, Math.floor(options.ttlMs / 4));
     this.#log = options.log;
     this.#local = new LRUCache<string, Binding>({
       max: options.maxSessions,
@@ -121,10 +146,14 @@ export class SessionOwners {
     const principal = ctx.principal;
     const id = ctx.head.sessionId;
     if (principal === null || id === undefined) return undefined;
+    const socket = ctx.req.socket as AdmittingSocket | null | undefined;
+    const last = socket?.[this.#admitted];
+    if (last !== undefined && last.principal === principal && last.id === id && last.binding.live && ctx.startedAt - last.at < this.#recheckMs) return undefined;
     const binding = this.#local.get(id);
     if (binding !== undefined) {
       if (binding.subject !== principal.subject || binding.issuer !== principal.issuer) return sessionNotFound();
       if (this.#shared !== null && ctx.startedAt - binding.refreshedAt > this.#refreshMs) this.#refresh(id, binding, ctx.startedAt);
+      if (socket != null) socket[this.#admitted] = { id, principal, binding, at: ctx.startedAt };
       return undefined;
     }
     if (this.#shared === null || this.#ended!.has(id)) return sessionNotFound();
@@ -185,7 +214,7 @@ export class SessionOwners {
   /** Holds `id` → `owner` here (the principal's oldest held here past its maximum end). */
   #keep(id: string, owner: SessionOwner, now: number): Binding {
     const key = ownerKeyOf(owner);
-    const binding: Binding = { issuer: owner.issuer, subject: owner.subject, key, refreshedAt: now };
+    const binding: Binding = { issuer: owner.issuer, subject: owner.subject, key, refreshedAt: now, live: true };
     this.#local.set(id, binding);
     let ids = this.#byOwner.get(key);
     if (ids === undefined) this.#byOwner.set(key, (ids = new Set()));
@@ -199,6 +228,7 @@ export class SessionOwners {
   }
 
   #unindex(binding: Binding, id: string): void {
+    binding.live = false;
     const ids = this.#byOwner.get(binding.key);
     if (ids === undefined) return;
     ids.delete(id);

@@ -139,6 +139,47 @@ describe('a transparent session binding names issuer and subject', () => {
   });
 });
 
+describe('a connection\'s last admission to a transparent session', () => {
+  const ALICE = new Principal('alice', {}, null, 'https://a.example');
+  const answer = (id: string): string[] => ['Mcp-Session-Id', id];
+  const on = (socket: object, principal: Principal | null, id: string, startedAt: number, method = 'POST'): Context =>
+    ({ principal, head: { sessionId: id }, startedAt, req: { method, socket }, requestId: 'r', target: null }) as unknown as Context;
+  const verdict = (owners: SessionOwners, c: Context): string | undefined => {
+    const refused = owners.check(c);
+    assert.ok(!(refused instanceof Promise));
+    return refused?.code;
+  };
+
+  it('stands only for the same session, the same principal object and a binding not ended since', () => {
+    const owners = new SessionOwners({ maxSessions: 10, maxPerPrincipal: 2, ttlMs: 60_000, log: createLogger('silent') });
+    const socket = {};
+    owners.answered(on(socket, ALICE, 'S1', 0), 200, answer('S1'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 1)), undefined, 'admitted (a lookup)');
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 2)), undefined, 'admitted again (the connection\'s admission)');
+    const mallory = new Principal('mallory', {}, null, 'https://a.example');
+    assert.equal(verdict(owners, on(socket, mallory, 'S1', 3)), 'session_not_found', 'another principal on the same connection');
+    assert.equal(verdict(owners, on(socket, ALICE, 'S2', 4)), 'session_not_found', 'another session on the same connection');
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 5)), undefined);
+    owners.answered(on({}, ALICE, 'S1', 6, 'DELETE'), 200, []);
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 7)), 'session_not_found', 'ended by a DELETE on another connection');
+    owners.answered(on(socket, ALICE, 'S3', 8), 200, answer('S3'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S3', 9)), undefined);
+    owners.answered(on({}, ALICE, 'S4', 10), 200, answer('S4'));
+    owners.answered(on({}, ALICE, 'S5', 11), 200, answer('S5'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S3', 12)), 'session_not_found', 'ended as the principal\'s oldest past maxPerPrincipal');
+  });
+
+  it('is looked up again after a moment, so a binding that expired there is not served', async () => {
+    // Real time (lru-cache reads performance.now): a time to live of 400 ms, admissions standing 100 ms.
+    const owners = new SessionOwners({ maxSessions: 10, maxPerPrincipal: 10, ttlMs: 400, log: createLogger('silent') });
+    const socket = {};
+    owners.answered(on(socket, ALICE, 'S', performance.now()), 200, answer('S'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S', performance.now())), undefined);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S', performance.now())), 'session_not_found', 'expired: looked up again');
+  });
+});
+
 describe('transparent sessions per principal', () => {
   let oidc: OidcGateway;
   before(async () => {
