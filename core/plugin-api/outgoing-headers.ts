@@ -7,6 +7,15 @@ const NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 /** A field value may not carry CR, LF or NUL: they would split the request (header injection). */
 const UNSAFE_VALUE = /[\r\n\0]/;
 
+/**
+ * The last name and value `set` checked and found safe. A credential hook sets the same header
+ * with the same (cached) token on every request: comparing it with the last one checked (the
+ * same string object, or equal bytes: equal strings are equally safe) replaces scanning a token
+ * of a kilobyte or more with a regex each time. Anything else is checked as before.
+ */
+let checkedName: string | undefined;
+let checkedValue: string | undefined;
+
 export class OutgoingHeaders {
   readonly list: string[];
 
@@ -27,8 +36,14 @@ export class OutgoingHeaders {
    * not a lower-case token, or a value with CR, LF or NUL (which would inject headers).
    */
   set(name: string, value: string): void {
-    if (!NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)} (lower-case token expected)`);
-    if (UNSAFE_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}: CR, LF and NUL are not allowed`);
+    if (name !== checkedName) {
+      if (!NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)} (lower-case token expected)`);
+      checkedName = name;
+    }
+    if (value !== checkedValue) {
+      if (UNSAFE_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}: CR, LF and NUL are not allowed`);
+      checkedValue = value;
+    }
     this.delete(name);
     this.list.push(name, value);
   }

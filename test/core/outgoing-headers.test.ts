@@ -31,4 +31,18 @@ describe('OutgoingHeaders', () => {
     assert.throws(() => headers.set('bad name', 'x'), /lower-case token/);
     assert.deepEqual(headers.list, [], 'nothing was set');
   });
+
+  it('checks every name and value that is not the last one found safe, whatever was set before', () => {
+    const headers = new OutgoingHeaders([]);
+    headers.set('authorization', 'Bearer ok');
+    headers.set('authorization', 'Bearer ok');
+    assert.throws(() => headers.set('authorization', 'Bearer ok\r\nx-admin: true'), /not allowed/);
+    assert.throws(() => headers.set('', 'Bearer ok'), /lower-case token/, 'the empty name');
+    headers.set('x-a', '');
+    assert.throws(() => headers.set('Authorization', ''), /lower-case token/);
+    assert.throws(() => headers.set('x-a', '\0'), /not allowed/);
+    headers.set('x-a', 'Bearer ok');
+    assert.throws(() => headers.set('x-a', 'Bearer ok\n'), /not allowed/);
+    assert.deepEqual(headers.list, ['authorization', 'Bearer ok', 'x-a', 'Bearer ok']);
+  });
 });
