@@ -27,6 +27,14 @@ export interface TokenExchangePluginConfig {
   readonly upstreamTokens: UpstreamTokenHandle | null;
 }
 
+/** A caller's claims as one backend's exchange knows them: its cache key, and the header value of the token last found. */
+interface Known {
+  readonly subject: string;
+  readonly key: string;
+  token: string;
+  value: string;
+}
+
 /** Where the exchange of one backend gets its subject token from. */
 type Subject = (ctx: Context) => string | GatewayError | Promise<string>;
 
@@ -65,22 +73,29 @@ export const tokenExchange = definePlugin<TokenExchangePluginConfig>({
         const header = auth.externalTokenHeaderName ?? 'authorization';
 
         // The caller's verified claims are one object per token while incoming auth keeps it cached:
-        // its cache key is remembered with it, so a hit costs no hash (the subject is still compared).
-        const keys = new WeakMap<object, { readonly subject: string; readonly key: string }>();
-        const keyOf = (ctx: Context, subject: string): string => {
+        // its cache key is remembered with it, so a hit costs no hash (the subject is still compared),
+        // and so is the header value last written from the cached token (rebuilt when the cache
+        // answers another token: a new exchange after the last one expired).
+        const keys = new WeakMap<object, Known>();
+        const knownOf = (ctx: Context, subject: string): Known => {
           const claims = ctx.principal?.claims;
           const known = claims === undefined ? undefined : keys.get(claims);
-          if (known !== undefined && known.subject === subject) return known.key;
-          const key = ExchangeCache.key(subject, shape);
-          if (claims !== undefined) keys.set(claims, { subject, key });
-          return key;
+          if (known !== undefined && known.subject === subject) return known;
+          const fresh: Known = { subject, key: ExchangeCache.key(subject, shape), token: '', value: '' };
+          if (claims !== undefined) keys.set(claims, fresh);
+          return fresh;
         };
 
         const withSubject = (ctx: Context, subject: string, headers: OutgoingHeaders): GatewayError | undefined | Promise<GatewayError | undefined> => {
-          const key = keyOf(ctx, subject);
+          const known = knownOf(ctx, subject);
+          const key = known.key;
           const cached = cache.get(key);
           if (cached !== undefined) {
-            headers.set(header, `Bearer ${cached}`);
+            if (cached !== known.token) {
+              known.value = `Bearer ${cached}`;
+              known.token = cached;
+            }
+            headers.set(header, known.value);
             return undefined;
           }
           return cache.obtain(key, () => sts.exchange(subject)).then((token) => {

@@ -29,9 +29,17 @@ export const upstreamInject = definePlugin<UpstreamInjectConfig>({
         const auth = backend.auth;
         if (auth?.type !== 'upstreamInject') return null;
         const provider = auth.providerName;
+        // The token last injected and its header value: the callers of one login send the same
+        // stored token on every request, so its check and header are made once per token.
+        let lastToken: string | null = null;
+        let lastValue = '';
         const inject = (token: string, headers: OutgoingHeaders): GatewayError | undefined => {
-          if (!isHeaderSafeToken(token)) return unusableToken(backend.name, `the access token of upstream provider "${provider}"`);
-          headers.set('authorization', `Bearer ${token}`);
+          if (token !== lastToken) {
+            if (!isHeaderSafeToken(token)) return unusableToken(backend.name, `the access token of upstream provider "${provider}"`);
+            lastValue = `Bearer ${token}`;
+            lastToken = token;
+          }
+          headers.set('authorization', lastValue);
           return undefined;
         };
         return (ctx: Context, headers: OutgoingHeaders) => {

@@ -141,9 +141,12 @@ describe('outgoing auth: strategies mixed in one aggregated group', () => {
           const start = exchangesFor('docs-api');
           await echo(c, 'docs');
           assert.equal(exchangesFor('docs-api') - start, 0, 'initialize exchanged it already');
+          const before = lastAuthorization('docs');
           await sleep(1_100);
           await Promise.all(Array.from({ length: 8 }, () => echo(c, 'docs')));
           assert.equal(exchangesFor('docs-api') - start, 1, `expired from the cache, exchanged once more (omitExpiresIn ${omitExpiresIn})`);
+          await echo(c, 'docs');
+          assert.notEqual(lastAuthorization('docs'), before, 'the backend gets the new token, not the header written from the old one');
         } finally {
           await c.close();
         }
