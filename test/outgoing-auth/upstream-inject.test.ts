@@ -98,6 +98,23 @@ describe('outgoing auth: upstreamInject', () => {
     assert.equal(me.status, 200, 'a token corp itself accepts');
   });
 
+  it('callers of two logins in turn: each call carries its own login\'s token', async () => {
+    const first = await flows.login(await flows.register());
+    const second = await flows.login(await flows.register());
+    const sentFor = async (access: string): Promise<string[]> => {
+      const from = backend.received.length;
+      assert.equal((await callTool(access)).status, 200);
+      return backend.received.slice(from).map((r) => String(r.headers['authorization']));
+    };
+    const a = await sentFor(first.access);
+    const b = await sentFor(second.access);
+    const again = await sentFor(first.access);
+    assert.equal(new Set(a).size, 1, JSON.stringify(a));
+    assert.equal(new Set(b).size, 1, JSON.stringify(b));
+    assert.notEqual(a[0], b[0], 'two logins, two upstream tokens');
+    assert.deepEqual(new Set(again), new Set(a), 'the first login\'s token again, not the one injected last');
+  });
+
   it('concurrent calls with a token about to expire: corp is asked for one refresh', async () => {
     const tokens = await flows.login(await flows.register());
     const before = idp.refreshes;
