@@ -30,6 +30,7 @@ export const UNIT: readonly string[] = [
   'test/aggregate/ids.test.ts',
   'test/aggregate/naming.test.ts',
   'test/aggregate/resume-tickets.test.ts',
+  'test/aggregate/shared-declarations.test.ts',
   'test/aggregate/uri-template.test.ts',
   'test/audit/audit-output.test.ts',
   'test/bench/compare.test.ts',

@@ -15,7 +15,7 @@ import { isModernVersion } from '../../protocol/era.ts';
 import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import { answer, answerError, INTERNAL_ERROR, INVALID_PARAMS } from './answer.ts';
-import { callerMustReauthenticate, forBackend, type BackendLink } from './backend-link.ts';
+import { callerMustReauthenticate, forBackend, GATEWAY_ENVELOPE, type BackendLink } from './backend-link.ts';
 import type { SessionHealer } from './healing.ts';
 import { mayBeAsked, type HeldStreams } from './held-streams.ts';
 import { reasonOf } from './init.ts';
@@ -126,7 +126,7 @@ export class CallRouting implements RouteListener<RoutedExchange> {
     // was routed and checked (a body with a key twice, `"name":"hidden","name":"allowed"`, is read
     // last-wins here but first-wins by some backends' parsers). In the backend's era.
     const spliced = this.#clientBytes(ctx, session, request, backend);
-    const sent = spliced === null ? forBackend(request, backend, ctx.envelope ?? session.envelope) : request;
+    const sent = spliced === null ? forBackend(request, backend, ctx.envelope ?? (isModernVersion(backend.protocolVersion) ? session.envelope : GATEWAY_ENVELOPE)) : request;
     const body = spliced ?? Buffer.from(JSON.stringify(sent));
     const headers = link.headers(ctx, backend, 'application/json, text/event-stream', undefined, sent);
     if (isPromise(headers)) return headers.then((settled) => this.#withHeaders(ctx, session, link, backend, body, mayRetry, settled));

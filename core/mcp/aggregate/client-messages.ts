@@ -35,7 +35,7 @@ export class ClientMessages {
     const entry = mcpMethod(notification.method);
     if (entry !== undefined && entry.kind !== 'notification') return Reply.empty(202);
     // Modern backends take no notifications over HTTP (a cancellation is the closed stream).
-    let targets = this.#links.filter((link) => session.has(link.name) && !isModernVersion(session.backends.get(link.name)!.protocolVersion));
+    let targets = this.#links.filter((link) => session.has(link.name) && !isModernVersion(session.usable(link.name)!.protocolVersion));
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       const index = typeof requestId === 'string' || typeof requestId === 'number' ? session.inflight.get(requestId) : undefined;

@@ -202,7 +202,7 @@ export class ClientStream implements SessionStream, OpenStream {
     this.ctx.res.writeHead(200, headers);
     this.ctx.res.flushHeaders();
     if (this.#listen !== null) {
-      this.#session.listens.add(this);
+      this.#session.addListen(this);
       // The first message of a subscription: what the gateway agreed to honour.
       const ack = { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { [META.subscriptionId]: this.#listen.spec.subscriptionId }, notifications: this.#listen.honored } };
       this.ctx.res.write(formatSseEvent({ event: 'message', data: JSON.stringify(ack) }));
@@ -391,7 +391,7 @@ export class ClientStream implements SessionStream, OpenStream {
     this.#streams.delete(this);
     if (this.#session.stream === this) this.#session.stream = null;
     if (this.#listen !== null) {
-      this.#session.listens.delete(this);
+      this.#session.removeListen(this);
       this.#listen.ended();
     }
   }

@@ -22,6 +22,7 @@
  * backend starts from its defaults, as after any restart.
  */
 import type { Logger } from 'pino';
+import { isModernVersion } from '../../protocol/era.ts';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError } from '../../base/errors.ts';
 import type { JsonRpcMessage } from '../../protocol/jsonrpc.ts';
@@ -191,7 +192,9 @@ export class SessionHealer {
   ): Promise<CallResult> {
     let result: CallResult;
     try {
-      result = await link.call(ctx, backend, message, sink, ctx?.envelope ?? session.envelope, timing);
+      // Only a modern backend is sent the envelope: a legacy session's is not made (and kept) for nothing.
+      const envelope = ctx?.envelope ?? (isModernVersion(backend.protocolVersion) ? session.envelope : undefined);
+      result = await link.call(ctx, backend, message, sink, envelope, timing);
     } catch (err) {
       this.failed(session, link, backend, err);
       throw err;

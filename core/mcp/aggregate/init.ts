@@ -17,7 +17,9 @@ import { serverInfo } from './modern-answers.ts';
 import { modernRecord, type BackendProfiles } from './profiles.ts';
 import { isModernVersion, LEGACY_VERSIONS, UNNAMED_CLIENT } from '../../protocol/era.ts';
 import { clientCapabilities as declaredCapabilities, clientInfo as declaredClientInfo, serverCapabilities, serverInstructions } from './declarations.ts';
-import { AggregatedSession, mergeCapabilities, mergeInstructions, negotiateVersion } from './session.ts';
+import { sharedCapabilities, sharedVersion } from './shared-declarations.ts';
+import { AggregatedSession } from './session.ts';
+import { mergeCapabilities, mergeInstructions, negotiateVersion } from './initialize-answer.ts';
 import type { BackendSessionRecord, SessionRecord } from './session-store.ts';
 
 const INTERNAL_ERROR = -32603;
@@ -78,8 +80,9 @@ export async function initializeBackend(ctx: Context | null, link: BackendLink, 
     throw new GatewayError('backend_error', `backend "${link.name}" sent an Mcp-Session-Id that is not visible ASCII (MCP requires it)`, { extra: { backend: link.name } });
   }
   // Kept for the session's life (and in Redis): only what the gateway reads (declarations.ts).
-  const capabilities = serverCapabilities(init.capabilities);
-  return { link, record: { sessionId: result.sessionId, protocolVersion: init.protocolVersion, capabilities }, instructions: serverInstructions(init.instructions) };
+  // Held once for every session that got the same (shared-declarations.ts).
+  const capabilities = sharedCapabilities(serverCapabilities(init.capabilities));
+  return { link, record: { sessionId: result.sessionId, protocolVersion: sharedVersion(init.protocolVersion), capabilities }, instructions: serverInstructions(init.instructions) };
 }
 
 /**
@@ -176,6 +179,9 @@ async function refusedForMissing(ctx: Context, request: JsonRpcRequest, options:
   return Reply.rpcError(request.id, INTERNAL_ERROR, joined.length === 0 ? `no backend is available${what}` : `backends unavailable${what}`, { missing: told.map((m) => m.name) });
 }
 
+/** The `missing` of every session that has all its backends (shared: a record is never changed in place). */
+const NONE_MISSING: readonly string[] = Object.freeze([]);
+
 /**
  * A new session: the client's `initialize` (legacy), or, with `implicitId`, the session the
  * gateway holds for a modern client's requests (the backend sessions of its legacy backends),
@@ -203,7 +209,7 @@ export async function initializeSession(
     clientInfo: declaration.clientInfo,
     clientCapabilities: declaration.capabilities,
     backends: Object.fromEntries(joined.map((j) => [j.link.name, j.record])),
-    missing: missing.map((m) => m.name),
+    missing: missing.length === 0 ? NONE_MISSING : missing.map((m) => m.name),
   };
   const session = new AggregatedSession(record);
   const now = performance.now();
@@ -222,7 +228,13 @@ export async function initializeSession(
       missing.filter((m) => options.knows?.(ctx, m.name) ?? true),
     ),
   };
-  session.initializeResult = result;
-  session.instructionParts = { joined: joined.map((j) => ({ name: j.link.name, instructions: j.instructions })), missing };
+  // The session keeps an equal object, shared by the sessions that got the same (the answer's own
+  // goes to the hooks, which may change it).
+  session.initializeCapabilities = sharedCapabilities(mergeCapabilities(joined.map((j) => j.record.capabilities), missing.length > 0));
+  // Kept only when server/discover could not make them again from the session alone (modern-answers.ts):
+  // a backend's own instructions, or why one was missing.
+  if (missing.length > 0 || joined.some((j) => j.instructions !== undefined)) {
+    session.instructionParts = { joined: joined.map((j) => ({ name: j.link.name, instructions: j.instructions })), missing };
+  }
   return { session, result };
 }

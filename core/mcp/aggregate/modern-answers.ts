@@ -7,7 +7,8 @@
 import { GATEHOUSE_VERSION, META, SUPPORTED_VERSIONS } from '../../protocol/era.ts';
 import type { JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { BackendLink } from './backend-link.ts';
-import { mergeCapabilities, mergeInstructions, type AggregatedSession } from './session.ts';
+import type { AggregatedSession } from './session.ts';
+import { mergeCapabilities, mergeInstructions } from './initialize-answer.ts';
 
 export function serverInfo(name: string): Record<string, unknown> {
   return { name, version: GATEHOUSE_VERSION, title: `${name} (Gatehouse virtual MCP server)` };
@@ -56,7 +57,7 @@ export function withCacheHints(resultText: string, hints: CacheHints, meta: stri
  * session's backends merged as for `initialize`, its instructions, its identity.
  */
 export function discoverResult(session: AggregatedSession, name: string, links: readonly BackendLink[], hints: CacheHints, knows: (backend: string) => boolean): Record<string, unknown> {
-  const initialized = session.initializeResult;
+  const initialized = session.initializeCapabilities;
   const records = [...session.backends.values()];
   const missing = session.record.missing;
   // Made anew for this caller (the session may have been opened by the same principal with another
@@ -68,7 +69,7 @@ export function discoverResult(session: AggregatedSession, name: string, links: 
   return {
     resultType: 'complete',
     supportedVersions: SUPPORTED_VERSIONS,
-    capabilities: initialized?.['capabilities'] ?? mergeCapabilities(records.map((r) => r.capabilities), missing.length > 0),
+    capabilities: initialized ?? mergeCapabilities(records.map((r) => r.capabilities), missing.length > 0),
     instructions: mergeInstructions(
       name,
       parts.joined.filter((j) => knows(j.name)),

@@ -4,12 +4,13 @@
  * requests and tasks, and the client's open GET stream.
  */
 import type { Context } from '../../plugin-api/context.ts';
-import { EnvelopeTails, LEGACY_VERSIONS, type ClientEnvelope } from '../../protocol/era.ts';
+import { EnvelopeTails, type ClientEnvelope } from '../../protocol/era.ts';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import type { ListKind } from '../../protocol/methods.ts';
 import type { ListCache } from './lists.ts';
 import type { ViewedList } from './list-views.ts';
 import type { SessionRecord, BackendSessionRecord } from './session-store.ts';
+import type { InstructionParts } from './initialize-answer.ts';
 
 /** What the session needs from the client's GET stream. */
 export interface SessionStream {
@@ -48,6 +49,9 @@ export interface BackendAbsence {
   readonly triedAt: number;
 }
 
+/** The listens of a session that has none (shared: never written). */
+const NO_LISTENS: ReadonlySet<SessionStream> = new Set();
+
 /** Tasks a session routes at once: a task older than the newest this many is not found. */
 const MAX_TASKS = 1024;
 /** Longest task id a session routes (a backend names its tasks; one id of megabytes would be kept 1024 times over). */
@@ -57,8 +61,11 @@ export const MAX_SUBSCRIPTIONS_PER_BACKEND = 256;
 
 export class AggregatedSession {
   #record: SessionRecord;
-  /** Backend name → its session (only the backends that joined). */
-  readonly #backends: Map<string, BackendSessionRecord>;
+  /**
+   * Backend name → its session (only the backends that joined): the record's, as a Map, made
+   * when first asked for (the record answers a lookup by name without it).
+   */
+  #backends: Map<string, BackendSessionRecord> | null = null;
   // Made when first needed: most sessions never lose a backend, and an idle session stays small.
   /** Backends whose session stopped working here (the backend said so, or went away). */
   #lost: Set<string> | null = null;
@@ -66,7 +73,13 @@ export class AggregatedSession {
   #absent: Map<string, BackendAbsence> | null = null;
   /** Joins in progress, by backend: concurrent requests wait for the same one. */
   #joining: Map<string, Promise<BackendSessionRecord>> | null = null;
-  readonly lists = new Map<ListKind, ListCache>();
+  // The maps below are made when first written: an idle session (most of them) holds none.
+  #lists: Map<ListKind, ListCache> | null = null;
+
+  /** The session's merged lists (lists.ts), until a list_changed or a join empties them. */
+  get lists(): Map<ListKind, ListCache> {
+    return (this.#lists ??= new Map());
+  }
   /** The lists as the session's caller sees them, when plugins have views (made when first needed). */
   viewed: Map<ListKind, ViewedList> | null = null;
   /** The caller's lists a change emptied, until a list-change gate compares them (shown-lists.ts). */
@@ -85,17 +98,41 @@ export class AggregatedSession {
     this.viewed!.delete(kind);
     (this.#shown ??= new Map()).set(kind, viewed.list);
   }
+  #inflight: Map<JsonRpcId, number> | null = null;
+  #tasks: Map<string, number> | null = null;
+  #listens: Set<SessionStream> | null = null;
+
   /** Client request id → index of the backend it was routed to (for notifications/cancelled). */
-  readonly inflight = new Map<JsonRpcId, number>();
+  get inflight(): Map<JsonRpcId, number> {
+    return (this.#inflight ??= new Map());
+  }
+
   /** Task id → backend index (tasks created by routed calls), the newest MAX_TASKS. */
-  readonly tasks = new Map<string, number>();
+  get tasks(): Map<string, number> {
+    return (this.#tasks ??= new Map());
+  }
+
   stream: SessionStream | null = null;
+
   /** Modern clients' subscriptions/listen streams on this (implicit) session: told when a backend joins. */
-  readonly listens = new Set<SessionStream>();
+  get listens(): ReadonlySet<SessionStream> {
+    return this.#listens ?? NO_LISTENS;
+  }
+
+  addListen(listen: SessionStream): void {
+    (this.#listens ??= new Set()).add(listen);
+  }
+
+  removeListen(listen: SessionStream): void {
+    this.#listens?.delete(listen);
+  }
   /** Bumped on every list invalidation: pagination cursors carry it. */
   listVersion = 0;
-  /** What its initialize answered, in the process that created it (server/discover reuses it). */
-  initializeResult: Record<string, unknown> | null = null;
+  /**
+   * The capabilities its initialize answered, in the process that created it (server/discover
+   * answers the same). Only these: the rest of that answer is not kept for the session's life.
+   */
+  initializeCapabilities: Readonly<Record<string, unknown>> | null = null;
   /**
    * What its instructions were made of (same process): server/discover makes them anew for each
    * caller from these, naming only the backends that caller may know (plugin views).
@@ -129,7 +166,11 @@ export class AggregatedSession {
    * The streams the gateway holds on legacy backends' sessions for its modern clients, by backend
    * (input-stream.ts), or the time one was refused (performance.now()): not asked again at once.
    */
-  readonly heldStreams = new Map<string, HeldStream | { readonly refusedAt: number; readonly record: BackendSessionRecord }>();
+  get heldStreams(): Map<string, HeldStream | { readonly refusedAt: number; readonly record: BackendSessionRecord }> {
+    return (this.#heldStreams ??= new Map());
+  }
+
+  #heldStreams: Map<string, HeldStream | { readonly refusedAt: number; readonly record: BackendSessionRecord }> | null = null;
 
   #tails: EnvelopeTails | null = null;
 
@@ -204,7 +245,13 @@ export class AggregatedSession {
 
   constructor(record: SessionRecord) {
     this.#record = record;
-    this.#backends = new Map(Object.entries(record.backends));
+  }
+
+  /** Backend `name`'s session when it joined (usable or lost). */
+  #backend(name: string): BackendSessionRecord | undefined {
+    if (this.#backends !== null) return this.#backends.get(name);
+    const backends = this.#record.backends;
+    return Object.hasOwn(backends, name) ? backends[name] : undefined;
   }
 
   get id(): string {
@@ -232,12 +279,12 @@ export class AggregatedSession {
 
   /** Every backend that joined, usable or lost. */
   get backends(): ReadonlyMap<string, BackendSessionRecord> {
-    return this.#backends;
+    return (this.#backends ??= new Map(Object.entries(this.#record.backends)));
   }
 
   /** The backend's session when it can be used as it is: joined, and not lost. */
   usable(name: string): BackendSessionRecord | undefined {
-    return this.#lost?.has(name) === true ? undefined : this.#backends.get(name);
+    return this.#lost?.has(name) === true ? undefined : this.#backend(name);
   }
 
   /**
@@ -253,7 +300,7 @@ export class AggregatedSession {
 
   /** Whether `name` has a usable session in this session. */
   has(name: string): boolean {
-    return this.#backends.has(name) && this.#lost?.has(name) !== true;
+    return this.#backend(name) !== undefined && this.#lost?.has(name) !== true;
   }
 
   /**
@@ -261,7 +308,7 @@ export class AggregatedSession {
    * already replaced (another request rejoined first) changes nothing.
    */
   markLost(name: string, record: BackendSessionRecord): void {
-    if (this.#backends.get(name) === record) (this.#lost ??= new Set()).add(name);
+    if (this.#backend(name) === record) (this.#lost ??= new Set()).add(name);
   }
 
   /** The join of backend `name` in progress, if any. */
@@ -279,7 +326,7 @@ export class AggregatedSession {
 
   /** Backend `name` joined, for the first time or again: its new session; its lists are stale. */
   joined(name: string, backend: BackendSessionRecord): void {
-    this.#backends.set(name, backend);
+    this.#backends?.set(name, backend);
     this.#lost?.delete(name);
     this.#absent?.delete(name);
     this.#record = {
@@ -304,10 +351,10 @@ export class AggregatedSession {
   }
 
   invalidate(kind: ListKind): void {
-    this.lists.delete(kind);
+    this.#lists?.delete(kind);
     this.#unview(kind);
     if (kind === 'resources') {
-      this.lists.delete('resourceTemplates');
+      this.#lists?.delete('resourceTemplates');
       this.#unview('resourceTemplates');
     }
     this.listVersion++;
@@ -316,79 +363,9 @@ export class AggregatedSession {
   close(): void {
     this.stream?.close();
     this.stream = null;
-    for (const held of [...this.heldStreams.values()]) if ('close' in held) held.close();
-    this.heldStreams.clear();
+    const held = this.#heldStreams;
+    if (held === null) return;
+    for (const stream of [...held.values()]) if ('close' in stream) stream.close();
+    held.clear();
   }
-}
-
-/** The legacy version of a session: the client's, when the gateway speaks it, else the newest. */
-export function negotiateVersion(requested: unknown): string {
-  return typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[0]!;
-}
-
-type Capabilities = Record<string, unknown>;
-
-function flag(caps: Capabilities, group: string, key: string): boolean {
-  const value = caps[group];
-  return typeof value === 'object' && value !== null && (value as Record<string, unknown>)[key] === true;
-}
-
-/**
- * The capabilities the client sees: the union of the backends'. `listChanged` is declared for
- * every list the gateway serves, since the gateway itself changes them (a backend that joins
- * late or restarts with other tools), and forwards the backends' own; subscribe when any backend
- * supports it. With backends still to join (`expectMore`), every list is declared: what they
- * bring can only be announced on a list the client knows about.
- */
-export function mergeCapabilities(backends: readonly Capabilities[], expectMore = false): Capabilities {
-  const merged: Capabilities = {};
-  const has = (group: string): boolean => expectMore || backends.some((caps) => caps[group] !== undefined);
-  const any = (group: string, key: string): boolean => backends.some((caps) => flag(caps, group, key));
-  if (has('tools')) merged.tools = { listChanged: true };
-  if (has('prompts')) merged.prompts = { listChanged: true };
-  if (has('resources')) merged.resources = any('resources', 'subscribe') ? { subscribe: true, listChanged: true } : { listChanged: true };
-  if (backends.some((caps) => caps.logging !== undefined)) merged.logging = {};
-  if (backends.some((caps) => caps.completions !== undefined)) merged.completions = {};
-  if (backends.some((caps) => caps.tasks !== undefined)) merged.tasks = mergeObjects(backends.map((caps) => caps.tasks));
-  if (backends.some((caps) => caps.experimental !== undefined)) merged.experimental = mergeObjects(backends.map((caps) => caps.experimental));
-  return merged;
-}
-
-function mergeObjects(values: unknown[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const value of values) {
-    if (typeof value !== 'object' || value === null) continue;
-    for (const [key, inner] of Object.entries(value)) {
-      const existing = out[key];
-      out[key] =
-        typeof existing === 'object' && existing !== null && typeof inner === 'object' && inner !== null
-          ? mergeObjects([existing, inner])
-          : (existing ?? inner);
-    }
-  }
-  return out;
-}
-
-/** Instructions for the client: which servers are behind this endpoint, and which are missing. */
-/** The backends that joined a session (with their own instructions) and the ones missing at its start. */
-export interface InstructionParts {
-  readonly joined: readonly { name: string; instructions: unknown }[];
-  readonly missing: readonly { name: string; reason: string }[];
-}
-
-export function mergeInstructions(
-  vmcpName: string,
-  joined: readonly { name: string; instructions: unknown }[],
-  missing: readonly { name: string; reason: string }[],
-): string {
-  const lines = [`"${vmcpName}" is a virtual MCP server aggregating: ${joined.map((b) => b.name).join(', ')}.`];
-  if (missing.length > 0) {
-    lines.push(`Unavailable when this session started (they join it when they come up): ${missing.map((m) => `${m.name} (${m.reason})`).join('; ')}.`);
-  }
-  for (const backend of joined) {
-    if (typeof backend.instructions === 'string' && backend.instructions.trim().length > 0) {
-      lines.push('', `## ${backend.name}`, backend.instructions.trim());
-    }
-  }
-  return lines.join('\n');
 }
