@@ -164,7 +164,7 @@ export function viewItems(kind: ListKind, list: ListCache): ViewItem[] {
  * caller's principal, whatever its parts said (a modern client's cacheScope).
  */
 function narrowed(full: ListCache, items: readonly ViewItem[], seen: readonly boolean[]): ListCache {
-  const base = { ...full, cacheScope: 'private' as const, pages: new Map<number, string>(), pagesVersion: -1 };
+  const base = { ...full, cacheScope: 'private' as const, pages: new Map<number, Buffer>(), pagesVersion: -1 };
   if (full.names !== null) {
     const exposed = full.names.items.filter((_, i) => seen[i]);
     const byName = new Map(exposed.map((e) => [e.name, e] as const));

@@ -84,11 +84,11 @@ export interface ListCache {
   /** The backends whose list failed, with what the client is told of it. */
   readonly failures: ReadonlyMap<string, string>;
   /**
-   * Pages already written out, by offset, for the session's list version `pagesVersion`: a warm
-   * list is not serialized again. Only offsets the gateway issues get here (pageOffset), so it
-   * holds at most one entry per page.
+   * Pages already written out (JSON, UTF-8), by offset, for the session's list version
+   * `pagesVersion`: a warm list is neither serialized nor encoded again. Only offsets the gateway
+   * issues get here (pageOffset), so it holds at most one entry per page.
    */
-  readonly pages: Map<number, string>;
+  readonly pages: Map<number, Buffer>;
   pagesVersion: number;
 }
 
@@ -248,10 +248,10 @@ export function page(kind: ListKind, cache: ListCache, session: ListedSession, c
 }
 
 /**
- * The same page as JSON text, serialized once per list version and page: what a warm list costs
- * is a lookup, not the serialization of every item.
+ * The same page as JSON (UTF-8 bytes), serialized and encoded once per list version and page:
+ * what a warm list costs is a lookup and a copy, not the serialization of every item.
  */
-export function pageText(kind: ListKind, cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): string | null {
+export function pageBytes(kind: ListKind, cache: ListCache, session: ListedSession, cursor: unknown, pageSize: number): Buffer | null {
   const offset = pageOffset(cache, session, cursor, pageSize);
   if (offset === null) return null;
   if (cache.pagesVersion !== session.listVersion) {
@@ -259,12 +259,12 @@ export function pageText(kind: ListKind, cache: ListCache, session: ListedSessio
     cache.pages.clear();
     cache.pagesVersion = session.listVersion;
   }
-  let text = cache.pages.get(offset);
-  if (text === undefined) {
-    text = JSON.stringify(pageAt(kind, cache, session, offset, pageSize));
-    cache.pages.set(offset, text);
+  let bytes = cache.pages.get(offset);
+  if (bytes === undefined) {
+    bytes = Buffer.from(JSON.stringify(pageAt(kind, cache, session, offset, pageSize)));
+    cache.pages.set(offset, bytes);
   }
-  return text;
+  return bytes;
 }
 
 /**

@@ -15,12 +15,15 @@ import type { BackendLink } from './backend-link.ts';
 import { sinkFor } from './backend-messages.ts';
 import type { AggregationConfig } from '../../config/aggregation-config.ts';
 import type { SessionHealer } from './healing.ts';
-import { hintsOf, page, pageText } from './lists.ts';
+import { hintsOf, page, pageBytes } from './lists.ts';
 import { discoverResult, serverInfo, withCacheHints } from './modern-answers.ts';
 import { IMPLICIT_LIST_TTL_MS, type SessionLists } from './session-lists.ts';
 import type { SessionStreams } from './session-streams.ts';
 import type { AggregatedSession } from './session.ts';
 import type { SessionStore } from './session-store.ts';
+
+/** The end of a JSON-RPC response around a page's bytes. */
+const CLOSE_BRACE = Buffer.from('}');
 
 /** A log level a client may set: one of MCP's words. */
 const LOG_LEVEL = /^[a-z]{1,16}$/;
@@ -75,11 +78,13 @@ export class OwnMethods {
     let hints = ctx.envelope === null ? null : hintsOf(cache, performance.now(), IMPLICIT_LIST_TTL_MS);
     if (hints !== null && this.#o.lists.perCaller) hints = { ...hints, cacheScope: 'private' };
     if (this.#o.chain.responseHooks(request.method) === null) {
-      // No hook wants the object: the page's text, serialized once per list version.
-      const text = pageText(list, cache, session, cursor, pageSize);
-      if (text !== null) {
-        const result = hints === null ? text : withCacheHints(text, hints, this.#serverMeta);
-        return new Reply(200, `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":${result}}`, { 'content-type': 'application/json' });
+      // No hook wants the object: the page's bytes, serialized once per list version.
+      const bytes = pageBytes(list, cache, session, cursor, pageSize);
+      if (bytes !== null) {
+        const head = Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":`);
+        // A modern client's hints (the freshness left) differ at each request: written into the text.
+        const result = hints === null ? bytes : Buffer.from(withCacheHints(bytes.toString(), hints, this.#serverMeta));
+        return new Reply(200, Buffer.concat([head, result, CLOSE_BRACE]), { 'content-type': 'application/json' });
       }
     }
     const result = page(list, cache, session, cursor, pageSize);
