@@ -247,51 +247,67 @@ const RESULT_TYPE_COMMA = Buffer.from('"resultType":"complete",');
  * bytes that are not valid JSON or UTF-8), which the caller reads and writes anew.
  */
 export function completeResultBytes(buf: Buffer, idText: string): Buffer | null {
+  const resultAt = plainResultAt(buf, idText);
+  if (resultAt === -1) return null;
+  const resultEmpty = buf[skipSpace(buf, resultAt, buf.length)] === CLOSE_BRACE;
+  return Buffer.concat([buf.subarray(0, resultAt), resultEmpty ? RESULT_TYPE : RESULT_TYPE_COMMA, buf.subarray(resultAt)]);
+}
+
+/**
+ * Whether `buf`, a backend's JSON answer, may reach a legacy client as it is: the same answers
+ * as completeResultBytes takes (exactly `{"jsonrpc":"2.0","id":<idText>,"result":{...}}`, each
+ * key once, valid JSON and UTF-8, a result without `resultType`), which a legacy client gets
+ * unchanged. Anything else is read and written anew by the caller.
+ */
+export function isPlainResult(buf: Buffer, idText: string): boolean {
+  return plainResultAt(buf, idText) !== -1;
+}
+
+/** Where the members of the result of a plain answer (see completeResultBytes) begin, just after its `{`; -1 for any other bytes. */
+function plainResultAt(buf: Buffer, idText: string): number {
   const end = buf.length;
   let i = skipSpace(buf, 0, end);
-  if (i >= end || buf[i] !== OPEN_BRACE || !isUtf8(buf)) return null;
+  if (i >= end || buf[i] !== OPEN_BRACE || !isUtf8(buf)) return -1;
   i = skipSpace(buf, i + 1, end);
   let seen = 0; // bits: 1 jsonrpc, 2 id, 4 result
   let resultAt = -1;
-  let resultEmpty = false;
   for (;;) {
     const keyStart = i + 1;
     const afterKey = skipKey(buf, i, end, true);
-    if (afterKey === -1) return null;
+    if (afterKey === -1) return -1;
     const keyEnd = afterKey - 1; // its closing quote
     const valueStart = valueAfter(buf, afterKey, end);
-    if (valueStart === -1) return null;
+    if (valueStart === -1) return -1;
     let bit: number;
     if (bytesAre(buf, keyStart, keyEnd, 'result')) {
       bit = 4;
       resultAt = valueStart + 1;
       const members = resultMembers(buf, valueStart, end);
-      if (members === null) return null;
-      resultEmpty = members.count === 0;
+      if (members === null) return -1;
       i = members.end;
     } else {
       i = skipValue(buf, valueStart, end, 1);
-      if (i === -1) return null;
+      if (i === -1) return -1;
       if (bytesAre(buf, keyStart, keyEnd, 'jsonrpc')) {
         bit = 1;
-        if (!bytesAre(buf, valueStart, i, '"2.0"')) return null;
+        if (!bytesAre(buf, valueStart, i, '"2.0"')) return -1;
       } else if (bytesAre(buf, keyStart, keyEnd, 'id')) {
         bit = 2;
-        if (!bytesAre(buf, valueStart, i, idText)) return null;
+        if (!bytesAre(buf, valueStart, i, idText)) return -1;
       } else {
-        return null;
+        return -1;
       }
     }
-    if ((seen & bit) !== 0) return null;
+    if ((seen & bit) !== 0) return -1;
     seen |= bit;
     i = skipSpace(buf, i, end);
-    if (i >= end) return null;
+    if (i >= end) return -1;
     if (buf[i] === CLOSE_BRACE) break;
-    if (buf[i] !== COMMA) return null;
+    if (buf[i] !== COMMA) return -1;
     i = skipSpace(buf, i + 1, end);
   }
-  if (seen !== 7 || skipSpace(buf, i + 1, end) !== end) return null;
-  return Buffer.concat([buf.subarray(0, resultAt), resultEmpty ? RESULT_TYPE : RESULT_TYPE_COMMA, buf.subarray(resultAt)]);
+  if (seen !== 7 || skipSpace(buf, i + 1, end) !== end) return -1;
+  return resultAt;
 }
 
 /** The result object at `at`, checked whole: where it ends and how many members it has; null when it is not one, or has a `resultType` of its own. */

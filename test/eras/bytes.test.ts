@@ -7,10 +7,50 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EnvelopeTails, META, towardLegacy } from '../../core/protocol/era.ts';
-import { completeResultBytes } from '../../core/protocol/json-scan.ts';
+import { completeResultBytes, isPlainResult } from '../../core/protocol/json-scan.ts';
 import type { JsonRpcRequest } from '../../core/protocol/jsonrpc.ts';
 
 const complete = (text: string, id = '7'): string | null => completeResultBytes(Buffer.from(text), id)?.toString() ?? null;
+
+/** Answers no byte path takes: each is read and written anew. */
+const NOT_PLAIN: readonly string[] = [
+  '{"jsonrpc":"2.0","id":8,"result":{}}', // another request's
+  '{"jsonrpc":"2.0","id":"7","result":{}}', // the same digits as a string
+  '{"jsonrpc":"2.0","id":7.0,"result":{}}', // written otherwise
+  '{"jsonrpc":"2.0","id":7,"id":8,"result":{}}', // an id twice
+  '{"jsonrpc":"2.0","id":8,"result":{},"id":7}',
+  '{"jsonrpc":"2.0","id":7,"result":{},"result":{"secret":1}}', // a result twice
+  '{"jsonrpc":"2.0","jsonrpc":"2.0","id":7,"result":{}}',
+  '{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"Session not found"}}',
+  '{"jsonrpc":"2.0","id":7,"result":{},"extra":1}',
+  '{"jsonrpc":"1.0","id":7,"result":{}}',
+  '{"jsonrpc":"2.0","id":7,"res\\u0075lt":{}}', // a key spelled with an escape
+  '{"jsonrpc":"2.0","id":7,"result":{"result\\u0054ype":"input_required"}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{}}}', // has its own
+  '{"jsonrpc":"2.0","id":7,"result":[]}',
+  '{"jsonrpc":"2.0","id":7,"result":null}',
+  '{"jsonrpc":"2.0","id":7,"result":{"a":1}} x', // trailing bytes
+  '{"jsonrpc":"2.0","id":7,"result":{"a":"unterminated}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"a":1}',
+  '{"jsonrpc":"2.0","id":7,"result":{"a" 1}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"a":1,}}',
+  '{"jsonrpc":"2.0","id":7,"result":{,"a":1}}',
+  // Not JSON deeper down: the scanner reads every value, as JSON.parse would.
+  '{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":""x" inside"}]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":[1,]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":[tru]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":[01]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":[1.]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":["\\x"]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":["\\u12"]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":["tab\there"]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":{"a":1]}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"content":{"a" 1}}}',
+  '{"jsonrpc":"2.0","id":7,"result":{"deep":' + '['.repeat(100) + ']'.repeat(100) + '}}',
+  '[{"jsonrpc":"2.0","id":7,"result":{}}]',
+  '',
+  '{}',
+];
 
 describe('completeResultBytes: resultType into a result, the rest as sent', () => {
   it('adds resultType first in the result, whatever the order and spacing of the three keys', () => {
@@ -40,44 +80,7 @@ describe('completeResultBytes: resultType into a result, the rest as sent', () =
   });
 
   it('gives up on anything but exactly this request\'s plain result', () => {
-    for (const text of [
-      '{"jsonrpc":"2.0","id":8,"result":{}}', // another request's
-      '{"jsonrpc":"2.0","id":"7","result":{}}', // the same digits as a string
-      '{"jsonrpc":"2.0","id":7.0,"result":{}}', // written otherwise
-      '{"jsonrpc":"2.0","id":7,"id":8,"result":{}}', // an id twice
-      '{"jsonrpc":"2.0","id":8,"result":{},"id":7}',
-      '{"jsonrpc":"2.0","id":7,"result":{},"result":{"secret":1}}', // a result twice
-      '{"jsonrpc":"2.0","jsonrpc":"2.0","id":7,"result":{}}',
-      '{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"Session not found"}}',
-      '{"jsonrpc":"2.0","id":7,"result":{},"extra":1}',
-      '{"jsonrpc":"1.0","id":7,"result":{}}',
-      '{"jsonrpc":"2.0","id":7,"res\\u0075lt":{}}', // a key spelled with an escape
-      '{"jsonrpc":"2.0","id":7,"result":{"result\\u0054ype":"input_required"}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{}}}', // has its own
-      '{"jsonrpc":"2.0","id":7,"result":[]}',
-      '{"jsonrpc":"2.0","id":7,"result":null}',
-      '{"jsonrpc":"2.0","id":7,"result":{"a":1}} x', // trailing bytes
-      '{"jsonrpc":"2.0","id":7,"result":{"a":"unterminated}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"a":1}',
-      '{"jsonrpc":"2.0","id":7,"result":{"a" 1}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"a":1,}}',
-      '{"jsonrpc":"2.0","id":7,"result":{,"a":1}}',
-      // Not JSON deeper down: the scanner reads every value, as JSON.parse would.
-      '{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":""x" inside"}]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":[1,]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":[tru]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":[01]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":[1.]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":["\\x"]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":["\\u12"]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":["tab\there"]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":{"a":1]}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"content":{"a" 1}}}',
-      '{"jsonrpc":"2.0","id":7,"result":{"deep":' + '['.repeat(100) + ']'.repeat(100) + '}}',
-      '[{"jsonrpc":"2.0","id":7,"result":{}}]',
-      '',
-      '{}',
-    ]) {
+    for (const text of NOT_PLAIN) {
       assert.equal(complete(text), null, text);
     }
     const notUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"result":{"t":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]);
@@ -111,6 +114,17 @@ describe('completeResultBytes: resultType into a result, the rest as sent', () =
       const result = parsed.result as Record<string, unknown>;
       assert.deepEqual(JSON.parse(out), { ...parsed, result: { resultType: 'complete', ...result } }, text);
     }
+  });
+});
+
+describe('isPlainResult: a legacy client gets a plain result as the backend sent it', () => {
+  it('takes exactly the answers completeResultBytes takes', () => {
+    for (const text of ['{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":false}}', ' {"result":{},"id":7,"jsonrpc":"2.0"} ', '{"jsonrpc":"2.0","id":7,"result":{"a":"}\\"{"}}']) {
+      assert.equal(isPlainResult(Buffer.from(text), '7'), true, text);
+    }
+    for (const text of NOT_PLAIN) assert.equal(isPlainResult(Buffer.from(text), '7'), false, text);
+    const notUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"result":{"t":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]);
+    assert.equal(isPlainResult(notUtf8, '7'), false, 'bytes that are not UTF-8');
   });
 });
 

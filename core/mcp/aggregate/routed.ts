@@ -34,7 +34,7 @@ import type { AnswerHead } from '../../upstream/answer-reader.ts';
 import { MessageExchange } from '../../upstream/message-exchange.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
-import { completeResultBytes } from '../../protocol/json-scan.ts';
+import { completeResultBytes, isPlainResult } from '../../protocol/json-scan.ts';
 import { formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink } from './backend-link.ts';
@@ -216,12 +216,13 @@ export class RoutedExchange extends MessageExchange implements HookedEventsHost,
   /** The whole JSON answer is here: it must be this request's response (or say the session is lost). */
   #json(body: Buffer): void {
     this.#parkedBody = null;
-    if (this.#passesAsBytes() && !this.#resumed) {
-      const spliced = completeResultBytes(body, JSON.stringify(this.ctx.rpcId));
-      if (spliced !== null) {
+    const id = this.#passesAsBytes() && !this.#resumed ? JSON.stringify(this.ctx.rpcId) : null;
+    if (id !== null) {
+      const passed = this.ctx.envelope === null ? (isPlainResult(body, id) ? body : null) : completeResultBytes(body, id);
+      if (passed !== null) {
         this.#answered = true;
         this.#done(null);
-        this.#writeBody(spliced);
+        this.#writeBody(passed);
         return;
       }
     }
@@ -345,14 +346,13 @@ export class RoutedExchange extends MessageExchange implements HookedEventsHost,
   }
 
   /**
-   * Whether a JSON answer may reach the client as the backend's bytes, `resultType` added
-   * (completeResultBytes): for a modern client, when no onResponse hook is to see it and no task
-   * is to be noted. Only valid JSON that is a plain `{"jsonrpc","id","result"}` with this
-   * request's id, each key once, passes so; anything else is read and written anew below. With no
-   * hook to show it to, the gateway has nothing to read in the result but its keys.
+   * Whether a JSON answer may reach the client as the backend's bytes (modern: `resultType` added,
+   * completeResultBytes; legacy: as sent, isPlainResult) when no hook is to see it, no task to be
+   * noted: only a plain `{"jsonrpc","id","result"}` of this id, each key once, no `resultType` in
+   * its result; anything else (and a modern client's, made private, with views) is written anew.
    */
   #passesAsBytes(): boolean {
-    return this.ctx.envelope !== null && this.#hooks === null && !this.#createsTask && this.ctx.rpcId !== null && !this.#listener.perCaller;
+    return this.#hooks === null && !this.#createsTask && this.ctx.rpcId !== null && (this.ctx.envelope === null || !this.#listener.perCaller);
   }
 
   #writeJson(response: JsonRpcResponse): void {
