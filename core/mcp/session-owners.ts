@@ -43,7 +43,7 @@ export interface Binding extends SessionOwner {
   live: boolean;
 }
 
-/** The binding a connection's last request was admitted to, by that principal object, and when. */
+/** The binding a connection's last request was admitted to, by that principal object, and when (no later than its lookup). */
 interface Admitted {
   readonly id: string;
   readonly principal: object;
@@ -148,7 +148,9 @@ export class SessionOwners {
     if (principal === null || id === undefined) return undefined;
     const socket = ctx.req.socket as AdmittingSocket | null | undefined;
     const last = socket?.[this.#admitted];
-    if (last !== undefined && last.principal === principal && last.id === id && last.binding.live && ctx.startedAt - last.at < this.#recheckMs) return undefined;
+    // Measured to now, not to ctx.startedAt: a request's body (or its era probe) may have taken
+    // longer than the time to live since it began, and expiry marks the binding only when read.
+    if (last !== undefined && last.principal === principal && last.id === id && last.binding.live && performance.now() - last.at < this.#recheckMs) return undefined;
     const binding = this.#local.get(id);
     if (binding !== undefined) {
       if (binding.subject !== principal.subject || binding.issuer !== principal.issuer) return sessionNotFound();

@@ -153,20 +153,22 @@ describe('a connection\'s last admission to a transparent session', () => {
   it('stands only for the same session, the same principal object and a binding not ended since', () => {
     const owners = new SessionOwners({ maxSessions: 10, maxPerPrincipal: 2, ttlMs: 60_000, log: createLogger('silent') });
     const socket = {};
-    owners.answered(on(socket, ALICE, 'S1', 0), 200, answer('S1'));
-    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 1)), undefined, 'admitted (a lookup)');
-    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 2)), undefined, 'admitted again (the connection\'s admission)');
+    // Times near now: the admission's moment is measured with performance.now().
+    const t0 = performance.now();
+    owners.answered(on(socket, ALICE, 'S1', t0 + 0), 200, answer('S1'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', t0 + 1)), undefined, 'admitted (a lookup)');
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', t0 + 2)), undefined, 'admitted again (the connection\'s admission)');
     const mallory = new Principal('mallory', {}, null, 'https://a.example');
-    assert.equal(verdict(owners, on(socket, mallory, 'S1', 3)), 'session_not_found', 'another principal on the same connection');
-    assert.equal(verdict(owners, on(socket, ALICE, 'S2', 4)), 'session_not_found', 'another session on the same connection');
-    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 5)), undefined);
-    owners.answered(on({}, ALICE, 'S1', 6, 'DELETE'), 200, []);
-    assert.equal(verdict(owners, on(socket, ALICE, 'S1', 7)), 'session_not_found', 'ended by a DELETE on another connection');
-    owners.answered(on(socket, ALICE, 'S3', 8), 200, answer('S3'));
-    assert.equal(verdict(owners, on(socket, ALICE, 'S3', 9)), undefined);
-    owners.answered(on({}, ALICE, 'S4', 10), 200, answer('S4'));
-    owners.answered(on({}, ALICE, 'S5', 11), 200, answer('S5'));
-    assert.equal(verdict(owners, on(socket, ALICE, 'S3', 12)), 'session_not_found', 'ended as the principal\'s oldest past maxPerPrincipal');
+    assert.equal(verdict(owners, on(socket, mallory, 'S1', t0 + 3)), 'session_not_found', 'another principal on the same connection');
+    assert.equal(verdict(owners, on(socket, ALICE, 'S2', t0 + 4)), 'session_not_found', 'another session on the same connection');
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', t0 + 5)), undefined);
+    owners.answered(on({}, ALICE, 'S1', t0 + 6, 'DELETE'), 200, []);
+    assert.equal(verdict(owners, on(socket, ALICE, 'S1', t0 + 7)), 'session_not_found', 'ended by a DELETE on another connection');
+    owners.answered(on(socket, ALICE, 'S3', t0 + 8), 200, answer('S3'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S3', t0 + 9)), undefined);
+    owners.answered(on({}, ALICE, 'S4', t0 + 10), 200, answer('S4'));
+    owners.answered(on({}, ALICE, 'S5', t0 + 11), 200, answer('S5'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S3', t0 + 12)), 'session_not_found', 'ended as the principal\'s oldest past maxPerPrincipal');
   });
 
   it('is looked up again after a moment, so a binding that expired there is not served', async () => {
@@ -177,6 +179,19 @@ describe('a connection\'s last admission to a transparent session', () => {
     assert.equal(verdict(owners, on(socket, ALICE, 'S', performance.now())), undefined);
     await new Promise((resolve) => setTimeout(resolve, 600));
     assert.equal(verdict(owners, on(socket, ALICE, 'S', performance.now())), 'session_not_found', 'expired: looked up again');
+  });
+
+  it('counts its moment from the lookup until the check, not from when a slow request began', async () => {
+    // A request that began within the moment but whose body (or era probe) took longer than the
+    // time to live reaches the check after the binding expired: it must be looked up, and refused.
+    const owners = new SessionOwners({ maxSessions: 10, maxPerPrincipal: 10, ttlMs: 400, log: createLogger('silent') });
+    const socket = {};
+    const began = performance.now();
+    owners.answered(on(socket, ALICE, 'S', began), 200, answer('S'));
+    assert.equal(verdict(owners, on(socket, ALICE, 'S', began)), undefined);
+    const slow = on(socket, ALICE, 'S', began + 1);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(verdict(owners, slow), 'session_not_found', 'expired while the request was read');
   });
 });
 
