@@ -24,7 +24,8 @@
  * request is one lookup in the local cache, and not even that for the next requests of one
  * connection within a moment (`#recheckMs`, at most a second and a quarter of the time to live)
  * that name the same session with the same principal object (incoming auth keeps one per
- * connection): the binding last found is then still bound, unless it ended, which marks it.
+ * connection): the binding last found is then still bound, unless it ended here, which marks it
+ * (one that another replica ended is found so at most `#recheckMs` later than without this).
  */
 import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
