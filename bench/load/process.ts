@@ -12,7 +12,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { createServer } from 'node:net';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
 
@@ -245,17 +245,8 @@ export async function waitUntil(
   }
 }
 
-/** True when something accepts TCP connections on 127.0.0.1:port. */
-export function tcpOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = connect({ host: '127.0.0.1', port });
-    sock.once('connect', () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => resolve(false));
-  });
-}
+/** True when something accepts TCP connections on 127.0.0.1:port (one copy, with `gatehouse bench`'s). */
+export { tcpOpen } from '../../plugins/cli/bench/processes.ts';
 
 export interface HttpAnswer {
   status: number;

@@ -5,6 +5,7 @@
  * end, an error, Ctrl-C or SIGTERM (stopped, then exit), or the process exiting (SIGKILL).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 
 const TAIL = 30;
@@ -136,5 +137,17 @@ export function stopChildrenOnExit(): void {
   process.once('SIGTERM', onSignal);
   process.once('exit', () => {
     for (const child of running) child.kill();
+  });
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:port. */
+export function tcpOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
   });
 }

@@ -10,12 +10,12 @@
  * in the report; the bench goes on without it.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { tree } from './cpu.ts';
 import { HTTP_PROXY_SERVER, httpProxyMissing } from './http-proxy-server.ts';
 import { findNginx, nginxArgs, nginxConfig, nginxVersion } from './nginx.ts';
-import { Child, ChildExited } from './processes.ts';
+import { Child, ChildExited, tcpOpen } from './processes.ts';
 
 /** A reference that cannot be measured here: why. */
 export class ReferenceSkipped extends Error {}
@@ -37,17 +37,6 @@ function freePort(): Promise<number> {
       const address = server.address();
       server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
     });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
   });
 }
 
@@ -73,7 +62,7 @@ export async function startNginx(dir: string, backendPort: number, given?: strin
   const child = new Child('nginx', binary, nginxArgs(conf, dir));
   const deadline = Date.now() + START_TIMEOUT_MS;
   // Listening first, then the worker forked: the master alone answers nothing.
-  while (!((await accepts(port)) && tree(child.pid).length > 1)) {
+  while (!((await tcpOpen(port)) && tree(child.pid).length > 1)) {
     if (child.exitCode !== undefined || Date.now() > deadline) {
       await child.stop();
       throw new ReferenceSkipped(`nginx did not start (${child.exitCode === undefined ? 'not ready in time' : `exit ${String(child.exitCode)}`}): ${tail(join(dir, 'error.log')) || child.output()}`);
