@@ -141,11 +141,13 @@ function watch(client: Redis, log: Logger, tracked: ReturnType<typeof trackRedis
 }
 
 /**
- * Creates a connected-on-demand ioredis client (it starts connecting at once). `name` labels
- * the connection in logs and in `CLIENT LIST`. Throws when an address is malformed.
+ * Creates an ioredis client that starts connecting at once, or with `lazy` at its first command
+ * or `waitReady` (for a plugin, whose connections belong to start(): one created but never
+ * started holds no socket). `name` labels the connection in logs and in `CLIENT LIST`. Throws
+ * when an address is malformed.
  */
-export function createRedisClient(config: RedisConnectionConfig, log: Logger, name: string): Redis {
-  const options = redisOptions(config, name);
+export function createRedisClient(config: RedisConnectionConfig, log: Logger, name: string, lazy = false): Redis {
+  const options = { ...redisOptions(config, name), lazyConnect: lazy };
   const clientLog = log.child({ component: 'redis', connection: name, target: describeRedisTarget(options) });
   const tracked = trackRedisConnection(name);
   if (config.sentinel === null) {
@@ -191,6 +193,7 @@ function followSwitches(client: SentinelClient, log: Logger, health: RedisConnec
       maxRetriesPerRequest: null, // SUBSCRIBE waits for a sentinel that is down at start
       enableReadyCheck: false,
       connectTimeout: CONNECT_TIMEOUT_MS,
+      lazyConnect: true,
     });
     let down = false; // logged on changes only
     subscriber.on('error', (err: Error) => {
@@ -212,9 +215,12 @@ function followSwitches(client: SentinelClient, log: Logger, health: RedisConnec
       expected = { host: newHost, port: Number(newPort), until: Date.now() + SWITCH_WINDOW_MS };
       checkMaster();
     });
-    subscriber.subscribe('+switch-master').catch(() => {});
     return subscriber;
   });
+  // The subscribers connect with the client: at once, or with a lazy client when it first does.
+  const follow = (): void => subscribers.forEach((s) => void s.subscribe('+switch-master').catch(() => {}));
+  if (client.status === 'wait') client.once('connecting', follow);
+  else follow();
   client.followers.push(...subscribers);
   client.once('end', () => subscribers.forEach((s) => s.disconnect()));
 }

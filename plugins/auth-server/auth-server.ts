@@ -118,7 +118,8 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
     const { createProvider, logRefusals, providerHandler } = await import('./provider.ts');
     const storage = settings.storage;
     // Redis: everything the provider and the login keep is shared by the replicas and outlives a restart.
-    const redis = storage.type === 'redis' ? createRedisClient(storage, host.log, 'auth-server') : null;
+    // Lazy: it connects in start(), so a gateway that fails before (its port taken) holds no socket.
+    const redis = storage.type === 'redis' ? createRedisClient(storage, host.log, 'auth-server', true) : null;
     const refreshMs = settings.tokenLifespans.refreshTokenMs;
     const keyPrefix = storage.type === 'redis' ? storage.keyPrefix : '';
     const durable = storage.type === 'redis' && storage.sentinel !== null;
@@ -203,28 +204,38 @@ export const authServer = definePlugin<AuthServerPluginConfig>({
       route('GET', CALLBACK_PATH, 'login', forward),
     ];
 
+    const release = async (): Promise<void> => {
+      await bridge.stop();
+      await Promise.all(upstreams.map((upstream) => upstream.close()));
+      // QUIT only to a connection that is up: to one still connecting it would wait in the queue.
+      if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+      else redis?.disconnect();
+      await metadataHttp.close();
+    };
+
     return {
       name: 'auth-server',
       routes,
       async start() {
-        if (redis !== null) await waitReady(redis, REDIS_READY_MS);
-        await Promise.all(upstreams.map((upstream) => upstream.start(host.log)));
-        await bridge.start();
-        metadata = JSON.stringify(await serverMetadata(bridge, settings));
-        if (keys.ephemeral.signing || keys.ephemeral.hmac) {
-          host.log.warn(
-            { missing: [keys.ephemeral.signing ? 'signingKeySecretRefs' : null, keys.ephemeral.hmac ? 'hmacSecretRefs' : null].filter((x) => x !== null) },
-            'authServerConfig has no signing keys or HMAC secrets: this process made its own, so a restart invalidates every token, code and refresh token it issued',
-          );
+        // A start that fails half way releases what it acquired: the host stops only started plugins.
+        try {
+          if (redis !== null) await waitReady(redis, REDIS_READY_MS);
+          await Promise.all(upstreams.map((upstream) => upstream.start(host.log)));
+          await bridge.start();
+          metadata = JSON.stringify(await serverMetadata(bridge, settings));
+          if (keys.ephemeral.signing || keys.ephemeral.hmac) {
+            host.log.warn(
+              { missing: [keys.ephemeral.signing ? 'signingKeySecretRefs' : null, keys.ephemeral.hmac ? 'hmacSecretRefs' : null].filter((x) => x !== null) },
+              'authServerConfig has no signing keys or HMAC secrets: this process made its own, so a restart invalidates every token, code and refresh token it issued',
+            );
+          }
+          host.log.info({ issuer: settings.issuer }, 'embedded authorization server ready');
+        } catch (err) {
+          await release();
+          throw err;
         }
-        host.log.info({ issuer: settings.issuer }, 'embedded authorization server ready');
       },
-      async stop() {
-        await bridge.stop();
-        await Promise.all(upstreams.map((upstream) => upstream.close()));
-        await redis?.quit().catch(() => redis.disconnect());
-        await metadataHttp.close();
-      },
+      stop: release,
     };
   },
 });

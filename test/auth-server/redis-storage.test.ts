@@ -2,9 +2,11 @@
  * The embedded authorization server on Redis (the machine's, 127.0.0.1:6379), configured from
  * YAML as a user would: with persistent keys, a restart keeps registered clients, access tokens
  * and refresh tokens valid; with the process's own keys, the access tokens issued before a
- * restart are refused (401) and the start-up warning said so.
+ * restart are refused (401) and the start-up warning said so. A start that fails (its port
+ * taken) leaves no connection behind.
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { freePort } from '../fixtures/processes.ts';
@@ -45,6 +47,23 @@ describe('embedded authorization server on Redis: restarts', () => {
     const local = redis as LocalRedis;
     return startYamlGateway({ port, backendUrl: backend.url, idpIssuer: idp.issuer, persistentKeys, log, storage: `{type: redis, redis: {addr: "${local.config.address}", keyPrefix: "${local.keyPrefix}"}}` });
   }
+
+  it('a gateway whose port is taken fails to start with EADDRINUSE and keeps no Redis connection', async (t) => {
+    if (skipIf(t, 'skip' in redis ? redis : null)) return;
+    const sockets = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'TCPSocketWrap').length;
+    const before = sockets(); // first in the file: no keep-alive socket of an earlier test closes meanwhile
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+    try {
+      await assert.rejects(start(true), /EADDRINUSE/);
+    } finally {
+      await new Promise<void>((resolve) => squatter.close(() => resolve()));
+    }
+    // The authorization server's Redis client connects in the plugin's start(), which never came:
+    // before, it stayed connected and held the process open after the failed start.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(sockets(), before, process.getActiveResourcesInfo().join(' '));
+  });
 
   it('with persistent keys: clients, access tokens and refresh tokens outlive a restart', async (t) => {
     if (skipIf(t, 'skip' in redis ? redis : null)) return;
