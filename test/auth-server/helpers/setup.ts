@@ -52,9 +52,12 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const callback = `${issuer}/oauth/callback`;
-  const corp = await startUpstreamIdp({ user: USER, redirectUri: callback, clientSecret: 'corp-secret', ...(options.corpAccessTokenTtlSeconds === undefined ? {} : { accessTokenTtlSeconds: options.corpAccessTokenTtlSeconds }) });
-  const github = options.chained === true ? await startUpstreamIdp({ user: { sub: 'gh-42' }, redirectUri: callback }) : null;
-  const backend = await startSdkServer({ name: 'echo' });
+  // What starts before the gateway is closed again if the gateway does not start, so that a
+  // failed start fails its test instead of holding the file open until its timeout.
+  const started: { close(): Promise<void> }[] = [];
+  const corp = track(started, await startUpstreamIdp({ user: USER, redirectUri: callback, clientSecret: 'corp-secret', ...(options.corpAccessTokenTtlSeconds === undefined ? {} : { accessTokenTtlSeconds: options.corpAccessTokenTtlSeconds }) }));
+  const github = options.chained === true ? track(started, await startUpstreamIdp({ user: { sub: 'gh-42' }, redirectUri: callback })) : null;
+  const backend = track(started, await startSdkServer({ name: 'echo' }));
   const providers: UpstreamProviderConfig[] = [
     { name: 'corp', type: 'oidc', issuerUrl: corp.issuer, clientId: 'gatehouse', clientSecret: { name: 'corp', key: 'secret', value: 'corp-secret' }, scopes: ['openid', 'profile', 'email'] },
   ];
@@ -86,14 +89,20 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
   const log = captureLog('info');
   const resource = `${issuer}/mcp`;
   const upstreamTokens = new UpstreamTokenHandle();
-  const gateway = await startTestGateway({
-    port,
-    log: log.log,
-    backends: [{ name: 'echo', url: backend.url }],
-    ...(options.spec === undefined ? {} : { spec: options.spec }),
-    ...(options.config === undefined ? {} : { config: options.config }),
-    plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }) } satisfies AuthServerPluginConfig, source: 'test' }],
-  });
+  let gateway: RunningVmcp;
+  try {
+    gateway = await startTestGateway({
+      port,
+      log: log.log,
+      backends: [{ name: 'echo', url: backend.url }],
+      ...(options.spec === undefined ? {} : { spec: options.spec }),
+      ...(options.config === undefined ? {} : { config: options.config }),
+      plugins: [{ definition: authServer, config: { authServer: settings, keys: loadServerKeys([], []), resource, scopes: ['mcp'], upstreamTokens, ...(options.fetchClientMetadata === undefined ? {} : { fetchClientMetadata: options.fetchClientMetadata }) } satisfies AuthServerPluginConfig, source: 'test' }],
+    });
+  } catch (error) {
+    for (const server of started.reverse()) await server.close().catch(() => undefined);
+    throw error;
+  }
   return {
     issuer,
     resource,
@@ -110,4 +119,9 @@ export async function startAuthGateway(options: AuthGatewayOptions = {}): Promis
       await github?.close();
     },
   };
+}
+
+function track<T extends { close(): Promise<void> }>(started: { close(): Promise<void> }[], server: T): T {
+  started.push(server);
+  return server;
 }
