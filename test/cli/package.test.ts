@@ -23,7 +23,7 @@ const run = promisify(execFile);
 const PACKAGE = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string>; exports: unknown; dependencies: Record<string, string> };
 const EXAMPLE = join(REPO_ROOT, 'examples/quickstart/vmcp.yaml');
 
-describe('the npm package', { timeout: 120_000 }, () => {
+describe('the npm package', { timeout: 240_000 }, () => {
   let dir: string;
   let packed: Packed | null = null;
   let unavailable: string | null = null;
