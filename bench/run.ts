@@ -14,6 +14,9 @@
  *   npm run bench -- --instructions-only
  *                                      full token verification vs raw jose in instructions
  *                                      (valgrind; plugins/verify-instructions.ts); not in the default run
+ *   npm run bench -- --load-instructions-only
+ *                                      the load rows in instructions per request (valgrind;
+ *                                      load/instructions.ts; BENCH_ROWS selects); not in the default run
  *
  * Micro benchmark convention (tinybench):
  * - A file `bench/<area>/<name>.bench.ts`, mirroring the source it measures (core/protocol/jsonrpc.ts
@@ -55,6 +58,7 @@ import { runAggregate } from './aggregate/run.ts';
 import { runPolicy } from './aggregate/policy.ts';
 import { runStdio } from './aggregate/stdio.ts';
 import { runVerifyInstructions, valgrindAvailable } from './plugins/verify-instructions.ts';
+import { instructionsMarkdown, runLoadInstructions } from './load/instructions.ts';
 import { runVerifyCpu } from './plugins/verify-cpu.ts';
 import { runWalk } from './walk.ts';
 
@@ -160,11 +164,12 @@ async function main(): Promise<number> {
       'policy-only': { type: 'boolean', default: false },
       'stdio-only': { type: 'boolean', default: false },
       'instructions-only': { type: 'boolean', default: false },
+      'load-instructions-only': { type: 'boolean', default: false },
       'walk-only': { type: 'boolean', default: false },
       filter: { type: 'string' },
     },
   });
-  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'policy-only', 'stdio-only', 'instructions-only', 'walk-only'] as const).filter((flag) => values[flag]);
+  const only = (['micro-only', 'load-only', 'aggregate-only', 'eras-only', 'policy-only', 'stdio-only', 'instructions-only', 'load-instructions-only', 'walk-only'] as const).filter((flag) => values[flag]);
   if (only.length > 1) {
     console.error(`--${only.join(' and --')} exclude each other`);
     return 2;
@@ -194,6 +199,19 @@ async function main(): Promise<number> {
     mkdirSync(RESULTS_DIR, { recursive: true });
     writeFileSync(join(RESULTS_DIR, 'verify-instructions.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`);
     return 0;
+  }
+  if (only[0] === 'load-instructions-only') {
+    if (!valgrindAvailable()) {
+      console.error('--load-instructions-only needs valgrind (callgrind and callgrind_control): apt-get install -y valgrind');
+      return 2;
+    }
+    const report = await runLoadInstructions();
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    writeFileSync(join(RESULTS_DIR, 'load-instructions.json'), `${JSON.stringify(report, null, 2)}\n`);
+    const markdown = instructionsMarkdown(report);
+    writeFileSync(join(RESULTS_DIR, 'load-instructions.md'), markdown);
+    console.log(markdown);
+    return report.rows.some((row) => row.status === 'failed') ? 1 : 0;
   }
   if (only[0] === 'walk-only') return (await runWalk()) ? 0 : 1;
   // The policy and transports benchmarks compare rows of this checkout with each other: not part of a BENCH_COMPARE run.

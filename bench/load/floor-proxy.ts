@@ -27,7 +27,7 @@ import {
   METHODS,
   type NativeParser,
 } from '../../core/http/parser.ts';
-import { spawnNodeScript } from './process.ts';
+import { spawnNodeScript, startTimeout } from './process.ts';
 import type { Target } from './target.ts';
 
 export type FloorKind = 'relay' | 'http';
@@ -36,7 +36,7 @@ export type FloorKind = 'relay' | 'http';
 export async function startFloorProxy(kind: FloorKind, backendUrl: string): Promise<Target> {
   const url = new URL(backendUrl);
   const child = spawnNodeScript(`floor-${kind}`, new URL(import.meta.url).pathname, [kind, url.origin], { profile: `floor-${kind}` });
-  const m = await child.waitForLine(/^LISTENING (\d+)$/, 15_000);
+  const m = await child.waitForLine(/^LISTENING (\d+)$/, startTimeout(15_000));
   return { url: `http://127.0.0.1:${m[1]}${url.pathname}`, pids: [child.pid], stop: () => child.stop() };
 }
 

@@ -17,7 +17,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { assertRunnable, fileSuffix, thisCheckoutOf } from './checkout.ts';
-import { freePort, httpRequest, profileArgs, spawnChild, waitUntil } from './process.ts';
+import { freePort, httpRequest, profileArgs, spawnChild, startTimeout, waitUntil } from './process.ts';
 import { NotAvailable, type Row, type RowContext, type Target } from './target.ts';
 
 export { GATEHOUSE_BIN, REPO_ROOT } from './checkout.ts';
@@ -110,7 +110,7 @@ export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOption
     [...profileArgs(label), checkout.bin, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port)],
     { cwd: checkout.root, env: { ...process.env, ...opts.env } },
   );
-  const timeoutMs = Number(process.env['BENCH_START_TIMEOUT'] ?? 20) * 1000;
+  const timeoutMs = startTimeout(Number(process.env['BENCH_START_TIMEOUT'] ?? 20) * 1000);
   // Listened for from the start: the line may come before /readyz answers.
   const line = opts.readyLine === undefined ? null : child.waitForLine(opts.readyLine, timeoutMs);
   line?.catch(() => {});

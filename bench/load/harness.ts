@@ -102,14 +102,14 @@ const INITIALIZE_BODY = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initial
  * behind incoming auth, the gateway then knows it as the benchmark principal's, as it would a
  * real client's, and answers only that principal on it.
  */
-async function openSession(url: string, headers: Record<string, string>): Promise<void> {
+export async function openSession(url: string, headers: Record<string, string>): Promise<void> {
   const { 'mcp-session-id': _, ...rest } = headers;
   const res = await httpRequest(url, 'POST', rest, INITIALIZE_BODY, 5000);
   if (res.status !== 200) throw new Error(`initialize: HTTP ${res.status} ${res.body.slice(0, 200)}`);
 }
 
 /** One request as wrk will send it; throws unless it is a 200 with a JSON-RPC result. */
-async function checkRequest(url: string, headers: Record<string, string>): Promise<void> {
+export async function checkRequest(url: string, headers: Record<string, string>): Promise<void> {
   const res = await httpRequest(url, 'POST', headers, CALL_BODY, 5000);
   if (res.status !== 200) throw new Error(`check request: HTTP ${res.status} ${res.body.slice(0, 200)}`);
   let parsed: unknown;

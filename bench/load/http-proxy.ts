@@ -4,14 +4,14 @@
  * (plugins/cli/bench/http-proxy-server.ts), so both measure the same baseline.
  */
 import { HTTP_PROXY_SERVER } from '../../plugins/cli/bench/http-proxy-server.ts';
-import { spawnNodeScript } from './process.ts';
+import { spawnNodeScript, startTimeout } from './process.ts';
 import type { Target } from './target.ts';
 
 /** Starts the http-proxy child in front of `backendUrl`; resolves once it listens. */
 export async function startHttpProxy(backendUrl: string): Promise<Target> {
   const origin = new URL(backendUrl).origin;
   const child = spawnNodeScript('http-proxy', HTTP_PROXY_SERVER, [origin], { profile: 'http-proxy' });
-  const m = await child.waitForLine(/^LISTENING (\d+)$/, 15_000);
+  const m = await child.waitForLine(/^LISTENING (\d+)$/, startTimeout(15_000));
   return {
     url: `http://127.0.0.1:${m[1]}${new URL(backendUrl).pathname}`,
     pids: [child.pid],

@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findNginx, nginxArgs, nginxConfig, nginxVersion as versionOf } from '../../plugins/cli/bench/nginx.ts';
 import { processTree } from './cpu.ts';
-import { freePort, isAlive, spawnChild, tcpOpen, trackPid, waitUntil } from './process.ts';
+import { freePort, isAlive, spawnChild, startTimeout, tcpOpen, trackPid, waitUntil } from './process.ts';
 import { NotAvailable, type Target } from './target.ts';
 
 /** BENCH_NGINX, else nginx on PATH, else /usr/sbin/nginx. */
@@ -44,9 +44,9 @@ export async function startNginx(tmpDir: string, backendUrl: string): Promise<Ta
     }
   };
   try {
-    await waitUntil(`nginx to listen on ${port}`, () => tcpOpen(port), 10_000, child);
+    await waitUntil(`nginx to listen on ${port}`, () => tcpOpen(port), startTimeout(10_000), child);
     // The worker is forked right after the listen sockets are opened.
-    await waitUntil('the nginx worker', () => Promise.resolve(processTree([child.pid]).length > 1), 5_000, child);
+    await waitUntil('the nginx worker', () => Promise.resolve(processTree([child.pid]).length > 1), startTimeout(5_000), child);
   } catch (err) {
     await child.stop();
     throw new Error(`${(err as Error).message}\n${errorLog()}`);

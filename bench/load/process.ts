@@ -134,9 +134,29 @@ export function profileArgs(label: string): string[] {
   return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', resolve(dir, label)];
 }
 
+/** What runs each child spawned while it is set, around its command (instructions.ts: callgrind). */
+export interface ChildWrapper {
+  wrap(command: string, args: readonly string[]): [string, string[]];
+  /** How many times longer a wrapped child takes to get ready: start timeouts are multiplied by it. */
+  readonly slowdown: number;
+}
+
+let wrapper: ChildWrapper | null = null;
+
+/** Sets (or, with null, removes) the wrapper of the children spawned from now on. */
+export function setChildWrapper(next: ChildWrapper | null): void {
+  wrapper = next;
+}
+
+/** A start timeout, longer while children are wrapped. */
+export function startTimeout(ms: number): number {
+  return ms * (wrapper?.slowdown ?? 1);
+}
+
 /** Starts `command args` with piped output, tracked for cleanup. */
 export function spawnChild(name: string, command: string, args: string[], opts: SpawnOptions = {}): ManagedChild {
-  const [cmd, argv] = useSetpriv ? [SETPRIV, ['--pdeathsig', 'TERM', '--', command, ...args]] : [command, args];
+  const [program, programArgs] = wrapper === null ? [command, args] : wrapper.wrap(command, args);
+  const [cmd, argv] = useSetpriv ? [SETPRIV, ['--pdeathsig', 'TERM', '--', program, ...programArgs]] : [program, programArgs];
   const proc = spawn(cmd, argv, {
     cwd: opts.cwd,
     env: opts.env ?? process.env,
