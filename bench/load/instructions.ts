@@ -76,12 +76,38 @@ export function callgrindWrapper(dir: string): ChildWrapper {
   };
 }
 
-function callgrindControl(...args: string[]): Promise<void> {
-  return new Promise((resolve) => spawn('callgrind_control', args, { stdio: 'ignore' }).once('exit', () => resolve()));
+/**
+ * Runs `callgrind_control args` and resolves once it is done. A process under valgrind takes the
+ * command only when it next runs: an idle gateway would wait for its next timer (and without a
+ * timer, never), so until the command is done the target is sent a GET every 100 ms. The few that
+ * land inside the counted window cost a few thousand instructions, against billions.
+ */
+async function callgrindControl(url: string, ...args: string[]): Promise<void> {
+  let done = false;
+  const exited = new Promise<void>((resolve) => spawn('callgrind_control', args, { stdio: 'ignore' }).once('exit', () => resolve()));
+  void exited.then(() => (done = true));
+  while (!done) {
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 100))]);
+    if (!done) void poke(url);
+  }
+}
+
+function poke(url: string): Promise<void> {
+  return new Promise((resolve) => {
+    const req = request(new URL('/healthz', url), { method: 'GET', agent: false }, (res) => {
+      res.resume();
+      res.once('end', () => resolve());
+      res.once('error', () => resolve());
+    });
+    req.once('error', () => resolve());
+    req.setTimeout(5_000, () => req.destroy());
+    req.end();
+  });
 }
 
 /** The total of the dumps named DUMP in `dir`, once every process of the row has written its own. */
 export async function dumpedInstructions(dir: string, processes: number): Promise<number> {
+  // The files may lag the command's answer: up to 20 s.
   for (let attempt = 0; attempt < 100; attempt++) {
     let total = 0;
     let dumps = 0;
@@ -150,9 +176,9 @@ async function countRow(row: Row, ctx: RowContext, dir: string, warmup: number, 
     await sequential(target.url, headers, warmup);
     // By pid: another run of this benchmark on the machine keeps its own counters.
     const pids = processTree(target.pids).map(String);
-    await callgrindControl('-z', ...pids);
+    await callgrindControl(target.url, '-z', ...pids);
     await sequential(target.url, headers, requests);
-    await callgrindControl(`--dump=${DUMP}`, ...pids);
+    await callgrindControl(target.url, `--dump=${DUMP}`, ...pids);
     const total = await dumpedInstructions(dir, countProcesses(dir));
     process.stderr.write(`  ${Math.round(total / requests).toLocaleString('en-US')} instructions/request\n`);
     return result('ok', null, total / requests);
