@@ -49,7 +49,7 @@ import { CALL_BODY, CALL_HEADERS, errorCount, runWrk, wrkVersion } from './wrk.t
 
 export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
 
-function envNumber(name: string, fallback: number, min: number): number {
+export function envNumber(name: string, fallback: number, min: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const n = Number(raw);

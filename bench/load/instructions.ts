@@ -29,7 +29,7 @@ import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackendProcess } from './backend.ts';
 import { processTree } from './cpu.ts';
-import { checkRequest, openSession } from './harness.ts';
+import { checkRequest, envNumber, openSession } from './harness.ts';
 import { installCleanupHandlers, onCleanup, setChildWrapper, stopAll, type ChildWrapper } from './process.ts';
 import { rows as allRows } from './rows.ts';
 import { selectedRows } from './selection.ts';
@@ -79,12 +79,16 @@ export function callgrindWrapper(dir: string): ChildWrapper {
 /**
  * Runs `callgrind_control args` and resolves once it is done. A process under valgrind takes the
  * command only when it next runs: an idle gateway would wait for its next timer (and without a
- * timer, never), so until the command is done the target is sent a GET every 100 ms. The few that
- * land inside the counted window cost a few thousand instructions, against billions.
+ * timer, never), so until the command is done the target is sent a GET every 100 ms. The one or
+ * two that land inside the counted window are small requests, against 8,000 counted ones.
  */
 async function callgrindControl(url: string, ...args: string[]): Promise<void> {
   let done = false;
-  const exited = new Promise<void>((resolve) => spawn('callgrind_control', args, { stdio: 'ignore' }).once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) => {
+    const control = spawn('callgrind_control', args, { stdio: 'ignore' });
+    control.once('exit', () => resolve());
+    control.once('error', () => resolve());
+  });
   void exited.then(() => (done = true));
   while (!done) {
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 100))]);
@@ -191,8 +195,8 @@ async function countRow(row: Row, ctx: RowContext, dir: string, warmup: number, 
 
 /** Runs the selected load rows under callgrind, one after the other. */
 export async function runLoadInstructions(): Promise<LoadInstructionsReport> {
-  const requests = Number(process.env['BENCH_INSTRUCTION_REQUESTS'] ?? 8000);
-  const warmup = Number(process.env['BENCH_INSTRUCTION_WARMUP'] ?? 3000);
+  const requests = envNumber('BENCH_INSTRUCTION_REQUESTS', 8000, 1);
+  const warmup = envNumber('BENCH_INSTRUCTION_WARMUP', 3000, 0);
   installCleanupHandlers();
   const tmpDir = mkdtempSync(join(tmpdir(), 'gatehouse-instructions-'));
   onCleanup(() => rmSync(tmpDir, { recursive: true, force: true }));
