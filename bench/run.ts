@@ -190,21 +190,17 @@ async function main(): Promise<number> {
         : `BENCH_COMPARE: not used by --${only[0]} (this checkout only, written as a normal run)`,
     );
   }
+  if ((only[0] === 'instructions-only' || only[0] === 'load-instructions-only') && !valgrindAvailable()) {
+    console.error(`--${only[0]} needs valgrind (callgrind and callgrind_control): apt-get install -y valgrind`);
+    return 2;
+  }
   if (only[0] === 'instructions-only') {
-    if (!valgrindAvailable()) {
-      console.error('--instructions-only needs valgrind (callgrind and callgrind_control): apt-get install -y valgrind');
-      return 2;
-    }
     const results = await runVerifyInstructions();
     mkdirSync(RESULTS_DIR, { recursive: true });
     writeFileSync(join(RESULTS_DIR, 'verify-instructions.json'), `${JSON.stringify({ node: process.version, date: new Date().toISOString(), results }, null, 2)}\n`);
     return 0;
   }
   if (only[0] === 'load-instructions-only') {
-    if (!valgrindAvailable()) {
-      console.error('--load-instructions-only needs valgrind (callgrind and callgrind_control): apt-get install -y valgrind');
-      return 2;
-    }
     const report = await runLoadInstructions();
     mkdirSync(RESULTS_DIR, { recursive: true });
     writeFileSync(join(RESULTS_DIR, 'load-instructions.json'), `${JSON.stringify(report, null, 2)}\n`);
