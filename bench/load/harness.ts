@@ -103,14 +103,24 @@ const INITIALIZE_BODY = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initial
  * real client's, and answers only that principal on it.
  */
 export async function openSession(url: string, headers: Record<string, string>): Promise<void> {
+  // A row whose requests name no session (a 2026-07-28 client's stand alone) opens none.
+  if (headers['mcp-session-id'] === undefined) return;
   const { 'mcp-session-id': _, ...rest } = headers;
   const res = await httpRequest(url, 'POST', rest, INITIALIZE_BODY, 5000);
   if (res.status !== 200) throw new Error(`initialize: HTTP ${res.status} ${res.body.slice(0, 200)}`);
 }
 
+/** What every request of a row sends: its headers over CALL_HEADERS (an empty value drops the header), and its body. */
+export function rowRequest(row: Row, target: Target): { headers: Record<string, string>; body: string } {
+  const merged: Record<string, string> = { ...CALL_HEADERS, ...row.headers, ...target.headers };
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(merged)) if (value !== '') headers[name] = value;
+  return { headers, body: row.body ?? CALL_BODY };
+}
+
 /** One request as wrk will send it; throws unless it is a 200 with a JSON-RPC result. */
-export async function checkRequest(url: string, headers: Record<string, string>): Promise<void> {
-  const res = await httpRequest(url, 'POST', headers, CALL_BODY, 5000);
+export async function checkRequest(url: string, headers: Record<string, string>, body = CALL_BODY): Promise<void> {
+  const res = await httpRequest(url, 'POST', headers, body, 5000);
   if (res.status !== 200) throw new Error(`check request: HTTP ${res.status} ${res.body.slice(0, 200)}`);
   let parsed: unknown;
   try {
@@ -153,10 +163,10 @@ async function measureRow(row: Row, ctx: RowContext, backendPid: number, s: Load
     return result(status, reasonOf(err));
   }
   try {
-    const headers = { ...CALL_HEADERS, ...row.headers, ...target.headers };
+    const { headers, body } = rowRequest(row, target);
     await openSession(target.url, headers);
-    await checkRequest(target.url, headers);
-    const wrk = { url: target.url, connections: s.connections, threads: s.threads, headers, body: CALL_BODY, dir: ctx.tmpDir };
+    await checkRequest(target.url, headers, body);
+    const wrk = { url: target.url, connections: s.connections, threads: s.threads, headers, body, dir: ctx.tmpDir };
     if (s.warmupSeconds > 0) {
       log(`  warm-up ${s.warmupSeconds} s`);
       const warm = await runWrk({ ...wrk, seconds: s.warmupSeconds, label: `${row.name}-warmup` });

@@ -26,6 +26,7 @@ import { embeddedAuthServerRows } from './embedded-auth.ts';
 import { oidcRow } from './oidc.ts';
 import { telemetryRows } from './telemetry.ts';
 import { auditRow } from './audit.ts';
+import { modeRows } from './modes.ts';
 import type { Row } from './target.ts';
 import { workersRows } from './workers.ts';
 
@@ -70,6 +71,7 @@ export const rows: Row[] = [
   ...embeddedAuthServerRows(), // the embedded authorization server, without and with upstreamInject (bench/load/embedded-auth.ts)
   ...telemetryRows(), // a telemetry section enabling nothing, and tracing on at sampling 1 (bench/load/telemetry.ts)
   auditRow(), // every request an audit record, written to a file (bench/load/audit.ts)
+  ...modeRows(), // aggregated over two backends, and a 2026-07-28 client bridged to the 2025 backend (bench/load/modes.ts)
   gatehouseRow({
     name: 'gatehouse (anonymous, node:http engine)',
     label: 'node-engine',

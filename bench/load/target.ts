@@ -45,8 +45,10 @@ export interface Row {
   role: RowRole;
   /** Starts the target. Throw `NotAvailable` (or any error) to report the row as not available. */
   start(ctx: RowContext): Promise<Target>;
-  /** Extra request headers for every request of this row (e.g. `authorization`). */
+  /** Extra request headers for every request of this row (e.g. `authorization`); an empty value removes one of CALL_HEADERS. */
   headers?: Record<string, string>;
+  /** The request body, when not CALL_BODY (wrk.ts): the same call in another envelope (modes.ts). */
+  body?: string;
   /**
    * A twin's subject: the name of the row this one repeats with the gateway of the
    * `BENCH_COMPARE` checkout (same role, config and headers, so the same ratios).
