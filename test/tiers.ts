@@ -34,6 +34,7 @@ export const UNIT: readonly string[] = [
   'test/aggregate/uri-template.test.ts',
   'test/audit/audit-output.test.ts',
   'test/bench/compare.test.ts',
+  'test/bench/instruction-profile.test.ts',
   'test/bench/instructions.test.ts',
   'test/bench/profile.test.ts',
   'test/cedar-authz/',

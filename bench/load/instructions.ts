@@ -5,13 +5,22 @@
  * machine runs, so a ratio between rows (bearer ÷ anonymous, Gatehouse ÷ the HTTP floor) can be
  * read at a few per cent.
  *
- * Per row: its processes start under callgrind (node with `--single-threaded --no-memory-reducer`:
- * no concurrent compiler or GC threads and no GC started by the clock, whose timing would vary
- * the count), the session is opened and one
- * request checked as in the load benchmark, then WARM sequential requests (the optimising
- * compiler settles), the counters are zeroed (`callgrind_control -z`), N sequential requests are
- * sent on one keep-alive connection, and the counters are dumped. Instructions per request = the
- * dumps' total (every process of the row: nginx's worker, a gateway's workers) ÷ N.
+ * Per row: its processes start under callgrind, counting nothing yet (node with
+ * `--single-threaded --no-memory-reducer`: no concurrent compiler or GC threads and no GC started
+ * by the clock, whose timing would vary the count); the session is opened and one request
+ * checked as in the load benchmark, then WARM sequential requests run uninstrumented (several
+ * times faster) until V8's optimising compiler has settled; counting is turned on, the counters
+ * zeroed (by a dump, whose file shows it was done), and N sequential requests are sent on one
+ * keep-alive connection in W windows, each dumped. A window's instructions per request = its
+ * dumps' total (every process of the row: nginx's worker, a gateway's workers) ÷ its requests;
+ * the row's figure is the median window.
+ *
+ * Why so: with 3,000 warm-up requests, a quarter of the counted instructions were the optimising
+ * compiler, and the bearer rows did not repeat. Natively a gateway stops compiling after some
+ * 30,000-90,000 requests, but a clock-driven event (a timer, a once-a-second recheck) can still
+ * send a hot function down a path it has not seen, and V8 deoptimises and recompiles it; under
+ * valgrind, 50 times slower, such an event comes 50 times as often per request. The median window
+ * leaves out the window it lands in, as a native run's hundred thousand requests dilute it.
  *
  * What it does not count: the kernel. A proxy's socket reads and writes are a large part of its
  * CPU time (see bench/results/profiles/), and they are the same for every row that relays the
@@ -20,21 +29,29 @@
  * arrive together (wrk's 32 connections do batch).
  *
  * Environment: BENCH_ROWS (name filter, selection.ts), BENCH_INSTRUCTION_REQUESTS (N, default
- * 8000), BENCH_INSTRUCTION_WARMUP (default 3000). Results: results/load-instructions.{json,md}.
+ * 10,000), BENCH_INSTRUCTION_WINDOWS (W, default 5), BENCH_INSTRUCTION_WARMUP (default 50,000),
+ * BENCH_INSTRUCTION_KEEP (a directory: each row's
+ * callgrind files are copied there, `row-<i>/cg.<pid>`, for callgrind_annotate, with each node
+ * process's `perf-<pid>.map`, which names the JIT code callgrind shows as bare addresses; by
+ * default the files are deleted with the run). Results: results/load-instructions.{json,md}, and
+ * each row's instructions by function in results/profiles/<row>.instructions.md
+ * (instruction-profile.ts).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { release, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { startBackendProcess } from './backend.ts';
 import { processTree } from './cpu.ts';
-import { checkRequest, envNumber, openSession } from './harness.ts';
+import { slug } from '../profile/files.ts';
+import { REPO_ROOT } from './checkout.ts';
+import { checkRequest, envNumber, openSession, RESULTS_DIR, rowRequest } from './harness.ts';
+import { instructionProfile, instructionProfileMarkdown } from './instruction-profile.ts';
 import { installCleanupHandlers, onCleanup, setChildWrapper, stopAll, type ChildWrapper } from './process.ts';
 import { rows as allRows } from './rows.ts';
 import { selectedRows } from './selection.ts';
 import { NotAvailable, type Row, type RowContext, type RowRole } from './target.ts';
-import { CALL_BODY, CALL_HEADERS } from './wrk.ts';
 
 export interface RowInstructions {
   readonly name: string;
@@ -42,7 +59,10 @@ export interface RowInstructions {
   readonly status: 'ok' | 'unavailable' | 'failed';
   readonly reason: string | null;
   readonly requests: number;
+  /** The median of the windows' instructions per request. */
   readonly instructionsPerRequest: number | null;
+  /** Each window's instructions per request, in order. */
+  readonly windows: readonly number[];
 }
 
 export interface LoadInstructionsReport {
@@ -51,11 +71,15 @@ export interface LoadInstructionsReport {
   readonly kernel: string;
   readonly valgrind: string;
   readonly warmup: number;
+  /** Requests counted per row, in `windows` windows of equal size. */
   readonly requests: number;
+  readonly windows: number;
   readonly rows: readonly RowInstructions[];
 }
 
 const DUMP = 'measured';
+/** Where each row's profile by function goes, beside bench:profile's CPU profiles. */
+const PROFILES_DIR = join(RESULTS_DIR, 'profiles');
 
 export function valgrindVersion(): string | null {
   const res = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
@@ -68,21 +92,70 @@ export function callgrindWrapper(dir: string): ChildWrapper {
     slowdown: 15,
     wrap(command, args) {
       // No helper threads, and no memory reducer (it starts full GCs by the wall clock, which
-      // valgrind slows down): a node process's count then depends on the requests only.
-      const node = command === process.execPath ? ['--single-threaded', '--no-memory-reducer'] : [];
+      // valgrind slows down): a node process's count then depends on the requests only. Node also
+      // writes /tmp/perf-<pid>.map, the names of the code it compiles (instruction-profile.ts).
+      const node = command === process.execPath ? ['--single-threaded', '--no-memory-reducer', '--perf-basic-prof'] : [];
       // tsx's esbuild service is a Go binary: not part of the row's work, and slow under valgrind.
-      return ['valgrind', ['--tool=callgrind', '--trace-children=yes', '--trace-children-skip=*esbuild*', `--callgrind-out-file=${join(dir, 'cg.%p')}`, command, ...node, ...args]];
+      // Not counting from the start (`--instr-atstart=no`): the warm-up runs several times faster
+      // uninstrumented, so it can be long enough for the optimising compiler to settle.
+      return ['valgrind', ['--tool=callgrind', '--instr-atstart=no', '--trace-children=yes', '--trace-children-skip=*esbuild*', `--callgrind-out-file=${join(dir, 'cg.%p')}`, command, ...node, ...args]];
     },
   };
 }
 
 /**
+ * The row's requests, one at a time on one keep-alive connection: the counted ones and the
+ * pokes alike. A poke of another kind (a GET /healthz on a new connection, as first written)
+ * gave the hot functions type feedback the warm-up had not, and V8 deoptimised and recompiled
+ * them inside the counted window: a quarter of its instructions were the optimising compiler.
+ */
+class RowClient {
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  readonly #url: string;
+  readonly #headers: Record<string, string>;
+  readonly #body: string;
+
+  constructor(url: string, headers: Record<string, string>, body: string) {
+    this.#url = url;
+    this.#headers = { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+    this.#body = body;
+  }
+
+  /** One request; resolves with its status. */
+  send(): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const req = request(this.#url, { method: 'POST', agent: this.#agent, headers: this.#headers }, (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode ?? 0));
+        res.once('error', reject);
+      });
+      req.once('error', reject);
+      req.setTimeout(60_000, () => req.destroy(new Error('no answer in 60 s')));
+      req.end(this.#body);
+    });
+  }
+
+  /** `n` requests one after the other; throws on any status but 200. */
+  async sequential(n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      const status = await this.send();
+      if (status !== 200) throw new Error(`request ${i + 1}: HTTP ${status}`);
+    }
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}
+
+/**
  * Runs `callgrind_control args` and resolves once it is done. A process under valgrind takes the
  * command only when it next runs: an idle gateway would wait for its next timer (and without a
- * timer, never), so until the command is done the target is sent a GET every 100 ms. The one or
- * two that land inside the counted window are small requests, against 8,000 counted ones.
+ * timer, never), so until the command is done the target is sent one of the row's own requests
+ * every 100 ms (RowClient). The one or two that land inside the counted window are like the
+ * 8,000 counted ones.
  */
-async function callgrindControl(url: string, ...args: string[]): Promise<void> {
+async function callgrindControl(client: RowClient, ...args: string[]): Promise<void> {
   let done = false;
   const exited = new Promise<void>((resolve) => {
     const control = spawn('callgrind_control', args, { stdio: 'ignore' });
@@ -92,75 +165,74 @@ async function callgrindControl(url: string, ...args: string[]): Promise<void> {
   void exited.then(() => (done = true));
   while (!done) {
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 100))]);
-    if (!done) void poke(url);
+    // One at a time: the next poke waits for this one's answer.
+    if (!done) await client.send().catch(() => 0);
   }
 }
 
-function poke(url: string): Promise<void> {
-  return new Promise((resolve) => {
-    const req = request(new URL('/healthz', url), { method: 'GET', agent: false }, (res) => {
-      res.resume();
-      res.once('end', () => resolve());
-      res.once('error', () => resolve());
-    });
-    req.once('error', () => resolve());
-    req.setTimeout(5_000, () => req.destroy());
-    req.end();
-  });
+/**
+ * The total of the dumps named `trigger` in `dir` of every process of `pids` (callgrind writes a
+ * process's n-th dump to `cg.<pid>.<n>`), or null while one of them has none. A process dumped
+ * twice under one name counts both: a dump zeroes the counters, so the second holds only what
+ * ran after the first.
+ */
+export function dumpTotal(dir: string, pids: readonly string[], trigger: string): number | null {
+  const totals = new Map<string, number>();
+  for (const file of readdirSync(dir)) {
+    const pid = /^cg\.(\d+)\.\d+$/.exec(file)?.[1];
+    if (pid === undefined || !pids.includes(pid)) continue;
+    const text = readFileSync(join(dir, file), 'utf8');
+    if (!text.includes(`desc: Trigger: dump ${trigger}\n`)) continue;
+    const m = /^totals: (\d+)/m.exec(text) ?? /^summary: (\d+)/m.exec(text);
+    if (m !== null) totals.set(pid, (totals.get(pid) ?? 0) + Number(m[1]));
+  }
+  if (totals.size < pids.length) return null;
+  let total = 0;
+  for (const value of totals.values()) total += value;
+  return total;
 }
 
-/** The total of the dumps named DUMP in `dir`, once every process of the row has written its own. */
-export async function dumpedInstructions(dir: string, processes: number): Promise<number> {
-  // The files may lag the command's answer: up to 20 s.
-  for (let attempt = 0; attempt < 100; attempt++) {
-    let total = 0;
-    let dumps = 0;
-    for (const file of readdirSync(dir)) {
-      const text = readFileSync(join(dir, file), 'utf8');
-      if (!text.includes(`desc: Trigger: dump ${DUMP}`)) continue;
-      const m = /^totals: (\d+)/m.exec(text) ?? /^summary: (\d+)/m.exec(text);
-      if (m === null) continue;
-      dumps++;
-      total += Number(m[1]);
+/**
+ * Dumps the counters of `pids` as `trigger` (which also zeroes them) and waits for every
+ * process's file. vgdb sometimes gives up on a process without a word (one row's dump never
+ * came, and its count would have silently included the warm-up had it been a zeroing), so the
+ * command is sent again, up to three times, while a file is missing after 10 s.
+ */
+async function dumpCounters(client: RowClient, dir: string, pids: readonly string[], trigger: string): Promise<number> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await callgrindControl(client, `--dump=${trigger}`, ...pids);
+    for (let wait = 0; wait < 50; wait++) {
+      const total = dumpTotal(dir, pids, trigger);
+      if (total !== null) return total;
+      await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    if (dumps >= processes) return total;
-    await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  throw new Error(`callgrind wrote fewer dumps than the row has processes (${processes})`);
+  throw new Error(`callgrind wrote no "${trigger}" dump for some of the row's processes (${pids.join(', ')}), asked three times`);
 }
 
-/** `n` requests one after the other on one keep-alive connection; throws on any status but 200. */
-async function sequential(url: string, headers: Record<string, string>, n: number): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const all = { ...headers, 'content-length': String(Buffer.byteLength(CALL_BODY)) };
-  try {
-    for (let i = 0; i < n; i++) {
-      const status = await new Promise<number>((resolve, reject) => {
-        const req = request(url, { method: 'POST', agent, headers: all }, (res) => {
-          res.resume();
-          res.once('end', () => resolve(res.statusCode ?? 0));
-        });
-        req.once('error', reject);
-        req.end(CALL_BODY);
-      });
-      if (status !== 200) throw new Error(`request ${i + 1}: HTTP ${status}`);
-    }
-  } finally {
-    agent.destroy();
-  }
+/** The median of `values` (the mean of the middle two of an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-/** The processes callgrind runs for the row: those whose output file exists. */
-const countProcesses = (dir: string): number => readdirSync(dir).filter((f) => /^cg\.\d+$/.test(f)).length;
+interface CountSettings {
+  readonly warmup: number;
+  readonly requests: number;
+  readonly windows: number;
+}
 
-async function countRow(row: Row, ctx: RowContext, dir: string, warmup: number, requests: number): Promise<RowInstructions> {
-  const result = (status: RowInstructions['status'], reason: string | null, perRequest: number | null = null): RowInstructions => ({
+async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountSettings): Promise<RowInstructions> {
+  const { warmup, requests, windows: count } = settings;
+  const result = (status: RowInstructions['status'], reason: string | null, windows: number[] = []): RowInstructions => ({
     name: row.name,
     role: row.role,
     status,
     reason,
     requests,
-    instructionsPerRequest: perRequest,
+    instructionsPerRequest: windows.length === 0 ? null : median(windows),
+    windows,
   });
   mkdirSync(dir, { recursive: true });
   process.stderr.write(`▶ ${row.name}: starting under callgrind\n`);
@@ -173,45 +245,89 @@ async function countRow(row: Row, ctx: RowContext, dir: string, warmup: number, 
   } finally {
     setChildWrapper(null);
   }
+  let client: RowClient | null = null;
   try {
-    const headers = { ...CALL_HEADERS, ...row.headers, ...target.headers };
+    const { headers, body } = rowRequest(row, target);
     await openSession(target.url, headers);
-    await checkRequest(target.url, headers);
-    await sequential(target.url, headers, warmup);
+    await checkRequest(target.url, headers, body);
+    client = new RowClient(target.url, headers, body);
+    await client.sequential(warmup);
     // By pid: another run of this benchmark on the machine keeps its own counters.
     const pids = processTree(target.pids).map(String);
-    await callgrindControl(target.url, '-z', ...pids);
-    await sequential(target.url, headers, requests);
-    await callgrindControl(target.url, `--dump=${DUMP}`, ...pids);
-    const total = await dumpedInstructions(dir, countProcesses(dir));
-    process.stderr.write(`  ${Math.round(total / requests).toLocaleString('en-US')} instructions/request\n`);
-    return result('ok', null, total / requests);
+    await callgrindControl(client, '-i', 'on', ...pids);
+    // Zeroed by a dump rather than `-z`: the dump's file shows that it was done.
+    await dumpCounters(client, dir, pids, 'warm');
+    const size = Math.ceil(requests / count);
+    const windows: number[] = [];
+    for (let w = 0; w < count; w++) {
+      await client.sequential(size);
+      const perRequest = (await dumpCounters(client, dir, pids, `${DUMP}-${w + 1}`)) / size;
+      if (perRequest < 1_000) throw new Error(`callgrind counted ${Math.round(perRequest)} instructions a request: its instrumentation did not turn on`);
+      windows.push(perRequest);
+    }
+    writeRowProfile(row.name, dir, size * count);
+    const shown = windows.map((v) => Math.round(v).toLocaleString('en-US')).join(', ');
+    process.stderr.write(`  ${Math.round(median(windows)).toLocaleString('en-US')} instructions/request (median of ${shown})\n`);
+    return result('ok', null, windows);
   } catch (err) {
     return result('failed', err instanceof Error ? err.message : String(err));
   } finally {
+    client?.close();
     await target.stop();
+    takePerfMaps(dir);
   }
+}
+
+/** The row's profile by function, in results/profiles/<row>.instructions.md. */
+function writeRowProfile(name: string, dir: string, requests: number): void {
+  const profile = instructionProfile(dir, `${DUMP}-`, requests, REPO_ROOT);
+  mkdirSync(PROFILES_DIR, { recursive: true });
+  writeFileSync(join(PROFILES_DIR, `${slug(name)}.instructions.md`), instructionProfileMarkdown(name, profile));
+}
+
+/** Moves the row's processes' perf maps (node leaves them in /tmp) into its directory. */
+function takePerfMaps(dir: string): void {
+  for (const file of readdirSync(dir)) {
+    const pid = /^cg\.(\d+)$/.exec(file)?.[1];
+    const map = `/tmp/perf-${pid}.map`;
+    if (pid === undefined || !existsSync(map)) continue;
+    cpSync(map, join(dir, basename(map)));
+    rmSync(map, { force: true });
+  }
+}
+
+/** Copies each row's callgrind files (`row-<i>/cg.<pid>`) from `from` to `to`, leaving the rest. */
+function copyDumps(from: string, to: string): void {
+  for (const row of readdirSync(from).filter((name) => /^row-\d+$/.test(name))) {
+    for (const file of readdirSync(join(from, row)).filter((name) => /^(cg\.\d+|perf-\d+\.map$)/.test(name))) cpSync(join(from, row, file), join(to, row, file));
+  }
+  process.stderr.write(`callgrind files kept in ${to}\n`);
 }
 
 /** Runs the selected load rows under callgrind, one after the other. */
 export async function runLoadInstructions(): Promise<LoadInstructionsReport> {
-  const requests = envNumber('BENCH_INSTRUCTION_REQUESTS', 8000, 1);
-  const warmup = envNumber('BENCH_INSTRUCTION_WARMUP', 3000, 0);
+  const windows = envNumber('BENCH_INSTRUCTION_WINDOWS', 5, 1);
+  const requests = envNumber('BENCH_INSTRUCTION_REQUESTS', 10_000, windows);
+  const warmup = envNumber('BENCH_INSTRUCTION_WARMUP', 50_000, 0);
   installCleanupHandlers();
+  const keep = process.env.BENCH_INSTRUCTION_KEEP || null;
   const tmpDir = mkdtempSync(join(tmpdir(), 'gatehouse-instructions-'));
-  onCleanup(() => rmSync(tmpDir, { recursive: true, force: true }));
+  onCleanup(() => {
+    if (keep !== null) copyDumps(tmpDir, keep);
+    rmSync(tmpDir, { recursive: true, force: true });
+  });
   const rows: RowInstructions[] = [];
   try {
     const backend = await startBackendProcess();
     const ctx: RowContext = { backendUrl: backend.url, tmpDir };
     // The workers rows share the port between processes whose dumps come at different times, and need Redis: left to the CPU benchmark.
     for (const [i, row] of selectedRows(allRows).filter((r) => !/workers?\)/.test(r.name)).entries()) {
-      rows.push(await countRow(row, ctx, join(tmpDir, `row-${i}`), warmup, requests));
+      rows.push(await countRow(row, ctx, join(tmpDir, `row-${i}`), { warmup, requests, windows }));
     }
   } finally {
     await stopAll();
   }
-  return { date: new Date().toISOString(), node: process.version, kernel: release(), valgrind: valgrindVersion() ?? 'unknown', warmup, requests, rows };
+  return { date: new Date().toISOString(), node: process.version, kernel: release(), valgrind: valgrindVersion() ?? 'unknown', warmup, requests, windows, rows };
 }
 
 /** The report as Markdown: each row's instructions per request and its ratios to nginx, http-proxy, the HTTP floor and the anonymous gateway. */
@@ -230,16 +346,18 @@ export function instructionsMarkdown(report: LoadInstructionsReport): string {
     'Generated by `npm run bench -- --load-instructions-only` (bench/load/instructions.ts): run it again rather than edit this file.',
     '',
     `- Date: ${report.date}; Node ${report.node}; ${report.valgrind}; Linux ${report.kernel}`,
-    `- Per row: ${report.warmup} sequential requests to warm up, then ${report.requests} counted, one at a time on one connection`,
+    `- Per row: ${report.warmup} sequential requests to warm up (uninstrumented), then ${report.requests} counted in ${report.windows} windows, one at a time on one connection; a row's figure is the median window, and the range shows how far the windows spread`,
     '- User-space instructions of every process of the row (callgrind; node with `--single-threaded --no-memory-reducer`); the kernel is not counted',
     '',
-    `| row | instructions/request | ${bases.map(([name]) => name).join(' | ')} |`,
-    `|---|---:|${bases.map(() => '---:').join('|')}|`,
+    `| row | instructions/request | windows | ${bases.map(([name]) => name).join(' | ')} |`,
+    `|---|---:|---:|${bases.map(() => '---:').join('|')}|`,
   ];
   for (const row of report.rows) {
     const value = row.instructionsPerRequest;
     const shown = value === null ? `${row.status}: ${(row.reason ?? '').split('\n')[0]}` : Math.round(value).toLocaleString('en-US');
-    lines.push(`| ${row.name} | ${shown} | ${bases.map(([, base]) => ratio(value, base)).join(' | ')} |`);
+    const thousands = (v: number): string => `${Math.round(v / 1000)}k`;
+    const range = row.windows.length === 0 ? '–' : `${thousands(Math.min(...row.windows))}–${thousands(Math.max(...row.windows))}`;
+    lines.push(`| ${row.name} | ${shown} | ${range} | ${bases.map(([, base]) => ratio(value, base)).join(' | ')} |`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { callgrindWrapper, dumpedInstructions, instructionsMarkdown, type LoadInstructionsReport } from '../../bench/load/instructions.ts';
+import { callgrindWrapper, dumpTotal, instructionsMarkdown, median, type LoadInstructionsReport } from '../../bench/load/instructions.ts';
 
 describe('load rows in instructions', () => {
   it('runs node single-threaded under callgrind, one output per process, and other programs as they are', () => {
@@ -15,13 +15,13 @@ describe('load rows in instructions', () => {
     const [program, args] = wrapper.wrap(process.execPath, ['--import', 'tsx', 'a.ts']);
     assert.equal(program, 'valgrind');
     assert.ok(args.includes('--tool=callgrind') && args.includes('--callgrind-out-file=/tmp/x/cg.%p'), args.join(' '));
-    assert.deepEqual(args.slice(args.indexOf(process.execPath)), [process.execPath, '--single-threaded', '--no-memory-reducer', '--import', 'tsx', 'a.ts']);
+    assert.deepEqual(args.slice(args.indexOf(process.execPath)), [process.execPath, '--single-threaded', '--no-memory-reducer', '--perf-basic-prof', '--import', 'tsx', 'a.ts']);
     const [, nginx] = wrapper.wrap('/usr/sbin/nginx', ['-c', 'n.conf']);
     assert.deepEqual(nginx.slice(nginx.indexOf('/usr/sbin/nginx')), ['/usr/sbin/nginx', '-c', 'n.conf']);
     assert.ok(wrapper.slowdown > 1, 'start timeouts are longer under valgrind');
   });
 
-  it('adds up the measured dumps of every process of the row, and no other dump', async () => {
+  it('adds up the measured dumps of every process of the row, and no other dump, and waits for each process', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-instructions-test-'));
     try {
       const dump = (trigger: string, total: number): string => `# callgrind format\nversion: 1\ndesc: Trigger: dump ${trigger}\n\nevents: Ir\nsummary: ${total}\n\nfn=(1) main\n1 ${total}\ntotals: ${total}\n`;
@@ -29,16 +29,25 @@ describe('load rows in instructions', () => {
       writeFileSync(join(dir, 'cg.101'), '');
       writeFileSync(join(dir, 'cg.100.1'), dump('measured', 1_000_000));
       writeFileSync(join(dir, 'cg.101.1'), dump('measured', 250_000));
-      writeFileSync(join(dir, 'cg.102.1'), dump('other', 7));
-      assert.equal(await dumpedInstructions(dir, 2), 1_250_000);
+      writeFileSync(join(dir, 'cg.102.1'), dump('measured', 7)); // not a process of the row
+      writeFileSync(join(dir, 'cg.100.2'), dump('warm', 5));
+      assert.equal(dumpTotal(dir, ['100', '101'], 'measured'), 1_250_000);
+      assert.equal(dumpTotal(dir, ['100', '101', '103'], 'measured'), null, 'one process has not dumped yet');
+      writeFileSync(join(dir, 'cg.100.3'), dump('measured', 40)); // the command sent again: what ran after the first dump
+      assert.equal(dumpTotal(dir, ['100', '101'], 'measured'), 1_250_040);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
+  it('takes the median window, so that one window in which V8 recompiled does not move the figure', () => {
+    assert.equal(median([150_000, 190_000, 151_000]), 151_000);
+    assert.equal(median([150_000, 190_000, 151_000, 152_000]), 151_500);
+  });
+
   it('gives each row as a ratio to nginx, http-proxy, the HTTP floor and the anonymous gateway, and says why a row has no count', () => {
     const row = (name: string, perRequest: number | null, status: 'ok' | 'failed' = 'ok') =>
-      ({ name, role: 'subject', status, reason: status === 'ok' ? null : 'check request: HTTP 401\nmore', requests: 10, instructionsPerRequest: perRequest }) as const;
+      ({ name, role: 'subject', status, reason: status === 'ok' ? null : 'check request: HTTP 401\nmore', requests: 10, instructionsPerRequest: perRequest, windows: perRequest === null ? [] : [perRequest * 1.2, perRequest, perRequest] }) as const;
     const report: LoadInstructionsReport = {
       date: '2026-11-29T00:00:00.000Z',
       node: 'v20',
@@ -46,11 +55,12 @@ describe('load rows in instructions', () => {
       valgrind: 'valgrind-3.19.0',
       warmup: 5,
       requests: 10,
+      windows: 3,
       rows: [row('nginx', 50_000), row('http-proxy', 400_000), row('node floor (HTTP, llhttp both ways)', 100_000), row('gatehouse (anonymous, transparent)', 200_000), row('gatehouse (oidc, cached token)', 210_000), row('gatehouse (embedded AS)', null, 'failed')],
     };
     const text = instructionsMarkdown(report);
-    assert.match(text, /\| gatehouse \(oidc, cached token\) \| 210,000 \| 4\.20 \| 0\.53 \| 2\.10 \| 1\.05 \|/);
-    assert.match(text, /\| gatehouse \(embedded AS\) \| failed: check request: HTTP 401 \| – \| – \| – \| – \|/);
+    assert.match(text, /\| gatehouse \(oidc, cached token\) \| 210,000 \| 210k–252k \| 4\.20 \| 0\.53 \| 2\.10 \| 1\.05 \|/);
+    assert.match(text, /\| gatehouse \(embedded AS\) \| failed: check request: HTTP 401 \| – \| – \| – \| – \| – \|/);
     assert.match(text, /the kernel is not counted/);
   });
 });
