@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { callgrindWrapper, dumpTotal, instructionsMarkdown, median, type LoadInstructionsReport } from '../../bench/load/instructions.ts';
+import { callgrindWrapper, dumpTotal, instructionsMarkdown, type LoadInstructionsReport } from '../../bench/load/instructions.ts';
 
 describe('load rows in instructions', () => {
   it('runs node single-threaded under callgrind, one output per process, and other programs as they are', () => {
@@ -38,11 +38,6 @@ describe('load rows in instructions', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
-
-  it('takes the median window, so that one window in which V8 recompiled does not move the figure', () => {
-    assert.equal(median([150_000, 190_000, 151_000]), 151_000);
-    assert.equal(median([150_000, 190_000, 151_000, 152_000]), 151_500);
   });
 
   it('gives each row as a ratio to nginx, http-proxy, the HTTP floor and the anonymous gateway, and says why a row has no count', () => {
