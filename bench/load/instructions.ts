@@ -248,8 +248,9 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
     await checkRequest(target.url, headers, body);
     client = new RowClient(target.url, headers, body);
     await client.sequential(warmup);
-    // By pid: another run of this benchmark on the machine keeps its own counters.
-    const pids = processTree(target.pids).map(String);
+    // By pid: another run of this benchmark on the machine keeps its own counters. Only those
+    // callgrind runs (an output file each): tsx's esbuild service, a child too, is not one.
+    const pids = processTree(target.pids).map(String).filter((pid) => existsSync(join(dir, `cg.${pid}`)));
     await callgrindControl(client, '-i', 'on', ...pids);
     // Zeroed by a dump rather than `-z`: the dump's file shows that it was done.
     await dumpCounters(client, dir, pids, 'warm');
