@@ -64,7 +64,8 @@ export class MemoryLoginStore implements LoginStore {
 
   /** `grantTtlMs`: how long a grant's upstream tokens are kept (the refresh token lifespan). */
   constructor(grantTtlMs: number, legs: PendingLegBounds) {
-    this.#grants = new LRUCache({ max: MAX_ENTRIES, ttl: grantTtlMs });
+    // Read on every request of upstreamInject: the clock read per lookup, not cached behind a new timer each ms.
+    this.#grants = new LRUCache({ max: MAX_ENTRIES, ttl: grantTtlMs, ttlResolution: 0 });
     this.#legs = new MemoryPendingLegs(legs);
   }
 
