@@ -60,12 +60,20 @@ class PerfMap {
   }
 }
 
-/** `JS:*send file:///…/core/upstream/pool.ts:1:1065` → `send core/upstream/pool.ts` (V8's tier marks and the transpiled position dropped). */
+/** V8's tier marks in a perf map name: `*` optimised (TurboFan), `^` baseline (Sparkplug), `~` the interpreter. */
+const TIERS: Readonly<Record<string, string>> = { '^': ' (baseline code)', '~': ' (interpreted)' };
+
+/**
+ * `JS:*send file:///…/core/upstream/pool.ts:1:1065` → `send core/upstream/pool.ts` (the
+ * transpiled position dropped); code not yet optimised says so, since a hot function that runs
+ * there is a finding of its own.
+ */
 function jsName(mapped: string, root: string): string {
+  const tier = TIERS[/^(?:JS|LazyCompile|Function):([*~^])/.exec(mapped)?.[1] ?? ''] ?? '';
   const text = mapped.replace(/^(JS|LazyCompile|Function):[*~^+-]?/, '').replace(`file://${root}/`, '').replace(`${root}/`, '');
   const m = /^(.*?) ?((?:node:|[\w@.-]+\/)\S*?)(?::\d+:\d+)?$/.exec(text);
-  if (m === null) return text;
-  return `${m[1] === '' ? '(anonymous)' : m[1]} ${m[2]}`;
+  if (m === null) return text + tier;
+  return `${m[1] === '' ? '(anonymous)' : m[1]} ${m[2]}${tier}`;
 }
 
 export function kindOf(name: string): CodeKind {

@@ -53,6 +53,9 @@ describe('instruction profile of a load row', () => {
       assert.equal(byName.get('send core/upstream/pool.ts')?.kind, 'gatehouse');
       assert.equal(byName.get('Builtins_LoadIC')?.perRequest, 10);
       assert.equal(byName.get('0x0000000000009000')?.kind, 'other', 'an address no map line covers stays an address');
+      writeFileSync(join(dir, 'perf-7.map'), '9000 10 JS:^warming file:///repo/plugins/x.ts:1:1\n', { flag: 'a' });
+      const again = instructionProfile(dir, 'measured-', 10, '/repo');
+      assert.equal(again.functions.find((f) => f.name === 'warming plugins/x.ts (baseline code)')?.perRequest, 2, 'code not yet optimised says so');
       assert.equal(profile.byKind['optimising compiler'], 8);
       assert.equal(profile.functions[0]!.name, 'send core/upstream/pool.ts');
       const text = instructionProfileMarkdown('gatehouse (anonymous, transparent)', profile);
