@@ -41,7 +41,7 @@
  * (instruction-profile.ts).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { release, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -249,8 +249,8 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
     client = new RowClient(target.url, headers, body);
     await client.sequential(warmup);
     // By pid: another run of this benchmark on the machine keeps its own counters. Only those
-    // callgrind runs (an output file each): tsx's esbuild service, a child too, is not one.
-    const pids = processTree(target.pids).map(String).filter((pid) => existsSync(join(dir, `cg.${pid}`)));
+    // callgrind runs: tsx's esbuild service, a child too, is not one.
+    const pids = processTree(target.pids).filter(underCallgrind).map(String);
     await callgrindControl(client, '-i', 'on', ...pids);
     // Zeroed by a dump rather than `-z`: the dump's file shows that it was done.
     await dumpCounters(client, dir, pids, 'warm');
@@ -272,6 +272,18 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
     client?.close();
     await target.stop();
     takePerfMaps(dir);
+  }
+}
+
+/**
+ * Whether `pid` runs under callgrind: its executable is valgrind's tool. (Not whether its output
+ * file exists: a forked process, nginx's worker, gets one only at its first dump.)
+ */
+function underCallgrind(pid: number): boolean {
+  try {
+    return /callgrind/.test(readlinkSync(`/proc/${pid}/exe`));
+  } catch {
+    return false;
   }
 }
 
