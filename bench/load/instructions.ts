@@ -262,7 +262,8 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
       if (perRequest < 1_000) throw new Error(`callgrind counted ${Math.round(perRequest)} instructions a request: its instrumentation did not turn on`);
       windows.push(perRequest);
     }
-    writeRowProfile(row.name, dir, size * count);
+    // The profile of the window the figure is: the settled request, as the table has it.
+    writeRowProfile(row.name, dir, `${DUMP}-${windows.indexOf(Math.min(...windows)) + 1}`, size);
     const shown = windows.map((v) => Math.round(v).toLocaleString('en-US')).join(', ');
     process.stderr.write(`  ${Math.round(Math.min(...windows)).toLocaleString('en-US')} instructions/request (the least of ${shown})\n`);
     return result('ok', null, windows);
@@ -287,9 +288,9 @@ function underCallgrind(pid: number): boolean {
   }
 }
 
-/** The row's profile by function, in results/profiles/<row>.instructions.md. */
-function writeRowProfile(name: string, dir: string, requests: number): void {
-  const profile = instructionProfile(dir, `${DUMP}-`, requests, REPO_ROOT);
+/** The row's profile by function in its window `trigger` of `requests`, in results/profiles/<row>.instructions.md. */
+function writeRowProfile(name: string, dir: string, trigger: string, requests: number): void {
+  const profile = instructionProfile(dir, trigger, requests, REPO_ROOT);
   mkdirSync(PROFILES_DIR, { recursive: true });
   writeFileSync(join(PROFILES_DIR, `${slug(name)}.instructions.md`), instructionProfileMarkdown(name, profile));
 }

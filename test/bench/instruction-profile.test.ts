@@ -42,11 +42,12 @@ describe('instruction profile of a load row', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-instruction-profile-'));
     try {
       writeFileSync(join(dir, 'cg.7.2'), dump('measured-1'));
-      writeFileSync(join(dir, 'cg.7.3'), dump('measured-2'));
+      writeFileSync(join(dir, 'cg.7.3'), dump('measured-1')); // the same window dumped again (asked twice): both count
+      writeFileSync(join(dir, 'cg.7.4'), dump('measured-10')); // another window: not counted
       writeFileSync(join(dir, 'cg.7.1'), dump('warm')); // not counted
       // 0x2000 held `old` first; the GC freed it and `send` took its place.
       writeFileSync(join(dir, 'perf-7.map'), '2000 100 JS:~old file:///repo/core/old.ts:1:1\n1f00 400 JS:*send file:///repo/core/upstream/pool.ts:1:1065\n');
-      const profile = instructionProfile(dir, 'measured-', 10, '/repo');
+      const profile = instructionProfile(dir, 'measured-1', 10, '/repo');
       assert.equal(profile.perRequest, 80); // (200 + 100 + 50 + 40 + 10) × 2 dumps ÷ 10 requests
       const byName = new Map(profile.functions.map((f) => [f.name, f]));
       assert.equal(byName.get('send core/upstream/pool.ts')?.perRequest, 60);
@@ -54,7 +55,7 @@ describe('instruction profile of a load row', () => {
       assert.equal(byName.get('Builtins_LoadIC')?.perRequest, 10);
       assert.equal(byName.get('0x0000000000009000')?.kind, 'other', 'an address no map line covers stays an address');
       writeFileSync(join(dir, 'perf-7.map'), '9000 10 JS:^warming file:///repo/plugins/x.ts:1:1\n', { flag: 'a' });
-      const again = instructionProfile(dir, 'measured-', 10, '/repo');
+      const again = instructionProfile(dir, 'measured-1', 10, '/repo');
       assert.equal(again.functions.find((f) => f.name === 'warming plugins/x.ts (baseline code)')?.perRequest, 2, 'code not yet optimised says so');
       assert.equal(profile.byKind['optimising compiler'], 8);
       assert.equal(profile.functions[0]!.name, 'send core/upstream/pool.ts');
