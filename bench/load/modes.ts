@@ -29,12 +29,14 @@ metadata: {name: backend-2}
 spec: {url: "${ctx.backendUrl}", transport: streamable-http, groupRef: bench}
 ---
 `;
-  return anonymousConfig(ctx)
-    .replace('apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer', `${second}apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer`)
-    .replace(
-      '  config: {groupRef: bench}',
-      '  config: {groupRef: bench, aggregation: {conflictResolution: priority, conflictResolutionConfig: {priorityOrder: [backend, backend-2]}}}',
-    );
+  const anonymous = anonymousConfig(ctx);
+  const vmcp = 'apiVersion: gatehouse.dev/v1alpha1\nkind: VirtualMCPServer';
+  const config = '  config: {groupRef: bench}';
+  // A config the edits miss would measure the transparent gateway under this row's name.
+  if (!anonymous.includes(vmcp) || !anonymous.includes(config)) throw new Error('bench/load/modes.ts: the anonymous config changed shape; the aggregated row cannot be made from it');
+  return anonymous
+    .replace(vmcp, `${second}${vmcp}`)
+    .replace(config, '  config: {groupRef: bench, aggregation: {conflictResolution: priority, conflictResolutionConfig: {priorityOrder: [backend, backend-2]}}}');
 }
 
 /** An aggregated session of the gateway (initialize, then initialized): its id. */
