@@ -155,8 +155,8 @@ class RowClient {
  * Runs `callgrind_control args` and resolves once it is done. A process under valgrind takes the
  * command only when it next runs: an idle gateway would wait for its next timer (and without a
  * timer, never), so until the command is done the target is sent one of the row's own requests
- * every 100 ms (RowClient). The one or two that land inside the counted window are like the
- * 8,000 counted ones.
+ * every 100 ms (RowClient). The one or two that land inside a counted window are requests like
+ * the 2,000 counted in it.
  */
 async function callgrindControl(client: RowClient, ...args: string[]): Promise<void> {
   let done = false;
@@ -237,6 +237,7 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
   try {
     target = await row.start(ctx);
   } catch (err) {
+    takePerfMaps(dir); // a gateway that did not get ready still wrote one
     return result(err instanceof NotAvailable ? 'unavailable' : 'failed', err instanceof Error ? err.message : String(err));
   } finally {
     setChildWrapper(null);
