@@ -5,13 +5,15 @@
  * cap, no redirects, and a bearer token sent only to the issuer's own origin (cluster mode: the
  * service-account token, which must never travel to a third-party JWKS host).
  *
- * Built on undici: one keep-alive Agent per issuer, whose `connect` options carry the CA and the
- * guarded `lookup`.
+ * Built on undici, run in a worker thread of its own (issuer-http-worker.ts says why: the
+ * proxied requests' speed): one keep-alive Agent per issuer there, whose `connect` options carry
+ * the CA and the guarded `lookup`. The checks that need no connection (the URL, the bearer
+ * token's origin) are made here, before a request leaves this thread.
  */
 import { isIP } from 'node:net';
-import { rootCertificates } from 'node:tls';
-import { Agent, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
-import { guardedLookup, isLoopbackHost, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
+import { Worker } from 'node:worker_threads';
+import { isLoopbackHost, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
+import type { AgentSpec, FailedPhase, FetchSpec, FromWorker, ToWorker } from './issuer-http-worker.ts';
 
 export interface IssuerHttpOptions {
   /** The issuer URL: its origin is the only one that gets `bearerToken`. */
@@ -50,30 +52,172 @@ export class IssuerFetchError extends Error {
   }
 }
 
+/** A fetch that failed in the worker: where, and why (the deepest cause's message). */
+class WorkerFetchError extends Error {
+  readonly phase: FailedPhase;
+  readonly status: number | null;
+  constructor(failed: Extract<FromWorker, { type: 'failed' }>) {
+    super(failed.reason);
+    this.name = failed.timeout ? 'TimeoutError' : 'Error';
+    this.phase = failed.phase;
+    this.status = failed.status;
+  }
+}
+
+type Answer = Extract<FromWorker, { type: 'answer' }>;
+
+interface Pending {
+  readonly resolve: (answer: Answer) => void;
+  readonly reject: (err: Error) => void;
+}
+
+/**
+ * The main thread's end of the issuer HTTP thread, one per process: started with the first
+ * agent, ended with the last one's close. It keeps the process alive only while a request is
+ * in flight (an idle gateway's issuer clients must not stop it from exiting). Should the thread
+ * die, what was in flight fails with the reason, and the next request starts a new one.
+ */
+class IssuerHttpThread {
+  #worker: Worker | null = null;
+  /** Agents declared to the current worker (a new worker is told them again). */
+  readonly #agents = new Map<number, AgentSpec>();
+  readonly #pending = new Map<number, Pending>();
+  readonly #closing = new Map<number, () => void>();
+  #nextId = 1;
+  #nextAgent = 1;
+
+  declare(spec: AgentSpec): number {
+    const agent = this.#nextAgent++;
+    this.#agents.set(agent, spec);
+    this.#worker?.postMessage({ type: 'agent', agent, spec } satisfies ToWorker);
+    return agent;
+  }
+
+  #started(): Worker {
+    if (this.#worker !== null) return this.#worker;
+    // Bounded as a client's request is: its answers are capped (maxBytes), and so is its heap.
+    // None of the main thread's node flags: the entry registers its own loader, and some flags
+    // a process may be started with (`--input-type`, say) stop a worker from starting at all.
+    const worker = new Worker(new URL('./issuer-http-worker-entry.mjs', import.meta.url), { name: 'gatehouse issuer http', execArgv: [], resourceLimits: { maxOldGenerationSizeMb: 128 } });
+    worker.unref();
+    worker.on('message', (message: FromWorker) => this.#received(message));
+    worker.on('error', (err) => this.#lost(worker, err.message));
+    worker.on('exit', (code) => this.#lost(worker, `it exited with code ${code}`));
+    for (const [agent, spec] of this.#agents) worker.postMessage({ type: 'agent', agent, spec } satisfies ToWorker);
+    this.#worker = worker;
+    return worker;
+  }
+
+  #received(message: FromWorker): void {
+    if (message.type === 'closed') {
+      this.#closing.get(message.agent)?.();
+      this.#closing.delete(message.agent);
+      this.#holdProcess();
+      return;
+    }
+    const pending = this.#pending.get(message.id);
+    if (pending === undefined) return;
+    this.#settled(message.id);
+    if (message.type === 'answer') pending.resolve(message);
+    else pending.reject(new WorkerFetchError(message));
+  }
+
+  #settled(id: number): void {
+    this.#pending.delete(id);
+    this.#holdProcess();
+  }
+
+  /** The thread keeps the process alive while a request or a close waits for it, and only then. */
+  #holdProcess(): void {
+    if (this.#pending.size + this.#closing.size > 0) this.#worker?.ref();
+    else this.#worker?.unref();
+  }
+
+  #lost(worker: Worker, why: string): void {
+    if (this.#worker !== worker) return;
+    this.#worker = null;
+    const reason = `the issuer HTTP thread stopped: ${why}`;
+    for (const pending of this.#pending.values()) pending.reject(new Error(reason));
+    this.#pending.clear();
+    for (const done of this.#closing.values()) done();
+    this.#closing.clear();
+  }
+
+  /** One request on `agent`; `signal` (the caller's) aborts it. */
+  request(agent: number, spec: FetchSpec, signal: AbortSignal | undefined): Promise<Answer> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    const worker = this.#started();
+    const id = this.#nextId++;
+    return new Promise<Answer>((resolve, reject) => {
+      let onAbort: (() => void) | null = null;
+      if (signal !== undefined) {
+        onAbort = () => {
+          if (!this.#pending.has(id)) return;
+          this.#settled(id);
+          worker.postMessage({ type: 'abort', id } satisfies ToWorker);
+          reject(signal.reason as Error);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      const off = (): void => {
+        if (onAbort !== null) signal!.removeEventListener('abort', onAbort);
+      };
+      this.#pending.set(id, {
+        resolve: (answer) => {
+          off();
+          resolve(answer);
+        },
+        reject: (err) => {
+          off();
+          reject(err);
+        },
+      });
+      this.#holdProcess();
+      worker.postMessage({ type: 'fetch', id, agent, spec } satisfies ToWorker);
+    });
+  }
+
+  /** Closes `agent` (its keep-alive connections); the thread ends with the last agent. */
+  close(agent: number): Promise<void> {
+    if (!this.#agents.delete(agent)) return Promise.resolve();
+    const worker = this.#worker;
+    if (worker === null) return Promise.resolve();
+    if (this.#agents.size === 0 && this.#pending.size === 0) {
+      this.#worker = null;
+      return worker.terminate().then(() => undefined);
+    }
+    return new Promise<void>((resolve) => {
+      this.#closing.set(agent, resolve);
+      this.#holdProcess();
+      worker.postMessage({ type: 'close', agent } satisfies ToWorker);
+    });
+  }
+}
+
+const thread = new IssuerHttpThread();
+
+/** Statuses whose Response may have no body (the Fetch standard's null body statuses). */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
 export class IssuerHttp {
-  readonly #agent: Agent;
+  readonly #agent: number;
   readonly #origin: string;
   readonly #policy: AddressPolicy;
   readonly #token: string | (() => string) | undefined;
   readonly #timeoutMs: number;
-  readonly #maxBytes: number;
+  #closed: Promise<void> | null = null;
 
   constructor(options: IssuerHttpOptions) {
     this.#origin = options.issuer.origin;
     this.#policy = { allowPrivate: options.allowPrivateIp, allowLoopback: isLoopbackHost(options.issuer.hostname) };
     this.#token = options.bearerToken;
     this.#timeoutMs = options.timeoutMs;
-    this.#maxBytes = options.maxBytes ?? 1024 * 1024;
-    this.#agent = new Agent({
-      connect: {
-        timeout: options.timeoutMs,
-        lookup: guardedLookup(this.#policy),
-        ...(options.ca === undefined ? {} : { ca: [...rootCertificates, options.ca] }),
-      },
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      maxResponseSize: this.#maxBytes,
-      connections: 4,
+    this.#agent = thread.declare({
+      allowPrivate: this.#policy.allowPrivate,
+      allowLoopback: this.#policy.allowLoopback,
+      ca: options.ca,
+      timeoutMs: options.timeoutMs,
+      maxBytes: options.maxBytes ?? 1024 * 1024,
     });
   }
 
@@ -102,52 +246,69 @@ export class IssuerHttp {
   async getJson(href: string): Promise<JsonResponse> {
     const url = new URL(href);
     this.checkUrl(url);
-    let res: Awaited<ReturnType<typeof undiciFetch>>;
+    const where = `GET ${url.origin}${url.pathname}`;
+    let res: Answer;
     try {
-      res = await undiciFetch(url, {
-        dispatcher: this.#agent,
-        headers: this.#headers(url, { accept: 'application/json' }),
-        redirect: 'error',
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
+      res = await thread.request(this.#agent, { url: url.href, method: 'GET', headers: this.#headers(url, { accept: 'application/json' }), body: null, redirect: 'error', timeoutMs: this.#timeoutMs }, undefined);
     } catch (err) {
-      throw new IssuerFetchError(`GET ${url.origin}${url.pathname} failed: ${reasonOf(err)}`, null, { cause: err });
+      if (err instanceof WorkerFetchError && err.phase === 'body') throw new IssuerFetchError(`${where}: reading the body failed: ${err.message}`, err.status, { cause: err });
+      throw new IssuerFetchError(`${where} failed: ${reasonOf(err)}`, null, { cause: err });
     }
-    let text: string;
+    if (res.status < 200 || res.status > 299) throw new IssuerFetchError(`${where} answered ${res.status}`, res.status);
     try {
-      text = await res.text();
-    } catch (err) {
-      throw new IssuerFetchError(`GET ${url.origin}${url.pathname}: reading the body failed: ${reasonOf(err)}`, res.status, { cause: err });
-    }
-    if (res.status < 200 || res.status > 299) {
-      throw new IssuerFetchError(`GET ${url.origin}${url.pathname} answered ${res.status}`, res.status);
-    }
-    try {
-      return { status: res.status, json: JSON.parse(text) as unknown, cacheControl: res.headers.get('cache-control') };
+      return { status: res.status, json: JSON.parse(Buffer.from(res.body.buffer, res.body.byteOffset, res.body.byteLength).toString('utf8')) as unknown, cacheControl: headerOf(res.headers, 'cache-control') };
     } catch {
-      throw new IssuerFetchError(`GET ${url.origin}${url.pathname} did not answer JSON`, res.status);
+      throw new IssuerFetchError(`${where} did not answer JSON`, res.status);
     }
   }
 
-  /** A Fetch API function for openid-client (`customFetch`), going through the same checks and agent. */
+  /**
+   * A Fetch API function for openid-client (`customFetch`), going through the same checks and
+   * thread. Its Response is made here from the answer read whole there; a failure rejects as
+   * undici's fetch does (a TypeError "fetch failed", the reason as its cause), an abort with the
+   * signal's reason.
+   */
   readonly fetch = async (href: string, init: FetchInit): Promise<Response> => {
     const url = new URL(href);
     this.checkUrl(url);
-    const request: UndiciRequestInit = {
-      dispatcher: this.#agent,
-      method: init.method,
-      headers: this.#headers(url, init.headers),
-      body: init.body as UndiciRequestInit['body'],
-      redirect: 'manual',
-      signal: init.signal ?? AbortSignal.timeout(this.#timeoutMs),
-    };
-    // undici's Response is the class Node's global fetch returns; only the type declarations differ.
-    return (await undiciFetch(url, request)) as unknown as Response;
+    const headers = this.#headers(url, init.headers);
+    const spec: FetchSpec = { url: url.href, method: init.method, headers, body: requestBody(init.body, headers), redirect: 'manual', timeoutMs: this.#timeoutMs };
+    let res: Answer;
+    try {
+      res = await thread.request(this.#agent, spec, init.signal);
+    } catch (err) {
+      if (err instanceof WorkerFetchError) throw new TypeError('fetch failed', { cause: err });
+      throw err;
+    }
+    return new Response(NULL_BODY_STATUSES.has(res.status) ? null : res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 
   close(): Promise<void> {
-    return this.#agent.close();
+    this.#closed ??= thread.close(this.#agent);
+    return this.#closed;
   }
+}
+
+/** The first value of header `name` (lower-case) among `[name, value]` pairs. */
+function headerOf(headers: readonly (readonly [string, string])[], name: string): string | null {
+  for (const [key, value] of headers) if (key === name) return value;
+  return null;
+}
+
+/**
+ * A request body as the thread takes it: a string or bytes. openid-client sends its forms as
+ * URLSearchParams, whose media type undici would have set: it is set here when absent.
+ */
+function requestBody(body: unknown, headers: Record<string, string>): string | Uint8Array | null {
+  if (body === undefined || body === null) return null;
+  if (typeof body === 'string') return body;
+  if (body instanceof URLSearchParams) {
+    if (!Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['content-type'] = 'application/x-www-form-urlencoded;charset=UTF-8';
+    return body.toString();
+  }
+  if (body instanceof Uint8Array) return new Uint8Array(body);
+  if (body instanceof ArrayBuffer) return new Uint8Array(body.slice(0));
+  throw new TypeError(`an issuer request body must be a string, URLSearchParams or bytes (got ${Object.prototype.toString.call(body)})`);
 }
 
 /** A short reason for a failed fetch: the deepest cause's message (undici wraps them in "fetch failed"). */

@@ -4,6 +4,7 @@
  * own origin; a response size cap.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
@@ -124,5 +125,74 @@ describe('IssuerHttp', () => {
     await assert.rejects(client.getJson(`${base}/err`), /answered 500/);
     await client.close();
     server.close();
+  });
+});
+
+describe('IssuerHttp thread', () => {
+  /** A loopback server: `/echo` answers what it got, `/empty` a 204, `/hang` never. */
+  async function server(): Promise<{ base: string; hangClosed: Promise<void>; close(): void }> {
+    let hangClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (hangClosed = resolve));
+    const srv = createServer((req, res) => {
+      if (req.url === '/empty') return void res.writeHead(204).end();
+      if (req.url === '/hang') return void req.socket.once('close', hangClosed);
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        res.setHeader('x-seen', 'one');
+        res.appendHeader('set-cookie', ['a=1', 'b=2']);
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ method: req.method, contentType: req.headers['content-type'] ?? null, body }));
+      });
+    });
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    return { base: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, hangClosed: closed, close: () => {
+        srv.closeAllConnections();
+        srv.close();
+      },
+    };
+  }
+
+  it("gives openid-client a Response of the thread's answer: status, headers, body; a form keeps its media type", async () => {
+    const srv = await server();
+    const client = http(srv.base);
+    const res = await client.fetch(`${srv.base}/echo`, { method: 'POST', headers: { accept: 'application/json' }, body: new URLSearchParams({ grant_type: 'x', a: 'b c' }) });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-seen'), 'one');
+    assert.deepEqual(res.headers.getSetCookie(), ['a=1', 'b=2']);
+    assert.deepEqual(await res.json(), { method: 'POST', contentType: 'application/x-www-form-urlencoded;charset=UTF-8', body: 'grant_type=x&a=b+c' });
+    const empty = await client.fetch(`${srv.base}/empty`, { method: 'GET', headers: {} });
+    assert.equal(empty.status, 204);
+    assert.equal(empty.body, null);
+    await client.close();
+    srv.close();
+  });
+
+  it("ends a request in the thread when the caller's signal aborts it", async () => {
+    const srv = await server();
+    const client = http(srv.base);
+    await assert.rejects(client.fetch(`${srv.base}/hang`, { method: 'GET', headers: {}, signal: AbortSignal.timeout(200) }), { name: 'TimeoutError' });
+    await srv.hangClosed; // the thread dropped the connection: nothing is left waiting
+    await assert.rejects(client.fetch(`${srv.base}/echo`, { method: 'GET', headers: {}, signal: AbortSignal.abort() }), { name: 'AbortError' });
+    await client.close();
+    srv.close();
+  });
+
+  it('does not keep a process alive once its requests are answered, closed or not', () => {
+    const script = `
+      import { createServer } from 'node:http';
+      import { IssuerHttp } from ${JSON.stringify(new URL('../../plugins/incoming-auth/issuer-http.ts', import.meta.url).href)};
+      const srv = createServer((req, res) => res.end('{"ok":true}'));
+      await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+      const base = 'http://127.0.0.1:' + srv.address().port;
+      const client = new IssuerHttp({ issuer: new URL(base), allowPrivateIp: false, timeoutMs: 2000 });
+      const { json } = await client.getJson(base + '/doc');
+      srv.close();
+      console.log(JSON.stringify(json));
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout.trim().split('\n').at(-1)!), { ok: true });
   });
 });

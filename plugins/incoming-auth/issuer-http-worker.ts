@@ -1,0 +1,136 @@
+/**
+ * The thread that makes the gateway's requests to issuers (discovery, JWKS, introspection, token
+ * exchange, upstream identity providers), for IssuerHttp (issuer-http.ts).
+ *
+ * Why a thread of its own: V8 keeps type feedback per function, and the functions of Node's
+ * streams, events and sockets are shared by everything in an isolate. A few requests of undici's
+ * fetch (web streams, AbortSignals, sockets with undici's own fields) or of node:http at start-up
+ * leave the property loads in those functions megamorphic for the life of the process, and
+ * every proxied request then pays for it: callgrind counted 142k instructions a request for the
+ * anonymous transparent row, and 162k once three fetches had run in the same process at start-up
+ * (186k after three node:http requests), but 141k when the three ran in a worker. Here, undici
+ * only ever shares an isolate with itself.
+ *
+ * One undici Agent per IssuerHttp (its CA, its address policy, its size cap), made when the
+ * main thread declares it. A fetch's answer is read whole (bounded by the agent's
+ * maxResponseSize) and sent back with its body transferred, not copied.
+ */
+import { parentPort } from 'node:worker_threads';
+import { rootCertificates } from 'node:tls';
+import { Agent, fetch as undiciFetch } from 'undici';
+// Only the address guard, not the whole core: this thread needs nothing else of it.
+import { guardedLookup } from '@gatehouse-mcp/gateway/address-guard';
+
+/** An IssuerHttp's agent: what undici needs to connect as the issuer rules say. */
+export interface AgentSpec {
+  readonly allowPrivate: boolean;
+  readonly allowLoopback: boolean;
+  readonly ca: string | undefined;
+  readonly timeoutMs: number;
+  readonly maxBytes: number;
+}
+
+export interface FetchSpec {
+  readonly url: string;
+  readonly method: string;
+  readonly headers: Record<string, string>;
+  readonly body: string | Uint8Array | null;
+  /** getJson refuses a redirect; openid-client's fetch gets it as it is (`manual`). */
+  readonly redirect: 'error' | 'manual';
+  /** The request's own time limit, ms; the caller's signal may end it sooner (an `abort` message). */
+  readonly timeoutMs: number;
+}
+
+export type ToWorker =
+  | { readonly type: 'agent'; readonly agent: number; readonly spec: AgentSpec }
+  | { readonly type: 'fetch'; readonly id: number; readonly agent: number; readonly spec: FetchSpec }
+  | { readonly type: 'abort'; readonly id: number }
+  | { readonly type: 'close'; readonly agent: number };
+
+/** Where a fetch failed: before an answer came, or while its body was read. */
+export type FailedPhase = 'request' | 'body';
+
+export type FromWorker =
+  | { readonly type: 'answer'; readonly id: number; readonly status: number; readonly statusText: string; readonly headers: [string, string][]; readonly body: Uint8Array }
+  | { readonly type: 'failed'; readonly id: number; readonly phase: FailedPhase; readonly status: number | null; readonly reason: string; readonly timeout: boolean }
+  | { readonly type: 'closed'; readonly agent: number };
+
+/** The deepest cause's message: undici wraps network errors in "fetch failed". */
+function reasonOf(err: unknown): string {
+  let current: unknown = err;
+  for (let depth = 0; depth < 4 && current instanceof Error && current.cause !== undefined; depth++) current = current.cause;
+  return current instanceof Error ? current.message : String(current);
+}
+
+function isTimeout(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'TimeoutError' || (err.cause instanceof Error && err.cause.name === 'TimeoutError'));
+}
+
+const port = parentPort;
+if (port === null) throw new Error('issuer-http-worker.ts runs as a worker thread (issuer-http.ts starts it)');
+
+const agents = new Map<number, Agent>();
+const inFlight = new Map<number, AbortController>();
+
+function agentOf(spec: AgentSpec): Agent {
+  return new Agent({
+    connect: {
+      timeout: spec.timeoutMs,
+      lookup: guardedLookup({ allowPrivate: spec.allowPrivate, allowLoopback: spec.allowLoopback }),
+      ...(spec.ca === undefined ? {} : { ca: [...rootCertificates, spec.ca] }),
+    },
+    headersTimeout: spec.timeoutMs,
+    bodyTimeout: spec.timeoutMs,
+    maxResponseSize: spec.maxBytes,
+    connections: 4,
+  });
+}
+
+async function run(id: number, agent: Agent, spec: FetchSpec): Promise<void> {
+  const controller = new AbortController();
+  inFlight.set(id, controller);
+  const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(spec.timeoutMs)]);
+  let phase: FailedPhase = 'request';
+  let status: number | null = null;
+  try {
+    const res = await undiciFetch(spec.url, { dispatcher: agent, method: spec.method, headers: spec.headers, body: spec.body, redirect: spec.redirect, signal });
+    status = res.status;
+    phase = 'body';
+    const body = new Uint8Array(await res.arrayBuffer());
+    const answer: FromWorker = { type: 'answer', id, status: res.status, statusText: res.statusText, headers: [...res.headers], body };
+    port!.postMessage(answer, [body.buffer]);
+  } catch (err) {
+    const failed: FromWorker = { type: 'failed', id, phase, status, reason: reasonOf(err), timeout: isTimeout(err) };
+    port!.postMessage(failed);
+  } finally {
+    inFlight.delete(id);
+  }
+}
+
+port.on('message', (message: ToWorker) => {
+  switch (message.type) {
+    case 'agent':
+      agents.set(message.agent, agentOf(message.spec));
+      return;
+    case 'fetch': {
+      const agent = agents.get(message.agent);
+      if (agent === undefined) {
+        port.postMessage({ type: 'failed', id: message.id, phase: 'request', status: null, reason: 'the issuer client is closed', timeout: false } satisfies FromWorker);
+        return;
+      }
+      void run(message.id, agent, message.spec);
+      return;
+    }
+    case 'abort':
+      inFlight.get(message.id)?.abort();
+      return;
+    case 'close': {
+      const agent = agents.get(message.agent);
+      agents.delete(message.agent);
+      const done = (): void => port.postMessage({ type: 'closed', agent: message.agent } satisfies FromWorker);
+      if (agent === undefined) done();
+      else agent.close().then(done, done);
+      return;
+    }
+  }
+});
