@@ -187,12 +187,14 @@ export { GatewayMetrics, type BackendMetrics } from './observe/metrics.ts';
 /**
  * The observation seam (core/observe/README.md): `diagnostics_channel.subscribe(CHANNELS.requestEnd, fn)`
  * gets each request's RequestRecord when its response is done; the upstream channels get each
- * backend exchange's UpstreamRecord. `scopeRequests()` makes `currentRequest()` find the record of
+ * backend exchange's UpstreamRecord, the outbound channels each of the plugins' calls to issuers
+ * an OutboundRecord. `scopeRequests()` makes `currentRequest()` find the record of
  * the request whose work is running.
  */
 export { CHANNELS, type ChannelName } from './observe/channels.ts';
 export { RequestRecord, type ObservedPrincipal, type PhaseTiming, type RequestOutcome } from './observe/request-record.ts';
 export { UpstreamRecord, type UpstreamOutcome } from './observe/upstream-record.ts';
+export { OutboundRecord } from './observe/outbound-record.ts';
 export { currentRequest, runInRequest, scopeRequests } from './observe/request-scope.ts';
 /**
  * What a plugin publishes for the audit trail (`gatehouse:auth:event`, `gatehouse:registry:change`):

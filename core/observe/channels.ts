@@ -25,6 +25,17 @@ export const CHANNELS = {
   upstreamEnd: 'gatehouse:upstream:end',
   /** The exchange failed: unreachable, timed out, refused at a limit, or its answer broke a bound. */
   upstreamError: 'gatehouse:upstream:error',
+  /**
+   * One of the gateway's own HTTP calls (discovery, JWKS, introspection, a token exchange, an
+   * upstream identity provider) is about to be sent: an OutboundRecord (headers may still be
+   * added). They run in a worker thread, out of reach of undici's channels on this one: the
+   * caller publishes these, in the async context of the request it serves.
+   */
+  outboundStart: 'gatehouse:outbound:start',
+  /** Its answer came (read whole): the same OutboundRecord, with the status. */
+  outboundEnd: 'gatehouse:outbound:end',
+  /** It failed (unreachable, refused address, timed out, too large, aborted): the same OutboundRecord, with the error's name. */
+  outboundError: 'gatehouse:outbound:error',
   /** The embedded authorization server did something an audit records (a sign-in, a consent, a registration, a token): an OperationEvent. */
   authEvent: 'gatehouse:auth:event',
   /** The registry server changed what it serves (a publish, a delete, an admin change), or refused to: an OperationEvent. */
@@ -39,6 +50,9 @@ export const upstreamStart = diagnostics.channel(CHANNELS.upstreamStart);
 export const upstreamHeaders = diagnostics.channel(CHANNELS.upstreamHeaders);
 export const upstreamEnd = diagnostics.channel(CHANNELS.upstreamEnd);
 export const upstreamError = diagnostics.channel(CHANNELS.upstreamError);
+export const outboundStart = diagnostics.channel(CHANNELS.outboundStart);
+export const outboundEnd = diagnostics.channel(CHANNELS.outboundEnd);
+export const outboundError = diagnostics.channel(CHANNELS.outboundError);
 export const authEvent = diagnostics.channel(CHANNELS.authEvent);
 export const registryChange = diagnostics.channel(CHANNELS.registryChange);
 

@@ -12,6 +12,12 @@ import type { RequestRecord } from './request-record.ts';
 const NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 const UNSAFE_VALUE = /[\r\n\0]/;
 
+/** Throws on a header a subscriber may not add: a name that is not a lower-case token, or CR, LF or NUL in the value. */
+export function checkAddedHeader(name: string, value: string): void {
+  if (!NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)} (lower-case token expected)`);
+  if (UNSAFE_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}: CR, LF and NUL are not allowed`);
+}
+
 /** How an exchange ended: read to its end, stopped by the gateway (the client left), or failed. */
 export type UpstreamOutcome = 'ok' | 'aborted' | 'error';
 
@@ -71,8 +77,7 @@ export class UpstreamRecord {
 
   /** Sets `name` (lower case) to `value`, replacing what it had. Throws on a bad name, or CR, LF or NUL in the value. */
   setHeader(name: string, value: string): void {
-    if (!NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)} (lower-case token expected)`);
-    if (UNSAFE_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}: CR, LF and NUL are not allowed`);
+    checkAddedHeader(name, value);
     this.removeHeader(name);
     this.headers.push(name, value);
   }

@@ -10,9 +10,10 @@
  * the CA and the guarded `lookup`. The checks that need no connection (the URL, the bearer
  * token's origin) are made here, before a request leaves this thread.
  */
+import diagnostics from 'node:diagnostics_channel';
 import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
-import { isLoopbackHost, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
+import { CHANNELS, isLoopbackHost, OutboundRecord, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
 import type { AgentSpec, FailedPhase, FetchSpec, FromWorker, ToWorker } from './issuer-http-worker.ts';
 
 export interface IssuerHttpOptions {
@@ -196,6 +197,11 @@ class IssuerHttpThread {
 
 const thread = new IssuerHttpThread();
 
+/** The seam's outbound channels (core/observe/channels.ts): the tracer's CLIENT spans of these calls. */
+const outboundStart = diagnostics.channel(CHANNELS.outboundStart);
+const outboundEnd = diagnostics.channel(CHANNELS.outboundEnd);
+const outboundError = diagnostics.channel(CHANNELS.outboundError);
+
 /** Statuses whose Response may have no body (the Fetch standard's null body statuses). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
@@ -242,6 +248,29 @@ export class IssuerHttp {
     return headers;
   }
 
+  /**
+   * One call through the thread, published on the seam's outbound channels when someone listens
+   * (the call runs where undici's own channels do not reach this thread's subscribers).
+   */
+  async #send(url: URL, spec: FetchSpec, signal: AbortSignal | undefined): Promise<Answer> {
+    if (!outboundStart.hasSubscribers && !outboundEnd.hasSubscribers && !outboundError.hasSubscribers) return thread.request(this.#agent, spec, signal);
+    const record = new OutboundRecord(spec.method, url.origin);
+    outboundStart.publish(record);
+    const added = record.headers;
+    const headers = added.length === 0 ? spec.headers : { ...spec.headers };
+    for (let i = 0; i < added.length; i += 2) headers[added[i]!] = added[i + 1]!;
+    try {
+      const answer = await thread.request(this.#agent, headers === spec.headers ? spec : { ...spec, headers }, signal);
+      record.status = answer.status;
+      outboundEnd.publish(record);
+      return answer;
+    } catch (err) {
+      record.error = err instanceof Error ? err.name : 'Error';
+      outboundError.publish(record);
+      throw err;
+    }
+  }
+
   /** GET a JSON document. Throws IssuerFetchError for anything but a 2xx JSON answer. */
   async getJson(href: string): Promise<JsonResponse> {
     const url = new URL(href);
@@ -249,7 +278,7 @@ export class IssuerHttp {
     const where = `GET ${url.origin}${url.pathname}`;
     let res: Answer;
     try {
-      res = await thread.request(this.#agent, { url: url.href, method: 'GET', headers: this.#headers(url, { accept: 'application/json' }), body: null, redirect: 'error', timeoutMs: this.#timeoutMs }, undefined);
+      res = await this.#send(url, { url: url.href, method: 'GET', headers: this.#headers(url, { accept: 'application/json' }), body: null, redirect: 'error', timeoutMs: this.#timeoutMs }, undefined);
     } catch (err) {
       if (err instanceof WorkerFetchError && err.phase === 'body') throw new IssuerFetchError(`${where}: reading the body failed: ${err.message}`, err.status, { cause: err });
       throw new IssuerFetchError(`${where} failed: ${reasonOf(err)}`, null, { cause: err });
@@ -275,7 +304,7 @@ export class IssuerHttp {
     const spec: FetchSpec = { url: url.href, method: init.method, headers, body: requestBody(init.body, headers), redirect: 'manual', timeoutMs: this.#timeoutMs };
     let res: Answer;
     try {
-      res = await thread.request(this.#agent, spec, init.signal);
+      res = await this.#send(url, spec, init.signal);
     } catch (err) {
       if (err instanceof WorkerFetchError) throw new TypeError('fetch failed', { cause: err });
       throw err;

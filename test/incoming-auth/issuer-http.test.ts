@@ -5,11 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import diagnostics from 'node:diagnostics_channel';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isLoopbackAddress, isLoopbackHost, isPrivateAddress, refusedAddress } from '../../core/http/address-guard.ts';
+import { CHANNELS, OutboundRecord } from '../../core/index.ts';
 import { IssuerHttp } from '../../plugins/incoming-auth/issuer-http.ts';
 import { KeyIssuer } from './helpers/key-issuer.ts';
 
@@ -143,7 +145,9 @@ describe('IssuerHttp thread', () => {
         res.setHeader('x-seen', 'one');
         res.appendHeader('set-cookie', ['a=1', 'b=2']);
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ method: req.method, contentType: req.headers['content-type'] ?? null, body }));
+        const trace = req.headers['x-trace'];
+        const smuggled = req.headers['x-evil'] ?? req.headers['x-injected'];
+        res.end(JSON.stringify({ method: req.method, contentType: req.headers['content-type'] ?? null, body, ...(trace === undefined ? {} : { trace }), ...(smuggled === undefined ? {} : { smuggled }) }));
       });
     });
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
@@ -177,6 +181,43 @@ describe('IssuerHttp thread', () => {
     await assert.rejects(client.fetch(`${srv.base}/echo`, { method: 'GET', headers: {}, signal: AbortSignal.abort() }), { name: 'AbortError' });
     await client.close();
     srv.close();
+  });
+
+  it('publishes each call on the outbound channels: a subscriber adds a header (never one with CR or LF), and sees the status or the failure', async () => {
+    const srv = await server();
+    const client = http(srv.base);
+    const seen: string[] = [];
+    const refused: string[] = [];
+    const onStart = (message: unknown): void => {
+      const record = message as OutboundRecord;
+      record.setHeader('x-trace', `t-${record.method}`);
+      try {
+        record.setHeader('x-evil', 'a\r\nx-injected: 1');
+      } catch (err) {
+        refused.push((err as Error).message);
+      }
+    };
+    const onEnd = (message: unknown): void => void seen.push(`${(message as OutboundRecord).origin} ${(message as OutboundRecord).status}`);
+    const onError = (message: unknown): void => void seen.push(`error ${(message as OutboundRecord).error}`);
+    diagnostics.subscribe(CHANNELS.outboundStart, onStart);
+    diagnostics.subscribe(CHANNELS.outboundEnd, onEnd);
+    diagnostics.subscribe(CHANNELS.outboundError, onError);
+    try {
+      const { json } = await client.getJson(`${srv.base}/echo`);
+      assert.deepEqual(json, { method: 'GET', contentType: null, body: '', trace: 't-GET' }, 'the added header went, the refused one did not');
+      const res = await client.fetch(`${srv.base}/echo`, { method: 'POST', headers: {}, body: 'x' });
+      assert.equal(((await res.json()) as { trace: string }).trace, 't-POST');
+      await assert.rejects(client.fetch(`${srv.base}/hang`, { method: 'GET', headers: {}, signal: AbortSignal.timeout(100) }));
+      assert.deepEqual(seen, [`${srv.base} 200`, `${srv.base} 200`, 'error TimeoutError']);
+      assert.equal(refused.length, 3);
+      assert.match(refused[0]!, /CR, LF and NUL are not allowed/);
+    } finally {
+      diagnostics.unsubscribe(CHANNELS.outboundStart, onStart);
+      diagnostics.unsubscribe(CHANNELS.outboundEnd, onEnd);
+      diagnostics.unsubscribe(CHANNELS.outboundError, onError);
+      await client.close();
+      srv.close();
+    }
   });
 
   it('does not keep a process alive once its requests are answered, closed or not', () => {

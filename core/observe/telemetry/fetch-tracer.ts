@@ -8,6 +8,8 @@
  */
 import diagnostics from 'node:diagnostics_channel';
 import type { Span } from '@opentelemetry/api';
+import { CHANNELS } from '../channels.ts';
+import type { OutboundRecord } from '../outbound-record.ts';
 import { currentRequest } from '../request-scope.ts';
 import type { RequestRecord } from '../request-record.ts';
 import type { OtelApi } from './telemetry-settings.ts';
@@ -40,47 +42,65 @@ function hostOf(origin: unknown): string | undefined {
   return origin instanceof URL ? origin.host : undefined;
 }
 
-/** Subscribes to undici's channels; returns what unsubscribes. */
+/** Subscribes to undici's channels and the gateway's outbound ones; returns what unsubscribes. */
 export function traceFetches(options: FetchTracerOptions): () => void {
   const { api, tracer } = options;
-  const spans = new WeakMap<UndiciRequest, Span>();
-  const created = (message: UndiciMessage): void => {
+  const spans = new WeakMap<object, Span>();
+  /** The CLIENT span of a call starting now, child of the request being served; null outside one. */
+  const open = (call: object, method: string, host: string | undefined): Span | null => {
     const record = currentRequest();
-    if (record === undefined || !options.owns(record.server)) return;
+    if (record === undefined || !options.owns(record.server)) return null;
     const parent = options.spanOf(record);
-    if (parent === null) return;
-    const method = typeof message.request.method === 'string' ? message.request.method : 'GET';
-    const host = hostOf(message.request.origin);
+    if (parent === null) return null;
     const attributes = { 'http.request.method': method, ...(host === undefined ? {} : { 'server.address': host }) };
     const span = tracer.startSpan(method, { kind: api.SpanKind.CLIENT, attributes }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
-    spans.set(message.request, span);
+    spans.set(call, span);
+    return span;
+  };
+  const traceparent = (span: Span): string => {
     const context = span.spanContext();
-    message.request.addHeader?.('traceparent', formatTraceparent(context.traceId, context.spanId, (context.traceFlags & api.TraceFlags.SAMPLED) !== 0));
+    return formatTraceparent(context.traceId, context.spanId, (context.traceFlags & api.TraceFlags.SAMPLED) !== 0);
+  };
+  const close = (call: object, error: unknown): void => {
+    const span = spans.get(call);
+    if (span === undefined) return;
+    spans.delete(call);
+    if (error !== undefined && error !== null) {
+      span.setAttribute('error.type', error instanceof Error ? error.name : typeof error === 'string' ? error : 'error');
+      span.setStatus({ code: api.SpanStatusCode.ERROR });
+    }
+    span.end();
+  };
+  const created = (message: UndiciMessage): void => {
+    const span = open(message.request, typeof message.request.method === 'string' ? message.request.method : 'GET', hostOf(message.request.origin));
+    if (span !== null) message.request.addHeader?.('traceparent', traceparent(span));
   };
   const answered = (message: UndiciMessage): void => {
     const status = message.response?.statusCode;
     if (typeof status === 'number') spans.get(message.request)?.setAttribute('http.response.status_code', status);
   };
-  const ended = (message: UndiciMessage): void => {
-    const span = spans.get(message.request);
-    if (span === undefined) return;
-    spans.delete(message.request);
-    if (message.error !== undefined) {
-      span.setAttribute('error.type', message.error instanceof Error ? message.error.name : 'error');
-      span.setStatus({ code: api.SpanStatusCode.ERROR });
-    }
-    span.end();
+  const ended = (message: UndiciMessage): void => close(message.request, message.error);
+  const outboundStarted = (record: OutboundRecord): void => {
+    const span = open(record, record.method, hostOf(record.origin));
+    if (span !== null) record.setHeader('traceparent', traceparent(span));
   };
-  const subscriptions: [string, (message: UndiciMessage) => void][] = [
+  const outboundEnded = (record: OutboundRecord): void => {
+    if (record.status !== 0) spans.get(record)?.setAttribute('http.response.status_code', record.status);
+    close(record, record.error);
+  };
+  const subscriptions: [string, (message: never) => void][] = [
     ['undici:request:create', created],
     ['undici:request:headers', answered],
     ['undici:request:trailers', ended],
     ['undici:request:error', ended],
+    [CHANNELS.outboundStart, outboundStarted],
+    [CHANNELS.outboundEnd, outboundEnded],
+    [CHANNELS.outboundError, outboundEnded],
   ];
   const listeners = subscriptions.map(([name, step]) => {
     const listener = (message: unknown): void => {
       try {
-        step(message as UndiciMessage);
+        step(message as never);
       } catch (err) {
         options.warn(err, name);
       }
