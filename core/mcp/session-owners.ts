@@ -52,8 +52,6 @@ interface Admitted {
   readonly at: number;
 }
 
-type AdmittingSocket = Socket & Record<symbol, Admitted | undefined>;
-
 /** Where replicas share their bindings (Redis: redis-session-owners.ts). Rejects with a 503 GatewayError when it cannot answer. */
 export interface SharedOwners {
   /** The owner of `id`, null when none is stored. */
@@ -114,8 +112,13 @@ export class SessionOwners {
    * expire within it, and the lookups that do run keep sliding it.
    */
   readonly #recheckMs: number;
-  /** Per instance: the slot on each socket that holds its last admission. */
-  readonly #admitted = Symbol('gatehouse.sessionOwners.admitted');
+  /**
+   * Per instance: each connection's last admission, by its socket. Not a property of the
+   * socket: adding one changes its hidden class, and Node's stream functions, which every socket
+   * of the process goes through, would see one more kind of socket each time (with the backend
+   * connections' and incoming auth's, enough for their property loads to go megamorphic).
+   */
+  readonly #admitted = new WeakMap<Socket, Admitted>();
   readonly #log: Logger;
 
   constructor(options: SessionOwnersOptions) {
@@ -149,8 +152,8 @@ export class SessionOwners {
     const principal = ctx.principal;
     const id = ctx.head.sessionId;
     if (principal === null || id === undefined) return undefined;
-    const socket = ctx.req.socket as AdmittingSocket | null | undefined;
-    const last = socket?.[this.#admitted];
+    const socket = ctx.req.socket as Socket | null | undefined;
+    const last = socket == null ? undefined : this.#admitted.get(socket);
     // Measured to now, not to ctx.startedAt: a request's body (or its era probe) may have taken
     // longer than the time to live since it began, and expiry marks the binding only when read.
     if (last !== undefined && last.principal === principal && last.id === id && last.binding.live && performance.now() - last.at < this.#recheckMs) return undefined;
@@ -158,7 +161,7 @@ export class SessionOwners {
     if (binding !== undefined) {
       if (binding.subject !== principal.subject || binding.issuer !== principal.issuer) return sessionNotFound();
       if (this.#shared !== null && ctx.startedAt - binding.refreshedAt > this.#refreshMs) this.#refresh(id, binding, ctx.startedAt);
-      if (socket != null) socket[this.#admitted] = { id, principal, binding, at: ctx.startedAt };
+      if (socket != null) this.#admitted.set(socket, { id, principal, binding, at: ctx.startedAt });
       return undefined;
     }
     if (this.#shared === null || this.#ended!.has(id)) return sessionNotFound();

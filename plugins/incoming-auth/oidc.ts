@@ -76,14 +76,17 @@ interface ConnectionBearer {
   readonly validUntil: number;
 }
 
-type BearerSocket = Socket & Record<symbol, ConnectionBearer | undefined>;
-
 /** The authenticate hook of one validator. No closure per request on the cache-hit paths. */
 class BearerAuthenticator {
   readonly #validator: TokenValidator;
   readonly #now: () => number;
-  /** Per plugin instance: the slot on each socket that holds its last admitted bearer. */
-  readonly #slot = Symbol('gatehouse.oidc.connectionBearer');
+  /**
+   * Per plugin instance: each connection's last admitted bearer, by its socket. Not a property
+   * of the socket: adding one changes the socket's hidden class, and Node's stream functions,
+   * which every socket of the process goes through, then see one more kind of socket (enough,
+   * with the backend connections', for their property loads to go megamorphic).
+   */
+  readonly #bearers = new WeakMap<Socket, ConnectionBearer>();
 
   constructor(validator: TokenValidator, now: () => number) {
     this.#validator = validator;
@@ -92,8 +95,7 @@ class BearerAuthenticator {
 
   readonly authenticate = (ctx: Context): HookResult | Promise<HookResult> => {
     const head = ctx.head;
-    const socket = ctx.req.socket as BearerSocket;
-    const last = socket[this.#slot];
+    const last = this.#bearers.get(ctx.req.socket);
     if (last !== undefined && head.authorization === last.header && head.authorizationCount === 1 && ctx.query === '' && this.#now() < last.validUntil) {
       ctx.principal = last.principal;
       return undefined;
@@ -113,9 +115,9 @@ class BearerAuthenticator {
   #admit(ctx: Context, verified: VerifiedToken, token: string): undefined {
     const principal = principalOf(verified, token);
     ctx.principal = principal;
-    const socket = ctx.req.socket as BearerSocket | null;
+    const socket = ctx.req.socket as Socket | null;
     if (socket !== null) {
-      socket[this.#slot] = { header: ctx.head.authorization!, principal, validUntil: verified.validUntil ?? verified.expiresAt * 1000 };
+      this.#bearers.set(socket, { header: ctx.head.authorization!, principal, validUntil: verified.validUntil ?? verified.expiresAt * 1000 });
     }
     return undefined;
   }
