@@ -30,6 +30,7 @@ import {
   startReading,
   writeToClient,
 } from '@gatehouse-mcp/gateway';
+import { IssuerHttp } from '../incoming-auth/issuer-http.ts';
 
 const SECRET_HEADER = 'x-gatehouse-bridge';
 /** Which gateway request a forwarded one is (the provider's work, its calls to identity providers, is that request's: request-scope.ts). */
@@ -124,14 +125,24 @@ export class ProviderBridge implements BodySink<Context> {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
-  /** A JSON document of the provider (its discovery document), fetched as the gateway sees it. */
+  /**
+   * A JSON document of the provider (its discovery document), fetched as the gateway sees it.
+   * Through IssuerHttp's thread, not this thread's fetch: one fetch here at start-up would cost
+   * every later request (plugins/incoming-auth/README.md).
+   */
   async get(path: string): Promise<Record<string, unknown>> {
     if (this.#backend === null) throw new Error('the authorization server is not started');
-    const res = await fetch(new URL(path.slice(1), this.#backend.url), {
-      headers: { 'x-forwarded-proto': this.#forwardedProto, 'x-forwarded-host': this.#forwardedHost, [SECRET_HEADER]: this.#secret },
-    });
-    if (res.status !== 200) throw new Error(`the provider answered ${path} with HTTP ${res.status}`);
-    return (await res.json()) as Record<string, unknown>;
+    const http = new IssuerHttp({ issuer: new URL(this.#backend.url), allowPrivateIp: false, timeoutMs: 10_000 });
+    try {
+      const headers = { 'x-forwarded-proto': this.#forwardedProto, 'x-forwarded-host': this.#forwardedHost, [SECRET_HEADER]: this.#secret };
+      const { json } = await http.getJson(new URL(path.slice(1), this.#backend.url).href, headers);
+      if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new Error(`the provider answered ${path} with no JSON object`);
+      return json as Record<string, unknown>;
+    } catch (err) {
+      throw new Error(`the provider's ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      await http.close();
+    }
   }
 
   /** A route handler: the request goes to the provider, its path relative to the issuer. */

@@ -271,14 +271,14 @@ export class IssuerHttp {
     }
   }
 
-  /** GET a JSON document. Throws IssuerFetchError for anything but a 2xx JSON answer. */
-  async getJson(href: string): Promise<JsonResponse> {
+  /** GET a JSON document (with `headers` besides Accept). Throws IssuerFetchError for anything but a 2xx JSON answer. */
+  async getJson(href: string, headers: Record<string, string> = {}): Promise<JsonResponse> {
     const url = new URL(href);
     this.checkUrl(url);
     const where = `GET ${url.origin}${url.pathname}`;
     let res: Answer;
     try {
-      res = await this.#send(url, { url: url.href, method: 'GET', headers: this.#headers(url, { accept: 'application/json' }), body: null, redirect: 'error', timeoutMs: this.#timeoutMs }, undefined);
+      res = await this.#send(url, { url: url.href, method: 'GET', headers: this.#headers(url, { ...headers, accept: 'application/json' }), body: null, redirect: 'error', timeoutMs: this.#timeoutMs }, undefined);
     } catch (err) {
       if (err instanceof WorkerFetchError && err.phase === 'body') throw new IssuerFetchError(`${where}: reading the body failed: ${err.message}`, err.status, { cause: err });
       throw new IssuerFetchError(`${where} failed: ${reasonOf(err)}`, null, { cause: err });
