@@ -111,6 +111,7 @@ export const E2E: readonly string[] = [
   'test/gateway/',
   'test/incoming-auth/browser-cors.test.ts',
   'test/incoming-auth/cluster.test.ts',
+  'test/incoming-auth/issuer-http-process.test.ts',
   'test/incoming-auth/gateway-refusals.test.ts',
   'test/incoming-auth/oidc-provider.test.ts',
   'test/outgoing-auth/',

@@ -42,62 +42,87 @@ function hostOf(origin: unknown): string | undefined {
   return origin instanceof URL ? origin.host : undefined;
 }
 
-/** Subscribes to undici's channels and the gateway's outbound ones; returns what unsubscribes. */
-export function traceFetches(options: FetchTracerOptions): () => void {
-  const { api, tracer } = options;
-  const spans = new WeakMap<object, Span>();
-  /** The CLIENT span of a call starting now, child of the request being served; null outside one. */
-  const open = (call: object, method: string, host: string | undefined): Span | null => {
+/** The CLIENT spans of calls in flight, each opened as a child of the request being served. */
+class ClientSpans {
+  readonly #options: FetchTracerOptions;
+  readonly #spans = new WeakMap<object, Span>();
+
+  constructor(options: FetchTracerOptions) {
+    this.#options = options;
+  }
+
+  /** Opens the span of `call`, starting now; returns its `traceparent`, or null outside a request of this tracer's. */
+  open(call: object, method: string, host: string | undefined): string | null {
+    const { api, tracer } = this.#options;
     const record = currentRequest();
-    if (record === undefined || !options.owns(record.server)) return null;
-    const parent = options.spanOf(record);
+    if (record === undefined || !this.#options.owns(record.server)) return null;
+    const parent = this.#options.spanOf(record);
     if (parent === null) return null;
     const attributes = { 'http.request.method': method, ...(host === undefined ? {} : { 'server.address': host }) };
     const span = tracer.startSpan(method, { kind: api.SpanKind.CLIENT, attributes }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
-    spans.set(call, span);
-    return span;
-  };
-  const traceparent = (span: Span): string => {
+    this.#spans.set(call, span);
     const context = span.spanContext();
     return formatTraceparent(context.traceId, context.spanId, (context.traceFlags & api.TraceFlags.SAMPLED) !== 0);
-  };
-  const close = (call: object, error: unknown): void => {
-    const span = spans.get(call);
+  }
+
+  status(call: object, status: number): void {
+    this.#spans.get(call)?.setAttribute('http.response.status_code', status);
+  }
+
+  /** Ends the span of `call`: an error (an Error, or an error's name) marks it failed. */
+  close(call: object, error: unknown): void {
+    const span = this.#spans.get(call);
     if (span === undefined) return;
-    spans.delete(call);
+    this.#spans.delete(call);
     if (error !== undefined && error !== null) {
       span.setAttribute('error.type', error instanceof Error ? error.name : typeof error === 'string' ? error : 'error');
-      span.setStatus({ code: api.SpanStatusCode.ERROR });
+      span.setStatus({ code: this.#options.api.SpanStatusCode.ERROR });
     }
     span.end();
-  };
-  const created = (message: UndiciMessage): void => {
-    const span = open(message.request, typeof message.request.method === 'string' ? message.request.method : 'GET', hostOf(message.request.origin));
-    if (span !== null) message.request.addHeader?.('traceparent', traceparent(span));
-  };
-  const answered = (message: UndiciMessage): void => {
-    const status = message.response?.statusCode;
-    if (typeof status === 'number') spans.get(message.request)?.setAttribute('http.response.status_code', status);
-  };
-  const ended = (message: UndiciMessage): void => close(message.request, message.error);
-  const outboundStarted = (record: OutboundRecord): void => {
-    const span = open(record, record.method, hostOf(record.origin));
-    if (span !== null) record.setHeader('traceparent', traceparent(span));
-  };
-  const outboundEnded = (record: OutboundRecord): void => {
-    if (record.status !== 0) spans.get(record)?.setAttribute('http.response.status_code', record.status);
-    close(record, record.error);
-  };
-  const subscriptions: [string, (message: never) => void][] = [
-    ['undici:request:create', created],
-    ['undici:request:headers', answered],
-    ['undici:request:trailers', ended],
-    ['undici:request:error', ended],
-    [CHANNELS.outboundStart, outboundStarted],
-    [CHANNELS.outboundEnd, outboundEnded],
-    [CHANNELS.outboundError, outboundEnded],
+  }
+}
+
+/** What each channel's message does to the spans: undici's (fetch on this thread) and the gateway's outbound ones (IssuerHttp's thread). */
+function channelSteps(spans: ClientSpans): [string, (message: never) => void][] {
+  return [
+    [
+      'undici:request:create',
+      (message: UndiciMessage) => {
+        const method = typeof message.request.method === 'string' ? message.request.method : 'GET';
+        const traceparent = spans.open(message.request, method, hostOf(message.request.origin));
+        if (traceparent !== null) message.request.addHeader?.('traceparent', traceparent);
+      },
+    ],
+    [
+      'undici:request:headers',
+      (message: UndiciMessage) => {
+        const status = message.response?.statusCode;
+        if (typeof status === 'number') spans.status(message.request, status);
+      },
+    ],
+    ['undici:request:trailers', (message: UndiciMessage) => spans.close(message.request, message.error)],
+    ['undici:request:error', (message: UndiciMessage) => spans.close(message.request, message.error)],
+    [
+      CHANNELS.outboundStart,
+      (record: OutboundRecord) => {
+        const traceparent = spans.open(record, record.method, hostOf(record.origin));
+        if (traceparent !== null) record.setHeader('traceparent', traceparent);
+      },
+    ],
+    [
+      CHANNELS.outboundEnd,
+      (record: OutboundRecord) => {
+        spans.status(record, record.status);
+        spans.close(record, null);
+      },
+    ],
+    [CHANNELS.outboundError, (record: OutboundRecord) => spans.close(record, record.error)],
   ];
-  const listeners = subscriptions.map(([name, step]) => {
+}
+
+/** Subscribes to undici's channels and the gateway's outbound ones; returns what unsubscribes. */
+export function traceFetches(options: FetchTracerOptions): () => void {
+  const listeners = channelSteps(new ClientSpans(options)).map(([name, step]) => {
     const listener = (message: unknown): void => {
       try {
         step(message as never);
