@@ -12,11 +12,17 @@
  * credential is an RFC 8693 exchange of the caller's token at the same loopback server (its
  * `/token` answers every exchange with a one-hour token). The first request exchanges; every
  * measured one is an exchange-cache hit. Compare with the oidc row: target ≤ 1.05×.
+ *
+ * The "gatehouse (anonymous, carrying the oidc row's Authorization header)" row sends the oidc
+ * row's very request (a token minted the same way) to the anonymous gateway, which reads the
+ * header and drops it unverified: the same bytes in and out. The oidc row ÷ this row is what
+ * checking the token costs; this row ÷ the anonymous one is what any proxy pays to read the
+ * longer request.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { startGatehouse, vmcpConfig, type GatehouseConfigContext } from './gatehouse.ts';
+import { anonymousConfig, gatehouseRow, startGatehouse, vmcpConfig, type GatehouseConfigContext } from './gatehouse.ts';
 import type { Row } from './target.ts';
 
 const AUDIENCE = 'gatehouse-bench';
@@ -102,4 +108,18 @@ export function oidcRow(exchange = false): Row {
       }
     },
   };
+}
+
+/** The anonymous gateway sent the oidc row's request, Authorization header and all (see above). */
+export function bearerBytesRow(): Row {
+  return gatehouseRow({
+    name: "gatehouse (anonymous, carrying the oidc row's Authorization header)",
+    label: 'anonymous-bearer-bytes',
+    config: anonymousConfig,
+    prepare: async () => {
+      const { server, token } = await startIssuer();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      return { authorization: `Bearer ${token}` };
+    },
+  });
 }

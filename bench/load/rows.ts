@@ -23,7 +23,7 @@ import { startHttpProxy } from './http-proxy.ts';
 import { startNginx } from './nginx.ts';
 import { startFloorProxy } from './floor-proxy.ts';
 import { embeddedAuthServerRows } from './embedded-auth.ts';
-import { oidcRow } from './oidc.ts';
+import { bearerBytesRow, oidcRow } from './oidc.ts';
 import { telemetryRows } from './telemetry.ts';
 import { auditRow } from './audit.ts';
 import { modeRows } from './modes.ts';
@@ -67,6 +67,7 @@ export const rows: Row[] = [
     config: anonymousConfig,
   }),
   oidcRow(), // incoming auth, every request a verified-token cache hit (bench/load/oidc.ts)
+  bearerBytesRow(), // the anonymous gateway sent the oidc row's bytes: what the longer request costs any proxy
   oidcRow(true), // and outgoing auth: every request an exchange-cache hit
   ...embeddedAuthServerRows(), // the embedded authorization server, without and with upstreamInject (bench/load/embedded-auth.ts)
   ...telemetryRows(), // a telemetry section enabling nothing, and tracing on at sampling 1 (bench/load/telemetry.ts)
