@@ -12,6 +12,9 @@
  */
 import { checkAddedHeader } from './upstream-record.ts';
 
+/** Headers no subscriber sets on an outbound call. */
+const RESERVED = new Set(['authorization', 'proxy-authorization', 'cookie', 'host', 'content-length', 'transfer-encoding', 'connection', 'accept-encoding']);
+
 export class OutboundRecord {
   readonly method: string;
   /** `scheme://host[:port]` of the call. */
@@ -28,9 +31,14 @@ export class OutboundRecord {
     this.origin = origin;
   }
 
-  /** Sets `name` (lower case) to `value`. Throws on a bad name, or CR, LF or NUL in the value. */
+  /**
+   * Sets `name` (lower case) to `value`. Throws on a bad name, on CR, LF or NUL in the value, and
+   * on a header that carries credentials or routing (`authorization`, `cookie`, `host`, ...): a
+   * subscriber adds context to the call, never who makes it or where it goes.
+   */
   setHeader(name: string, value: string): void {
     checkAddedHeader(name, value);
+    if (RESERVED.has(name)) throw new TypeError(`a subscriber may not set ${name} on the gateway's own calls`);
     const list = this.headers;
     for (let i = list.length - 2; i >= 0; i -= 2) if (list[i] === name) list.splice(i, 2);
     list.push(name, value);

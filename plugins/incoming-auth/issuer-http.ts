@@ -57,11 +57,14 @@ export class IssuerFetchError extends Error {
 class WorkerFetchError extends Error {
   readonly phase: FailedPhase;
   readonly status: number | null;
+  /** The failure's code where it had one (undici's `UND_ERR_HEADERS_TIMEOUT`, say): callers tell timeouts apart by it. */
+  readonly code: string | undefined;
   constructor(failed: Extract<FromWorker, { type: 'failed' }>) {
     super(failed.reason);
     this.name = failed.timeout ? 'TimeoutError' : 'Error';
     this.phase = failed.phase;
     this.status = failed.status;
+    this.code = failed.code ?? undefined;
   }
 }
 
@@ -120,6 +123,7 @@ class IssuerHttpThread {
       this.#closing.get(message.agent)?.();
       this.#closing.delete(message.agent);
       this.#holdProcess();
+      this.#endIfUnused();
       return;
     }
     const pending = this.#pending.get(message.id);
@@ -132,6 +136,15 @@ class IssuerHttpThread {
   #settled(id: number): void {
     this.#pending.delete(id);
     this.#holdProcess();
+    this.#endIfUnused();
+  }
+
+  /** Ends the thread once no agent, request or close is left for it. */
+  #endIfUnused(): void {
+    const worker = this.#worker;
+    if (worker === null || this.#agents.size + this.#pending.size + this.#closing.size > 0) return;
+    this.#worker = null;
+    void worker.terminate();
   }
 
   /** The thread keeps the process alive while a request or a close waits for it, and only then. */
@@ -150,24 +163,31 @@ class IssuerHttpThread {
     this.#closing.clear();
   }
 
-  /** One request on `agent`; `signal` (the caller's) aborts it. */
+  /**
+   * One request on `agent`; `signal` (the caller's) aborts it. The thread enforces the request's
+   * time limit; a backstop a little later is for a thread that stops answering (or a message it
+   * could not read), so that no caller waits for ever.
+   */
   request(agent: number, spec: FetchSpec, signal: AbortSignal | undefined): Promise<Answer> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const worker = this.#started();
     const id = this.#nextId++;
     return new Promise<Answer>((resolve, reject) => {
-      let onAbort: (() => void) | null = null;
-      if (signal !== undefined) {
-        onAbort = () => {
-          if (!this.#pending.has(id)) return;
-          this.#settled(id);
-          worker.postMessage({ type: 'abort', id } satisfies ToWorker);
-          reject(signal.reason as Error);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
+      const onAbort = (): void => gaveUp(signal!.reason as Error);
+      const backstop = setTimeout(() => gaveUp(new Error(`the issuer HTTP thread did not answer within ${spec.timeoutMs + BACKSTOP_MS} ms`)), spec.timeoutMs + BACKSTOP_MS);
+      backstop.unref();
+      signal?.addEventListener('abort', onAbort, { once: true });
       const off = (): void => {
-        if (onAbort !== null) signal!.removeEventListener('abort', onAbort);
+        clearTimeout(backstop);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      /** The caller stops waiting: the thread is told to drop the request. */
+      const gaveUp = (err: Error): void => {
+        if (!this.#pending.has(id)) return;
+        off();
+        worker.postMessage({ type: 'abort', id } satisfies ToWorker);
+        this.#settled(id);
+        reject(err);
       };
       this.#pending.set(id, {
         resolve: (answer) => {
@@ -184,12 +204,12 @@ class IssuerHttpThread {
     });
   }
 
-  /** Closes `agent` (its keep-alive connections); the thread ends with the last agent. */
+  /** Closes `agent` (its keep-alive connections); the thread ends once nothing is left for it. */
   close(agent: number): Promise<void> {
     if (!this.#agents.delete(agent)) return Promise.resolve();
     const worker = this.#worker;
     if (worker === null) return Promise.resolve();
-    if (this.#agents.size === 0 && this.#pending.size === 0) {
+    if (this.#agents.size + this.#pending.size + this.#closing.size === 0) {
       this.#worker = null;
       return worker.terminate().then(() => undefined);
     }
@@ -208,8 +228,11 @@ const outboundStart = diagnostics.channel(CHANNELS.outboundStart);
 const outboundEnd = diagnostics.channel(CHANNELS.outboundEnd);
 const outboundError = diagnostics.channel(CHANNELS.outboundError);
 
-/** Statuses whose Response may have no body (the Fetch standard's null body statuses). */
-const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+/** How long after a request's own time limit its caller stops waiting for the thread. */
+const BACKSTOP_MS = 5_000;
+
+/** Statuses whose Response must have no body (the Fetch standard's null body statuses that a Response may have). */
+const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
 export class IssuerHttp {
   readonly #agent: number;
@@ -259,12 +282,18 @@ export class IssuerHttp {
    * (the call runs where undici's own channels do not reach this thread's subscribers).
    */
   async #send(url: URL, spec: FetchSpec, signal: AbortSignal | undefined): Promise<Answer> {
+    // A closed client starts no thread (a late JWKS refresh, say).
+    if (this.#closed !== null) throw new Error('the issuer client is closed');
     if (!outboundStart.hasSubscribers && !outboundEnd.hasSubscribers && !outboundError.hasSubscribers) return thread.request(this.#agent, spec, signal);
     const record = new OutboundRecord(spec.method, url.origin);
     outboundStart.publish(record);
     const added = record.headers;
     const headers = added.length === 0 ? spec.headers : { ...spec.headers };
-    for (let i = 0; i < added.length; i += 2) headers[added[i]!] = added[i + 1]!;
+    for (let i = 0; i < added.length; i += 2) {
+      // Replaces the caller's header of that name in whatever case it was written.
+      for (const name of Object.keys(headers)) if (name.toLowerCase() === added[i]) delete headers[name];
+      headers[added[i]!] = added[i + 1]!;
+    }
     try {
       const answer = await thread.request(this.#agent, headers === spec.headers ? spec : { ...spec, headers }, signal);
       record.status = answer.status;
@@ -312,15 +341,35 @@ export class IssuerHttp {
     try {
       res = await this.#send(url, spec, init.signal);
     } catch (err) {
-      if (err instanceof WorkerFetchError) throw new TypeError('fetch failed', { cause: err });
-      throw err;
+      // As undici's fetch: an abort rejects with the signal's reason, anything else is "fetch failed".
+      if (init.signal?.aborted === true && err === init.signal.reason) throw err;
+      throw new TypeError('fetch failed', { cause: err });
     }
-    return new Response(NULL_BODY_STATUSES.has(res.status) ? null : res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    return responseOf(res);
   };
 
   close(): Promise<void> {
     this.#closed ??= thread.close(this.#agent);
     return this.#closed;
+  }
+}
+
+/**
+ * The thread's answer as a WHATWG Response. An answer the Response class refuses (a status past
+ * 599, a reason phrase that is not Latin-1), which undici's own fetch would have handed on,
+ * fails as a network failure does: a TypeError "fetch failed", the reason as its cause.
+ */
+function responseOf(res: Answer): Response {
+  const body = NULL_BODY_STATUSES.has(res.status) ? null : res.body;
+  try {
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  } catch {
+    // The reason phrase is decoration: without it, or failing.
+  }
+  try {
+    return new Response(body, { status: res.status, headers: res.headers });
+  } catch (err) {
+    throw new TypeError('fetch failed', { cause: new Error(`the issuer answered what a Response cannot carry: ${err instanceof Error ? err.message : String(err)}`) });
   }
 }
 

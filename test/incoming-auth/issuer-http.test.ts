@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import diagnostics from 'node:diagnostics_channel';
+import { gzipSync } from 'node:zlib';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
@@ -136,6 +137,8 @@ describe('IssuerHttp thread', () => {
     const closed = new Promise<void>((resolve) => (hangClosed = resolve));
     const srv = createServer((req, res) => {
       if (req.url === '/empty') return void res.writeHead(204).end();
+      if (req.url === '/bomb') return void res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x20)));
+      if (req.url === '/odd') return void res.writeHead(999, { 'content-type': 'application/json' }).end('{}');
       if (req.url === '/hang') return void req.socket.once('close', hangClosed);
       let body = '';
       req.setEncoding('utf8');
@@ -172,6 +175,25 @@ describe('IssuerHttp thread', () => {
     srv.close();
   });
 
+  it('caps an answer once decompressed (a 4 KiB gzip body of 4 MiB), and fails an answer a Response cannot carry as a network failure', async () => {
+    const srv = await server();
+    const client = http(srv.base, false, undefined, 100_000);
+    await assert.rejects(client.getJson(`${srv.base}/bomb`), /exceeded max size/);
+    await assert.rejects(client.fetch(`${srv.base}/bomb`, { method: 'GET', headers: {} }), (err: Error) => err instanceof TypeError && err.message === 'fetch failed' && /exceeded max size/.test(String((err.cause as Error).message)));
+    await assert.rejects(client.fetch(`${srv.base}/odd`, { method: 'GET', headers: {} }), (err: Error) => err instanceof TypeError && err.message === 'fetch failed');
+    await client.close();
+    srv.close();
+  });
+
+  it('closes clients closed together, and a closed client starts no thread', async () => {
+    const srv = await server();
+    const [a, b, c] = [http(srv.base), http(srv.base), http(srv.base)];
+    await a.getJson(`${srv.base}/echo`);
+    await Promise.all([a.close(), b.close(), c.close()]);
+    await assert.rejects(a.getJson(`${srv.base}/echo`), /the issuer client is closed/);
+    srv.close();
+  });
+
   it("ends a request in the thread when the caller's signal aborts it", async () => {
     const srv = await server();
     const client = http(srv.base);
@@ -195,6 +217,11 @@ describe('IssuerHttp thread', () => {
       } catch (err) {
         refused.push((err as Error).message);
       }
+      try {
+        record.setHeader('authorization', 'Bearer stolen');
+      } catch (err) {
+        refused.push((err as Error).message);
+      }
     };
     const onEnd = (message: unknown): void => void seen.push(`${(message as OutboundRecord).origin} ${(message as OutboundRecord).status}`);
     const onError = (message: unknown): void => void seen.push(`error ${(message as OutboundRecord).error}`);
@@ -208,8 +235,9 @@ describe('IssuerHttp thread', () => {
       assert.equal(((await res.json()) as { trace: string }).trace, 't-POST');
       await assert.rejects(client.fetch(`${srv.base}/hang`, { method: 'GET', headers: {}, signal: AbortSignal.timeout(100) }));
       assert.deepEqual(seen, [`${srv.base} 200`, `${srv.base} 200`, 'error TimeoutError']);
-      assert.equal(refused.length, 3);
+      assert.equal(refused.length, 6);
       assert.match(refused[0]!, /CR, LF and NUL are not allowed/);
+      assert.match(refused[1]!, /may not set authorization/);
     } finally {
       diagnostics.unsubscribe(CHANNELS.outboundStart, onStart);
       diagnostics.unsubscribe(CHANNELS.outboundEnd, onEnd);
