@@ -51,9 +51,13 @@ describe('the npm package', { timeout: 240_000 }, () => {
     if (packed === null) return skipOrFail(t, unavailable!);
     assert.equal(PACKAGE.name, '@gatehouse-mcp/gateway');
     assert.deepEqual(PACKAGE.bin, { gatehouse: 'plugins/cli/bin.mjs' });
-    assert.deepEqual(PACKAGE.exports, { '.': './core/index.ts', './package.json': './package.json' }, 'the public entry, and nothing deeper');
+    assert.deepEqual(
+      PACKAGE.exports,
+      { '.': './core/index.ts', './address-guard': './core/http/address-guard.ts', './package.json': './package.json' },
+      'the public entry, the one narrow entry for a worker thread (the address guard), and nothing deeper',
+    );
     assert.ok(PACKAGE.dependencies.tsx !== undefined, 'tsx runs the TypeScript sources at run time: a dependency, not a dev one');
-    for (const file of ['package.json', 'LICENSE', 'README.md', 'core/index.ts', 'plugins/cli/bin.mjs', 'plugins/cli/main.ts', 'core/vmcp/virtual-mcp-server.ts', 'plugins/registry/registry-server.ts', 'plugins/registry/model/official/server.schema.json']) {
+    for (const file of ['package.json', 'LICENSE', 'README.md', 'core/index.ts', 'plugins/cli/bin.mjs', 'plugins/cli/main.ts', 'core/vmcp/virtual-mcp-server.ts', 'plugins/incoming-auth/issuer-http-worker-entry.mjs', 'plugins/incoming-auth/issuer-http-worker.ts', 'plugins/registry/registry-server.ts', 'plugins/registry/model/official/server.schema.json']) {
       assert.ok(packed.files.includes(file), `${file} is in the tarball`);
     }
     assert.deepEqual(packed.files.filter((f) => /^(test|bench|examples|\.ci)\//.test(f)), [], 'no tests, benchmarks or examples');
