@@ -96,12 +96,18 @@ describe('a gateway stopped with SIGTERM closes its stdio backends', () => {
   });
 });
 
-/** A process in a group of its own that sleeps (ignoring SIGTERM if told), and how it ended. */
-function sleeper(ignoreTerm: boolean): { pid: number; ended: Promise<NodeJS.Signals | null> } {
-  const script = `${ignoreTerm ? "process.on('SIGTERM', () => {});" : ''} setInterval(() => {}, 1e6)`;
-  const child = spawn(process.execPath, ['-e', script], { detached: true, stdio: 'ignore' });
+/**
+ * A process in a group of its own that sleeps (ignoring SIGTERM if told), and how it ended.
+ * `ready` settles once its handler is in place: a loaded machine can take longer than the test's
+ * pause to start node, and a SIGTERM before the handler would end the "stubborn" one.
+ */
+function sleeper(ignoreTerm: boolean): { pid: number; ready: Promise<void>; ended: Promise<NodeJS.Signals | null> } {
+  const script = `${ignoreTerm ? "process.on('SIGTERM', () => {});" : ''} process.stdout.write('ready\\n'); setInterval(() => {}, 1e6)`;
+  const child = spawn(process.execPath, ['-e', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  const ready = once(child.stdout, 'data').then(() => undefined);
+  child.stdout.resume();
   const ended = once(child, 'exit').then(([, signal]) => signal as NodeJS.Signals | null);
-  return { pid: child.pid!, ended };
+  return { pid: child.pid!, ready, ended };
 }
 
 function watchdogProcess(graceMs: number): { write(text: string): void; end(): void; exited: Promise<number | null> } {
@@ -128,6 +134,7 @@ describe("the watchdog's program", () => {
     const stubborn = sleeper(true);
     const released = sleeper(false);
     try {
+      await Promise.all([polite.ready, stubborn.ready, released.ready]);
       const watchdog = watchdogProcess(300);
       watchdog.write(`+${polite.pid}\n+${stubborn.pid}\n+${released.pid}\n`);
       watchdog.write(`-${released.pid}\n`);
