@@ -31,62 +31,76 @@ const NINE = 0x39;
 /** Nesting the scanner follows; deeper answers are read and written anew (JSON.parse copes). */
 const MAX_DEPTH = 64;
 
-function isSpace(c: number | undefined): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+/** 1 for the bytes a string holds as they are: not a quote, a backslash or a control character. */
+const STRING_PLAIN = new Uint8Array(256);
+for (let c = 0x20; c < 0x100; c++) if (c !== QUOTE && c !== BACKSLASH) STRING_PLAIN[c] = 1;
+
+function isDigit(c: number): boolean {
+  return c >= ZERO && c <= NINE;
 }
 
-function isDigit(c: number | undefined): boolean {
-  return c !== undefined && c >= ZERO && c <= NINE;
+function isHex(c: number): boolean {
+  return (c >= ZERO && c <= NINE) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 }
 
-function isHex(c: number | undefined): boolean {
-  return c !== undefined && ((c >= ZERO && c <= NINE) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66));
-}
-
+/** `i`, or the index of the first byte from `i` on that is not JSON's white space (`end` at most). */
 function skipSpace(buf: Buffer, i: number, end: number): number {
-  while (i < end && isSpace(buf[i])) i++;
+  while (i < end) {
+    const c = buf[i]!;
+    if (c > 0x20 || (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09)) return i;
+    i++;
+  }
   return i;
 }
 
 /** Index just past the string whose opening quote is at `i` (its escapes checked, no control character), or -1. */
 function skipString(buf: Buffer, i: number, end: number): number {
-  for (let at = i + 1; at < end; at++) {
+  let at = i + 1;
+  for (;;) {
+    while (at < end && STRING_PLAIN[buf[at]!] === 1) at++;
+    if (at >= end) return -1;
     const c = buf[at]!;
     if (c === QUOTE) return at + 1;
-    if (c < 0x20) return -1;
-    if (c !== BACKSLASH) continue;
-    const e = buf[++at];
+    if (c !== BACKSLASH || at + 1 >= end) return -1;
+    const e = buf[at + 1]!;
     if (e === 0x75 /* u */) {
-      if (!isHex(buf[at + 1]) || !isHex(buf[at + 2]) || !isHex(buf[at + 3]) || !isHex(buf[at + 4])) return -1;
-      at += 4;
-    } else if (e !== QUOTE && e !== BACKSLASH && e !== 0x2f && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) {
+      if (at + 5 >= end || !isHex(buf[at + 2]!) || !isHex(buf[at + 3]!) || !isHex(buf[at + 4]!) || !isHex(buf[at + 5]!)) return -1;
+      at += 6;
+    } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+      at += 2;
+    } else {
       return -1;
     }
   }
-  return -1;
+}
+
+/** Index just past the string at `i` when it has no escape (a key compared as written), or -1. */
+function skipPlainString(buf: Buffer, i: number, end: number): number {
+  let at = i + 1;
+  while (at < end && STRING_PLAIN[buf[at]!] === 1) at++;
+  return at < end && buf[at] === QUOTE ? at + 1 : -1;
 }
 
 /** Index just past the number starting at `i` (JSON's grammar), or -1. */
 function skipNumber(buf: Buffer, i: number, end: number): number {
-  if (buf[i] === MINUS) i++;
+  if (i < end && buf[i] === MINUS) i++;
+  if (i >= end) return -1;
   if (buf[i] === ZERO) i++;
-  else if (isDigit(buf[i])) while (i < end && isDigit(buf[i])) i++;
+  else if (isDigit(buf[i]!)) while (++i < end && isDigit(buf[i]!));
   else return -1;
-  if (buf[i] === DOT) {
-    i++;
-    if (!isDigit(buf[i])) return -1;
-    while (i < end && isDigit(buf[i])) i++;
+  if (i < end && buf[i] === DOT) {
+    if (++i >= end || !isDigit(buf[i]!)) return -1;
+    while (++i < end && isDigit(buf[i]!));
   }
-  if (buf[i] === 0x65 || buf[i] === 0x45) {
-    i++;
-    if (buf[i] === PLUS || buf[i] === MINUS) i++;
-    if (!isDigit(buf[i])) return -1;
-    while (i < end && isDigit(buf[i])) i++;
+  if (i < end && (buf[i] === 0x65 || buf[i] === 0x45)) {
+    if (++i < end && (buf[i] === PLUS || buf[i] === MINUS)) i++;
+    if (i >= end || !isDigit(buf[i]!)) return -1;
+    while (++i < end && isDigit(buf[i]!));
   }
-  return i > end ? -1 : i;
+  return i;
 }
 
-/** Index just past `word` at `i`, or -1. */
+/** Index just past `word` (ASCII) at `i`, or -1. */
 function skipWord(buf: Buffer, i: number, end: number, word: string): number {
   if (i + word.length > end) return -1;
   for (let j = 0; j < word.length; j++) if (buf[i + j] !== word.charCodeAt(j)) return -1;
@@ -94,57 +108,26 @@ function skipWord(buf: Buffer, i: number, end: number, word: string): number {
 }
 
 /**
- * Index just past the JSON value starting at `i` (no leading space), checked whole; -1 when it is
- * not one, or, with `unique`, when some object in it has a key twice or one spelled with an escape.
+ * The containers open in a scan, one entry per depth: whether each is an object (1) or an array
+ * (0), and where its keys begin on the key stack. The scan is synchronous, so one set serves all.
  */
-function skipValue(buf: Buffer, i: number, end: number, depth: number, unique = false): number {
-  if (i >= end) return -1;
-  const c = buf[i]!;
-  switch (c) {
-    case QUOTE:
-      return skipString(buf, i, end);
-    case OPEN_BRACE:
-      return skipObject(buf, i, end, depth + 1, unique);
-    case OPEN_BRACKET: {
-      if (depth + 1 > MAX_DEPTH) return -1;
-      i = skipSpace(buf, i + 1, end);
-      if (buf[i] === CLOSE_BRACKET) return i + 1;
-      for (;;) {
-        i = skipValue(buf, i, end, depth + 1, unique);
-        if (i === -1) return -1;
-        i = skipSpace(buf, i, end);
-        if (buf[i] === CLOSE_BRACKET) return i + 1;
-        if (buf[i] !== COMMA) return -1;
-        i = skipSpace(buf, i + 1, end);
-      }
-    }
-    case 0x74:
-      return skipWord(buf, i, end, 'true');
-    case 0x66:
-      return skipWord(buf, i, end, 'false');
-    case 0x6e:
-      return skipWord(buf, i, end, 'null');
-    default:
-      return skipNumber(buf, i, end);
-  }
-}
+const openKinds = new Uint8Array(MAX_DEPTH + 2);
+const openKeyBases = new Int32Array(MAX_DEPTH + 2);
 
 /**
  * With `unique`, an object's keys are told apart by comparing their bytes with the keys before
  * them (plain keys only: no escape, so equal bytes are equal keys and unequal ones unequal),
  * their spans kept on one stack for the whole scan, innermost object last: no string and no Set
  * per key, which cost several times the scan itself for an MCP request's few small objects. An
- * object with more keys than MAX_COMPARED_KEYS goes on with a Set of their spellings. The scan is
- * synchronous and every object takes its spans off the stack as it ends, so one stack serves all.
+ * object with more keys than MAX_COMPARED_KEYS goes on with a Set of their spellings.
  */
 const MAX_COMPARED_KEYS = 16;
 const keySpans = new Int32Array(2 * MAX_COMPARED_KEYS * (MAX_DEPTH + 2));
-let keyTop = 0;
 
-/** Whether the key spanning `from`..`to` in `buf` has the bytes of one of the spans on the stack from `base`. */
-function spannedBefore(buf: Buffer, base: number, from: number, to: number): boolean {
+/** Whether the key spanning `from`..`to` in `buf` has the bytes of one of the spans on the stack from `base` to `top`. */
+function spannedBefore(buf: Buffer, base: number, top: number, from: number, to: number): boolean {
   const length = to - from;
-  for (let k = base; k < keyTop; k += 2) {
+  for (let k = base; k < top; k += 2) {
     const start = keySpans[k]!;
     if (keySpans[k + 1]! - start !== length) continue;
     let j = 1; // both open with a quote
@@ -154,60 +137,121 @@ function spannedBefore(buf: Buffer, base: number, from: number, to: number): boo
   return false;
 }
 
-/** Index just past the object at `i` (its `{`), checked whole, or -1 (with `unique`: as skipValue). */
-function skipObject(buf: Buffer, i: number, end: number, depth: number, unique = false): number {
-  if (depth > MAX_DEPTH) return -1;
-  const base = keyTop;
-  const at = skipMembers(buf, i, end, depth, unique, base);
-  keyTop = base;
-  return at;
-}
+/** Keys of objects with more than MAX_COMPARED_KEYS, by depth (rare: made when needed). */
+let keySets: (Set<string> | null)[] = [];
 
-function skipMembers(buf: Buffer, i: number, end: number, depth: number, unique: boolean, base: number): number {
-  i = skipSpace(buf, i + 1, end);
-  if (i < end && buf[i] === CLOSE_BRACE) return i + 1;
-  let keys: Set<string> | null = null;
+/**
+ * Index just past the JSON value at `i` (no leading space), checked whole, or -1: when it is not
+ * one, nests deeper than MAX_DEPTH (counting the `depth` containers around it), or, with
+ * `unique`, some object in it has a key twice or one spelled with an escape.
+ *
+ * One loop, its open containers on a stack, rather than a function per kind of value calling
+ * the others: a request's many small tokens cost a call and a return each that way, more than
+ * their bytes.
+ */
+function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: boolean): number {
+  const outer = depth;
+  let top = 0; // of keySpans
   for (;;) {
-    const keyAt = i;
-    i = skipKey(buf, i, end, unique);
-    if (i === -1) return -1;
-    if (unique) {
-      if (keys === null && keyTop - base < 2 * MAX_COMPARED_KEYS) {
-        if (spannedBefore(buf, base, keyAt, i)) return -1;
-        keySpans[keyTop++] = keyAt;
-        keySpans[keyTop++] = i;
-      } else {
-        if (keys === null) {
-          keys = new Set<string>();
-          for (let k = base; k < keyTop; k += 2) keys.add(buf.toString('latin1', keySpans[k]!, keySpans[k + 1]!));
-        }
-        const key = buf.toString('latin1', keyAt, i);
-        if (keys.has(key)) return -1;
-        keys.add(key);
-      }
-    }
-    i = valueAfter(buf, i, end);
-    if (i === -1) return -1;
-    i = skipValue(buf, i, end, depth, unique);
-    if (i === -1) return -1;
-    i = skipSpace(buf, i, end);
+    // A value starts at i.
     if (i >= end) return -1;
-    if (buf[i] === CLOSE_BRACE) return i + 1;
-    if (buf[i] !== COMMA) return -1;
-    i = skipSpace(buf, i + 1, end);
+    let c = buf[i]!;
+    if (c === QUOTE) {
+      i = skipString(buf, i, end);
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > MAX_DEPTH) return -1;
+      i = skipSpace(buf, i + 1, end);
+      if (i >= end) return -1;
+      if (c === OPEN_BRACKET) {
+        openKinds[depth] = 0;
+        if (buf[i] !== CLOSE_BRACKET) continue; // its first value
+        i++;
+        depth--;
+      } else {
+        openKinds[depth] = 1;
+        openKeyBases[depth] = top;
+        if (buf[i] !== CLOSE_BRACE) {
+          i = member(buf, i, end, unique, depth, top);
+          if (i < 0) return -1;
+          if (unique) top = memberTop;
+          continue; // its value
+        }
+        i++;
+        depth--;
+      }
+    } else {
+      i = c === 0x74 ? skipWord(buf, i, end, 'true') : c === 0x66 ? skipWord(buf, i, end, 'false') : c === 0x6e ? skipWord(buf, i, end, 'null') : skipNumber(buf, i, end);
+    }
+    if (i < 0) return -1;
+    // A value ended at i: a comma and the next, or the end of its container (and maybe more).
+    for (;;) {
+      if (depth === outer) return i;
+      i = skipSpace(buf, i, end);
+      if (i >= end) return -1;
+      c = buf[i]!;
+      const isObject = openKinds[depth] === 1;
+      if (c === COMMA) {
+        i = skipSpace(buf, i + 1, end);
+        if (isObject) {
+          i = member(buf, i, end, unique, depth, top);
+          if (i < 0) return -1;
+          if (unique) top = memberTop;
+        }
+        break;
+      }
+      if (c !== (isObject ? CLOSE_BRACE : CLOSE_BRACKET)) return -1;
+      i++;
+      if (isObject) {
+        top = openKeyBases[depth]!;
+        if (unique && keySets.length > depth) keySets[depth] = null;
+      }
+      depth--;
+    }
   }
 }
 
+/** The key stack's top after `member` (set by it with `unique`). */
+let memberTop = 0;
+
 /**
- * Index just past the key whose opening quote is at `i`, or -1. With `plain`, a key with an
- * escape is refused too: the keys the caller compares are compared as written, so an escaped
- * spelling of one must not slip by.
+ * Index of the value of the member whose key's quote is at `i`, in the object open at `depth`
+ * (the key, its colon and spaces skipped), or -1. With `unique`, the key is refused when spelled
+ * with an escape or seen before in the object, else kept (memberTop: the stack's new top).
  */
-function skipKey(buf: Buffer, i: number, end: number, plain: boolean): number {
+function member(buf: Buffer, i: number, end: number, unique: boolean, depth: number, top: number): number {
   if (i >= end || buf[i] !== QUOTE) return -1;
-  const keyEnd = skipString(buf, i, end);
-  if (plain && keyEnd !== -1) for (let k = i + 1; k < keyEnd - 1; k++) if (buf[k] === BACKSLASH) return -1;
-  return keyEnd;
+  const keyAt = i;
+  i = unique ? skipPlainString(buf, i, end) : skipString(buf, i, end);
+  if (i < 0) return -1;
+  if (unique) {
+    const base = openKeyBases[depth]!;
+    if (top - base < 2 * MAX_COMPARED_KEYS) {
+      if (spannedBefore(buf, base, top, keyAt, i)) return -1;
+      keySpans[top++] = keyAt;
+      keySpans[top++] = i;
+    } else if (manyKeys(buf, depth, base, top, keyAt, i)) {
+      return -1;
+    }
+    memberTop = top;
+  }
+  if (i < end && buf[i] !== COLON) i = skipSpace(buf, i, end);
+  if (i >= end || buf[i] !== COLON) return -1;
+  return skipSpace(buf, i + 1, end);
+}
+
+/** Whether the key at `from`..`to` was seen before in an object of more than MAX_COMPARED_KEYS (kept in a Set from there). */
+function manyKeys(buf: Buffer, depth: number, base: number, top: number, from: number, to: number): boolean {
+  while (keySets.length <= depth) keySets.push(null);
+  let keys = keySets[depth]!;
+  if (keys === null) {
+    keys = new Set<string>();
+    for (let k = base; k < top; k += 2) keys.add(buf.toString('latin1', keySpans[k]!, keySpans[k + 1]!));
+    keySets[depth] = keys;
+  }
+  const key = buf.toString('latin1', from, to);
+  if (keys.has(key)) return true;
+  keys.add(key);
+  return false;
 }
 
 /** The index of the value after the key ending at `keyEnd` (its colon and spaces skipped), or -1. */
@@ -217,6 +261,12 @@ function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
   return skipSpace(buf, i + 1, end);
 }
 
+/** Index just past the key whose opening quote is at `i`, plain (no escape), or -1. */
+function skipKey(buf: Buffer, i: number, end: number): number {
+  if (i >= end || buf[i] !== QUOTE) return -1;
+  return skipPlainString(buf, i, end);
+}
+
 /**
  * Whether `buf` is one JSON value, valid UTF-8, that every reader reads alike: no object in it
  * has a key twice (read last-wins by JSON.parse, first-wins by some parsers) or one spelled with
@@ -224,7 +274,7 @@ function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
  */
 export function readAlikeByAll(buf: Buffer): boolean {
   const end = buf.length;
-  keyTop = 0;
+  keySets = [];
   const at = skipValue(buf, skipSpace(buf, 0, end), end, 0, true);
   return at !== -1 && skipSpace(buf, at, end) === end && isUtf8(buf);
 }
@@ -273,7 +323,7 @@ function plainResultAt(buf: Buffer, idText: string): number {
   let resultAt = -1;
   for (;;) {
     const keyStart = i + 1;
-    const afterKey = skipKey(buf, i, end, true);
+    const afterKey = skipKey(buf, i, end);
     if (afterKey === -1) return -1;
     const keyEnd = afterKey - 1; // its closing quote
     const valueStart = valueAfter(buf, afterKey, end);
@@ -286,7 +336,7 @@ function plainResultAt(buf: Buffer, idText: string): number {
       if (members === null) return -1;
       i = members.end;
     } else {
-      i = skipValue(buf, valueStart, end, 1);
+      i = skipValue(buf, valueStart, end, 1, false);
       if (i === -1) return -1;
       if (bytesAre(buf, keyStart, keyEnd, 'jsonrpc')) {
         bit = 1;
@@ -317,11 +367,11 @@ function resultMembers(buf: Buffer, at: number, end: number): { end: number; cou
   if (i < end && buf[i] === CLOSE_BRACE) return { end: i + 1, count: 0 };
   let count = 0;
   for (;;) {
-    const afterKey = skipKey(buf, i, end, true);
+    const afterKey = skipKey(buf, i, end);
     if (afterKey === -1 || bytesAre(buf, i + 1, afterKey - 1, 'resultType')) return null;
     const valueStart = valueAfter(buf, afterKey, end);
     if (valueStart === -1) return null;
-    i = skipValue(buf, valueStart, end, 2);
+    i = skipValue(buf, valueStart, end, 2, false);
     if (i === -1) return null;
     count++;
     i = skipSpace(buf, i, end);
