@@ -1,9 +1,10 @@
 /**
  * A JSON object with a key twice is read last-wins by the gateway (JSON.parse) and first-wins by
  * some backends' and clients' parsers. Whatever the gateway or a plugin decided on a message must
- * be what the other side reads: the backend gets the message as the gateway parsed it (never the
- * client's bytes) whenever routing or a hook looked at it, and the client gets a response as the
- * hooks passed it.
+ * be what the other side reads: whenever routing or a hook looked at it, the backend gets the
+ * message as the gateway parsed it, or the client's own bytes only where every reader reads them
+ * alike (no key twice, none spelled with an escape); the client gets a response as the hooks
+ * passed it.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -96,6 +97,29 @@ describe('a key sent twice reaches no one in a form nobody checked', () => {
       const sent = callsSince(alpha, from);
       assert.equal(sent.length, 1);
       assert.doesNotMatch(sent[0]!, /crash/, 'the excluded name is not on the backend wire');
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('aggregated mode, names unchanged: bytes every reader reads alike go as the client wrote them; a key spelled with an escape is written anew', async () => {
+    const gateway = await startTestGateway({
+      backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
+      config: 'aggregation: {conflictResolution: priority, conflictResolutionConfig: {priorityOrder: [alpha, beta]}}, operational: {failureHandling: {healthCheckInterval: 0s}}',
+    });
+    try {
+      const headers = await session(gateway.url);
+      const spaced = '{ "params": { "arguments": { "text": "hi" }, "name": "echo" }, "id": 7, "method": "tools/call", "jsonrpc": "2.0" }';
+      let from = alpha.received.length;
+      assert.equal((await post(gateway.url, spaced, headers)).status, 200);
+      assert.deepEqual(callsSince(alpha, from), [spaced], 'the client\'s bytes, spacing and order as written');
+      const escaped = '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"n\\u0061me":"echo","arguments":{"text":"hi"}}}';
+      from = alpha.received.length;
+      assert.equal((await post(gateway.url, escaped, headers)).status, 200);
+      const sent = callsSince(alpha, from);
+      assert.equal(sent.length, 1);
+      assert.doesNotMatch(sent[0]!, /\\u0061/, 'an escaped key is not passed on as written');
+      assert.equal((JSON.parse(sent[0]!) as { params: { name: string } }).params.name, 'echo');
     } finally {
       await gateway.stop();
     }

@@ -11,7 +11,8 @@ import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError, rpcErrorResponse } from '../../base/errors.ts';
 import { respond } from '../../server/respond.ts';
 import { isPromise } from '../../base/thenable.ts';
-import { isModernVersion } from '../../protocol/era.ts';
+import { isModernVersion, towardLegacy } from '../../protocol/era.ts';
+import { readAlikeByAll } from '../../protocol/json-scan.ts';
 import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import { answer, answerError, INTERNAL_ERROR, INVALID_PARAMS } from './answer.ts';
@@ -122,9 +123,10 @@ export class CallRouting implements RouteListener<RoutedExchange> {
 
   #send(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, request: JsonRpcRequest, mayRetry: boolean): HookOutcome | Promise<HookOutcome> {
     if (isModernVersion(backend.protocolVersion) && (request.method === 'resources/subscribe' || request.method === 'resources/unsubscribe')) return this.#subscribeModern(ctx, session, link, request);
-    // Written anew from the parsed message, never the client's bytes: the backend must run what
-    // was routed and checked (a body with a key twice, `"name":"hidden","name":"allowed"`, is read
-    // last-wins here but first-wins by some backends' parsers). In the backend's era.
+    // The backend must run what was routed and checked: the client's bytes only where every
+    // reader reads them as JSON.parse did here (#clientBytes; a body with a key twice,
+    // `"name":"hidden","name":"allowed"`, is read last-wins here but first-wins by some backends'
+    // parsers), else written anew from the parsed message. In the backend's era.
     const spliced = this.#clientBytes(ctx, session, request, backend);
     const sent = spliced === null ? forBackend(request, backend, ctx.envelope ?? (isModernVersion(backend.protocolVersion) ? session.envelope : GATEWAY_ENVELOPE)) : request;
     const body = spliced ?? Buffer.from(JSON.stringify(sent));
@@ -134,14 +136,18 @@ export class CallRouting implements RouteListener<RoutedExchange> {
   }
 
   /**
-   * A modern client's request for a legacy backend as the client's own bytes, the envelope cut
-   * out (EnvelopeTails), when nothing else is to change: it is the request the client sent
-   * (no name rewritten) and no hook sees messages (with onMessage or onResponse hooks, the
-   * backend gets what the hooks saw, written anew). Null: the parsed message, written anew.
+   * The client's own bytes for a legacy backend, when nothing is to change: the request is the one
+   * the client sent (no name rewritten), no hook sees messages (with onMessage or onResponse
+   * hooks, the backend gets what the hooks saw, written anew), and every reader reads the bytes
+   * as JSON.parse did (json-scan.ts: no key twice, none spelled with an escape). A modern
+   * client's has its envelope cut out (EnvelopeTails); a legacy client's goes as it came when
+   * towardLegacy leaves it alone (no modern envelope in its `_meta`). Writing the message anew
+   * costs several times the scan. Null: the parsed message, written anew.
    */
   #clientBytes(ctx: Context, session: AggregatedSession, request: JsonRpcRequest, backend: BackendSessionRecord): Buffer | null {
-    if (ctx.envelope === null || request !== ctx.message || ctx.body === null || this.#o.chain.seesMessages || isModernVersion(backend.protocolVersion)) return null;
-    return session.envelopeTails.cut(request, ctx.body);
+    if (request !== ctx.message || ctx.body === null || this.#o.chain.seesMessages || isModernVersion(backend.protocolVersion)) return null;
+    if (ctx.envelope !== null) return session.envelopeTails.cut(request, ctx.body);
+    return towardLegacy(request) === request && readAlikeByAll(ctx.body) ? ctx.body : null;
   }
 
   #withHeaders(ctx: Context, session: AggregatedSession, link: BackendLink, backend: BackendSessionRecord, body: Buffer, mayRetry: boolean, headers: string[] | GatewayError): HookOutcome | Promise<HookOutcome> {
