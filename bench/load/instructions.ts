@@ -23,7 +23,10 @@
  * of the anonymous row it landed in three windows of five (142k, 189k, 195k, 155k, 145k). What
  * disturbs a window only adds to it: the least window is the row's settled request, which a
  * native run's hundred thousand requests dilute the rest into. Scavenges, which come every few
- * hundred requests, are in every window.
+ * hundred requests, are in every window; most find almost nothing alive, but now and then one
+ * finds much (and promotes it), some 70 million instructions at once: in one run of the
+ * anonymous row such a scavenge landed in all five windows of 2,000 (177k-248k, where a clean
+ * window reads 141k). Ten windows of 1,000 leave it fewer windows to spoil.
  *
  * What it does not count: the kernel. A proxy's socket reads and writes are a large part of its
  * CPU time (see bench/results/profiles/), and they are the same for every row that relays the
@@ -32,7 +35,7 @@
  * arrive together (wrk's 32 connections do batch).
  *
  * Environment: BENCH_ROWS (name filter, selection.ts), BENCH_INSTRUCTION_REQUESTS (N, default
- * 10,000), BENCH_INSTRUCTION_WINDOWS (W, default 5), BENCH_INSTRUCTION_WARMUP (default 50,000),
+ * 10,000), BENCH_INSTRUCTION_WINDOWS (W, default 10), BENCH_INSTRUCTION_WARMUP (default 50,000),
  * BENCH_INSTRUCTION_KEEP (a directory: each row's
  * callgrind files are copied there, `row-<i>/cg.<pid>`, for callgrind_annotate, with each node
  * process's `perf-<pid>.map`, which names the JIT code callgrind shows as bare addresses; by
@@ -317,7 +320,7 @@ function copyDumps(from: string, to: string): void {
 
 /** Runs the selected load rows under callgrind, one after the other. */
 export async function runLoadInstructions(): Promise<LoadInstructionsReport> {
-  const windows = envNumber('BENCH_INSTRUCTION_WINDOWS', 5, 1);
+  const windows = envNumber('BENCH_INSTRUCTION_WINDOWS', 10, 1);
   const requests = envNumber('BENCH_INSTRUCTION_REQUESTS', 10_000, windows);
   const warmup = envNumber('BENCH_INSTRUCTION_WARMUP', 50_000, 0);
   installCleanupHandlers();
