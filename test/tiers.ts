@@ -29,6 +29,7 @@ export const UNIT: readonly string[] = [
   'test/aggregate/declarations.test.ts',
   'test/aggregate/ids.test.ts',
   'test/aggregate/naming.test.ts',
+  'test/aggregate/record-for.test.ts',
   'test/aggregate/resume-tickets.test.ts',
   'test/aggregate/shared-declarations.test.ts',
   'test/aggregate/uri-template.test.ts',

@@ -20,6 +20,29 @@ import { isPromise } from '../base/thenable.ts';
 
 /** `record` as seen by a generation whose backends are `names`; the same object when nothing differs. */
 export function recordFor(record: SessionRecord, names: ReadonlySet<string>): SessionRecord {
+  return namesAlike(record, names) ? record : adjusted(record, names);
+}
+
+/**
+ * Whether the record names exactly `names`, joined or missing (it does unless the configuration
+ * changed since it was made): checked on every request without building an array.
+ */
+function namesAlike(record: SessionRecord, names: ReadonlySet<string>): boolean {
+  let count = 0;
+  for (const name in record.backends) {
+    if (!names.has(name)) return false;
+    count++;
+  }
+  const missing = record.missing;
+  for (let i = 0; i < missing.length; i++) {
+    const name = missing[i]!;
+    if (!names.has(name) || record.backends[name] !== undefined || missing.indexOf(name) !== i) return false;
+    count++;
+  }
+  return count === names.size;
+}
+
+function adjusted(record: SessionRecord, names: ReadonlySet<string>): SessionRecord {
   const joined = Object.keys(record.backends);
   const gone = joined.filter((name) => !names.has(name));
   const added = [...names].filter((name) => record.backends[name] === undefined && !record.missing.includes(name));
