@@ -11,7 +11,8 @@
 import * as client from 'openid-client';
 import type { VerifiedToken } from './contract.ts';
 import { invalidToken, issuerUnavailable } from './errors.ts';
-import { reasonOf, type IssuerHttp } from './issuer-http.ts';
+import { reasonOf } from './fetch-reason.ts';
+import type { IssuerHttp } from './issuer-http.ts';
 
 export interface IntrospectionExpectations {
   readonly issuer: string;

@@ -21,6 +21,7 @@ import { rootCertificates } from 'node:tls';
 import { Agent, fetch as undiciFetch } from 'undici';
 // Only the address guard, not the whole core: this thread needs nothing else of it.
 import { guardedLookup } from '@gatehouse-mcp/gateway/address-guard';
+import { reasonOf } from './fetch-reason.ts';
 
 /** An IssuerHttp's agent: what undici needs to connect as the issuer rules say. */
 export interface AgentSpec {
@@ -57,12 +58,6 @@ export type FromWorker =
   | { readonly type: 'closed'; readonly agent: number };
 
 /** The deepest cause's message: undici wraps network errors in "fetch failed". */
-function reasonOf(err: unknown): string {
-  let current: unknown = err;
-  for (let depth = 0; depth < 4 && current instanceof Error && current.cause !== undefined; depth++) current = current.cause;
-  return current instanceof Error ? current.message : String(current);
-}
-
 function isTimeout(err: unknown): boolean {
   return err instanceof Error && (err.name === 'TimeoutError' || (err.cause instanceof Error && err.cause.name === 'TimeoutError'));
 }

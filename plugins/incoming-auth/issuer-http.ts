@@ -14,6 +14,7 @@ import diagnostics from 'node:diagnostics_channel';
 import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { CHANNELS, isLoopbackHost, OutboundRecord, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
+import { reasonOf } from './fetch-reason.ts';
 import type { AgentSpec, FailedPhase, FetchSpec, FromWorker, ToWorker } from './issuer-http-worker.ts';
 
 export interface IssuerHttpOptions {
@@ -395,9 +396,3 @@ function requestBody(body: unknown, headers: Record<string, string>): string | U
   throw new TypeError(`an issuer request body must be a string, URLSearchParams or bytes (got ${Object.prototype.toString.call(body)})`);
 }
 
-/** A short reason for a failed fetch: the deepest cause's message (undici wraps them in "fetch failed"). */
-export function reasonOf(err: unknown): string {
-  let current: unknown = err;
-  for (let depth = 0; depth < 4 && current instanceof Error && current.cause !== undefined; depth++) current = current.cause;
-  return current instanceof Error ? current.message : String(current);
-}

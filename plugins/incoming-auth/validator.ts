@@ -21,7 +21,8 @@ import type { TokenValidator, TokenValidatorOptions, VerifiedToken } from './con
 import { discoverIssuer, type IssuerMetadata } from './discovery.ts';
 import { invalidToken, issuerUnavailable } from './errors.ts';
 import { Introspector } from './introspection.ts';
-import { IssuerHttp, reasonOf } from './issuer-http.ts';
+import { reasonOf } from './fetch-reason.ts';
+import { IssuerHttp } from './issuer-http.ts';
 import { JwksCache } from './jwks-cache.ts';
 import { jwtParts, JwtCheck, UnknownKeyError, type JwtExpectations } from './jwt.ts';
 import type { KeySet } from './key-set.ts';

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import { guardedLookup, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
-import { reasonOf } from '../../incoming-auth/issuer-http.ts';
+import { reasonOf } from '../../incoming-auth/fetch-reason.ts';
 
 export interface PeerHttpOptions {
   /** The peer's base URL: its origin is the only one requests go to and the token is sent to. */
