@@ -100,6 +100,20 @@ function skipNumber(buf: Buffer, i: number, end: number): number {
   return i;
 }
 
+/**
+ * A number every reader reads as JSON.parse does (skipNumber's index, or -1): at most 15
+ * characters and no exponent. A longer integer is read exactly by some parsers (Python's int)
+ * and rounded by JSON.parse (9007199254740993 is ...992 to the gateway), a long fraction exactly
+ * by decimal readers, an exponent may overflow (1e400 is Infinity here): a decision made on the
+ * value JSON.parse read must be about the value the backend runs, so such bytes are written anew.
+ */
+function skipExactNumber(buf: Buffer, i: number, end: number): number {
+  const at = skipNumber(buf, i, end);
+  if (at - i > 15) return -1;
+  for (let k = i; k < at; k++) if (buf[k] === 0x65 || buf[k] === 0x45) return -1;
+  return at;
+}
+
 /** Index just past `word` (ASCII) at `i`, or -1. */
 function skipWord(buf: Buffer, i: number, end: number, word: string): number {
   if (i + word.length > end) return -1;
@@ -180,7 +194,7 @@ function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: b
         depth--;
       }
     } else {
-      i = c === 0x74 ? skipWord(buf, i, end, 'true') : c === 0x66 ? skipWord(buf, i, end, 'false') : c === 0x6e ? skipWord(buf, i, end, 'null') : skipNumber(buf, i, end);
+      i = c === 0x74 ? skipWord(buf, i, end, 'true') : c === 0x66 ? skipWord(buf, i, end, 'false') : c === 0x6e ? skipWord(buf, i, end, 'null') : unique ? skipExactNumber(buf, i, end) : skipNumber(buf, i, end);
     }
     if (i < 0) return -1;
     // A value ended at i: a comma and the next, or the end of its container (and maybe more).
@@ -270,7 +284,8 @@ function skipKey(buf: Buffer, i: number, end: number): number {
 /**
  * Whether `buf` is one JSON value, valid UTF-8, that every reader reads alike: no object in it
  * has a key twice (read last-wins by JSON.parse, first-wins by some parsers) or one spelled with
- * an escape (which may spell another key). Bytes that pass may go on as they came.
+ * an escape (which may spell another key), and no number is one JSON.parse rounds or overflows
+ * (skipExactNumber). Bytes that pass may go on as they came.
  */
 export function readAlikeByAll(buf: Buffer): boolean {
   const end = buf.length;

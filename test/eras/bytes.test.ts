@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EnvelopeTails, META, towardLegacy } from '../../core/protocol/era.ts';
-import { completeResultBytes, isPlainResult } from '../../core/protocol/json-scan.ts';
+import { completeResultBytes, isPlainResult, readAlikeByAll } from '../../core/protocol/json-scan.ts';
 import type { JsonRpcRequest } from '../../core/protocol/jsonrpc.ts';
 
 const complete = (text: string, id = '7'): string | null => completeResultBytes(Buffer.from(text), id)?.toString() ?? null;
@@ -178,6 +178,15 @@ describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () 
       assert.equal(cut(tails, message, head + meta), null, head);
     }
     assert.ok(cut(tails, message, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":{"name":1},"b":{"name":2}}' + meta) !== null, 'one key in two objects is no key twice');
+  });
+
+  it('passes no number some reader reads otherwise than JSON.parse: past 15 characters, or with an exponent', () => {
+    const call = (n: string): Buffer => Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":${n}}}}`);
+    for (const n of ['0', '-1', '12.5', '999999999999999', '-99999999999999', '0.123456789012']) assert.equal(readAlikeByAll(call(n)), true, n);
+    for (const n of ['9007199254740993', '1e400', '1E2', '2e-3', '0.1234567890123456', '-9999999999999999']) assert.equal(readAlikeByAll(call(n)), false, n);
+    assert.equal(readAlikeByAll(Buffer.from('{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}')), false, 'an id too');
+    // An answer's numbers are not the gateway's to decide on: they pass as the backend wrote them.
+    assert.ok(completeResultBytes(Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"n":9007199254740993,"e":1e400}}'), '1') !== null);
   });
 
   it('tells keys apart in objects of any size: same-length keys, a key twice past the first sixteen, in nested and sibling objects', () => {

@@ -120,6 +120,16 @@ describe('a key sent twice reaches no one in a form nobody checked', () => {
       assert.equal(sent.length, 1);
       assert.doesNotMatch(sent[0]!, /\\u0061/, 'an escaped key is not passed on as written');
       assert.equal((JSON.parse(sent[0]!) as { params: { name: string } }).params.name, 'echo');
+      // A number JSON.parse rounds: the backend gets the value the gateway decided on.
+      from = alpha.received.length;
+      await post(gateway.url, '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi","n":9007199254740993}}}', headers);
+      assert.match(callsSince(alpha, from)[0] ?? '', /"n":9007199254740992\b/);
+      // A modern envelope key a legacy client put in `_meta` is taken out (towardLegacy), its other keys kept.
+      from = alpha.received.length;
+      const enveloped = await post(gateway.url, '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"progressToken":3}}}', headers);
+      assert.equal(enveloped.status, 200);
+      const meta = (JSON.parse(callsSince(alpha, from)[0] ?? '{}') as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+      assert.deepEqual(meta, { progressToken: 3 });
     } finally {
       await gateway.stop();
     }
