@@ -152,7 +152,7 @@ function spannedBefore(buf: Buffer, base: number, top: number, from: number, to:
 }
 
 /** Keys of objects with more than MAX_COMPARED_KEYS, by depth (rare: made when needed). */
-let keySets: (Set<string> | null)[] = [];
+const keySets: (Set<string> | null)[] = [];
 
 /**
  * Index just past the JSON value at `i` (no leading space), checked whole, or -1: when it is not
@@ -289,7 +289,8 @@ function skipKey(buf: Buffer, i: number, end: number): number {
  */
 export function readAlikeByAll(buf: Buffer): boolean {
   const end = buf.length;
-  keySets = [];
+  // Objects end by clearing their own Set; only a scan that gave up midway can leave one here.
+  if (keySets.length !== 0) keySets.length = 0;
   const at = skipValue(buf, skipSpace(buf, 0, end), end, 0, true);
   return at !== -1 && skipSpace(buf, at, end) === end && isUtf8(buf);
 }
