@@ -12,8 +12,9 @@
  * times faster) until V8's optimising compiler has settled; counting is turned on, the counters
  * zeroed (by a dump, whose file shows it was done), and N sequential requests are sent on one
  * keep-alive connection in W windows, each dumped. A window's instructions per request = its
- * dumps' total (every process of the row: nginx's worker, a gateway's workers) ÷ its requests;
- * the row's figure is its least window.
+ * dumps' total (every process of the row: nginx's worker, a gateway's workers) ÷ its requests.
+ * The row's figure is its least window without the garbage collector, plus the collector's
+ * instructions per request over all windows (instruction-profile.ts, collectorInstructions).
  *
  * Why so: with 3,000 warm-up requests, a quarter of the counted instructions were the optimising
  * compiler, and the bearer rows did not repeat. Natively a gateway stops compiling after some
@@ -26,7 +27,13 @@
  * hundred requests, are in every window; most find almost nothing alive, but now and then one
  * finds much (and promotes it), some 70 million instructions at once: in one run of the
  * anonymous row such a scavenge landed in all five windows of 2,000 (177k-248k, where a clean
- * window reads 141k). Ten windows of 1,000 leave it fewer windows to spoil.
+ * window reads 141k). Ten windows of 1,000 leave it fewer windows to spoil. But an ordinary
+ * scavenge comes every thousand requests or so (some 4 million instructions, with the socket
+ * buffers it frees): a window of 1,000 holds one or none, so the least window was, for some
+ * rows, one that had none, and for others not: rows ~3 % apart for nothing (in one run, two rows
+ * of nearly the same work read 142.0k and 143.5k). So the collector is taken apart: the least
+ * window of what remains (the mutator's settled request) plus the collector's share, averaged
+ * over every counted request, which a window's luck does not move.
  *
  * What it does not count: the kernel. A proxy's socket reads and writes are a large part of its
  * CPU time (see bench/results/profiles/), and they are the same for every row that relays the
@@ -53,7 +60,7 @@ import { processTree } from './cpu.ts';
 import { slug } from '../profile/files.ts';
 import { REPO_ROOT } from './checkout.ts';
 import { checkRequest, envNumber, openSession, RESULTS_DIR, rowRequest } from './harness.ts';
-import { instructionProfile, instructionProfileMarkdown } from './instruction-profile.ts';
+import { collectorInstructions, instructionProfile, instructionProfileMarkdown } from './instruction-profile.ts';
 import { installCleanupHandlers, onCleanup, setChildWrapper, stopAll, type ChildWrapper } from './process.ts';
 import { rows as allRows } from './rows.ts';
 import { selectedRows } from './selection.ts';
@@ -65,10 +72,12 @@ export interface RowInstructions {
   readonly status: 'ok' | 'unavailable' | 'failed';
   readonly reason: string | null;
   readonly requests: number;
-  /** The least of the windows' instructions per request. */
+  /** The least window's instructions per request besides the garbage collector, plus the collector's per request over all windows. */
   readonly instructionsPerRequest: number | null;
   /** Each window's instructions per request, in order. */
   readonly windows: readonly number[];
+  /** The garbage collector's part of each window, per request. */
+  readonly collectorWindows: readonly number[];
 }
 
 export interface LoadInstructionsReport {
@@ -176,26 +185,48 @@ async function callgrindControl(client: RowClient, ...args: string[]): Promise<v
   }
 }
 
+/** The instructions of one window: all of them, and the garbage collector's part. */
+export interface DumpCount {
+  readonly instructions: number;
+  readonly collector: number;
+}
+
 /**
  * The total of the dumps named `trigger` in `dir` of every process of `pids` (callgrind writes a
  * process's n-th dump to `cg.<pid>.<n>`), or null while one of them has none. A process dumped
  * twice under one name counts both: a dump zeroes the counters, so the second holds only what
  * ran after the first.
  */
-export function dumpTotal(dir: string, pids: readonly string[], trigger: string): number | null {
-  const totals = new Map<string, number>();
+export function dumpTotal(dir: string, pids: readonly string[], trigger: string): DumpCount | null {
+  const seen = new Set<string>();
+  let instructions = 0;
+  let collector = 0;
   for (const file of readdirSync(dir)) {
     const pid = /^cg\.(\d+)\.\d+$/.exec(file)?.[1];
     if (pid === undefined || !pids.includes(pid)) continue;
     const text = readFileSync(join(dir, file), 'utf8');
     if (!text.includes(`desc: Trigger: dump ${trigger}\n`)) continue;
     const m = /^totals: (\d+)/m.exec(text) ?? /^summary: (\d+)/m.exec(text);
-    if (m !== null) totals.set(pid, (totals.get(pid) ?? 0) + Number(m[1]));
+    if (m === null) continue;
+    seen.add(pid);
+    instructions += Number(m[1]);
+    collector += collectorInstructions(text);
   }
-  if (totals.size < pids.length) return null;
-  let total = 0;
-  for (const value of totals.values()) total += value;
-  return total;
+  return seen.size < pids.length ? null : { instructions, collector };
+}
+
+/**
+ * A row's figure from its windows of equal size (per request; `collector`, the garbage
+ * collector's part of each): the least window without the collector, plus the collector's mean.
+ */
+export function rowFigure(windows: readonly number[], collector: readonly number[]): number {
+  let least = Infinity;
+  let collected = 0;
+  for (let w = 0; w < windows.length; w++) {
+    least = Math.min(least, windows[w]! - collector[w]!);
+    collected += collector[w]!;
+  }
+  return least + collected / windows.length;
 }
 
 /**
@@ -204,7 +235,7 @@ export function dumpTotal(dir: string, pids: readonly string[], trigger: string)
  * came, and its count would have silently included the warm-up had it been a zeroing), so the
  * command is sent again, up to three times, while a file is missing after 10 s.
  */
-async function dumpCounters(client: RowClient, dir: string, pids: readonly string[], trigger: string): Promise<number> {
+async function dumpCounters(client: RowClient, dir: string, pids: readonly string[], trigger: string): Promise<DumpCount> {
   for (let attempt = 0; attempt < 3; attempt++) {
     await callgrindControl(client, `--dump=${trigger}`, ...pids);
     for (let wait = 0; wait < 50; wait++) {
@@ -224,14 +255,15 @@ interface CountSettings {
 
 async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountSettings): Promise<RowInstructions> {
   const { warmup, requests, windows: count } = settings;
-  const result = (status: RowInstructions['status'], reason: string | null, windows: number[] = []): RowInstructions => ({
+  const result = (status: RowInstructions['status'], reason: string | null, windows: number[] = [], collector: number[] = []): RowInstructions => ({
     name: row.name,
     role: row.role,
     status,
     reason,
     requests,
-    instructionsPerRequest: windows.length === 0 ? null : Math.min(...windows),
+    instructionsPerRequest: windows.length === 0 ? null : rowFigure(windows, collector),
     windows,
+    collectorWindows: collector,
   });
   mkdirSync(dir, { recursive: true });
   process.stderr.write(`▶ ${row.name}: starting under callgrind\n`);
@@ -260,17 +292,22 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
     await dumpCounters(client, dir, pids, 'warm');
     const size = Math.ceil(requests / count);
     const windows: number[] = [];
+    const collector: number[] = [];
     for (let w = 0; w < count; w++) {
       await client.sequential(size);
-      const perRequest = (await dumpCounters(client, dir, pids, `${DUMP}-${w + 1}`)) / size;
+      const counted = await dumpCounters(client, dir, pids, `${DUMP}-${w + 1}`);
+      const perRequest = counted.instructions / size;
       if (perRequest < 1_000) throw new Error(`callgrind counted ${Math.round(perRequest)} instructions a request: its instrumentation did not turn on`);
       windows.push(perRequest);
+      collector.push(counted.collector / size);
     }
-    // The profile of the window the figure is: the settled request, as the table has it.
-    writeRowProfile(row.name, dir, `${DUMP}-${windows.indexOf(Math.min(...windows)) + 1}`, size);
-    const shown = windows.map((v) => Math.round(v).toLocaleString('en-US')).join(', ');
-    process.stderr.write(`  ${Math.round(Math.min(...windows)).toLocaleString('en-US')} instructions/request (the least of ${shown})\n`);
-    return result('ok', null, windows);
+    // The profile of the window the figure stands on: the settled request, as the table has it.
+    const mutator = windows.map((v, w) => v - collector[w]!);
+    writeRowProfile(row.name, dir, `${DUMP}-${mutator.indexOf(Math.min(...mutator)) + 1}`, size);
+    const n = (v: number): string => Math.round(v).toLocaleString('en-US');
+    const collected = collector.reduce((a, b) => a + b, 0) / count;
+    process.stderr.write(`  ${n(rowFigure(windows, collector))} instructions/request: ${n(Math.min(...mutator))} besides the collector in the least window, ${n(collected)} collecting (windows: ${windows.map(n).join(', ')})\n`);
+    return result('ok', null, windows, collector);
   } catch (err) {
     return result('failed', err instanceof Error ? err.message : String(err));
   } finally {
@@ -360,18 +397,19 @@ export function instructionsMarkdown(report: LoadInstructionsReport): string {
     'Generated by `npm run bench -- --load-instructions-only` (bench/load/instructions.ts): run it again rather than edit this file.',
     '',
     `- Date: ${report.date}; Node ${report.node}; ${report.valgrind}; Linux ${report.kernel}`,
-    `- Per row: ${report.warmup} sequential requests to warm up (uninstrumented), then ${report.requests} counted in ${report.windows} windows, one at a time on one connection; a row's figure is its least window (what disturbs a window, V8 recompiling, only adds), and the range shows how far the windows spread`,
+    `- Per row: ${report.warmup} sequential requests to warm up (uninstrumented), then ${report.requests} counted in ${report.windows} windows, one at a time on one connection; a row's figure is its least window (what disturbs a window, V8 recompiling, only adds) without the garbage collector, plus the collector's instructions per request over all windows (a scavenge every thousand requests or so: a window holds one or none); the range shows how far the windows spread`,
     '- User-space instructions of every process of the row (callgrind; node with `--single-threaded --no-memory-reducer`); the kernel is not counted',
     '',
-    `| row | instructions/request | windows | ${bases.map(([name]) => name).join(' | ')} |`,
-    `|---|---:|---:|${bases.map(() => '---:').join('|')}|`,
+    `| row | instructions/request | of which collecting garbage | windows | ${bases.map(([name]) => name).join(' | ')} |`,
+    `|---|---:|---:|---:|${bases.map(() => '---:').join('|')}|`,
   ];
   for (const row of report.rows) {
     const value = row.instructionsPerRequest;
     const shown = value === null ? `${row.status}: ${(row.reason ?? '').split('\n')[0]}` : Math.round(value).toLocaleString('en-US');
     const thousands = (v: number): string => `${Math.round(v / 1000)}k`;
     const range = row.windows.length === 0 ? '–' : `${thousands(Math.min(...row.windows))}–${thousands(Math.max(...row.windows))}`;
-    lines.push(`| ${row.name} | ${shown} | ${range} | ${bases.map(([, base]) => ratio(value, base)).join(' | ')} |`);
+    const collected = row.collectorWindows.length === 0 ? '–' : Math.round(row.collectorWindows.reduce((x, y) => x + y, 0) / row.collectorWindows.length).toLocaleString('en-US');
+    lines.push(`| ${row.name} | ${shown} | ${collected} | ${range} | ${bases.map(([, base]) => ratio(value, base)).join(' | ')} |`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { instructionProfile, instructionProfileMarkdown, kindOf } from '../../bench/load/instruction-profile.ts';
+import { collectorInstructions, instructionProfile, instructionProfileMarkdown, kindOf } from '../../bench/load/instruction-profile.ts';
 
 /** A callgrind dump: `send` (JIT, at 0x2000) costs 300 itself and calls Builtins_LoadIC (costing 50) for 50 inclusive. */
 const dump = (trigger: string): string => `# callgrind format
@@ -65,6 +65,40 @@ describe('instruction profile of a load row', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('takes the garbage collector apart: the inclusive cost of the calls into Heap::CollectGarbage, once however it nests', () => {
+    const gc = 'v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags)';
+    const text = `# callgrind format
+events: Ir
+summary: 9000
+fn=(1) v8::internal::Factory::AllocateRaw(int)
+0 100
+cfn=(2) ${gc}
+calls=1 0
+0 5000
+fn=(3) Builtins_AllocateInYoungGeneration
+0 10
+cfn=(2)
+calls=2 0
+0 3000
+fn=(2)
+0 1000
+cfn=(4) v8::internal::ScavengerCollector::CollectGarbage()
+calls=1 0
+0 6000
+cfn=(2)
+calls=1 0
+0 700
+fn=(4)
+0 6000
+cfn=(5) free
+calls=40 0
+0 400
+`;
+    // 5000 + 3000 from outside; the collection the collector started itself (700) is inside them.
+    assert.equal(collectorInstructions(text), 8000);
+    assert.equal(collectorInstructions(text.replaceAll(gc, 'v8::internal::Heap::Other()')), 0);
   });
 
   it('sorts functions into kinds', () => {
