@@ -27,6 +27,7 @@ import { runHooks, type Chain } from './chain.ts';
 import type { AdminListenerConfig, ConnectionLimits, ServerEngine, ServerSettings } from '../config/server-settings.ts';
 import { Context } from '../plugin-api/context.ts';
 import { GatewayError, type AuthChallenge } from '../base/errors.ts';
+import { keepStringMethodsFast } from '../base/fast-string-methods.ts';
 import { ClientAddresses } from '../http/client-address.ts';
 import { preflightHeaders } from '../http/cors.ts';
 import { OriginGuard } from '../http/origin-guard.ts';
@@ -169,6 +170,8 @@ export class GatewayServer {
   }
 
   async listen(): Promise<AddressInfo> {
+    // Every static import has run by now, a subclass of String among them (fast-string-methods.ts).
+    keepStringMethodsFast();
     const { host, port } = this.#options;
     await listenOn(this.http, port, host);
     this.#address = this.http.address() as AddressInfo;

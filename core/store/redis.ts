@@ -19,6 +19,8 @@
  */
 import { isIP, type Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
+// ioredis declares a subclass of String: this keeps the string methods fast all the same.
+import '../base/fast-string-methods.ts';
 import type { Logger } from '../observe/log.ts';
 import type { RedisConnectionConfig } from '../config/redis-config.ts';
 import { trackRedisConnection, type RedisConnectionHealth } from '../observe/redis-health.ts';
