@@ -134,14 +134,20 @@ function selfCosts(text: string, map: PerfMap | null, root: string, into: Map<st
 /** The entry of V8's garbage collector: every scavenge and mark-compact runs inside a call to it. */
 const COLLECTOR_ENTRY = 'v8::internal::Heap::CollectGarbage(';
 
+/** The garbage collections of one callgrind dump: how many, and their instructions. */
+export interface Collections {
+  readonly count: number;
+  readonly instructions: number;
+}
+
 /**
- * The instructions one callgrind dump spent collecting garbage: the inclusive cost of its calls
- * into Heap::CollectGarbage (the collection, and what it frees: the backing stores of the
- * Buffers the sockets read into are returned to malloc there). A scavenge of a gateway comes
- * every thousand requests or so and costs some 4 million instructions: a window of 1,000
- * requests holds one or none, and reads 4,000 a request (~3 %) apart for that alone.
+ * The garbage collections of one callgrind dump: its calls into Heap::CollectGarbage and their
+ * inclusive cost (the collection, and what it frees: the backing stores of the Buffers the
+ * sockets read into are returned to malloc there). A scavenge of a gateway comes every thousand
+ * requests or so and costs some 4 million instructions: a window of 1,000 requests holds one or
+ * none, and reads 4,000 a request (~3 %) apart for that alone.
  */
-export function collectorInstructions(text: string): number {
+export function collections(text: string): Collections {
   const names = new Map<string, string>();
   const named = (ref: string): string => {
     const m = /^\((\d+)\)(?: (.*))?$/.exec(ref.trim());
@@ -152,6 +158,8 @@ export function collectorInstructions(text: string): number {
   let caller = '';
   let callee = '';
   let inCall = false;
+  let calls = 0;
+  let count = 0;
   let total = 0;
   for (const line of text.split('\n')) {
     if (line.startsWith('fn=')) {
@@ -160,16 +168,18 @@ export function collectorInstructions(text: string): number {
       callee = named(line.slice(4));
     } else if (line.startsWith('calls=')) {
       inCall = true;
+      calls = parseInt(line.slice(6), 10);
     } else if (inCall) {
       inCall = false;
       // A collection the collector itself started would be counted twice.
       if (callee.startsWith(COLLECTOR_ENTRY) && !caller.startsWith(COLLECTOR_ENTRY)) {
         const cost = Number(line.slice(line.lastIndexOf(' ') + 1));
         if (Number.isFinite(cost)) total += cost;
+        if (Number.isFinite(calls)) count += calls;
       }
     }
   }
-  return total;
+  return { count, instructions: total };
 }
 
 /**

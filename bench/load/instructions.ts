@@ -14,7 +14,7 @@
  * keep-alive connection in W windows, each dumped. A window's instructions per request = its
  * dumps' total (every process of the row: nginx's worker, a gateway's workers) ÷ its requests.
  * The row's figure is its least window without the garbage collector, plus the collector's
- * instructions per request over all windows (instruction-profile.ts, collectorInstructions).
+ * ordinary share of a request (instruction-profile.ts, `collections`; `collectorShare` below).
  *
  * Why so: with 3,000 warm-up requests, a quarter of the counted instructions were the optimising
  * compiler, and the bearer rows did not repeat. Natively a gateway stops compiling after some
@@ -32,8 +32,11 @@
  * buffers it frees): a window of 1,000 holds one or none, so the least window was, for some
  * rows, one that had none, and for others not: rows ~3 % apart for nothing (in one run, two rows
  * of nearly the same work read 142.0k and 143.5k). So the collector is taken apart: the least
- * window of what remains (the mutator's settled request) plus the collector's share, averaged
- * over every counted request, which a window's luck does not move.
+ * window of what remains (the mutator's settled request), plus collections per request over all
+ * windows times what the median collection costs. Not the collector's mean: now and then a
+ * collection costs many times the median (a mark-compact of the old generation, a scavenge that
+ * finds much alive: 150 million instructions, 150k a request in a window of 1,000), and like a
+ * window V8 recompiled in, it lands in one row's windows and not another's.
  *
  * What it does not count: the kernel. A proxy's socket reads and writes are a large part of its
  * CPU time (see bench/results/profiles/), and they are the same for every row that relays the
@@ -60,7 +63,7 @@ import { processTree } from './cpu.ts';
 import { slug } from '../profile/files.ts';
 import { REPO_ROOT } from './checkout.ts';
 import { checkRequest, envNumber, openSession, RESULTS_DIR, rowRequest } from './harness.ts';
-import { collectorInstructions, instructionProfile, instructionProfileMarkdown } from './instruction-profile.ts';
+import { collections, instructionProfile, instructionProfileMarkdown } from './instruction-profile.ts';
 import { installCleanupHandlers, onCleanup, setChildWrapper, stopAll, type ChildWrapper } from './process.ts';
 import { rows as allRows } from './rows.ts';
 import { selectedRows } from './selection.ts';
@@ -78,6 +81,8 @@ export interface RowInstructions {
   readonly windows: readonly number[];
   /** The garbage collector's part of each window, per request. */
   readonly collectorWindows: readonly number[];
+  /** The garbage collections in each window. */
+  readonly collectionWindows: readonly number[];
 }
 
 export interface LoadInstructionsReport {
@@ -185,10 +190,11 @@ async function callgrindControl(client: RowClient, ...args: string[]): Promise<v
   }
 }
 
-/** The instructions of one window: all of them, and the garbage collector's part. */
+/** The instructions of one window: all of them, and the garbage collector's part in how many collections. */
 export interface DumpCount {
   readonly instructions: number;
   readonly collector: number;
+  readonly collections: number;
 }
 
 /**
@@ -201,6 +207,7 @@ export function dumpTotal(dir: string, pids: readonly string[], trigger: string)
   const seen = new Set<string>();
   let instructions = 0;
   let collector = 0;
+  let collected = 0;
   for (const file of readdirSync(dir)) {
     const pid = /^cg\.(\d+)\.\d+$/.exec(file)?.[1];
     if (pid === undefined || !pids.includes(pid)) continue;
@@ -210,23 +217,37 @@ export function dumpTotal(dir: string, pids: readonly string[], trigger: string)
     if (m === null) continue;
     seen.add(pid);
     instructions += Number(m[1]);
-    collector += collectorInstructions(text);
+    const gc = collections(text);
+    collector += gc.instructions;
+    collected += gc.count;
   }
-  return seen.size < pids.length ? null : { instructions, collector };
+  return seen.size < pids.length ? null : { instructions, collector, collections: collected };
 }
 
 /**
- * A row's figure from its windows of equal size (per request; `collector`, the garbage
- * collector's part of each): the least window without the collector, plus the collector's mean.
+ * The garbage collector's ordinary share of a request, from windows of equal size (`collector`:
+ * its instructions per request in each, `collections`: how many in each): collections per
+ * window on average times the median collection's instructions (per request of a window).
  */
-export function rowFigure(windows: readonly number[], collector: readonly number[]): number {
-  let least = Infinity;
-  let collected = 0;
-  for (let w = 0; w < windows.length; w++) {
-    least = Math.min(least, windows[w]! - collector[w]!);
-    collected += collector[w]!;
+export function collectorShare(collector: readonly number[], collections: readonly number[]): number {
+  const each: number[] = [];
+  let count = 0;
+  for (let w = 0; w < collector.length; w++) {
+    count += collections[w]!;
+    if (collections[w]! > 0) each.push(collector[w]! / collections[w]!);
   }
-  return least + collected / windows.length;
+  if (each.length === 0) return 0;
+  each.sort((a, b) => a - b);
+  const mid = each.length >> 1;
+  const median = each.length % 2 === 1 ? each[mid]! : (each[mid - 1]! + each[mid]!) / 2;
+  return (count / collector.length) * median;
+}
+
+/** A row's figure from its windows (per request): the least window without the collector, plus the collector's ordinary share. */
+export function rowFigure(windows: readonly number[], collector: readonly number[], collections: readonly number[]): number {
+  let least = Infinity;
+  for (let w = 0; w < windows.length; w++) least = Math.min(least, windows[w]! - collector[w]!);
+  return least + collectorShare(collector, collections);
 }
 
 /**
@@ -255,15 +276,16 @@ interface CountSettings {
 
 async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountSettings): Promise<RowInstructions> {
   const { warmup, requests, windows: count } = settings;
-  const result = (status: RowInstructions['status'], reason: string | null, windows: number[] = [], collector: number[] = []): RowInstructions => ({
+  const result = (status: RowInstructions['status'], reason: string | null, windows: number[] = [], collector: number[] = [], collected: number[] = []): RowInstructions => ({
     name: row.name,
     role: row.role,
     status,
     reason,
     requests,
-    instructionsPerRequest: windows.length === 0 ? null : rowFigure(windows, collector),
+    instructionsPerRequest: windows.length === 0 ? null : rowFigure(windows, collector, collected),
     windows,
     collectorWindows: collector,
+    collectionWindows: collected,
   });
   mkdirSync(dir, { recursive: true });
   process.stderr.write(`▶ ${row.name}: starting under callgrind\n`);
@@ -293,6 +315,7 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
     const size = Math.ceil(requests / count);
     const windows: number[] = [];
     const collector: number[] = [];
+    const collected: number[] = [];
     for (let w = 0; w < count; w++) {
       await client.sequential(size);
       const counted = await dumpCounters(client, dir, pids, `${DUMP}-${w + 1}`);
@@ -300,14 +323,16 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
       if (perRequest < 1_000) throw new Error(`callgrind counted ${Math.round(perRequest)} instructions a request: its instrumentation did not turn on`);
       windows.push(perRequest);
       collector.push(counted.collector / size);
+      collected.push(counted.collections);
     }
     // The profile of the window the figure stands on: the settled request, as the table has it.
     const mutator = windows.map((v, w) => v - collector[w]!);
     writeRowProfile(row.name, dir, `${DUMP}-${mutator.indexOf(Math.min(...mutator)) + 1}`, size);
     const n = (v: number): string => Math.round(v).toLocaleString('en-US');
-    const collected = collector.reduce((a, b) => a + b, 0) / count;
-    process.stderr.write(`  ${n(rowFigure(windows, collector))} instructions/request: ${n(Math.min(...mutator))} besides the collector in the least window, ${n(collected)} collecting (windows: ${windows.map(n).join(', ')})\n`);
-    return result('ok', null, windows, collector);
+    process.stderr.write(
+      `  ${n(rowFigure(windows, collector, collected))} instructions/request: ${n(Math.min(...mutator))} besides the collector in the least window, ${n(collectorShare(collector, collected))} collecting (windows: ${windows.map(n).join(', ')}; collections: ${collected.join(', ')})\n`,
+    );
+    return result('ok', null, windows, collector, collected);
   } catch (err) {
     return result('failed', err instanceof Error ? err.message : String(err));
   } finally {
@@ -397,7 +422,7 @@ export function instructionsMarkdown(report: LoadInstructionsReport): string {
     'Generated by `npm run bench -- --load-instructions-only` (bench/load/instructions.ts): run it again rather than edit this file.',
     '',
     `- Date: ${report.date}; Node ${report.node}; ${report.valgrind}; Linux ${report.kernel}`,
-    `- Per row: ${report.warmup} sequential requests to warm up (uninstrumented), then ${report.requests} counted in ${report.windows} windows, one at a time on one connection; a row's figure is its least window (what disturbs a window, V8 recompiling, only adds) without the garbage collector, plus the collector's instructions per request over all windows (a scavenge every thousand requests or so: a window holds one or none); the range shows how far the windows spread`,
+    `- Per row: ${report.warmup} sequential requests to warm up (uninstrumented), then ${report.requests} counted in ${report.windows} windows, one at a time on one connection; a row's figure is its least window (what disturbs a window, V8 recompiling, only adds) without the garbage collector, plus the collector's ordinary share (collections per request over all windows × the median collection: a scavenge every thousand requests or so, so a window holds one or none, and a rare heavy one lands in one row and not another); the range shows how far the windows spread`,
     '- User-space instructions of every process of the row (callgrind; node with `--single-threaded --no-memory-reducer`); the kernel is not counted',
     '',
     `| row | instructions/request | of which collecting garbage | windows | ${bases.map(([name]) => name).join(' | ')} |`,
@@ -408,7 +433,7 @@ export function instructionsMarkdown(report: LoadInstructionsReport): string {
     const shown = value === null ? `${row.status}: ${(row.reason ?? '').split('\n')[0]}` : Math.round(value).toLocaleString('en-US');
     const thousands = (v: number): string => `${Math.round(v / 1000)}k`;
     const range = row.windows.length === 0 ? '–' : `${thousands(Math.min(...row.windows))}–${thousands(Math.max(...row.windows))}`;
-    const collected = row.collectorWindows.length === 0 ? '–' : Math.round(row.collectorWindows.reduce((x, y) => x + y, 0) / row.collectorWindows.length).toLocaleString('en-US');
+    const collected = row.collectorWindows.length === 0 ? '–' : Math.round(collectorShare(row.collectorWindows, row.collectionWindows)).toLocaleString('en-US');
     lines.push(`| ${row.name} | ${shown} | ${collected} | ${range} | ${bases.map(([, base]) => ratio(value, base)).join(' | ')} |`);
   }
   return `${lines.join('\n')}\n`;

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { collectorInstructions, instructionProfile, instructionProfileMarkdown, kindOf } from '../../bench/load/instruction-profile.ts';
+import { collections, instructionProfile, instructionProfileMarkdown, kindOf } from '../../bench/load/instruction-profile.ts';
 
 /** A callgrind dump: `send` (JIT, at 0x2000) costs 300 itself and calls Builtins_LoadIC (costing 50) for 50 inclusive. */
 const dump = (trigger: string): string => `# callgrind format
@@ -67,7 +67,7 @@ describe('instruction profile of a load row', () => {
     }
   });
 
-  it('takes the garbage collector apart: the inclusive cost of the calls into Heap::CollectGarbage, once however it nests', () => {
+  it('takes the garbage collector apart: the calls into Heap::CollectGarbage and their inclusive cost, once however they nest', () => {
     const gc = 'v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags)';
     const text = `# callgrind format
 events: Ir
@@ -96,9 +96,9 @@ cfn=(5) free
 calls=40 0
 0 400
 `;
-    // 5000 + 3000 from outside; the collection the collector started itself (700) is inside them.
-    assert.equal(collectorInstructions(text), 8000);
-    assert.equal(collectorInstructions(text.replaceAll(gc, 'v8::internal::Heap::Other()')), 0);
+    // 5000 + 3000 from outside, in 3 calls; the collection the collector started itself (700) is inside them.
+    assert.deepEqual(collections(text), { count: 3, instructions: 8000 });
+    assert.deepEqual(collections(text.replaceAll(gc, 'v8::internal::Heap::Other()')), { count: 0, instructions: 0 });
   });
 
   it('sorts functions into kinds', () => {

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { callgrindWrapper, dumpTotal, instructionsMarkdown, rowFigure, type LoadInstructionsReport } from '../../bench/load/instructions.ts';
+import { callgrindWrapper, collectorShare, dumpTotal, instructionsMarkdown, rowFigure, type LoadInstructionsReport } from '../../bench/load/instructions.ts';
 
 describe('load rows in instructions', () => {
   it('runs node single-threaded under callgrind, one output per process, and other programs as they are', () => {
@@ -25,7 +25,7 @@ describe('load rows in instructions', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-instructions-test-'));
     try {
       const dump = (trigger: string, total: number): string => `# callgrind format\nversion: 1\ndesc: Trigger: dump ${trigger}\n\nevents: Ir\nsummary: ${total}\n\nfn=(1) main\n1 ${total}\ntotals: ${total}\n`;
-      const count = (instructions: number, collector = 0) => ({ instructions, collector });
+      const count = (instructions: number) => ({ instructions, collector: 0, collections: 0 });
       writeFileSync(join(dir, 'cg.100'), '');
       writeFileSync(join(dir, 'cg.101'), '');
       writeFileSync(join(dir, 'cg.100.1'), dump('measured', 1_000_000));
@@ -41,17 +41,21 @@ describe('load rows in instructions', () => {
     }
   });
 
-  it('takes a row\'s figure as its least window without the garbage collector, plus the collector\'s mean over every window', () => {
-    // Windows of 1,000 with a scavenge (4,000 a request) in some and not others, one window disturbed by a recompile.
-    const windows = [144_000, 140_200, 190_000, 143_900];
-    const collector = [4_000, 0, 4_100, 4_000];
-    assert.equal(rowFigure(windows, collector), 139_900 + 3_025);
-    assert.equal(rowFigure([100], [0]), 100);
+  it('takes a row\'s figure as its least window without the garbage collector, plus collections per window × the median collection', () => {
+    // Windows of 1,000: a scavenge (about 4,000 a request) in most, none in one, a heavy collection
+    // in one (40,000), and one window V8 recompiled in.
+    const windows = [144_000, 140_200, 190_000, 143_900, 184_000];
+    const collector = [4_000, 0, 4_100, 3_900, 40_000];
+    const collections = [1, 0, 1, 1, 1];
+    assert.equal(collectorShare(collector, collections), (4 / 5) * 4_050);
+    assert.equal(rowFigure(windows, collector, collections), 140_000 + 3_240);
+    assert.equal(collectorShare([8_000], [2]), 8_000, 'two in one window: each is half');
+    assert.equal(rowFigure([100], [0], [0]), 100);
   });
 
   it('gives each row as a ratio to nginx, http-proxy, the HTTP floor and the anonymous gateway, and says why a row has no count', () => {
     const row = (name: string, perRequest: number | null, status: 'ok' | 'failed' = 'ok') =>
-      ({ name, role: 'subject', status, reason: status === 'ok' ? null : 'check request: HTTP 401\nmore', requests: 10, instructionsPerRequest: perRequest, windows: perRequest === null ? [] : [perRequest * 1.2, perRequest, perRequest], collectorWindows: perRequest === null ? [] : [0, 300, 0] }) as const;
+      ({ name, role: 'subject', status, reason: status === 'ok' ? null : 'check request: HTTP 401\nmore', requests: 10, instructionsPerRequest: perRequest, windows: perRequest === null ? [] : [perRequest * 1.2, perRequest, perRequest], collectorWindows: perRequest === null ? [] : [0, 300, 0], collectionWindows: perRequest === null ? [] : [0, 2, 0] }) as const;
     const report: LoadInstructionsReport = {
       date: '2026-11-29T00:00:00.000Z',
       node: 'v20',
