@@ -67,8 +67,9 @@ describe('load rows in instructions', () => {
       rows: [row('nginx', 50_000), row('http-proxy', 400_000), row('node floor (HTTP, llhttp both ways)', 100_000), row('gatehouse (anonymous, transparent)', 200_000), row('gatehouse (oidc, cached token)', 210_000), row('gatehouse (embedded AS)', null, 'failed')],
     };
     const text = instructionsMarkdown(report);
-    assert.match(text, /\| gatehouse \(oidc, cached token\) \| 210,000 \| 100 \| 210k–252k \| 4\.20 \| 0\.53 \| 2\.10 \| 1\.05 \|/);
-    assert.match(text, /\| gatehouse \(embedded AS\) \| failed: check request: HTTP 401 \| – \| – \| – \| – \| – \| – \|/);
+    // Least windows without the collector: 210,000 - 300 against 200,000 - 300.
+    assert.match(text, /\| gatehouse \(oidc, cached token\) \| 210,000 \| 100 \| 210k–252k \| 4\.20 \| 0\.53 \| 2\.10 \| 1\.05 \| 1\.05 \|/);
+    assert.match(text, /\| gatehouse \(embedded AS\) \| failed: check request: HTTP 401 \| – \| – \| – \| – \| – \| – \| – \|/);
     assert.match(text, /the kernel is not counted/);
   });
 });
