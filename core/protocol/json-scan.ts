@@ -164,6 +164,9 @@ const keySets: (Set<string> | null)[] = [];
  * their bytes.
  */
 function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: boolean): number {
+  // A comparison's result is a boolean to the compiler: each test below is one compare, where a
+  // parameter's truth took a dozen instructions (the checks of whatever else it could hold).
+  const checked = unique === true;
   const outer = depth;
   let top = 0; // of keySpans
   for (;;) {
@@ -185,16 +188,16 @@ function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: b
         openKinds[depth] = 1;
         openKeyBases[depth] = top;
         if (buf[i] !== CLOSE_BRACE) {
-          i = member(buf, i, end, unique, depth, top);
+          i = member(buf, i, end, checked, depth, top);
           if (i < 0) return -1;
-          if (unique) top = memberTop;
+          if (checked) top = memberTop;
           continue; // its value
         }
         i++;
         depth--;
       }
     } else {
-      i = c === 0x74 ? skipWord(buf, i, end, 'true') : c === 0x66 ? skipWord(buf, i, end, 'false') : c === 0x6e ? skipWord(buf, i, end, 'null') : unique ? skipExactNumber(buf, i, end) : skipNumber(buf, i, end);
+      i = c === 0x74 ? skipWord(buf, i, end, 'true') : c === 0x66 ? skipWord(buf, i, end, 'false') : c === 0x6e ? skipWord(buf, i, end, 'null') : checked ? skipExactNumber(buf, i, end) : skipNumber(buf, i, end);
     }
     if (i < 0) return -1;
     // A value ended at i: a comma and the next, or the end of its container (and maybe more).
@@ -207,9 +210,9 @@ function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: b
       if (c === COMMA) {
         i = skipSpace(buf, i + 1, end);
         if (isObject) {
-          i = member(buf, i, end, unique, depth, top);
+          i = member(buf, i, end, checked, depth, top);
           if (i < 0) return -1;
-          if (unique) top = memberTop;
+          if (checked) top = memberTop;
         }
         break;
       }
@@ -217,7 +220,7 @@ function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: b
       i++;
       if (isObject) {
         top = openKeyBases[depth]!;
-        if (unique && keySets.length > depth) keySets[depth] = null;
+        if (checked && keySets.length > depth) keySets[depth] = null;
       }
       depth--;
     }
@@ -329,8 +332,62 @@ export function isPlainResult(buf: Buffer, idText: string): boolean {
   return plainResultAt(buf, idText) !== -1;
 }
 
+/** How SDKs write an answer, with no space: `{"jsonrpc":"2.0","id":<id>,"result":{...}}` (Python's, and most)... */
+const JSONRPC_FIRST = Buffer.from('{"jsonrpc":"2.0","id":');
+const THEN_RESULT = Buffer.from(',"result":');
+/** ...or `{"result":{...},"jsonrpc":"2.0","id":<id>}` (the TypeScript SDK's). */
+const RESULT_FIRST = Buffer.from('{"result":');
+const THEN_JSONRPC = Buffer.from(',"jsonrpc":"2.0","id":');
+
+/** Whether `buf` holds the bytes of `expected` at `at`. */
+function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {
+  const n = expected.length;
+  if (at + n > buf.length) return false;
+  for (let j = 0; j < n; j++) if (buf[at + j] !== expected[j]) return false;
+  return true;
+}
+
+/** Index just past `idText` (ASCII) written at `at` in `buf`, or -1. */
+function afterId(buf: Buffer, at: number, idText: string): number {
+  const n = idText.length;
+  if (at + n > buf.length) return -1;
+  for (let j = 0; j < n; j++) if (buf[at + j] !== idText.charCodeAt(j)) return -1;
+  return at + n;
+}
+
+/** Whether only white space follows `}` at `at`, the answer's last brace. */
+function closesAt(buf: Buffer, at: number): boolean {
+  return at < buf.length && buf[at] === CLOSE_BRACE && skipSpace(buf, at + 1, buf.length) === buf.length;
+}
+
+/**
+ * plainResultAt for an answer in one of the two spellings SDKs write (above): the same answer
+ * to the same question, without the general loop's key comparisons. -2 for any other spelling
+ * (a space, another order, a key more or twice), which the general loop reads.
+ */
+function spelledResultAt(buf: Buffer, idText: string): number {
+  const end = buf.length;
+  if (bytesAt(buf, 0, JSONRPC_FIRST)) {
+    let i = afterId(buf, JSONRPC_FIRST.length, idText);
+    if (i === -1 || !bytesAt(buf, i, THEN_RESULT)) return -2;
+    i += THEN_RESULT.length;
+    const members = resultMembers(buf, i, end);
+    return members !== null && closesAt(buf, members.end) && isUtf8(buf) ? i + 1 : -2;
+  }
+  if (bytesAt(buf, 0, RESULT_FIRST)) {
+    const resultAt = RESULT_FIRST.length;
+    const members = resultMembers(buf, resultAt, end);
+    if (members === null || !bytesAt(buf, members.end, THEN_JSONRPC)) return -2;
+    const i = afterId(buf, members.end + THEN_JSONRPC.length, idText);
+    return i !== -1 && closesAt(buf, i) && isUtf8(buf) ? resultAt + 1 : -2;
+  }
+  return -2;
+}
+
 /** Where the members of the result of a plain answer (see completeResultBytes) begin, just after its `{`; -1 for any other bytes. */
 function plainResultAt(buf: Buffer, idText: string): number {
+  const spelled = spelledResultAt(buf, idText);
+  if (spelled !== -2) return spelled;
   const end = buf.length;
   let i = skipSpace(buf, 0, end);
   if (i >= end || buf[i] !== OPEN_BRACE || !isUtf8(buf)) return -1;

@@ -50,6 +50,18 @@ const NOT_PLAIN: readonly string[] = [
   '[{"jsonrpc":"2.0","id":7,"result":{}}]',
   '',
   '{}',
+  // The two spellings SDKs write, read without the general loop: the same answers refused.
+  '{"jsonrpc":"2.0","id":77,"result":{}}', // this id's digits and more
+  '{"jsonrpc":"2.0","id":7 ,"result":{}} x',
+  '{"result":{},"jsonrpc":"2.0","id":8}',
+  '{"result":{},"jsonrpc":"2.0","id":77}',
+  '{"result":{},"jsonrpc":"2.0","id":7,"id":8}',
+  '{"result":{},"jsonrpc":"2.0","id":7,"result":{"secret":1}}',
+  '{"result":{"resultType":"input_required"},"jsonrpc":"2.0","id":7}',
+  '{"result":{"a":1},"jsonrpc":"2.0","id":7} x',
+  '{"result":{"a":1},"jsonrpc":"2.0","id":7',
+  '{"result":{"a":[1,]},"jsonrpc":"2.0","id":7}',
+  '{"result":{"a":1},"jsonrpc":"1.0","id":7}',
 ];
 
 describe('completeResultBytes: resultType into a result, the rest as sent', () => {
@@ -119,7 +131,14 @@ describe('completeResultBytes: resultType into a result, the rest as sent', () =
 
 describe('isPlainResult: a legacy client gets a plain result as the backend sent it', () => {
   it('takes exactly the answers completeResultBytes takes', () => {
-    for (const text of ['{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":false}}', ' {"result":{},"id":7,"jsonrpc":"2.0"} ', '{"jsonrpc":"2.0","id":7,"result":{"a":"}\\"{"}}']) {
+    for (const text of [
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":false}}',
+      ' {"result":{},"id":7,"jsonrpc":"2.0"} ',
+      '{"jsonrpc":"2.0","id":7,"result":{"a":"}\\"{"}}',
+      // As the TypeScript SDK writes it, and with white space after.
+      '{"result":{"content":[],"isError":false},"jsonrpc":"2.0","id":7}',
+      '{"result":{},"jsonrpc":"2.0","id":7}\n',
+    ]) {
       assert.equal(isPlainResult(Buffer.from(text), '7'), true, text);
     }
     for (const text of NOT_PLAIN) assert.equal(isPlainResult(Buffer.from(text), '7'), false, text);
