@@ -37,11 +37,11 @@ export interface MarkdownFile {
   readonly codeBlocks: readonly ReadonlySet<string>[];
 }
 
-/** The repository's markdown files: every `.md` outside .git and the folders .gitignore names. */
+/** The repository's markdown files: every `.md` outside .git and the names .gitignore lists (`name/`, a folder; `name`, a folder or a file). */
 export function markdownFiles(): string[] {
   const ignored = new Set(['.git']);
   for (const line of readFileSync(join(REPO_ROOT, '.gitignore'), 'utf8').split('\n')) {
-    const folder = /^\/?([^*!#\s/][^*\s/]*)\/$/.exec(line.trim());
+    const folder = /^\/?([^*!#\s/][^*\s/]*)\/?$/.exec(line.trim());
     if (folder) ignored.add(folder[1]!);
   }
   const out: string[] = [];
