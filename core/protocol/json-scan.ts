@@ -1,27 +1,22 @@
 /**
- * A backend's JSON-RPC response as a modern client gets it, changed only where the era needs it:
- * `"resultType":"complete"` into its result, every other byte as the backend sent it. Reading the
- * answer (JSON.parse) and writing it anew (JSON.stringify) builds and walks every value of it on
- * every call; this validates the bytes as JSON in one pass without building anything, and knows
- * where the top-level keys and the result's keys are.
+ * JSON read as bytes, without building anything: whether a body is one JSON value that every
+ * reader reads alike (readAlikeByAll, for a client's request that may go on as its own bytes), and
+ * the skipping of values that answer-bytes.ts reads a backend's answer with.
  *
- * It is strict, and gives up on anything it is not sure of: null sends the caller back to reading
- * the answer and writing it anew. What passes as bytes is valid UTF-8 and valid JSON (RFC 8259,
- * every value checked, nested no deeper than MAX_DEPTH), and exactly
- * `{"jsonrpc":"2.0","id":<the request's id>,"result":{...}}` — each of the three keys once and
- * no other, none spelled with an escape, the id written as the gateway writes it — so that every
- * reader, whether it takes the first of two keys or the last, reads the answer the gateway checked.
+ * It is strict, and gives up on anything it is not sure of: what passes is valid UTF-8 and valid
+ * JSON (RFC 8259, every value checked, nested no deeper than MAX_DEPTH); the caller reads and
+ * writes anew whatever does not pass.
  */
 import { isUtf8 } from 'node:buffer';
 
-const QUOTE = 0x22;
+export const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
+export const COMMA = 0x2c;
+export const COLON = 0x3a;
 const MINUS = 0x2d;
 const PLUS = 0x2b;
 const DOT = 0x2e;
@@ -44,7 +39,7 @@ function isHex(c: number): boolean {
 }
 
 /** `i`, or the index of the first byte from `i` on that is not JSON's white space (`end` at most). */
-function skipSpace(buf: Buffer, i: number, end: number): number {
+export function skipSpace(buf: Buffer, i: number, end: number): number {
   while (i < end) {
     const c = buf[i]!;
     if (c > 0x20 || (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09)) return i;
@@ -75,7 +70,7 @@ function skipString(buf: Buffer, i: number, end: number): number {
 }
 
 /** Index just past the string at `i` when it has no escape (a key compared as written), or -1. */
-function skipPlainString(buf: Buffer, i: number, end: number): number {
+export function skipPlainString(buf: Buffer, i: number, end: number): number {
   let at = i + 1;
   while (at < end && STRING_PLAIN[buf[at]!] === 1) at++;
   return at < end && buf[at] === QUOTE ? at + 1 : -1;
@@ -161,17 +156,16 @@ const keySets: (Set<string> | null)[] = [];
  *
  * One loop, its open containers on a stack, rather than a function per kind of value calling
  * the others: a request's many small tokens cost a call and a return each that way, more than
- * their bytes.
+ * their bytes. `unique` is tested as `checked`, the result of a comparison: the compiler knows it
+ * for a boolean, and each test is one compare, where a parameter's truth took a dozen
+ * instructions (the checks of whatever else it could hold), three times a key.
  */
-function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: boolean): number {
-  // A comparison's result is a boolean to the compiler: each test below is one compare, where a
-  // parameter's truth took a dozen instructions (the checks of whatever else it could hold).
-  const checked = unique === true;
+export function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: boolean): number {
+  const checked = unique === true; // a boolean to the compiler: one compare per test (see above)
   const outer = depth;
   let top = 0; // of keySpans
   for (;;) {
-    // A value starts at i.
-    if (i >= end) return -1;
+    if (i >= end) return -1; // a value starts at i
     let c = buf[i]!;
     if (c === QUOTE) {
       i = skipString(buf, i, end);
@@ -271,19 +265,6 @@ function manyKeys(buf: Buffer, depth: number, base: number, top: number, from: n
   return false;
 }
 
-/** The index of the value after the key ending at `keyEnd` (its colon and spaces skipped), or -1. */
-function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
-  const i = skipSpace(buf, keyEnd, end);
-  if (i >= end || buf[i] !== COLON) return -1;
-  return skipSpace(buf, i + 1, end);
-}
-
-/** Index just past the key whose opening quote is at `i`, plain (no escape), or -1. */
-function skipKey(buf: Buffer, i: number, end: number): number {
-  if (i >= end || buf[i] !== QUOTE) return -1;
-  return skipPlainString(buf, i, end);
-}
-
 /**
  * Whether `buf` is one JSON value, valid UTF-8, that every reader reads alike: no object in it
  * has a key twice (read last-wins by JSON.parse, first-wins by some parsers) or one spelled with
@@ -296,161 +277,4 @@ export function readAlikeByAll(buf: Buffer): boolean {
   if (keySets.length !== 0) keySets.length = 0;
   const at = skipValue(buf, skipSpace(buf, 0, end), end, 0, true);
   return at !== -1 && skipSpace(buf, at, end) === end && isUtf8(buf);
-}
-
-/** Whether the bytes from `at` to `end` are `text` (ASCII). */
-function bytesAre(buf: Buffer, at: number, end: number, text: string): boolean {
-  if (end - at !== text.length) return false;
-  for (let j = 0; j < text.length; j++) if (buf[at + j] !== text.charCodeAt(j)) return false;
-  return true;
-}
-
-const RESULT_TYPE = Buffer.from('"resultType":"complete"');
-const RESULT_TYPE_COMMA = Buffer.from('"resultType":"complete",');
-
-/**
- * `buf`, a backend's JSON answer, with `"resultType":"complete"` first in its result, for a
- * modern client. Only for exactly `{"jsonrpc":"2.0","id":<idText>,"result":{...}}` (any order
- * and spacing, each key once, the id written as `idText`) whose result has no `resultType` of
- * its own; null for anything else (an error, another id, a key repeated, unknown or escaped,
- * bytes that are not valid JSON or UTF-8), which the caller reads and writes anew.
- */
-export function completeResultBytes(buf: Buffer, idText: string): Buffer | null {
-  const resultAt = plainResultAt(buf, idText);
-  if (resultAt === -1) return null;
-  const resultEmpty = buf[skipSpace(buf, resultAt, buf.length)] === CLOSE_BRACE;
-  return Buffer.concat([buf.subarray(0, resultAt), resultEmpty ? RESULT_TYPE : RESULT_TYPE_COMMA, buf.subarray(resultAt)]);
-}
-
-/**
- * Whether `buf`, a backend's JSON answer, may reach a legacy client as it is: the same answers
- * as completeResultBytes takes (exactly `{"jsonrpc":"2.0","id":<idText>,"result":{...}}`, each
- * key once, valid JSON and UTF-8, a result without `resultType`), which a legacy client gets
- * unchanged. Anything else is read and written anew by the caller.
- */
-export function isPlainResult(buf: Buffer, idText: string): boolean {
-  return plainResultAt(buf, idText) !== -1;
-}
-
-/** How SDKs write an answer, with no space: `{"jsonrpc":"2.0","id":<id>,"result":{...}}` (Python's, and most)... */
-const JSONRPC_FIRST = Buffer.from('{"jsonrpc":"2.0","id":');
-const THEN_RESULT = Buffer.from(',"result":');
-/** ...or `{"result":{...},"jsonrpc":"2.0","id":<id>}` (the TypeScript SDK's). */
-const RESULT_FIRST = Buffer.from('{"result":');
-const THEN_JSONRPC = Buffer.from(',"jsonrpc":"2.0","id":');
-
-/** Whether `buf` holds the bytes of `expected` at `at`. */
-function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {
-  const n = expected.length;
-  if (at + n > buf.length) return false;
-  for (let j = 0; j < n; j++) if (buf[at + j] !== expected[j]) return false;
-  return true;
-}
-
-/** Index just past `idText` (ASCII) written at `at` in `buf`, or -1. */
-function afterId(buf: Buffer, at: number, idText: string): number {
-  const n = idText.length;
-  if (at + n > buf.length) return -1;
-  for (let j = 0; j < n; j++) if (buf[at + j] !== idText.charCodeAt(j)) return -1;
-  return at + n;
-}
-
-/** Whether only white space follows `}` at `at`, the answer's last brace. */
-function closesAt(buf: Buffer, at: number): boolean {
-  return at < buf.length && buf[at] === CLOSE_BRACE && skipSpace(buf, at + 1, buf.length) === buf.length;
-}
-
-/**
- * plainResultAt for an answer in one of the two spellings SDKs write (above): the same answer
- * to the same question, without the general loop's key comparisons. -2 for any other spelling
- * (a space, another order, a key more or twice), which the general loop reads.
- */
-function spelledResultAt(buf: Buffer, idText: string): number {
-  const end = buf.length;
-  if (bytesAt(buf, 0, JSONRPC_FIRST)) {
-    let i = afterId(buf, JSONRPC_FIRST.length, idText);
-    if (i === -1 || !bytesAt(buf, i, THEN_RESULT)) return -2;
-    i += THEN_RESULT.length;
-    const members = resultMembers(buf, i, end);
-    return members !== null && closesAt(buf, members.end) && isUtf8(buf) ? i + 1 : -2;
-  }
-  if (bytesAt(buf, 0, RESULT_FIRST)) {
-    const resultAt = RESULT_FIRST.length;
-    const members = resultMembers(buf, resultAt, end);
-    if (members === null || !bytesAt(buf, members.end, THEN_JSONRPC)) return -2;
-    const i = afterId(buf, members.end + THEN_JSONRPC.length, idText);
-    return i !== -1 && closesAt(buf, i) && isUtf8(buf) ? resultAt + 1 : -2;
-  }
-  return -2;
-}
-
-/** Where the members of the result of a plain answer (see completeResultBytes) begin, just after its `{`; -1 for any other bytes. */
-function plainResultAt(buf: Buffer, idText: string): number {
-  const spelled = spelledResultAt(buf, idText);
-  if (spelled !== -2) return spelled;
-  const end = buf.length;
-  let i = skipSpace(buf, 0, end);
-  if (i >= end || buf[i] !== OPEN_BRACE || !isUtf8(buf)) return -1;
-  i = skipSpace(buf, i + 1, end);
-  let seen = 0; // bits: 1 jsonrpc, 2 id, 4 result
-  let resultAt = -1;
-  for (;;) {
-    const keyStart = i + 1;
-    const afterKey = skipKey(buf, i, end);
-    if (afterKey === -1) return -1;
-    const keyEnd = afterKey - 1; // its closing quote
-    const valueStart = valueAfter(buf, afterKey, end);
-    if (valueStart === -1) return -1;
-    let bit: number;
-    if (bytesAre(buf, keyStart, keyEnd, 'result')) {
-      bit = 4;
-      resultAt = valueStart + 1;
-      const members = resultMembers(buf, valueStart, end);
-      if (members === null) return -1;
-      i = members.end;
-    } else {
-      i = skipValue(buf, valueStart, end, 1, false);
-      if (i === -1) return -1;
-      if (bytesAre(buf, keyStart, keyEnd, 'jsonrpc')) {
-        bit = 1;
-        if (!bytesAre(buf, valueStart, i, '"2.0"')) return -1;
-      } else if (bytesAre(buf, keyStart, keyEnd, 'id')) {
-        bit = 2;
-        if (!bytesAre(buf, valueStart, i, idText)) return -1;
-      } else {
-        return -1;
-      }
-    }
-    if ((seen & bit) !== 0) return -1;
-    seen |= bit;
-    i = skipSpace(buf, i, end);
-    if (i >= end) return -1;
-    if (buf[i] === CLOSE_BRACE) break;
-    if (buf[i] !== COMMA) return -1;
-    i = skipSpace(buf, i + 1, end);
-  }
-  if (seen !== 7 || skipSpace(buf, i + 1, end) !== end) return -1;
-  return resultAt;
-}
-
-/** The result object at `at`, checked whole: where it ends and how many members it has; null when it is not one, or has a `resultType` of its own. */
-function resultMembers(buf: Buffer, at: number, end: number): { end: number; count: number } | null {
-  if (buf[at] !== OPEN_BRACE) return null;
-  let i = skipSpace(buf, at + 1, end);
-  if (i < end && buf[i] === CLOSE_BRACE) return { end: i + 1, count: 0 };
-  let count = 0;
-  for (;;) {
-    const afterKey = skipKey(buf, i, end);
-    if (afterKey === -1 || bytesAre(buf, i + 1, afterKey - 1, 'resultType')) return null;
-    const valueStart = valueAfter(buf, afterKey, end);
-    if (valueStart === -1) return null;
-    i = skipValue(buf, valueStart, end, 2, false);
-    if (i === -1) return null;
-    count++;
-    i = skipSpace(buf, i, end);
-    if (i >= end) return null;
-    if (buf[i] === CLOSE_BRACE) return { end: i + 1, count };
-    if (buf[i] !== COMMA) return null;
-    i = skipSpace(buf, i + 1, end);
-  }
 }

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EnvelopeTails, META, towardLegacy } from '../../core/protocol/era.ts';
-import { completeResultBytes, isPlainResult, readAlikeByAll } from '../../core/protocol/json-scan.ts';
+import { completeResultBytes, isPlainResult } from '../../core/protocol/answer-bytes.ts';
+import { readAlikeByAll } from '../../core/protocol/json-scan.ts';
 import type { JsonRpcRequest } from '../../core/protocol/jsonrpc.ts';
 
 const complete = (text: string, id = '7'): string | null => completeResultBytes(Buffer.from(text), id)?.toString() ?? null;

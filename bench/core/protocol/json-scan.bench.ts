@@ -1,16 +1,16 @@
 /**
- * The byte paths of a 2026-07-28 client bridged to a legacy backend (core/protocol/json-scan.ts),
- * next to JSON.parse of the same bytes: readAlikeByAll on the bench's tools/call request (every
- * bridged request, before its envelope is cut out), one with an object of 40 keys (past the 16
- * compared as bytes: a Set of their spellings), and completeResultBytes on the backend's answer.
+ * The request's byte path of a 2026-07-28 client bridged to a legacy backend, and of an aggregated
+ * request sent as the client's bytes (core/protocol/json-scan.ts), next to JSON.parse of the same
+ * bytes: readAlikeByAll on the bench's tools/call request (every bridged request, before its
+ * envelope is cut out), and one with an object of 40 keys (past the 16 compared as bytes: a Set
+ * of their spellings). The answer's: answer-bytes.bench.ts.
  */
 import type { Bench } from 'tinybench';
-import { completeResultBytes, readAlikeByAll } from '../../../core/protocol/json-scan.ts';
+import { readAlikeByAll } from '../../../core/protocol/json-scan.ts';
 
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } };
 const REQUEST = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 't0', arguments: { text: 'hi' }, _meta: META } }));
 const WIDE = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 't0', arguments: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`key${i}`, i])), _meta: META } }));
-const ANSWER = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'hi' }], isError: false } }));
 
 /** Results go to an exported sink so the engine cannot drop the work as dead code. */
 export let sink: unknown;
@@ -25,8 +25,5 @@ export default function register(bench: Bench): void {
     })
     .add(`json-scan: readAlikeByAll, arguments of 40 keys (${WIDE.length} B)`, () => {
       sink = readAlikeByAll(WIDE);
-    })
-    .add(`json-scan: completeResultBytes, a tools/call answer (${ANSWER.length} B)`, () => {
-      sink = completeResultBytes(ANSWER, '7');
     });
 }

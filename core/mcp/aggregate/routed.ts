@@ -34,7 +34,7 @@ import type { AnswerHead } from '../../upstream/answer-reader.ts';
 import { MessageExchange } from '../../upstream/message-exchange.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
 import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
-import { completeResultBytes, isPlainResult } from '../../protocol/json-scan.ts';
+import { completeResultBytes, isPlainResult } from '../../protocol/answer-bytes.ts';
 import { formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
 import { sessionVerdict, type BackendLink } from './backend-link.ts';

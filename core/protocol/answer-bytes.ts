@@ -1,0 +1,187 @@
+/**
+ * A backend's JSON-RPC response as a client gets it, changed only where the era needs it: as the
+ * backend sent it for a legacy client (isPlainResult), with `"resultType":"complete"` into its
+ * result for a modern one (completeResultBytes), every other byte as sent. Reading the answer
+ * (JSON.parse) and writing it anew (JSON.stringify) builds and walks every value of it on every
+ * call; this validates the bytes as JSON in one pass without building anything (json-scan.ts),
+ * and knows where the top-level keys and the result's keys are.
+ *
+ * It is strict, and gives up on anything it is not sure of: null (false) sends the caller back to
+ * reading the answer and writing it anew. What passes as bytes is valid UTF-8 and valid JSON, and
+ * exactly `{"jsonrpc":"2.0","id":<the request's id>,"result":{...}}` — each of the three keys once
+ * and no other, none spelled with an escape, the id written as the gateway writes it — so that
+ * every reader, whether it takes the first of two keys or the last, reads the answer the gateway
+ * checked.
+ */
+import { isUtf8 } from 'node:buffer';
+import { CLOSE_BRACE, COLON, COMMA, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue } from './json-scan.ts';
+
+/** The index of the value after the key ending at `keyEnd` (its colon and spaces skipped), or -1. */
+function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
+  const i = skipSpace(buf, keyEnd, end);
+  if (i >= end || buf[i] !== COLON) return -1;
+  return skipSpace(buf, i + 1, end);
+}
+
+/** Index just past the key whose opening quote is at `i`, plain (no escape), or -1. */
+function skipKey(buf: Buffer, i: number, end: number): number {
+  if (i >= end || buf[i] !== QUOTE) return -1;
+  return skipPlainString(buf, i, end);
+}
+
+/** Whether the bytes from `at` to `end` are `text` (ASCII). */
+function bytesAre(buf: Buffer, at: number, end: number, text: string): boolean {
+  if (end - at !== text.length) return false;
+  for (let j = 0; j < text.length; j++) if (buf[at + j] !== text.charCodeAt(j)) return false;
+  return true;
+}
+
+const RESULT_TYPE = Buffer.from('"resultType":"complete"');
+const RESULT_TYPE_COMMA = Buffer.from('"resultType":"complete",');
+
+/**
+ * `buf`, a backend's JSON answer, with `"resultType":"complete"` first in its result, for a
+ * modern client. Only for exactly `{"jsonrpc":"2.0","id":<idText>,"result":{...}}` (any order
+ * and spacing, each key once, the id written as `idText`) whose result has no `resultType` of
+ * its own; null for anything else (an error, another id, a key repeated, unknown or escaped,
+ * bytes that are not valid JSON or UTF-8), which the caller reads and writes anew.
+ */
+export function completeResultBytes(buf: Buffer, idText: string): Buffer | null {
+  const resultAt = plainResultAt(buf, idText);
+  if (resultAt === -1) return null;
+  const resultEmpty = buf[skipSpace(buf, resultAt, buf.length)] === CLOSE_BRACE;
+  return Buffer.concat([buf.subarray(0, resultAt), resultEmpty ? RESULT_TYPE : RESULT_TYPE_COMMA, buf.subarray(resultAt)]);
+}
+
+/**
+ * Whether `buf`, a backend's JSON answer, may reach a legacy client as it is: the same answers
+ * as completeResultBytes takes (exactly `{"jsonrpc":"2.0","id":<idText>,"result":{...}}`, each
+ * key once, valid JSON and UTF-8, a result without `resultType`), which a legacy client gets
+ * unchanged. Anything else is read and written anew by the caller.
+ */
+export function isPlainResult(buf: Buffer, idText: string): boolean {
+  return plainResultAt(buf, idText) !== -1;
+}
+
+/** How SDKs write an answer, with no space: `{"jsonrpc":"2.0","id":<id>,"result":{...}}` (Python's, and most)... */
+const JSONRPC_FIRST = Buffer.from('{"jsonrpc":"2.0","id":');
+const THEN_RESULT = Buffer.from(',"result":');
+/** ...or `{"result":{...},"jsonrpc":"2.0","id":<id>}` (the TypeScript SDK's). */
+const RESULT_FIRST = Buffer.from('{"result":');
+const THEN_JSONRPC = Buffer.from(',"jsonrpc":"2.0","id":');
+
+/** Whether `buf` holds the bytes of `expected` at `at`. */
+function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {
+  const n = expected.length;
+  if (at + n > buf.length) return false;
+  for (let j = 0; j < n; j++) if (buf[at + j] !== expected[j]) return false;
+  return true;
+}
+
+/** Index just past `idText` (ASCII) written at `at` in `buf`, or -1. */
+function afterId(buf: Buffer, at: number, idText: string): number {
+  const n = idText.length;
+  if (at + n > buf.length) return -1;
+  for (let j = 0; j < n; j++) if (buf[at + j] !== idText.charCodeAt(j)) return -1;
+  return at + n;
+}
+
+/** Whether only white space follows `}` at `at`, the answer's last brace. */
+function closesAt(buf: Buffer, at: number): boolean {
+  return at < buf.length && buf[at] === CLOSE_BRACE && skipSpace(buf, at + 1, buf.length) === buf.length;
+}
+
+/**
+ * plainResultAt for an answer in one of the two spellings SDKs write (above): the same answer
+ * to the same question, without the general loop's key comparisons. -2 for any other spelling
+ * (a space, another order, a key more or twice), which the general loop reads.
+ */
+function spelledResultAt(buf: Buffer, idText: string): number {
+  const end = buf.length;
+  if (bytesAt(buf, 0, JSONRPC_FIRST)) {
+    let i = afterId(buf, JSONRPC_FIRST.length, idText);
+    if (i === -1 || !bytesAt(buf, i, THEN_RESULT)) return -2;
+    i += THEN_RESULT.length;
+    const members = resultMembers(buf, i, end);
+    return members !== null && closesAt(buf, members.end) && isUtf8(buf) ? i + 1 : -2;
+  }
+  if (bytesAt(buf, 0, RESULT_FIRST)) {
+    const resultAt = RESULT_FIRST.length;
+    const members = resultMembers(buf, resultAt, end);
+    if (members === null || !bytesAt(buf, members.end, THEN_JSONRPC)) return -2;
+    const i = afterId(buf, members.end + THEN_JSONRPC.length, idText);
+    return i !== -1 && closesAt(buf, i) && isUtf8(buf) ? resultAt + 1 : -2;
+  }
+  return -2;
+}
+
+/** Where the members of the result of a plain answer (see completeResultBytes) begin, just after its `{`; -1 for any other bytes. */
+function plainResultAt(buf: Buffer, idText: string): number {
+  const spelled = spelledResultAt(buf, idText);
+  if (spelled !== -2) return spelled;
+  const end = buf.length;
+  let i = skipSpace(buf, 0, end);
+  if (i >= end || buf[i] !== OPEN_BRACE || !isUtf8(buf)) return -1;
+  i = skipSpace(buf, i + 1, end);
+  let seen = 0; // bits: 1 jsonrpc, 2 id, 4 result
+  let resultAt = -1;
+  for (;;) {
+    const keyStart = i + 1;
+    const afterKey = skipKey(buf, i, end);
+    if (afterKey === -1) return -1;
+    const keyEnd = afterKey - 1; // its closing quote
+    const valueStart = valueAfter(buf, afterKey, end);
+    if (valueStart === -1) return -1;
+    let bit: number;
+    if (bytesAre(buf, keyStart, keyEnd, 'result')) {
+      bit = 4;
+      resultAt = valueStart + 1;
+      const members = resultMembers(buf, valueStart, end);
+      if (members === null) return -1;
+      i = members.end;
+    } else {
+      i = skipValue(buf, valueStart, end, 1, false);
+      if (i === -1) return -1;
+      if (bytesAre(buf, keyStart, keyEnd, 'jsonrpc')) {
+        bit = 1;
+        if (!bytesAre(buf, valueStart, i, '"2.0"')) return -1;
+      } else if (bytesAre(buf, keyStart, keyEnd, 'id')) {
+        bit = 2;
+        if (!bytesAre(buf, valueStart, i, idText)) return -1;
+      } else {
+        return -1;
+      }
+    }
+    if ((seen & bit) !== 0) return -1;
+    seen |= bit;
+    i = skipSpace(buf, i, end);
+    if (i >= end) return -1;
+    if (buf[i] === CLOSE_BRACE) break;
+    if (buf[i] !== COMMA) return -1;
+    i = skipSpace(buf, i + 1, end);
+  }
+  if (seen !== 7 || skipSpace(buf, i + 1, end) !== end) return -1;
+  return resultAt;
+}
+
+/** The result object at `at`, checked whole: where it ends and how many members it has; null when it is not one, or has a `resultType` of its own. */
+function resultMembers(buf: Buffer, at: number, end: number): { end: number; count: number } | null {
+  if (buf[at] !== OPEN_BRACE) return null;
+  let i = skipSpace(buf, at + 1, end);
+  if (i < end && buf[i] === CLOSE_BRACE) return { end: i + 1, count: 0 };
+  let count = 0;
+  for (;;) {
+    const afterKey = skipKey(buf, i, end);
+    if (afterKey === -1 || bytesAre(buf, i + 1, afterKey - 1, 'resultType')) return null;
+    const valueStart = valueAfter(buf, afterKey, end);
+    if (valueStart === -1) return null;
+    i = skipValue(buf, valueStart, end, 2, false);
+    if (i === -1) return null;
+    count++;
+    i = skipSpace(buf, i, end);
+    if (i >= end) return null;
+    if (buf[i] === CLOSE_BRACE) return { end: i + 1, count };
+    if (buf[i] !== COMMA) return null;
+    i = skipSpace(buf, i + 1, end);
+  }
+}
