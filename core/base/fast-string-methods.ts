@@ -8,7 +8,7 @@
  * prototype fast again only when an object's property is read through it, and a string is not
  * an object. From then on every string method optimised code calls is looked up by the generic
  * LoadIC builtin, some 130 instructions each: about 20 times a request on the gateway's own
- * path (request-head.ts, the response head, json-scan.ts) and more in its dependencies; seen in
+ * path (request-head.ts, the response head, answer-bytes.ts) and more in its dependencies; seen in
  * the load rows' instruction profiles (bench/README.md).
  *
  * How: a property read through String.prototype from a String object, by a function with
