@@ -9,7 +9,8 @@
  * It is strict, and gives up on anything it is not sure of: null (false) sends the caller back to
  * reading the answer and writing it anew. What passes as bytes is valid UTF-8 and valid JSON, and
  * exactly `{"jsonrpc":"2.0","id":<the request's id>,"result":{...}}` — each of the three keys once
- * and no other, none spelled with an escape, the id written as the gateway writes it — so that
+ * and no other, none spelled with an escape, the id written as the gateway writes it (and in
+ * ASCII: an id with another character never passes as bytes) — so that
  * every reader, whether it takes the first of two keys or the last, reads the answer the gateway
  * checked.
  */
@@ -29,10 +30,17 @@ function skipKey(buf: Buffer, i: number, end: number): number {
   return skipPlainString(buf, i, end);
 }
 
-/** Whether the bytes from `at` to `end` are `text` (ASCII). */
+/**
+ * Whether the bytes from `at` to `end` are `text`, ASCII. A character past ASCII matches no byte:
+ * its UTF-8 is not its character code, and a string id `"Ã©"` compared code by byte would take
+ * the answer `"é"` (C3 A9) for its own. Such an id's answers are read and written anew.
+ */
 function bytesAre(buf: Buffer, at: number, end: number, text: string): boolean {
   if (end - at !== text.length) return false;
-  for (let j = 0; j < text.length; j++) if (buf[at + j] !== text.charCodeAt(j)) return false;
+  for (let j = 0; j < text.length; j++) {
+    const code = text.charCodeAt(j);
+    if (code > 0x7f || buf[at + j] !== code) return false;
+  }
   return true;
 }
 
@@ -78,12 +86,10 @@ function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {
   return true;
 }
 
-/** Index just past `idText` (ASCII) written at `at` in `buf`, or -1. */
+/** Index just past `idText` written at `at` in `buf`, or -1 (also for an id past ASCII: see bytesAre). */
 function afterId(buf: Buffer, at: number, idText: string): number {
   const n = idText.length;
-  if (at + n > buf.length) return -1;
-  for (let j = 0; j < n; j++) if (buf[at + j] !== idText.charCodeAt(j)) return -1;
-  return at + n;
+  return bytesAre(buf, at, at + n, idText) ? at + n : -1;
 }
 
 /** Whether only white space follows `}` at `at`, the answer's last brace. */
@@ -93,8 +99,10 @@ function closesAt(buf: Buffer, at: number): boolean {
 
 /**
  * plainResultAt for an answer in one of the two spellings SDKs write (above): the same answer
- * to the same question, without the general loop's key comparisons. -2 for any other spelling
- * (a space, another order, a key more or twice), which the general loop reads.
+ * to the same question, without the general loop's key comparisons. -1 when the result is not a
+ * plain one (the general loop would read that same result, at the same place, the same way);
+ * -2 for anything else it does not take (another spelling, id or key, bytes after the answer),
+ * which the general loop reads.
  */
 function spelledResultAt(buf: Buffer, idText: string): number {
   const end = buf.length;
@@ -103,12 +111,14 @@ function spelledResultAt(buf: Buffer, idText: string): number {
     if (i === -1 || !bytesAt(buf, i, THEN_RESULT)) return -2;
     i += THEN_RESULT.length;
     const members = resultMembers(buf, i, end);
-    return members !== null && closesAt(buf, members.end) && isUtf8(buf) ? i + 1 : -2;
+    if (members === null) return -1;
+    return closesAt(buf, members.end) && isUtf8(buf) ? i + 1 : -2;
   }
   if (bytesAt(buf, 0, RESULT_FIRST)) {
     const resultAt = RESULT_FIRST.length;
     const members = resultMembers(buf, resultAt, end);
-    if (members === null || !bytesAt(buf, members.end, THEN_JSONRPC)) return -2;
+    if (members === null) return -1;
+    if (!bytesAt(buf, members.end, THEN_JSONRPC)) return -2;
     const i = afterId(buf, members.end + THEN_JSONRPC.length, idText);
     return i !== -1 && closesAt(buf, i) && isUtf8(buf) ? resultAt + 1 : -2;
   }

@@ -146,6 +146,17 @@ describe('isPlainResult: a legacy client gets a plain result as the backend sent
     const notUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"result":{"t":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]);
     assert.equal(isPlainResult(notUtf8, '7'), false, 'bytes that are not UTF-8');
   });
+
+  it('never takes another id for this request\'s: an id past ASCII is compared by its bytes, so it never passes as bytes', () => {
+    // The request's id "Ã©" (U+00C3 U+00A9); the answer's "é" is the bytes C3 A9: compared code by byte, they matched.
+    const idText = JSON.stringify('\u00c3\u00a9');
+    for (const text of ['{"jsonrpc":"2.0","id":"é","result":{}}', '{"result":{},"jsonrpc":"2.0","id":"é"}', ' {"id":"é","jsonrpc":"2.0","result":{}}']) {
+      assert.equal(isPlainResult(Buffer.from(text), idText), false, text);
+      assert.equal(completeResultBytes(Buffer.from(text), idText), null, text);
+    }
+    // The right answer to a non-ASCII id is read and written anew (the parsed path), not refused.
+    assert.equal(isPlainResult(Buffer.from('{"jsonrpc":"2.0","id":"é","result":{}}'), JSON.stringify('é')), false);
+  });
 });
 
 describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () => {
