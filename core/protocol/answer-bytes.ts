@@ -89,7 +89,7 @@ function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {
 /** Index just past `idText` written at `at` in `buf`, or -1 (also for an id past ASCII: see bytesAre). */
 function afterId(buf: Buffer, at: number, idText: string): number {
   const n = idText.length;
-  return bytesAre(buf, at, at + n, idText) ? at + n : -1;
+  return at + n <= buf.length && bytesAre(buf, at, at + n, idText) ? at + n : -1;
 }
 
 /** Whether only white space follows `}` at `at`, the answer's last brace. */
