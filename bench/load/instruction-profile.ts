@@ -91,15 +91,23 @@ export function kindOf(name: string): CodeKind {
   return 'other';
 }
 
-/** Self instructions per function name of one callgrind file (symbolised JIT addresses included). */
-function selfCosts(text: string, map: PerfMap | null, root: string, into: Map<string, number>): void {
+/**
+ * Callgrind's name compression, per file: a name is written `(id) name` the first time and
+ * `(id)` after. The function returned reads a reference and gives the name, remembering it.
+ */
+function compressedNames(): (ref: string) => string {
   const names = new Map<string, string>();
-  const named = (ref: string): string => {
+  return (ref) => {
     const m = /^\((\d+)\)(?: (.*))?$/.exec(ref.trim());
     if (m === null) return ref.trim();
     if (m[2] !== undefined) names.set(m[1]!, m[2]);
     return names.get(m[1]!) ?? m[1]!;
   };
+}
+
+/** Self instructions per function name of one callgrind file (symbolised JIT addresses included). */
+function selfCosts(text: string, map: PerfMap | null, root: string, into: Map<string, number>): void {
+  const named = compressedNames();
   let fn = '';
   let skipNext = false;
   for (const line of text.split('\n')) {
@@ -148,13 +156,7 @@ export interface Collections {
  * none, and reads 4,000 a request (~3 %) apart for that alone.
  */
 export function collections(text: string): Collections {
-  const names = new Map<string, string>();
-  const named = (ref: string): string => {
-    const m = /^\((\d+)\)(?: (.*))?$/.exec(ref.trim());
-    if (m === null) return ref.trim();
-    if (m[2] !== undefined) names.set(m[1]!, m[2]);
-    return names.get(m[1]!) ?? m[1]!;
-  };
+  const named = compressedNames();
   let caller = '';
   let callee = '';
   let inCall = false;
