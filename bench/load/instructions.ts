@@ -75,7 +75,7 @@ export interface RowInstructions {
   readonly status: 'ok' | 'unavailable' | 'failed';
   readonly reason: string | null;
   readonly requests: number;
-  /** The least window's instructions per request besides the garbage collector, plus the collector's per request over all windows. */
+  /** The least window's instructions per request besides the garbage collector, plus the collector's ordinary share (collectorShare). */
   readonly instructionsPerRequest: number | null;
   /** Each window's instructions per request, in order. */
   readonly windows: readonly number[];
@@ -243,11 +243,14 @@ export function collectorShare(collector: readonly number[], collections: readon
   return (count / collector.length) * median;
 }
 
+/** Each window's instructions per request besides the garbage collector. */
+function besidesCollector(windows: readonly number[], collector: readonly number[]): number[] {
+  return windows.map((v, w) => v - (collector[w] ?? 0));
+}
+
 /** A row's figure from its windows (per request): the least window without the collector, plus the collector's ordinary share. */
 export function rowFigure(windows: readonly number[], collector: readonly number[], collections: readonly number[]): number {
-  let least = Infinity;
-  for (let w = 0; w < windows.length; w++) least = Math.min(least, windows[w]! - collector[w]!);
-  return least + collectorShare(collector, collections);
+  return Math.min(...besidesCollector(windows, collector)) + collectorShare(collector, collections);
 }
 
 /**
@@ -326,7 +329,7 @@ async function countRow(row: Row, ctx: RowContext, dir: string, settings: CountS
       collected.push(counted.collections);
     }
     // The profile of the window the figure stands on: the settled request, as the table has it.
-    const mutator = windows.map((v, w) => v - collector[w]!);
+    const mutator = besidesCollector(windows, collector);
     writeRowProfile(row.name, dir, `${DUMP}-${mutator.indexOf(Math.min(...mutator)) + 1}`, size);
     const n = (v: number): string => Math.round(v).toLocaleString('en-US');
     process.stderr.write(
@@ -408,8 +411,7 @@ export async function runLoadInstructions(): Promise<LoadInstructionsReport> {
 
 /** A row's least window without the garbage collector (null without windows). */
 function leastBesidesCollector(row: RowInstructions): number | null {
-  if (row.windows.length === 0) return null;
-  return Math.min(...row.windows.map((v, w) => v - (row.collectorWindows[w] ?? 0)));
+  return row.windows.length === 0 ? null : Math.min(...besidesCollector(row.windows, row.collectorWindows));
 }
 
 /**
