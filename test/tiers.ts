@@ -61,6 +61,7 @@ export const UNIT: readonly string[] = [
   'test/core/token-bucket.test.ts',
   'test/core/upstream-pool.test.ts',
   'test/eras/bytes.test.ts',
+  'test/eras/json-scan-wasm.test.ts',
   'test/examples/deploy.test.ts',
   'test/incoming-auth/bearer.test.ts',
   'test/incoming-auth/issuer-http.test.ts',

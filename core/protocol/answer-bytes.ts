@@ -15,7 +15,8 @@
  * checked.
  */
 import { isUtf8 } from 'node:buffer';
-import { CLOSE_BRACE, COLON, COMMA, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue } from './json-scan.ts';
+import { CLOSE_BRACE, COLON, COMMA, KEYS, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue } from './json-scan.ts';
+import { skipValueFast, UNDECIDED } from './json-scan-wasm.ts';
 
 /** The index of the value after the key ending at `keyEnd` (its colon and spaces skipped), or -1. */
 function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
@@ -102,7 +103,8 @@ function closesAt(buf: Buffer, at: number): boolean {
  * to the same question, without the general loop's key comparisons. -1 when the result is not a
  * plain one (the general loop would read that same result, at the same place, the same way);
  * -2 for anything else it does not take (another spelling, id or key, bytes after the answer),
- * which the general loop reads.
+ * which the general loop reads. Its bytes are UTF-8 when it takes them: those around the result
+ * are the spelling's and the id's, ASCII compared as such, and the result's are checked so.
  */
 function spelledResultAt(buf: Buffer, idText: string): number {
   const end = buf.length;
@@ -110,17 +112,17 @@ function spelledResultAt(buf: Buffer, idText: string): number {
     let i = afterId(buf, JSONRPC_FIRST.length, idText);
     if (i === -1 || !bytesAt(buf, i, THEN_RESULT)) return -2;
     i += THEN_RESULT.length;
-    const members = resultMembers(buf, i, end);
-    if (members === null) return -1;
-    return closesAt(buf, members.end) && isUtf8(buf) ? i + 1 : -2;
+    const resultEnd = plainResultEnd(buf, i, end);
+    if (resultEnd === -1) return -1;
+    return closesAt(buf, resultEnd) ? i + 1 : -2;
   }
   if (bytesAt(buf, 0, RESULT_FIRST)) {
     const resultAt = RESULT_FIRST.length;
-    const members = resultMembers(buf, resultAt, end);
-    if (members === null) return -1;
-    if (!bytesAt(buf, members.end, THEN_JSONRPC)) return -2;
-    const i = afterId(buf, members.end + THEN_JSONRPC.length, idText);
-    return i !== -1 && closesAt(buf, i) && isUtf8(buf) ? resultAt + 1 : -2;
+    const resultEnd = plainResultEnd(buf, resultAt, end);
+    if (resultEnd === -1) return -1;
+    if (!bytesAt(buf, resultEnd, THEN_JSONRPC)) return -2;
+    const i = afterId(buf, resultEnd + THEN_JSONRPC.length, idText);
+    return i !== -1 && closesAt(buf, i) ? resultAt + 1 : -2;
   }
   return -2;
 }
@@ -146,11 +148,10 @@ function plainResultAt(buf: Buffer, idText: string): number {
     if (bytesAre(buf, keyStart, keyEnd, 'result')) {
       bit = 4;
       resultAt = valueStart + 1;
-      const members = resultMembers(buf, valueStart, end);
-      if (members === null) return -1;
-      i = members.end;
+      i = plainResultEnd(buf, valueStart, end);
+      if (i === -1) return -1;
     } else {
-      i = skipValue(buf, valueStart, end, 1, false);
+      i = skipValue(buf, valueStart, end, 1, 0);
       if (i === -1) return -1;
       if (bytesAre(buf, keyStart, keyEnd, 'jsonrpc')) {
         bit = 1;
@@ -174,24 +175,34 @@ function plainResultAt(buf: Buffer, idText: string): number {
   return resultAt;
 }
 
-/** The result object at `at`, checked whole: where it ends and how many members it has; null when it is not one, or has a `resultType` of its own. */
-function resultMembers(buf: Buffer, at: number, end: number): { end: number; count: number } | null {
-  if (buf[at] !== OPEN_BRACE) return null;
+const RESULT_TYPE_KEY = Buffer.from('"resultType"');
+
+/**
+ * Where the result object at `at` ends, checked whole (JSON and UTF-8), or -1 when it is not one, has a
+ * `resultType` of its own, or (the fast path) has a key twice or spelled with an escape anywhere
+ * in it: such an answer is read and written anew, so that the client reads the keys JSON.parse
+ * read. The fast path scans it in one call (json-scan-wasm.ts); what it leaves undecided (an
+ * object of many keys) goes member by member.
+ */
+function plainResultEnd(buf: Buffer, at: number, end: number): number {
+  if (buf[at] !== OPEN_BRACE) return -1;
+  const fast = skipValueFast(buf, at, end, 1, KEYS, RESULT_TYPE_KEY);
+  return fast !== UNDECIDED ? fast : resultEndByMembers(buf, at, end);
+}
+
+/**
+ * plainResultEnd the general way (json-scan.ts): the result checked whole with its keys, then its
+ * own keys looked at for a `resultType` (the values hopped over, checked already).
+ */
+function resultEndByMembers(buf: Buffer, at: number, end: number): number {
+  const resultEnd = skipValue(buf, at, end, 1, KEYS);
+  if (resultEnd === -1 || !isUtf8(buf.subarray(at, resultEnd))) return -1;
   let i = skipSpace(buf, at + 1, end);
-  if (i < end && buf[i] === CLOSE_BRACE) return { end: i + 1, count: 0 };
-  let count = 0;
-  for (;;) {
+  while (buf[i] !== CLOSE_BRACE) {
     const afterKey = skipKey(buf, i, end);
-    if (afterKey === -1 || bytesAre(buf, i + 1, afterKey - 1, 'resultType')) return null;
-    const valueStart = valueAfter(buf, afterKey, end);
-    if (valueStart === -1) return null;
-    i = skipValue(buf, valueStart, end, 2, false);
-    if (i === -1) return null;
-    count++;
-    i = skipSpace(buf, i, end);
-    if (i >= end) return null;
-    if (buf[i] === CLOSE_BRACE) return { end: i + 1, count };
-    if (buf[i] !== COMMA) return null;
-    i = skipSpace(buf, i + 1, end);
+    if (afterKey === -1 || bytesAre(buf, i + 1, afterKey - 1, 'resultType')) return -1;
+    i = skipSpace(buf, skipValue(buf, valueAfter(buf, afterKey, end), end, 2, 0), end);
+    if (buf[i] === COMMA) i = skipSpace(buf, i + 1, end);
   }
+  return resultEnd;
 }

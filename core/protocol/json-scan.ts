@@ -6,8 +6,13 @@
  * It is strict, and gives up on anything it is not sure of: what passes is valid UTF-8 and valid
  * JSON (RFC 8259, every value checked, nested no deeper than MAX_DEPTH); the caller reads and
  * writes anew whatever does not pass.
+ *
+ * Two ways to the same verdicts: the fast path first (json-scan-wasm.ts: WebAssembly, a third of
+ * the instructions), then, for what it leaves undecided (objects of many keys, long bytes), the
+ * JavaScript below. test/eras/json-scan-wasm.test.ts holds the two to the same answers.
  */
 import { isUtf8 } from 'node:buffer';
+import { readAlikeFast, skipValueFast, UNDECIDED } from './json-scan-wasm.ts';
 
 export const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -149,19 +154,33 @@ function spannedBefore(buf: Buffer, base: number, top: number, from: number, to:
 /** Keys of objects with more than MAX_COMPARED_KEYS, by depth (rare: made when needed). */
 const keySets: (Set<string> | null)[] = [];
 
+/** What a scan checks besides JSON itself (skipValue's `checks`): no key twice in an object and none spelled with an escape... */
+export const KEYS = 1;
+/** ...no number that JSON.parse reads otherwise than an exact reader (skipExactNumber). */
+export const EXACT_NUMBERS = 2;
+
 /**
  * Index just past the JSON value at `i` (no leading space), checked whole, or -1: when it is not
- * one, nests deeper than MAX_DEPTH (counting the `depth` containers around it), or, with
- * `unique`, some object in it has a key twice or one spelled with an escape.
- *
- * One loop, its open containers on a stack, rather than a function per kind of value calling
- * the others: a request's many small tokens cost a call and a return each that way, more than
- * their bytes. `unique` is tested as `checked`, the result of a comparison: the compiler knows it
- * for a boolean, and each test is one compare, where a parameter's truth took a dozen
- * instructions (the checks of whatever else it could hold), three times a key.
+ * one, nests deeper than MAX_DEPTH (counting the `depth` containers around it), or fails one of
+ * `checks` (KEYS, EXACT_NUMBERS). The fast path decides most (json-scan-wasm.ts).
  */
-export function skipValue(buf: Buffer, i: number, end: number, depth: number, unique: boolean): number {
-  const checked = unique === true; // a boolean to the compiler: one compare per test (see above)
+export function skipValue(buf: Buffer, i: number, end: number, depth: number, checks: number): number {
+  const fast = skipValueFast(buf, i, end, depth, checks, null);
+  return fast !== UNDECIDED ? fast : skipValueGenerally(buf, i, end, depth, checks);
+}
+
+/**
+ * skipValue in JavaScript, for what the fast path leaves undecided (exported for the test that
+ * holds the two to the same verdicts). It does not check UTF-8 (readAlikeGenerally and the
+ * answer's check do, over the whole bytes). One loop, its open
+ * containers on a stack, rather than a function per kind of value calling the others: a
+ * request's many small tokens cost a call and a return each that way, more than their bytes.
+ * The checks are tested as booleans, results of comparisons: the compiler knows them for
+ * booleans, and each test is one compare, where a parameter's truth took a dozen instructions
+ * (the checks of whatever else it could hold), three times a key.
+ */
+export function skipValueGenerally(buf: Buffer, i: number, end: number, depth: number, checks: number): number {
+  const checked = (checks & KEYS) !== 0;
   const outer = depth;
   let top = 0; // of keySpans
   for (;;) {
@@ -191,7 +210,7 @@ export function skipValue(buf: Buffer, i: number, end: number, depth: number, un
         depth--;
       }
     } else {
-      i = c === 0x74 ? skipWord(buf, i, end, 'true') : c === 0x66 ? skipWord(buf, i, end, 'false') : c === 0x6e ? skipWord(buf, i, end, 'null') : checked ? skipExactNumber(buf, i, end) : skipNumber(buf, i, end);
+      i = c === 0x74 ? skipWord(buf, i, end, 'true') : c === 0x66 ? skipWord(buf, i, end, 'false') : c === 0x6e ? skipWord(buf, i, end, 'null') : (checks & EXACT_NUMBERS) !== 0 ? skipExactNumber(buf, i, end) : skipNumber(buf, i, end);
     }
     if (i < 0) return -1;
     // A value ended at i: a comma and the next, or the end of its container (and maybe more).
@@ -272,9 +291,15 @@ function manyKeys(buf: Buffer, depth: number, base: number, top: number, from: n
  * (skipExactNumber). Bytes that pass may go on as they came.
  */
 export function readAlikeByAll(buf: Buffer): boolean {
+  const fast = readAlikeFast(buf);
+  return fast !== UNDECIDED ? fast === 1 : readAlikeGenerally(buf);
+}
+
+/** readAlikeByAll in JavaScript, for what the fast path leaves undecided (exported for the test that holds the two to the same verdicts). */
+export function readAlikeGenerally(buf: Buffer): boolean {
   const end = buf.length;
   // Objects end by clearing their own Set; only a scan that gave up midway can leave one here.
   if (keySets.length !== 0) keySets.length = 0;
-  const at = skipValue(buf, skipSpace(buf, 0, end), end, 0, true);
+  const at = skipValueGenerally(buf, skipSpace(buf, 0, end), end, 0, KEYS | EXACT_NUMBERS);
   return at !== -1 && skipSpace(buf, at, end) === end && isUtf8(buf);
 }

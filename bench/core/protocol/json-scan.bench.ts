@@ -6,7 +6,7 @@
  * of their spellings). The answer's: answer-bytes.bench.ts.
  */
 import type { Bench } from 'tinybench';
-import { readAlikeByAll } from '../../../core/protocol/json-scan.ts';
+import { readAlikeByAll, readAlikeGenerally } from '../../../core/protocol/json-scan.ts';
 
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } };
 const REQUEST = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 't0', arguments: { text: 'hi' }, _meta: META } }));
@@ -19,6 +19,9 @@ export default function register(bench: Bench): void {
   bench
     .add(`json-scan: readAlikeByAll, a tools/call with its envelope (${REQUEST.length} B)`, () => {
       sink = readAlikeByAll(REQUEST);
+    })
+    .add(`  the general way alone (JavaScript) on the same bytes`, () => {
+      sink = readAlikeGenerally(REQUEST);
     })
     .add(`  reference: JSON.parse of the same bytes`, () => {
       sink = JSON.parse(REQUEST.toString('utf8'));

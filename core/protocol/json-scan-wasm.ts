@@ -1,0 +1,95 @@
+/**
+ * The JSON scanner's fast path: json-scan.wat, compiled WebAssembly, run over a copy of the bytes
+ * in its own memory. json-scan.ts asks it first and goes its general way (JavaScript) only when it
+ * does not decide: bytes longer than MAX_INPUT, or an object with more than 16 keys (whose keys
+ * the general way tells apart with a Set).
+ *
+ * Why: the scanner runs on every aggregated and bridged request, over the client's request and
+ * the backend's answer. In JavaScript, V8 re-checks the buffer (its map, length, base) at each
+ * byte and boxes the loop's state at each token: ~65 instructions a byte for an MCP request.
+ * Compiled WebAssembly runs the same table at ~15, and the copy in costs ~100 a call.
+ *
+ * The module's memory holds one input at a time (the scans are synchronous): at most MAX_INPUT
+ * bytes, so what it keeps is bounded whatever a client or a backend sends.
+ */
+import { readFileSync } from 'node:fs';
+import { GRAMMAR } from './json-grammar.ts';
+
+/** Where the bytes scanned begin in the module's memory (json-scan.wat, Memory). */
+const INPUT = 20480;
+/** Where the key a scan refuses is written, and how long it may be (json-scan.wat, Memory). */
+const REFUSED_KEY = 19456;
+const MAX_REFUSED_KEY = INPUT - REFUSED_KEY;
+/** Longest input the fast path scans: 256 KiB (MCP requests and answers are mostly far smaller). */
+export const MAX_INPUT = 256 * 1024;
+const PAGE = 65536;
+
+/** The part of WebAssembly's API used here (the project's TypeScript libraries, ES2023 without the DOM, do not declare it). */
+declare namespace WebAssembly {
+  class Module {
+    constructor(bytes: Uint8Array);
+  }
+  class Instance {
+    constructor(module: Module, imports: object);
+    readonly exports: object;
+  }
+  class Memory {
+    readonly buffer: ArrayBuffer;
+    grow(pages: number): number;
+  }
+}
+
+interface ScanExports {
+  readonly memory: WebAssembly.Memory;
+  skip(i: number, end: number, depth: number, checks: number, refuse: number): number;
+  readAlike(length: number): number;
+}
+
+const module = new WebAssembly.Module(readFileSync(new URL('./json-scan.wasm', import.meta.url)));
+const scanner = new WebAssembly.Instance(module, {}).exports as unknown as ScanExports;
+let memory = new Uint8Array(scanner.memory.buffer);
+memory.set(GRAMMAR, 0);
+
+/** The memory holds `length` input bytes; false past MAX_INPUT. */
+function room(length: number): boolean {
+  if (length > MAX_INPUT) return false;
+  if (INPUT + length > memory.length) {
+    scanner.memory.grow(Math.ceil((INPUT + length - memory.length) / PAGE));
+    memory = new Uint8Array(scanner.memory.buffer); // the old view is detached by the growth
+  }
+  return true;
+}
+
+/** Undecided: the caller's general path is to scan the bytes. */
+export const UNDECIDED = -2;
+
+/**
+ * Whether `buf` is one JSON value (white space around it allowed), valid UTF-8, that every reader
+ * reads alike (json-scan.ts, readAlikeByAll): 1 or 0, or UNDECIDED.
+ */
+export function readAlikeFast(buf: Buffer): number {
+  if (!room(buf.length)) return UNDECIDED;
+  memory.set(buf, INPUT);
+  return scanner.readAlike(buf.length);
+}
+
+/** The refused key in the module's memory now (one at a time: a caller's constant). */
+let refusedKey: Uint8Array | null = null;
+
+/**
+ * json-scan.ts's skipValue over `buf` from `i` (not white space) to `end`, with `checks`: the index
+ * just past the value, -1, or UNDECIDED. Strings are checked as UTF-8 too. `refused` (with
+ * KEYS checked; a constant of the caller's, its quotes included) refuses an object that has it
+ * among its own keys.
+ */
+export function skipValueFast(buf: Buffer, i: number, end: number, depth: number, checks: number, refused: Uint8Array | null): number {
+  if (!room(buf.length)) return UNDECIDED;
+  if (refused !== null && refused !== refusedKey) {
+    if (refused.length > MAX_REFUSED_KEY || (checks & 1) === 0) return UNDECIDED;
+    memory.set(refused, REFUSED_KEY);
+    refusedKey = refused;
+  }
+  memory.set(buf, INPUT);
+  const at = scanner.skip(INPUT + i, INPUT + end, depth, checks, refused === null ? 0 : refused.length);
+  return at < 0 ? at : at - INPUT;
+}
