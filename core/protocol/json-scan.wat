@@ -4,10 +4,11 @@
 ;; One loop over the bytes through the grammar's table (json-grammar.ts, written into this
 ;; memory at offset 0 when the module loads): GRAMMAR[state << 8 | byte] is the next state (>= 0)
 ;; or an action (< 0), carried out below. The same checks as json-scan.ts's skipValue: valid JSON
-;; (RFC 8259), nested no deeper than 64, and with `unique`, no key twice in an object, none
-;; spelled with an escape, no number JSON.parse reads otherwise than an exact reader would (an
-;; exponent, more than 15 characters). `checks` says which: 1 the keys, 2 the numbers. The table also checks UTF-8 in strings (the only place
-;; a byte past ASCII may be), so what passes is valid UTF-8 too.
+;; (RFC 8259), nested no deeper than 64, and those `checks` asks for (json-scan.ts, KEYS = 1 and
+;; EXACT_NUMBERS = 2; it is 0 to 3): no key twice in an object and none spelled with an escape;
+;; no number JSON.parse reads otherwise than an exact reader would (an exponent, more than 15
+;; characters). The table also checks UTF-8 in strings (the only place a byte past ASCII may
+;; be), so what passes is valid UTF-8 too.
 ;;
 ;; Memory (bytes):
 ;;       0  the grammar table, 256 entries a state
@@ -22,65 +23,13 @@
 (module
   (memory (export "memory") 1)
 
-  ;; Whether the key at from..to (its quotes) has the bytes of one of the stack's keys from
-  ;; `base` to `top` (indexes of i32 slots, two a key).
-  (func $spannedBefore (param $base i32) (param $top i32) (param $from i32) (param $to i32) (result i32)
-    (local $k i32) (local $start i32) (local $length i32) (local $j i32)
-    (local.set $length (i32.sub (local.get $to) (local.get $from)))
-    (local.set $k (local.get $base))
-    (block $none
-      (loop $each
-        (br_if $none (i32.ge_u (local.get $k) (local.get $top)))
-        (local.set $start (i32.load (i32.add (i32.const 10752) (i32.shl (local.get $k) (i32.const 2)))))
-        (if (i32.eq
-              (i32.sub (i32.load (i32.add (i32.const 10756) (i32.shl (local.get $k) (i32.const 2)))) (local.get $start))
-              (local.get $length))
-          (then
-            ;; both open with a quote: compare from the second byte
-            (local.set $j (i32.const 1))
-            (block $differs
-              (loop $byte
-                (if (i32.ge_u (local.get $j) (local.get $length)) (then (return (i32.const 1))))
-                (br_if $differs
-                  (i32.ne (i32.load8_u (i32.add (local.get $start) (local.get $j)))
-                          (i32.load8_u (i32.add (local.get $from) (local.get $j)))))
-                (local.set $j (i32.add (local.get $j) (i32.const 1)))
-                (br $byte)))))
-        (local.set $k (i32.add (local.get $k) (i32.const 2)))
-        (br $each)))
-    (i32.const 0))
-
-  ;; Whether the key at from..to (its quotes) is the refused key, `length` bytes at 19456.
-  (func $refused (param $from i32) (param $to i32) (param $length i32) (result i32)
-    (local $j i32)
-    (if (i32.ne (i32.sub (local.get $to) (local.get $from)) (local.get $length)) (then (return (i32.const 0))))
-    (block $differs
-      (loop $byte
-        (if (i32.ge_u (local.get $j) (local.get $length)) (then (return (i32.const 1))))
-        (br_if $differs
-          (i32.ne (i32.load8_u (i32.add (local.get $from) (local.get $j)))
-                  (i32.load8_u (i32.add (i32.const 19456) (local.get $j)))))
-        (local.set $j (i32.add (local.get $j) (i32.const 1)))
-        (br $byte)))
-    (i32.const 0))
-
-  ;; The key at from..to kept on the stack of the object open at `depth`: the stack's new top,
-  ;; -1 when the object had it already, -2 when the object has more keys than this path compares.
-  (func $keptKey (param $depth i32) (param $top i32) (param $from i32) (param $to i32) (result i32)
-    (local $base i32)
-    (local.set $base (i32.load (i32.add (i32.const 10368) (i32.shl (local.get $depth) (i32.const 2)))))
-    (if (i32.ge_u (i32.sub (local.get $top) (local.get $base)) (i32.const 32)) (then (return (i32.const -2))))
-    (if (call $spannedBefore (local.get $base) (local.get $top) (local.get $from) (local.get $to)) (then (return (i32.const -1))))
-    (i32.store (i32.add (i32.const 10752) (i32.shl (local.get $top) (i32.const 2))) (local.get $from))
-    (i32.store (i32.add (i32.const 10756) (i32.shl (local.get $top) (i32.const 2))) (local.get $to))
-    (i32.add (local.get $top) (i32.const 2)))
-
   ;; Index just past the JSON value starting at `i` (white space before it allowed), scanning to
   ;; `end` at most, inside `depth` containers, with `checks` (above); see the results above. With
   ;; the keys checked (plain, so equal bytes are equal keys), `refuse` > 0 refuses the value (-1)
   ;; when it is an object with the refused key (`refuse` bytes at 19456) among its own.
   (func $skip (export "skip") (param $i i32) (param $end i32) (param $depth i32) (param $checks i32) (param $refuse i32) (result i32)
     (local $outer i32) (local $state i32) (local $next i32) (local $top i32) (local $keyAt i32) (local $numberAt i32) (local $c i32)
+    (local $base i32) (local $length i32) (local $k i32) (local $start i32) (local $j i32)
     (local.set $outer (local.get $depth))
     (local.set $keyAt (i32.const -1))
     (block $ended
@@ -129,10 +78,48 @@
           (else
             (if (i32.and (local.get $checks) (i32.const 1))
               (then
-                (local.set $top (call $keptKey (local.get $depth) (local.get $top) (local.get $keyAt) (local.get $i)))
-                (if (i32.lt_s (local.get $top) (i32.const 0)) (then (return (local.get $top))))
-                (if (i32.and (i32.ne (local.get $refuse) (i32.const 0)) (i32.eq (local.get $depth) (i32.add (local.get $outer) (i32.const 1))))
-                  (then (if (call $refused (local.get $keyAt) (local.get $i) (local.get $refuse)) (then (return (i32.const -1))))))))
+                ;; The key is new in its object: no key on the stack from the object's base has
+                ;; its bytes (plain keys: equal bytes are equal keys). Written here rather than
+                ;; called: a call makes the compiler save the loop's values around it.
+                (local.set $base (i32.load (i32.add (i32.const 10368) (i32.shl (local.get $depth) (i32.const 2)))))
+                (if (i32.ge_u (i32.sub (local.get $top) (local.get $base)) (i32.const 32)) (then (return (i32.const -2))))
+                (local.set $length (i32.sub (local.get $i) (local.get $keyAt)))
+                (local.set $k (local.get $base))
+                (block $new
+                  (loop $each
+                    (br_if $new (i32.ge_u (local.get $k) (local.get $top)))
+                    (local.set $start (i32.load (i32.add (i32.const 10752) (i32.shl (local.get $k) (i32.const 2)))))
+                    (if (i32.eq
+                          (i32.sub (i32.load (i32.add (i32.const 10756) (i32.shl (local.get $k) (i32.const 2)))) (local.get $start))
+                          (local.get $length))
+                      (then
+                        ;; both open with a quote: compare from the second byte
+                        (local.set $j (i32.const 1))
+                        (block $differs
+                          (loop $compare
+                            (if (i32.ge_u (local.get $j) (local.get $length)) (then (return (i32.const -1))))
+                            (br_if $differs
+                              (i32.ne (i32.load8_u (i32.add (local.get $start) (local.get $j)))
+                                      (i32.load8_u (i32.add (local.get $keyAt) (local.get $j)))))
+                            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                            (br $compare)))))
+                    (local.set $k (i32.add (local.get $k) (i32.const 2)))
+                    (br $each)))
+                (i32.store (i32.add (i32.const 10752) (i32.shl (local.get $top) (i32.const 2))) (local.get $keyAt))
+                (i32.store (i32.add (i32.const 10756) (i32.shl (local.get $top) (i32.const 2))) (local.get $i))
+                (local.set $top (i32.add (local.get $top) (i32.const 2)))
+                ;; The refused key, among the value's own (`refuse` bytes at 19456), refuses it.
+                (if (i32.and (i32.eq (local.get $length) (local.get $refuse)) (i32.eq (local.get $depth) (i32.add (local.get $outer) (i32.const 1))))
+                  (then
+                    (local.set $j (i32.const 0))
+                    (block $other
+                      (loop $compare
+                        (if (i32.ge_u (local.get $j) (local.get $length)) (then (return (i32.const -1))))
+                        (br_if $other
+                          (i32.ne (i32.load8_u (i32.add (i32.const 19456) (local.get $j)))
+                                  (i32.load8_u (i32.add (local.get $keyAt) (local.get $j)))))
+                        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                        (br $compare)))))))
             (local.set $keyAt (i32.const -1))
             (local.set $state (i32.const 4)))) ;; Colon
         (br $byte))
