@@ -16,7 +16,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { CLOSE_BRACE, COLON, COMMA, KEYS, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue } from './json-scan.ts';
-import { skipValueFast, UNDECIDED } from './json-scan-wasm.ts';
+import { resultEndFast, spelledResultFast, UNDECIDED } from './json-scan-wasm.ts';
 
 /** The index of the value after the key ending at `keyEnd` (its colon and spaces skipped), or -1. */
 function valueAfter(buf: Buffer, keyEnd: number, end: number): number {
@@ -72,65 +72,18 @@ export function isPlainResult(buf: Buffer, idText: string): boolean {
   return plainResultAt(buf, idText) !== -1;
 }
 
-/** How SDKs write an answer, with no space: `{"jsonrpc":"2.0","id":<id>,"result":{...}}` (Python's, and most)... */
-const JSONRPC_FIRST = Buffer.from('{"jsonrpc":"2.0","id":');
-const THEN_RESULT = Buffer.from(',"result":');
-/** ...or `{"result":{...},"jsonrpc":"2.0","id":<id>}` (the TypeScript SDK's). */
-const RESULT_FIRST = Buffer.from('{"result":');
-const THEN_JSONRPC = Buffer.from(',"jsonrpc":"2.0","id":');
-
-/** Whether `buf` holds the bytes of `expected` at `at`. */
-function bytesAt(buf: Buffer, at: number, expected: Uint8Array): boolean {
-  const n = expected.length;
-  if (at + n > buf.length) return false;
-  for (let j = 0; j < n; j++) if (buf[at + j] !== expected[j]) return false;
-  return true;
-}
-
-/** Index just past `idText` written at `at` in `buf`, or -1 (also for an id past ASCII: see bytesAre). */
-function afterId(buf: Buffer, at: number, idText: string): number {
-  const n = idText.length;
-  return at + n <= buf.length && bytesAre(buf, at, at + n, idText) ? at + n : -1;
-}
-
-/** Whether only white space follows `}` at `at`, the answer's last brace. */
-function closesAt(buf: Buffer, at: number): boolean {
-  return at < buf.length && buf[at] === CLOSE_BRACE && skipSpace(buf, at + 1, buf.length) === buf.length;
-}
-
-/**
- * plainResultAt for an answer in one of the two spellings SDKs write (above): the same answer
- * to the same question, without the general loop's key comparisons. -1 when the result is not a
- * plain one (the general loop would read that same result, at the same place, the same way);
- * -2 for anything else it does not take (another spelling, id or key, bytes after the answer),
- * which the general loop reads. Its bytes are UTF-8 when it takes them: those around the result
- * are the spelling's and the id's, ASCII compared as such, and the result's are checked so.
- */
-function spelledResultAt(buf: Buffer, idText: string): number {
-  const end = buf.length;
-  if (bytesAt(buf, 0, JSONRPC_FIRST)) {
-    let i = afterId(buf, JSONRPC_FIRST.length, idText);
-    if (i === -1 || !bytesAt(buf, i, THEN_RESULT)) return -2;
-    i += THEN_RESULT.length;
-    const resultEnd = plainResultEnd(buf, i, end);
-    if (resultEnd === -1) return -1;
-    return closesAt(buf, resultEnd) ? i + 1 : -2;
-  }
-  if (bytesAt(buf, 0, RESULT_FIRST)) {
-    const resultAt = RESULT_FIRST.length;
-    const resultEnd = plainResultEnd(buf, resultAt, end);
-    if (resultEnd === -1) return -1;
-    if (!bytesAt(buf, resultEnd, THEN_JSONRPC)) return -2;
-    const i = afterId(buf, resultEnd + THEN_JSONRPC.length, idText);
-    return i !== -1 && closesAt(buf, i) ? resultAt + 1 : -2;
-  }
-  return -2;
-}
-
 /** Where the members of the result of a plain answer (see completeResultBytes) begin, just after its `{`; -1 for any other bytes. */
 function plainResultAt(buf: Buffer, idText: string): number {
-  const spelled = spelledResultAt(buf, idText);
-  if (spelled !== -2) return spelled;
+  // An answer spelled as SDKs spell it, `{"jsonrpc":"2.0","id":N,"result":{…}}` (Python's, most)
+  // or `{"result":{…},"jsonrpc":"2.0","id":N}` (TypeScript's), is read by comparing its fixed
+  // bytes, the result scanned in the same call (json-scan-wasm.ts): the same answer as the loop
+  // below gives, for the same reasons. Anything else goes the loop's way.
+  const spelled = spelledResultFast(buf, idText);
+  return spelled !== UNDECIDED ? spelled : plainResultAtGenerally(buf, idText);
+}
+
+/** plainResultAt's loop over the answer's members (exported for the test that holds the two ways to the same answers). */
+export function plainResultAtGenerally(buf: Buffer, idText: string): number {
   const end = buf.length;
   let i = skipSpace(buf, 0, end);
   if (i >= end || buf[i] !== OPEN_BRACE || !isUtf8(buf)) return -1;
@@ -175,8 +128,6 @@ function plainResultAt(buf: Buffer, idText: string): number {
   return resultAt;
 }
 
-const RESULT_TYPE_KEY = Buffer.from('"resultType"');
-
 /**
  * Where the result object at `at` ends, checked whole (JSON and UTF-8), or -1 when it is not one, has a
  * `resultType` of its own, or (the fast path) has a key twice or spelled with an escape anywhere
@@ -186,7 +137,7 @@ const RESULT_TYPE_KEY = Buffer.from('"resultType"');
  */
 function plainResultEnd(buf: Buffer, at: number, end: number): number {
   if (buf[at] !== OPEN_BRACE) return -1;
-  const fast = skipValueFast(buf, at, end, 1, KEYS, RESULT_TYPE_KEY);
+  const fast = resultEndFast(buf, at, end);
   return fast !== UNDECIDED ? fast : resultEndByMembers(buf, at, end);
 }
 

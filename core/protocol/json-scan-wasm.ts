@@ -17,9 +17,11 @@ import { GRAMMAR } from './json-grammar.ts';
 
 /** Where the bytes scanned begin in the module's memory (json-scan.wat, Memory). */
 const INPUT = 20480;
-/** Where the key a scan refuses is written, and how long it may be (json-scan.wat, Memory). */
-const REFUSED_KEY = 19456;
-const MAX_REFUSED_KEY = INPUT - REFUSED_KEY;
+/** How long `"resultType"` is, the key a result may not have of its own (json-scan.wat, Memory). */
+const RESULT_TYPE_LENGTH = 12;
+/** Where a request's id is written for spelledResultFast, and how long it may be (json-scan.wat, Memory). */
+const ID = 19600;
+const MAX_ID = INPUT - ID;
 /** Longest input the fast path scans: 256 KiB (MCP requests and answers are mostly far smaller). */
 export const MAX_INPUT = 256 * 1024;
 const PAGE = 65536;
@@ -43,6 +45,7 @@ interface ScanExports {
   readonly memory: WebAssembly.Memory;
   skip(i: number, end: number, depth: number, checks: number, refuse: number): number;
   readAlike(length: number): number;
+  spelledResult(length: number, idLength: number): number;
 }
 
 const module = new WebAssembly.Module(readFileSync(new URL('./json-scan.wasm', import.meta.url)));
@@ -73,23 +76,44 @@ export function readAlikeFast(buf: Buffer): number {
   return scanner.readAlike(buf.length);
 }
 
-/** The refused key in the module's memory now (one at a time: a caller's constant). */
-let refusedKey: Uint8Array | null = null;
-
 /**
  * json-scan.ts's skipValue over `buf` from `i` (not white space) to `end`, with `checks`: the index
- * just past the value, -1, or UNDECIDED. Strings are checked as UTF-8 too. `refused` (with
- * KEYS checked; a constant of the caller's, its quotes included) refuses an object that has it
- * among its own keys.
+ * just past the value, -1, or UNDECIDED. Strings are checked as UTF-8 too.
  */
-export function skipValueFast(buf: Buffer, i: number, end: number, depth: number, checks: number, refused: Uint8Array | null): number {
+export function skipValueFast(buf: Buffer, i: number, end: number, depth: number, checks: number): number {
   if (!room(buf.length)) return UNDECIDED;
-  if (refused !== null && refused !== refusedKey) {
-    if (refused.length > MAX_REFUSED_KEY || (checks & 1) === 0) return UNDECIDED;
-    memory.set(refused, REFUSED_KEY);
-    refusedKey = refused;
+  memory.set(buf, INPUT);
+  const at = scanner.skip(INPUT + i, INPUT + end, depth, checks, 0);
+  return at < 0 ? at : at - INPUT;
+}
+
+/**
+ * The end of the result object at `at` in `buf`, a backend's answer (answer-bytes.ts): checked
+ * whole with its keys (KEYS), -1 also when `"resultType"` is among its own keys, or UNDECIDED.
+ */
+export function resultEndFast(buf: Buffer, at: number, end: number): number {
+  if (!room(buf.length)) return UNDECIDED;
+  memory.set(buf, INPUT);
+  const resultEnd = scanner.skip(INPUT + at, INPUT + end, 1, 1, RESULT_TYPE_LENGTH);
+  return resultEnd < 0 ? resultEnd : resultEnd - INPUT;
+}
+
+/**
+ * answer-bytes.ts's question of `buf`, a backend's answer to the request whose id is written
+ * `idText`, when it is spelled as SDKs spell it (json-scan.wat, spelledResult): where its result's
+ * members begin, -1 when its result is not a plain one, UNDECIDED for anything else (another
+ * spelling, id or key, an id past ASCII, bytes after the answer, a result of many keys), which
+ * the caller reads its general way.
+ */
+export function spelledResultFast(buf: Buffer, idText: string): number {
+  const idLength = idText.length;
+  if (idLength > MAX_ID || !room(buf.length)) return UNDECIDED;
+  for (let j = 0; j < idLength; j++) {
+    const code = idText.charCodeAt(j);
+    if (code > 0x7f) return UNDECIDED; // its UTF-8 is not its character code (answer-bytes.ts, bytesAre)
+    memory[ID + j] = code;
   }
   memory.set(buf, INPUT);
-  const at = scanner.skip(INPUT + i, INPUT + end, depth, checks, refused === null ? 0 : refused.length);
-  return at < 0 ? at : at - INPUT;
+  const at = scanner.spelledResult(buf.length, idLength);
+  return at >= 0 ? at - INPUT : at === -1 ? -1 : UNDECIDED;
 }

@@ -165,7 +165,7 @@ export const EXACT_NUMBERS = 2;
  * `checks` (KEYS, EXACT_NUMBERS). The fast path decides most (json-scan-wasm.ts).
  */
 export function skipValue(buf: Buffer, i: number, end: number, depth: number, checks: number): number {
-  const fast = skipValueFast(buf, i, end, depth, checks, null);
+  const fast = skipValueFast(buf, i, end, depth, checks);
   return fast !== UNDECIDED ? fast : skipValueGenerally(buf, i, end, depth, checks);
 }
 

@@ -15,18 +15,95 @@
 ;;   10240  open kinds: one byte a depth (1 an object, 0 an array)
 ;;   10368  open key bases: an i32 a depth (where the object's keys begin on the key stack)
 ;;   10752  the key stack: (start, end) i32 pairs of the open objects' keys, 16 an object
-;;   19456  a key refused at the value's top level (with its quotes), written by json-scan-wasm.ts
+;;   19456  `"resultType"`, the key an answer's result may not have of its own (the data below)
+;;   19520  the fixed bytes of a JSON-RPC answer as SDKs spell it (the data below)
+;;   19600  the id of the request an answer is checked for (ASCII, 880 bytes at most), written by json-scan-wasm.ts
 ;;   20480  the bytes scanned (INPUT), copied in by json-scan-wasm.ts
 ;;
 ;; Results: an index just past the value; -1 when the bytes are refused; -2 when this path does
 ;; not decide (an object with more than 16 keys, compared by the caller's general path).
 (module
   (memory (export "memory") 1)
+  ;; An answer as SDKs write it, with no space: `{"jsonrpc":"2.0","id":<id>,"result":{...}}`
+  ;; (Python's, and most) or `{"result":{...},"jsonrpc":"2.0","id":<id>}` (the TypeScript SDK's).
+  (data (i32.const 19456) "\"resultType\"")                ;; 12 bytes
+  (data (i32.const 19520) "{\"jsonrpc\":\"2.0\",\"id\":")  ;; 22
+  (data (i32.const 19544) ",\"result\":")                   ;; 10
+  (data (i32.const 19556) "{\"result\":")                   ;; 10
+  (data (i32.const 19568) ",\"jsonrpc\":\"2.0\",\"id\":")  ;; 22
+
+  ;; Whether the `length` bytes at `at` (ending by `end`) are those at `expected`.
+  (func $bytesAre (param $at i32) (param $end i32) (param $expected i32) (param $length i32) (result i32)
+    (local $j i32)
+    (if (i32.gt_u (i32.add (local.get $at) (local.get $length)) (local.get $end)) (then (return (i32.const 0))))
+    (block $differs
+      (loop $byte
+        (if (i32.ge_u (local.get $j) (local.get $length)) (then (return (i32.const 1))))
+        (br_if $differs
+          (i32.ne (i32.load8_u (i32.add (local.get $at) (local.get $j)))
+                  (i32.load8_u (i32.add (local.get $expected) (local.get $j)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $byte)))
+    (i32.const 0))
+
+  ;; Whether `at` holds the answer's last brace, and only white space follows it to `end`.
+  (func $closes (param $at i32) (param $end i32) (result i32)
+    (local $c i32)
+    (if (i32.ge_u (local.get $at) (local.get $end)) (then (return (i32.const 0))))
+    (if (i32.ne (i32.load8_u (local.get $at)) (i32.const 0x7d)) (then (return (i32.const 0))))
+    (local.set $at (i32.add (local.get $at) (i32.const 1)))
+    (block $done
+      (loop $space
+        (br_if $done (i32.ge_u (local.get $at) (local.get $end)))
+        (local.set $c (i32.load8_u (local.get $at)))
+        (if (i32.eqz (i32.or (i32.or (i32.eq (local.get $c) (i32.const 0x20)) (i32.eq (local.get $c) (i32.const 0x0a)))
+                             (i32.or (i32.eq (local.get $c) (i32.const 0x0d)) (i32.eq (local.get $c) (i32.const 0x09)))))
+          (then (return (i32.const 0))))
+        (local.set $at (i32.add (local.get $at) (i32.const 1)))
+        (br $space)))
+    (i32.const 1))
+
+  ;; The answer of `length` bytes at INPUT, in one of the two spellings above, for the request
+  ;; whose id is the `idLength` bytes at 19600: where its result's members begin (just after its
+  ;; `{`); -1 when its result is not a plain one (not an object, one with its own resultType, a
+  ;; key twice or escaped anywhere in it: answer-bytes.ts); -2 for anything else (another
+  ;; spelling, id or key, bytes after it, a result of many keys), which the caller reads its
+  ;; general way.
+  (func (export "spelledResult") (param $length i32) (param $idLength i32) (result i32)
+    (local $end i32) (local $i i32) (local $resultAt i32) (local $resultEnd i32)
+    (local.set $end (i32.add (i32.const 20480) (local.get $length)))
+    (if (call $bytesAre (i32.const 20480) (local.get $end) (i32.const 19520) (i32.const 22))
+      (then
+        (local.set $i (i32.const 20502))
+        (if (i32.eqz (call $bytesAre (local.get $i) (local.get $end) (i32.const 19600) (local.get $idLength))) (then (return (i32.const -2))))
+        (local.set $i (i32.add (local.get $i) (local.get $idLength)))
+        (if (i32.eqz (call $bytesAre (local.get $i) (local.get $end) (i32.const 19544) (i32.const 10))) (then (return (i32.const -2))))
+        (local.set $resultAt (i32.add (local.get $i) (i32.const 10)))
+        (if (i32.ge_u (local.get $resultAt) (local.get $end)) (then (return (i32.const -2))))
+        (if (i32.ne (i32.load8_u (local.get $resultAt)) (i32.const 0x7b)) (then (return (i32.const -2)))) ;; not `{` at once: the general way
+        (local.set $resultEnd (call $skip (local.get $resultAt) (local.get $end) (i32.const 1) (i32.const 1) (i32.const 12)))
+        (if (i32.eq (local.get $resultEnd) (i32.const -2)) (then (return (i32.const -2))))
+        (if (i32.lt_s (local.get $resultEnd) (i32.const 0)) (then (return (i32.const -1))))
+        (return (select (i32.add (local.get $resultAt) (i32.const 1)) (i32.const -2) (call $closes (local.get $resultEnd) (local.get $end))))))
+    (if (call $bytesAre (i32.const 20480) (local.get $end) (i32.const 19556) (i32.const 10))
+      (then
+        (local.set $resultAt (i32.const 20490))
+        (if (i32.ge_u (local.get $resultAt) (local.get $end)) (then (return (i32.const -2))))
+        (if (i32.ne (i32.load8_u (local.get $resultAt)) (i32.const 0x7b)) (then (return (i32.const -2)))) ;; not `{` at once: the general way
+        (local.set $resultEnd (call $skip (local.get $resultAt) (local.get $end) (i32.const 1) (i32.const 1) (i32.const 12)))
+        (if (i32.eq (local.get $resultEnd) (i32.const -2)) (then (return (i32.const -2))))
+        (if (i32.lt_s (local.get $resultEnd) (i32.const 0)) (then (return (i32.const -1))))
+        (if (i32.eqz (call $bytesAre (local.get $resultEnd) (local.get $end) (i32.const 19568) (i32.const 22))) (then (return (i32.const -2))))
+        (local.set $i (i32.add (local.get $resultEnd) (i32.const 22)))
+        (if (i32.eqz (call $bytesAre (local.get $i) (local.get $end) (i32.const 19600) (local.get $idLength))) (then (return (i32.const -2))))
+        (return (select (i32.add (local.get $resultAt) (i32.const 1)) (i32.const -2)
+          (call $closes (i32.add (local.get $i) (local.get $idLength)) (local.get $end))))))
+    (i32.const -2))
 
   ;; Index just past the JSON value starting at `i` (white space before it allowed), scanning to
   ;; `end` at most, inside `depth` containers, with `checks` (above); see the results above. With
-  ;; the keys checked (plain, so equal bytes are equal keys), `refuse` > 0 refuses the value (-1)
-  ;; when it is an object with the refused key (`refuse` bytes at 19456) among its own.
+  ;; the keys checked (plain, so equal bytes are equal keys), `refuse` = 12 refuses the value (-1)
+  ;; when it is an object with `"resultType"` (the 12 bytes at 19456) among its own keys; 0 does not.
   (func $skip (export "skip") (param $i i32) (param $end i32) (param $depth i32) (param $checks i32) (param $refuse i32) (result i32)
     (local $outer i32) (local $state i32) (local $next i32) (local $top i32) (local $keyAt i32) (local $numberAt i32) (local $c i32)
     (local $base i32) (local $length i32) (local $k i32) (local $start i32) (local $j i32)

@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { isUtf8 } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { completeResultBytes, isPlainResult } from '../../core/protocol/answer-bytes.ts';
+import { completeResultBytes, isPlainResult, plainResultAtGenerally } from '../../core/protocol/answer-bytes.ts';
 import { EXACT_NUMBERS, KEYS, readAlikeByAll, readAlikeGenerally, skipValue, skipValueGenerally } from '../../core/protocol/json-scan.ts';
-import { MAX_INPUT, readAlikeFast, skipValueFast, UNDECIDED } from '../../core/protocol/json-scan-wasm.ts';
+import { MAX_INPUT, readAlikeFast, skipValueFast, spelledResultFast, UNDECIDED } from '../../core/protocol/json-scan-wasm.ts';
 import { REPO_ROOT } from '../tiers.ts';
 import { assemble, WASM_MODULES } from '../helpers/wasm-assembly.ts';
 
@@ -110,7 +110,7 @@ describe('the JSON scanner: its fast path and its general way agree', () => {
       if (!isUtf8(body) || body.length === 0 || ' \n\r\t'.includes(String.fromCharCode(body[0]!))) continue;
       for (const checks of [0, KEYS, KEYS | EXACT_NUMBERS]) {
         for (const depth of [0, 2]) {
-          const fast = skipValueFast(body, 0, body.length, depth, checks, null);
+          const fast = skipValueFast(body, 0, body.length, depth, checks);
           if (fast === UNDECIDED) continue;
           compared++;
           assert.equal(fast, skipValueGenerally(body, 0, body.length, depth, checks), `${JSON.stringify(body.toString())} checks ${checks} depth ${depth}`);
@@ -118,6 +118,28 @@ describe('the JSON scanner: its fast path and its general way agree', () => {
       }
     }
     assert.ok(compared > 40_000, `compared ${compared}`);
+  });
+
+  it('an answer spelled as SDKs spell it: the same result position (or -1) as the general loop, on 25,000 answers', () => {
+    const next = random(0xa115);
+    const ids = ['1', '7', '42', '"7"', '"abc"', '-1', '0', '"a\\"b"', 'null'];
+    let decided = 0;
+    let plain = 0;
+    for (let n = 0; n < 5000; n++) {
+      const roll = next();
+      const result = roll < 0.7 ? `{"content":[{"type":"text","text":"x"}],"v":${jsonText(next)}}` : roll < 0.8 ? '{"resultType":"complete"}' : jsonText(next);
+      const id = ids[Math.floor(next() * ids.length)]!;
+      const asked = next() < 0.8 ? id : ids[Math.floor(next() * ids.length)]!;
+      const answer = Buffer.from(next() < 0.5 ? `{"jsonrpc":"2.0","id":${id},"result":${result}}` : `{"result":${result},"jsonrpc":"2.0","id":${id}}`);
+      for (const body of [answer, mutated(next, answer), mutated(next, answer), mutated(next, answer), Buffer.concat([answer, Buffer.from(next() < 0.5 ? ' \n' : ' x')])]) {
+        const fast = spelledResultFast(body, asked);
+        if (fast === UNDECIDED) continue;
+        decided++;
+        if (fast !== -1) plain++;
+        assert.equal(fast, plainResultAtGenerally(body, asked), `${JSON.stringify(body.toString('latin1'))} for id ${asked}`);
+      }
+    }
+    assert.ok(decided > 8000 && plain > 2000 && plain < decided - 2000, `${plain} plain of ${decided} decided`);
   });
 
   it('checks UTF-8 in strings as isUtf8 does: overlong forms, surrogates, past U+10FFFF, cut characters', () => {
