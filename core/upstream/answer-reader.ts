@@ -60,7 +60,9 @@ export function readAnswerHead(status: number, headers: string[]): AnswerHead {
       if (value !== '' && value !== 'identity') encoding = value;
     }
   }
-  const kind: AnswerKind = EVENT_STREAM_TYPE.test(mediaType) ? 'events' : JSON_TYPE.test(mediaType) ? 'json' : 'other';
+  // The two spellings servers send, compared as they are before the expressions read any other.
+  const kind: AnswerKind =
+    mediaType === 'application/json' ? 'json' : mediaType === 'text/event-stream' ? 'events' : EVENT_STREAM_TYPE.test(mediaType) ? 'events' : JSON_TYPE.test(mediaType) ? 'json' : 'other';
   return { status, kind, mediaType, encoding, sessionId, headers };
 }
 
