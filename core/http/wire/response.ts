@@ -203,9 +203,13 @@ export class WireResponse extends EventEmitter {
     const prefix = this.#chunked ? head + body.length.toString(16) + '\r\n' : head;
     const suffix = this.#chunked ? CRLF : null;
     if (prefix.length === 0 && suffix === null) return body;
-    const parts = [Buffer.from(prefix, 'latin1'), body];
-    if (suffix !== null) parts.push(suffix);
-    return Buffer.concat(parts);
+    // One buffer for one write, the head written straight into it (latin1: a byte a character,
+    // #head refused any past it) rather than made a Buffer of its own and concatenated.
+    const out = Buffer.allocUnsafe(prefix.length + body.length + (suffix === null ? 0 : suffix.length));
+    out.write(prefix, 0, 'latin1');
+    body.copy(out, prefix.length);
+    if (suffix !== null) suffix.copy(out, prefix.length + body.length);
+    return out;
   }
 
   /** Cuts the connection: the client sees a failure, not a truncated success. */
