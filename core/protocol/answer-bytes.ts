@@ -15,7 +15,7 @@
  * checked.
  */
 import { isUtf8 } from 'node:buffer';
-import { CLOSE_BRACE, COLON, COMMA, KEYS, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue } from './json-scan.ts';
+import { CLOSE_BRACE, COLON, COMMA, KEYS, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue, skipValueGenerally } from './json-scan.ts';
 import { resultEndFast, spelledResultFast, UNDECIDED } from './json-scan-wasm.ts';
 
 /** The index of the value after the key ending at `keyEnd` (its colon and spaces skipped), or -1. */
@@ -146,13 +146,15 @@ function plainResultEnd(buf: Buffer, at: number, end: number): number {
  * own keys looked at for a `resultType` (the values hopped over, checked already).
  */
 function resultEndByMembers(buf: Buffer, at: number, end: number): number {
-  const resultEnd = skipValue(buf, at, end, 1, KEYS);
+  // The general way only: the fast path left this result to it (many keys, long bytes), and a
+  // call of it per member would copy the bytes once a member.
+  const resultEnd = skipValueGenerally(buf, at, end, 1, KEYS);
   if (resultEnd === -1 || !isUtf8(buf.subarray(at, resultEnd))) return -1;
   let i = skipSpace(buf, at + 1, end);
   while (buf[i] !== CLOSE_BRACE) {
     const afterKey = skipKey(buf, i, end);
     if (afterKey === -1 || bytesAre(buf, i + 1, afterKey - 1, 'resultType')) return -1;
-    i = skipSpace(buf, skipValue(buf, valueAfter(buf, afterKey, end), end, 2, 0), end);
+    i = skipSpace(buf, skipValueGenerally(buf, valueAfter(buf, afterKey, end), end, 2, 0), end);
     if (buf[i] === COMMA) i = skipSpace(buf, i + 1, end);
   }
   return resultEnd;

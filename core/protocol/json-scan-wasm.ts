@@ -63,6 +63,10 @@ function room(length: number): boolean {
   return true;
 }
 
+/** 1 for JSON's white space. */
+const SPACE = new Uint8Array(256);
+for (const c of [0x20, 0x0a, 0x0d, 0x09]) SPACE[c] = 1;
+
 /** Undecided: the caller's general path is to scan the bytes. */
 export const UNDECIDED = -2;
 
@@ -81,10 +85,13 @@ export function readAlikeFast(buf: Buffer): number {
  * just past the value, -1, or UNDECIDED. Strings are checked as UTF-8 too.
  */
 export function skipValueFast(buf: Buffer, i: number, end: number, depth: number, checks: number): number {
-  if (!room(buf.length)) return UNDECIDED;
-  memory.set(buf, INPUT);
-  const at = scanner.skip(INPUT + i, INPUT + end, depth, checks, 0);
-  return at < 0 ? at : at - INPUT;
+  // Only the bytes from i to end are copied (a caller may scan many values of one body), and
+  // only bytes that are the buffer's (end within it) and that start a value (the module would
+  // skip white space first; the general way refuses it).
+  if (end > buf.length || i >= end || !room(end - i) || SPACE[buf[i]!] === 1) return UNDECIDED;
+  memory.set(i === 0 && end === buf.length ? buf : new Uint8Array(buf.buffer, buf.byteOffset + i, end - i), INPUT);
+  const at = scanner.skip(INPUT, INPUT + end - i, depth, checks, 0);
+  return at < 0 ? at : at - INPUT + i;
 }
 
 /**
@@ -92,10 +99,10 @@ export function skipValueFast(buf: Buffer, i: number, end: number, depth: number
  * whole with its keys (KEYS), -1 also when `"resultType"` is among its own keys, or UNDECIDED.
  */
 export function resultEndFast(buf: Buffer, at: number, end: number): number {
-  if (!room(buf.length)) return UNDECIDED;
-  memory.set(buf, INPUT);
-  const resultEnd = scanner.skip(INPUT + at, INPUT + end, 1, 1, RESULT_TYPE_LENGTH);
-  return resultEnd < 0 ? resultEnd : resultEnd - INPUT;
+  if (end > buf.length || at >= end || !room(end - at)) return UNDECIDED;
+  memory.set(new Uint8Array(buf.buffer, buf.byteOffset + at, end - at), INPUT);
+  const resultEnd = scanner.skip(INPUT, INPUT + end - at, 1, 1, RESULT_TYPE_LENGTH);
+  return resultEnd < 0 ? resultEnd : resultEnd - INPUT + at;
 }
 
 /**

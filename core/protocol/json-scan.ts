@@ -180,6 +180,13 @@ export function skipValue(buf: Buffer, i: number, end: number, depth: number, ch
  * (the checks of whatever else it could hold), three times a key.
  */
 export function skipValueGenerally(buf: Buffer, i: number, end: number, depth: number, checks: number): number {
+  // Objects end by clearing their own Set; a scan that gave up midway leaves one, which the next
+  // scan's object at that depth would take for its own and miss a key twice in it.
+  if (keySets.length !== 0) keySets.length = 0;
+  return scanGenerally(buf, i, end, depth, checks);
+}
+
+function scanGenerally(buf: Buffer, i: number, end: number, depth: number, checks: number): number {
   const checked = (checks & KEYS) !== 0;
   const outer = depth;
   let top = 0; // of keySpans
@@ -298,8 +305,6 @@ export function readAlikeByAll(buf: Buffer): boolean {
 /** readAlikeByAll in JavaScript, for what the fast path leaves undecided (exported for the test that holds the two to the same verdicts). */
 export function readAlikeGenerally(buf: Buffer): boolean {
   const end = buf.length;
-  // Objects end by clearing their own Set; only a scan that gave up midway can leave one here.
-  if (keySets.length !== 0) keySets.length = 0;
   const at = skipValueGenerally(buf, skipSpace(buf, 0, end), end, 0, KEYS | EXACT_NUMBERS);
   return at !== -1 && skipSpace(buf, at, end) === end && isUtf8(buf);
 }

@@ -162,6 +162,36 @@ describe('the JSON scanner: its fast path and its general way agree', () => {
     assert.equal(skipValue(twice, 0, twice.length, 0, 0), twice.length, 'without KEYS, decided by the fast path');
   });
 
+  it('a scan given up midway leaves nothing the next one takes for its own (the Set of a many-keyed object)', () => {
+    const keys = Array.from({ length: 17 }, (_, k) => `"k${k}":0`).join(',');
+    const others = Array.from({ length: 15 }, (_, k) => `"p${k}":0`).join(',');
+    const poisons = [
+      () => isPlainResult(Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{${keys},"\\u0061":0}}`), '1'), // refused at its 18th key
+      () => readAlikeByAll(Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"m","params":{${keys},"k3":0}}`)),
+      () => readAlikeByAll(Buffer.from(`{"result":{${keys},"k3":0}}`)),
+    ];
+    for (const poison of poisons) {
+      assert.equal(poison(), false);
+      // A key twice, its first among the object's first sixteen, its second past them.
+      assert.equal(isPlainResult(Buffer.from(`{"jsonrpc":"2.0","id":2,"result":{"isError":false,${others},"isError":true}}`), '2'), false);
+      assert.equal(poison(), false);
+      assert.equal(readAlikeByAll(Buffer.from(`{"jsonrpc":"2.0","id":2,"method":"m","params":{"name":"a",${others},"name":"b"}}`)), false);
+      assert.equal(poison(), false);
+      assert.equal(readAlikeByAll(Buffer.from(`{"result":{"name":"a",${others},"name":"b"}}`)), false);
+    }
+  });
+
+  it('scans only bytes that are the buffer\'s and start a value; a pool slice is read at its own offset', () => {
+    const pool = Buffer.from('xx[1,2]  {"a":1}yy');
+    const slice = pool.subarray(2, 16); // '[1,2]  {"a":1}'
+    assert.equal(skipValue(slice, 0, 5, 0, KEYS), 5);
+    assert.equal(skipValue(slice, 7, slice.length, 0, KEYS), slice.length);
+    assert.equal(skipValue(slice, 5, slice.length, 0, KEYS), -1, 'white space first: refused, as the general way does');
+    assert.equal(skipValueFast(slice, 0, slice.length + 2, 0, 0), UNDECIDED, 'past the buffer: never the fast path');
+    assert.equal(readAlikeByAll(slice), false);
+    assert.equal(readAlikeByAll(pool.subarray(9, 16)), true);
+  });
+
   it(`leaves bytes past ${MAX_INPUT / 1024} KiB to the general way, and holds no more than that`, () => {
     const long = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x'.repeat(MAX_INPUT) } } }));
     assert.equal(readAlikeFast(long), UNDECIDED);
