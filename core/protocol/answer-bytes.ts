@@ -10,9 +10,9 @@
  * reading the answer and writing it anew. What passes as bytes is valid UTF-8 and valid JSON, and
  * exactly `{"jsonrpc":"2.0","id":<the request's id>,"result":{...}}` — each of the three keys once
  * and no other, none spelled with an escape, the id written as the gateway writes it (and in
- * ASCII: an id with another character never passes as bytes) — so that
- * every reader, whether it takes the first of two keys or the last, reads the answer the gateway
- * checked.
+ * ASCII: an id with another character never passes as bytes), and no key twice or escaped
+ * anywhere in the result — so that every reader, whether it takes the first of two keys or the
+ * last, reads the answer the gateway checked.
  */
 import { isUtf8 } from 'node:buffer';
 import { CLOSE_BRACE, COLON, COMMA, KEYS, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue, skipValueGenerally } from './json-scan.ts';
@@ -129,11 +129,11 @@ export function plainResultAtGenerally(buf: Buffer, idText: string): number {
 }
 
 /**
- * Where the result object at `at` ends, checked whole (JSON and UTF-8), or -1 when it is not one, has a
- * `resultType` of its own, or (the fast path) has a key twice or spelled with an escape anywhere
- * in it: such an answer is read and written anew, so that the client reads the keys JSON.parse
+ * Where the result object at `at` ends, checked whole (JSON and UTF-8), or -1 when it is not
+ * one, has a `resultType` of its own, or has a key twice or spelled with an escape anywhere in
+ * it: such an answer is read and written anew, so that the client reads the keys JSON.parse
  * read. The fast path scans it in one call (json-scan-wasm.ts); what it leaves undecided (an
- * object of many keys) goes member by member.
+ * object of many keys, long bytes) goes the general way.
  */
 function plainResultEnd(buf: Buffer, at: number, end: number): number {
   if (buf[at] !== OPEN_BRACE) return -1;

@@ -7,9 +7,9 @@
  * JSON (RFC 8259, every value checked, nested no deeper than MAX_DEPTH); the caller reads and
  * writes anew whatever does not pass.
  *
- * Two ways to the same verdicts: the fast path first (json-scan-wasm.ts: WebAssembly, a third of
- * the instructions), then, for what it leaves undecided (objects of many keys, long bytes), the
- * JavaScript below. test/eras/json-scan-wasm.test.ts holds the two to the same answers.
+ * Two ways to the same verdicts: the fast path first (json-scan-wasm.ts: WebAssembly, a third to
+ * a half of the instructions), then, for what it leaves undecided (objects of many keys, long
+ * bytes), the JavaScript below. test/eras/json-scan-wasm.test.ts holds the two to the same answers.
  */
 import { isUtf8 } from 'node:buffer';
 import { readAlikeFast, skipValueFast, UNDECIDED } from './json-scan-wasm.ts';
@@ -172,9 +172,9 @@ export function skipValue(buf: Buffer, i: number, end: number, depth: number, ch
 /**
  * skipValue in JavaScript, for what the fast path leaves undecided (exported for the test that
  * holds the two to the same verdicts). It does not check UTF-8 (readAlikeGenerally and the
- * answer's check do, over the whole bytes). One loop, its open
- * containers on a stack, rather than a function per kind of value calling the others: a
- * request's many small tokens cost a call and a return each that way, more than their bytes.
+ * answer's check do, over the whole bytes). One loop, its open containers on a stack, rather
+ * than a function per kind of value calling the others: a request's many small tokens cost a
+ * call and a return each that way, more than their bytes.
  * The checks are tested as booleans, results of comparisons: the compiler knows them for
  * booleans, and each test is one compare, where a parameter's truth took a dozen instructions
  * (the checks of whatever else it could hold), three times a key.
