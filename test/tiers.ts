@@ -47,6 +47,7 @@ export const UNIT: readonly string[] = [
   'test/core/channel-transport-attacks.test.ts',
   'test/core/chain.test.ts',
   'test/core/endpoint-guard.test.ts',
+  'test/core/header-list.test.ts',
   'test/core/header-value-checks.test.ts',
   'test/core/hop-mark.test.ts',
   'test/core/jsonrpc.test.ts',

@@ -5,11 +5,23 @@
  * `indexOf` alone.
  */
 
+/**
+ * Whether `name` is `lowerName` in any letter case. Compared as it is first: most peers (fetch,
+ * the SDKs) write names in lower case, and a name compared with `===` costs about half a
+ * lowering (`toLowerCase` scans and copies: some 190 instructions for a fresh 12-letter name).
+ * It is lowered only when the lengths and the first letters agree and the bytes do not: a
+ * node:http peer's own `Content-Length` is not lowered to be told from `mcp-session-id`.
+ * Names are latin1, as HTTP parsers give them, where only A-Z lower to ASCII (the first letter
+ * is compared as ASCII).
+ */
+export function isHeaderNamed(name: string, lowerName: string): boolean {
+  return (
+    name.length === lowerName.length &&
+    (name === lowerName || ((name.charCodeAt(0) | 0x20) === lowerName.charCodeAt(0) && name.toLowerCase() === lowerName))
+  );
+}
+
 /** Removes every `lowerName` header from `list`, whatever the case it was written in. */
 export function removeHeader(list: string[], lowerName: string): void {
-  const length = lowerName.length;
-  for (let i = list.length - 2; i >= 0; i -= 2) {
-    const name = list[i]!;
-    if (name.length === length && (name === lowerName || name.toLowerCase() === lowerName)) list.splice(i, 2);
-  }
+  for (let i = list.length - 2; i >= 0; i -= 2) if (isHeaderNamed(list[i]!, lowerName)) list.splice(i, 2);
 }

@@ -66,7 +66,8 @@ export class OriginGuard {
   /** Null when the request may proceed; the 403 otherwise. */
   check(head: Pick<RequestHead, 'host' | 'origin'>): GatewayError | null {
     const host = head.host;
-    if (host !== undefined && !this.#anyHost && !this.#hosts.has(host.toLowerCase())) {
+    // Looked up as sent first: clients send the host they were given, mostly in lower case.
+    if (host !== undefined && !this.#anyHost && !this.#hosts.has(host) && !this.#hosts.has(host.toLowerCase())) {
       return new GatewayError('forbidden_host', `Host "${host}" is not a name of this gateway`, {
         detail: 'add it to spec.server.allowedHosts if the gateway is reached under that name',
       });

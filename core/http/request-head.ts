@@ -45,6 +45,10 @@ const DROPPED = 1;
 const IDENTITY = 2;
 /** `Via`: read (the gateway's loop guard, hop-mark.ts), and written anew toward a backend with the gateway's entry. */
 const VIA = 3;
+/** What #read did with a header: taken (it goes no further), read (and classified as any other), not one it reads. */
+const TAKEN = 0;
+const READ = 1;
+const UNREAD = 2;
 const CLASS_OF = new Map<string, number>([...NOT_FORWARDED.map((name) => [name, DROPPED] as const), ...IDENTITY_HEADERS.map((name) => [name, IDENTITY] as const), ['via', VIA]]);
 
 export class RequestHead {
@@ -81,55 +85,20 @@ export class RequestHead {
   constructor(raw: readonly string[]) {
     const forward = this.forward;
     for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i]!.toLowerCase();
+      // Read as written first: most clients (fetch, the SDKs) write names in lower case, and a
+      // name lowered that is lower case already costs a scan and a copy (header-list.ts). Only a
+      // name that is none of those read here is lowered, and read again if lowering changed it.
+      let name = raw[i]!;
       const value = raw[i + 1]!;
-      switch (name) {
-        case 'host':
-          this.host ??= value;
-          this.hostCount++;
-          continue;
-        case 'origin':
-          this.origin ??= value;
-          continue;
-        case 'content-type':
-          this.contentType ??= value;
-          break;
-        case 'content-length':
-          this.contentLength ??= value;
-          if (value !== '0') this.hasBody = true;
-          continue;
-        case 'transfer-encoding':
-          this.hasBody = true;
-          continue;
-        case 'upgrade':
-          this.upgrade = true;
-          continue;
-        case 'x-request-id':
-          this.requestId ??= value;
-          continue;
-        case 'mcp-method':
-          if (this.mcpMethod !== undefined) this.mcpRepeated = true;
-          this.mcpMethod ??= value;
-          break;
-        case 'mcp-name':
-          if (this.mcpName !== undefined) this.mcpRepeated = true;
-          this.mcpName ??= value;
-          break;
-        case 'mcp-protocol-version':
-          if (this.protocolVersion !== undefined) this.mcpRepeated = true;
-          this.protocolVersion ??= value;
-          break;
-        case 'mcp-session-id':
-          this.sessionId = this.sessionId === undefined ? value : `${this.sessionId}, ${value}`;
-          break;
-        case 'authorization':
-          this.authorization ??= value;
-          this.authorizationCount++;
-          continue;
-        case 'connection':
-          this.connectionTokens = value;
-          continue;
+      let read = this.#read(name, value);
+      if (read === UNREAD) {
+        const lower = name.toLowerCase();
+        if (lower !== name) {
+          name = lower;
+          read = this.#read(name, value);
+        }
       }
+      if (read === TAKEN) continue;
       const kind = CLASS_OF.get(name);
       if (kind === undefined) {
         if (!isIdentityBeyondExact(name)) forward.push(name, value);
@@ -141,6 +110,58 @@ export class RequestHead {
       dropConnectionTokens(forward, tokens);
       if (this.identity !== null) dropConnectionTokens(this.identity, tokens);
     }
+  }
+
+  /** A header this class reads, by its lower-case name: TAKEN (not forwarded), READ (classified too), or UNREAD. */
+  #read(name: string, value: string): number {
+    switch (name) {
+      case 'host':
+        this.host ??= value;
+        this.hostCount++;
+        return TAKEN;
+      case 'origin':
+        this.origin ??= value;
+        return TAKEN;
+      case 'content-type':
+        this.contentType ??= value;
+        return READ;
+      case 'content-length':
+        this.contentLength ??= value;
+        if (value !== '0') this.hasBody = true;
+        return TAKEN;
+      case 'transfer-encoding':
+        this.hasBody = true;
+        return TAKEN;
+      case 'upgrade':
+        this.upgrade = true;
+        return TAKEN;
+      case 'x-request-id':
+        this.requestId ??= value;
+        return TAKEN;
+      case 'mcp-method':
+        if (this.mcpMethod !== undefined) this.mcpRepeated = true;
+        this.mcpMethod ??= value;
+        return READ;
+      case 'mcp-name':
+        if (this.mcpName !== undefined) this.mcpRepeated = true;
+        this.mcpName ??= value;
+        return READ;
+      case 'mcp-protocol-version':
+        if (this.protocolVersion !== undefined) this.mcpRepeated = true;
+        this.protocolVersion ??= value;
+        return READ;
+      case 'mcp-session-id':
+        this.sessionId = this.sessionId === undefined ? value : `${this.sessionId}, ${value}`;
+        return READ;
+      case 'authorization':
+        this.authorization ??= value;
+        this.authorizationCount++;
+        return TAKEN;
+      case 'connection':
+        this.connectionTokens = value;
+        return TAKEN;
+    }
+    return UNREAD;
   }
 
   /** An identity or proxy header (kept for passthroughHeaders), or a Via line (joined to the others). */

@@ -21,6 +21,7 @@ import { modernEnvelope } from './request-era.ts';
 
 function isJsonMediaType(value: string | undefined): boolean {
   if (value === undefined) return false;
+  if (value === 'application/json') return true; // as nearly every client sends it
   const semi = value.indexOf(';');
   const type = (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
   return type === 'application/json';

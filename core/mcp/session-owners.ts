@@ -30,6 +30,7 @@
 import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../plugin-api/context.ts';
+import { isHeaderNamed } from '../http/header-list.ts';
 import { GatewayError } from '../base/errors.ts';
 import type { Logger } from '../observe/log.ts';
 import type { SessionOwner } from './aggregate/session-store.ts';
@@ -83,8 +84,7 @@ export function ownerKeyOf(owner: SessionOwner): string {
 /** The value of `mcp-session-id` among a backend's response headers (any letter case). */
 function sessionIdIn(headers: readonly string[]): string | undefined {
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i]!;
-    if (name.length === 14 && name.toLowerCase() === 'mcp-session-id') return headers[i + 1];
+    if (isHeaderNamed(headers[i]!, 'mcp-session-id')) return headers[i + 1];
   }
   return undefined;
 }

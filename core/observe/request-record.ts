@@ -6,6 +6,7 @@
  * Never the session id itself, nor a token: with the owner's token a session id is the session's
  * credential, so the record carries its digest (`sessionTag`), as the access log does.
  */
+import { isHeaderNamed } from '../http/header-list.ts';
 import { sessionTag } from './log.ts';
 
 /** The caller, as the authenticate phase established it. */
@@ -108,7 +109,7 @@ export class RequestRecord {
   header(name: string): string | undefined {
     const raw = this.#source.req.rawHeaders;
     for (let i = 0; i < raw.length; i += 2) {
-      if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) return raw[i + 1];
+      if (isHeaderNamed(raw[i]!, name)) return raw[i + 1];
     }
     return undefined;
   }

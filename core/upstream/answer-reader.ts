@@ -14,6 +14,7 @@
  *  - a body of anything else in a refusal (an error page): its first ERROR_BODY_LIMIT bytes are
  *    kept, to word the error, and the rest is read and dropped, up to the same bound.
  */
+import { isHeaderNamed } from '../http/header-list.ts';
 import { SseParser, type SseEvent } from '../protocol/sse.ts';
 
 /** What is kept of a refusal's body that is not JSON (enough to word an error). */
@@ -48,14 +49,13 @@ export function readAnswerHead(status: number, headers: string[]): AnswerHead {
   let sessionId: string | null = null;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
-    const length = name.length;
-    if (length === 12 && name.toLowerCase() === 'content-type') {
+    if (isHeaderNamed(name, 'content-type')) {
       // Sent twice, it is read as a client reads it: joined (`text/plain, application/json`, neither kind here).
       const value = headers[i + 1]!;
       mediaType = mediaType === '' || mediaType === value ? value : `${mediaType}, ${value}`;
     }
-    else if (length === 14 && name.toLowerCase() === 'mcp-session-id') sessionId = headers[i + 1]!;
-    else if (length === 16 && name.toLowerCase() === 'content-encoding') {
+    else if (isHeaderNamed(name, 'mcp-session-id')) sessionId = headers[i + 1]!;
+    else if (isHeaderNamed(name, 'content-encoding')) {
       const value = headers[i + 1]!.trim().toLowerCase();
       if (value !== '' && value !== 'identity') encoding = value;
     }

@@ -15,6 +15,7 @@ import {
   kOnMessageComplete,
   type NativeParser,
 } from '../http/parser.ts';
+import { isHeaderNamed } from '../http/header-list.ts';
 import { UpstreamError } from './upstream-error.ts';
 import type { Carrier, UpstreamHandler } from './transport.ts';
 
@@ -192,8 +193,7 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
 /** `Keep-Alive: timeout=N` of a response: how long the backend keeps an idle connection, ms. */
 function keepAliveHint(headers: string[]): number {
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i]!;
-    if (name.length === 10 && name.toLowerCase() === 'keep-alive') {
+    if (isHeaderNamed(headers[i]!, 'keep-alive')) {
       const match = /timeout=(\d+)/i.exec(headers[i + 1]!);
       if (match !== null) return Number(match[1]) * 1000;
     }

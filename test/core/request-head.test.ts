@@ -18,6 +18,24 @@ describe('RequestHead', () => {
     assert.equal(head.origin, 'https://o');
   });
 
+  it('reads a name the same whether written in lower case or not, and forwards it in lower case', () => {
+    // Lower-case names are read as written, others lowered first (request-head.ts): both ways in one head.
+    const head = new RequestHead([
+      'host', 'gw:1', 'CONTENT-TYPE', 'application/json', 'mcp-method', 'tools/call', 'Mcp-Protocol-Version', '2025-11-25',
+      'content-length', '0', 'Accept', '*/*', 'x-custom', 'a', 'X-Custom', 'b', 'Via', '1.1 a', 'via', '1.1 b',
+    ]);
+    assert.equal(head.host, 'gw:1');
+    assert.equal(head.contentType, 'application/json');
+    assert.equal(head.mcpMethod, 'tools/call');
+    assert.equal(head.protocolVersion, '2025-11-25');
+    assert.equal(head.hasBody, false);
+    assert.equal(head.via, '1.1 a, 1.1 b');
+    assert.deepEqual(head.forward, [
+      'content-type', 'application/json', 'mcp-method', 'tools/call', 'mcp-protocol-version', '2025-11-25',
+      'accept', '*/*', 'x-custom', 'a', 'x-custom', 'b',
+    ]);
+  });
+
   it('reads Mcp-Session-Id, joining repeated ones as node:http would (an id no session has)', () => {
     assert.equal(new RequestHead(['Mcp-Session-Id', 'abc']).sessionId, 'abc');
     assert.equal(new RequestHead(['mcp-session-id', 'abc', 'MCP-SESSION-ID', 'def']).sessionId, 'abc, def');

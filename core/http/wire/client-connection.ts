@@ -15,6 +15,7 @@ import {
   METHODS,
   type NativeParser,
 } from '../parser.ts';
+import { isHeaderNamed } from '../header-list.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
 
@@ -475,13 +476,13 @@ export class Connection implements ResponseSink, BodySource {
 }
 
 function hasHeader(headers: string[], name: string): boolean {
-  for (let i = 0; i < headers.length; i += 2) if (headers[i]!.length === name.length && headers[i]!.toLowerCase() === name) return true;
+  for (let i = 0; i < headers.length; i += 2) if (isHeaderNamed(headers[i]!, name)) return true;
   return false;
 }
 
 function expectsContinue(headers: string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i]!.length === 6 && headers[i]!.toLowerCase() === 'expect' && headers[i + 1]!.toLowerCase() === '100-continue') return true;
+    if (isHeaderNamed(headers[i]!, 'expect') && headers[i + 1]!.toLowerCase() === '100-continue') return true;
   }
   return false;
 }

@@ -21,6 +21,7 @@ export interface ResponseSink {
 }
 
 import type { HttpHeaders } from '../types.ts';
+import { isHeaderNamed } from '../header-list.ts';
 
 /**
  * What a header name or value may not hold, as node:http refuses it: controls other than HTAB
@@ -120,23 +121,26 @@ export class WireResponse extends EventEmitter {
       const name = String(headers[i]);
       const value = String(headers[i + 1]);
       if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
-      const lower = name.length >= 4 && name.length <= 17 ? name.toLowerCase() : name;
-      if (extra?.has(lower)) continue;
-      switch (lower) {
-        case 'content-length':
-          hasLength = true;
+      if (extra !== null && extra.has(name.toLowerCase())) continue;
+      // The names the framing reads, told by their length first (isHeaderNamed: lowered only
+      // when written in another case).
+      switch (name.length) {
+        case 14:
+          if (isHeaderNamed(name, 'content-length')) hasLength = true;
           break;
-        case 'transfer-encoding':
-          continue; // the framing is decided here
-        case 'date':
-          hasDate = true;
+        case 17:
+          if (isHeaderNamed(name, 'transfer-encoding')) continue; // the framing is decided here
           break;
-        case 'connection':
-          hasConnection = true;
-          if (/\bclose\b/i.test(value)) this.keepAlive = false;
+        case 4:
+          if (isHeaderNamed(name, 'date')) hasDate = true;
           break;
-        case 'keep-alive':
-          continue;
+        case 10:
+          if (isHeaderNamed(name, 'keep-alive')) continue;
+          if (isHeaderNamed(name, 'connection')) {
+            hasConnection = true;
+            if (/\bclose\b/i.test(value)) this.keepAlive = false;
+          }
+          break;
       }
       head += name + ': ' + value + '\r\n';
     }
