@@ -12,7 +12,7 @@ import { runResponseHooks } from '../server/chain.ts';
 import { isPromise } from '../base/thenable.ts';
 import type { Context } from '../plugin-api/context.ts';
 import { errorBody, GatewayError } from '../base/errors.ts';
-import { removeHeader } from '../http/header-list.ts';
+import { removeHeader } from '../base/header-list.ts';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { writeToClient } from '../upstream/exchange.ts';

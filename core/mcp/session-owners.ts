@@ -30,7 +30,7 @@
 import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../plugin-api/context.ts';
-import { isHeaderNamed } from '../http/header-list.ts';
+import { isHeaderNamed } from '../base/header-list.ts';
 import { GatewayError } from '../base/errors.ts';
 import type { Logger } from '../observe/log.ts';
 import type { SessionOwner } from './aggregate/session-store.ts';

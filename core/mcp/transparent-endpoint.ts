@@ -19,7 +19,7 @@ import { runHooks, type Chain, type HookOutcome } from '../server/chain.ts';
 import type { Context } from '../plugin-api/context.ts';
 import { GatewayError } from '../base/errors.ts';
 import { discardBody, startReading, type BodySink } from '../http/body.ts';
-import { removeHeader } from '../http/header-list.ts';
+import { removeHeader } from '../base/header-list.ts';
 import { passIdentity } from '../http/passthrough-headers.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../plugin-api/outgoing-headers.ts';

@@ -14,7 +14,7 @@
  *  - a body of anything else in a refusal (an error page): its first ERROR_BODY_LIMIT bytes are
  *    kept, to word the error, and the rest is read and dropped, up to the same bound.
  */
-import { isHeaderNamed } from '../http/header-list.ts';
+import { isHeaderNamed } from '../base/header-list.ts';
 import { SseParser, type SseEvent } from '../protocol/sse.ts';
 
 /** What is kept of a refusal's body that is not JSON (enough to word an error). */

@@ -15,7 +15,7 @@ import {
   kOnMessageComplete,
   type NativeParser,
 } from '../http/parser.ts';
-import { isHeaderNamed } from '../http/header-list.ts';
+import { isHeaderNamed } from '../base/header-list.ts';
 import { UpstreamError } from './upstream-error.ts';
 import type { Carrier, UpstreamHandler } from './transport.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isHeaderNamed, removeHeader } from '../../core/http/header-list.ts';
+import { isHeaderNamed, removeHeader } from '../../core/base/header-list.ts';
 
 describe('header names in any letter case', () => {
   it('isHeaderNamed: the name as written, or lowered, is the lower-case name', () => {

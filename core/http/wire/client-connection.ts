@@ -5,17 +5,8 @@
  * a pipelined request's response waits, buffered, until the ones before it are finished.
  */
 import type { Socket } from 'node:net';
-import {
-  createRequestParser,
-  kOnBody,
-  kOnHeaders,
-  kOnHeadersComplete,
-  kOnMessageBegin,
-  kOnMessageComplete,
-  METHODS,
-  type NativeParser,
-} from '../parser.ts';
-import { isHeaderNamed } from '../header-list.ts';
+import { createRequestParser, kOnBody, kOnHeaders, kOnHeadersComplete, kOnMessageBegin, kOnMessageComplete, METHODS, type NativeParser } from '../parser.ts';
+import { isHeaderNamed } from '../../base/header-list.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
 

@@ -21,7 +21,7 @@ export interface ResponseSink {
 }
 
 import type { HttpHeaders } from '../types.ts';
-import { isHeaderNamed } from '../header-list.ts';
+import { isHeaderNamed } from '../../base/header-list.ts';
 
 /**
  * What a header name or value may not hold, as node:http refuses it: controls other than HTAB
