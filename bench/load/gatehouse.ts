@@ -77,7 +77,10 @@ export interface GatehouseStartOptions {
   path?: string;
   /** The port to listen on, when the row had to know it first (default: a free one). */
   port?: number;
-  /** A log line the gateway prints once it all serves, waited for after /readyz (workers.ts: every worker ready). */
+  /**
+   * A log line the gateway prints once it all serves, waited for after /readyz (workers.ts: every
+   * worker ready); by default its "listening" line naming the port.
+   */
   readyLine?: RegExp;
 }
 
@@ -107,13 +110,17 @@ export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOption
   const child = spawnChild(
     `gatehouse${fileSuffix(ctx.checkout)}`,
     process.execPath,
-    [...profileArgs(label), checkout.bin, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port)],
+    // JSON at info at least: the listening line is read (a stricter GATEHOUSE_LOG_LEVEL would hide it).
+    [...profileArgs(label), checkout.bin, 'vmcp', 'serve', '--config', configFile, '--host', '127.0.0.1', '--port', String(port), '--log-format', 'json', '--log-level', benchLogLevel()],
     { cwd: checkout.root, env: { ...process.env, ...opts.env } },
   );
   const timeoutMs = startTimeout(Number(process.env['BENCH_START_TIMEOUT'] ?? 20) * 1000);
-  // Listened for from the start: the line may come before /readyz answers.
-  const line = opts.readyLine === undefined ? null : child.waitForLine(opts.readyLine, timeoutMs);
-  line?.catch(() => {});
+  // Listened for from the start: the line may come before /readyz answers. Waited for even when
+  // /readyz answers: the port was free when picked, not when the gateway binds it, and another
+  // process that took it meanwhile (a test's gateway, beside the bench) answers /readyz too,
+  // while this gateway exits with EADDRINUSE. Its own line says the port is its.
+  const line = child.waitForLine(opts.readyLine ?? listeningLine(port), timeoutMs);
+  line.catch(() => {});
   try {
     await waitUntil(
       'GET /readyz to answer 200',
@@ -131,6 +138,17 @@ export async function startGatehouse(ctx: RowContext, opts: GatehouseStartOption
     pids: [child.pid],
     stop: () => child.stop(5000),
   };
+}
+
+/** GATEHOUSE_LOG_LEVEL when it logs info lines (debug, trace), else info. */
+function benchLogLevel(): string {
+  const level = process.env['GATEHOUSE_LOG_LEVEL'];
+  return level === 'debug' || level === 'trace' ? level : 'info';
+}
+
+/** The gateway's JSON log line saying it listens, on `port` (virtual-mcp-server.ts; pino writes `msg` last). */
+function listeningLine(port: number): RegExp {
+  return new RegExp(`"url":"http://127\\.0\\.0\\.1:${port}/.*"msg":"virtual MCP server listening"`);
 }
 
 export interface GatehouseRowOptions extends GatehouseStartOptions {
