@@ -3,11 +3,12 @@
  * the cap: at once from `Content-Length`, or while reading a chunked body. The rest of an
  * oversize body is not read (the error reply closes the connection).
  *
- * `readBodyInto` is the callback form used on the hot path (no promise, no closure: the
- * listeners are module functions that find the read's state on the request); `readBody` is the
- * promise form for plugin routes.
+ * `readBodyInto` is the callback form used on the hot path (no promise, no closure: Gatehouse's
+ * own request hands the body to the read's state itself, and node:http's request to listeners
+ * that are module functions finding that state on it); `readBody` is the promise form for
+ * plugin routes.
  */
-import type { HttpRequest } from './types.ts';
+import type { BodyReader, HttpRequest } from './types.ts';
 import { GatewayError } from '../base/errors.ts';
 
 /** Receives the body (or the reason there is none) for `state`. */
@@ -20,11 +21,16 @@ function tooLarge(limit: number): GatewayError {
   return new GatewayError('payload_too_large', `request body exceeds the limit of ${limit} bytes`, { extra: { limit } });
 }
 
-class BodyRead<S> {
+/**
+ * One body being read for `sink`: told the chunks, the end or the failure, by the request itself
+ * (readInto: Gatehouse's own server) or by module-level listeners (node:http's request), so
+ * either way there is no closure a request.
+ */
+class BodyRead<S> implements BodyReader {
   readonly limit: number;
   readonly sink: BodySink<S>;
   readonly state: S;
-  chunk: Buffer | null = null;
+  chunk0: Buffer | null = null;
   chunks: Buffer[] | null = null;
   size = 0;
 
@@ -33,46 +39,63 @@ class BodyRead<S> {
     this.sink = sink;
     this.state = state;
   }
+
+  chunk(chunk: Buffer): boolean {
+    this.size += chunk.length;
+    if (this.size > this.limit) {
+      this.sink.bodyFailed(this.state, tooLarge(this.limit));
+      return false;
+    }
+    if (this.chunk0 === null) this.chunk0 = chunk;
+    else (this.chunks ??= [this.chunk0]).push(chunk);
+    return true;
+  }
+
+  end(): void {
+    const body = this.chunks !== null ? Buffer.concat(this.chunks, this.size) : (this.chunk0 ?? EMPTY);
+    this.sink.body(this.state, body);
+  }
+
+  failed(error: Error | undefined): void {
+    if (error === undefined) {
+      this.sink.bodyFailed(this.state, new GatewayError('invalid_request', 'the client closed the request before its body was complete'));
+      return;
+    }
+    const timedOut = (error as { code?: string }).code === 'ERR_REQUEST_TIMEOUT';
+    this.sink.bodyFailed(
+      this.state,
+      timedOut ? new GatewayError('request_timeout', error.message) : new GatewayError('invalid_request', 'the request body could not be read', { detail: error.message }),
+    );
+  }
 }
 
 const kRead = Symbol('gatehouse.bodyRead');
 type Reading = HttpRequest & { [kRead]?: BodyRead<unknown> | undefined };
 
+// The listeners of a node:http request (one read at a time per request: its state on it).
 function onData(this: Reading, chunk: Buffer): void {
-  const read = this[kRead]!;
-  read.size += chunk.length;
-  if (read.size > read.limit) {
-    finish(this);
-    this.pause();
-    read.sink.bodyFailed(read.state, tooLarge(read.limit));
-    return;
-  }
-  if (read.chunk === null) read.chunk = chunk;
-  else (read.chunks ??= [read.chunk]).push(chunk);
+  if (this[kRead]!.chunk(chunk)) return;
+  finish(this);
+  this.pause();
 }
 
 function onEnd(this: Reading): void {
   const read = this[kRead]!;
   finish(this);
-  const body = read.chunks !== null ? Buffer.concat(read.chunks, read.size) : (read.chunk ?? EMPTY);
-  read.sink.body(read.state, body);
+  read.end();
 }
 
 function onError(this: Reading, err: Error): void {
   const read = this[kRead]!;
   finish(this);
-  const timedOut = (err as { code?: string }).code === 'ERR_REQUEST_TIMEOUT';
-  read.sink.bodyFailed(
-    read.state,
-    timedOut ? new GatewayError('request_timeout', err.message) : new GatewayError('invalid_request', 'the request body could not be read', { detail: err.message }),
-  );
+  read.failed(err);
 }
 
 function onClose(this: Reading): void {
   const read = this[kRead];
   if (read === undefined) return;
   finish(this);
-  read.sink.bodyFailed(read.state, new GatewayError('invalid_request', 'the client closed the request before its body was complete'));
+  read.failed(undefined);
 }
 
 function finish(req: Reading): void {
@@ -107,7 +130,12 @@ function readBodyInto<S>(req: HttpRequest, limit: number, sink: BodySink<S>, sta
 /** As readBodyInto, when the caller already checked Content-Length (the MCP endpoint does, from its header pass). */
 export function startReading<S>(req: HttpRequest, limit: number, sink: BodySink<S>, state: S): void {
   const r = req as Reading;
-  r[kRead] = new BodyRead(limit, sink, state) as BodyRead<unknown>;
+  const read = new BodyRead(limit, sink, state) as BodyRead<unknown>;
+  if (r.readInto !== undefined) {
+    r.readInto(read);
+    return;
+  }
+  r[kRead] = read;
   r.on('data', onData);
   r.on('end', onEnd);
   r.on('error', onError);

@@ -18,6 +18,24 @@ export interface HttpRequest extends EventEmitter {
   /** The whole message, body included, has been received. */
   readonly complete: boolean;
   pause(): this;
+  /**
+   * Hands the body to `reader` rather than as events (Gatehouse's own server has it; node:http's
+   * request does not): body.ts reads the MCP endpoint's bodies this way.
+   */
+  readInto?(reader: BodyReader): void;
+}
+
+/**
+ * Reads a request body without events, as `data` / `end` / `error` / `close` would give it: the
+ * chunks in order, then the end, or why there will be none. Called once the reader is attached
+ * (never before its `readInto` returns), and not again after `end` or `failed`.
+ */
+export interface BodyReader {
+  /** False: it takes no more (it refused the body); what arrives is then kept, as by a paused request. */
+  chunk(chunk: Buffer): boolean;
+  end(): void;
+  /** The request ended before its body did: the error it ended with (`error`), or undefined when the client just left (`close`). */
+  failed(error: Error | undefined): void;
 }
 
 /** As node:http takes them: a flat `[name, value, ...]` list, or an object. */

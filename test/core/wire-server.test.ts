@@ -10,6 +10,8 @@ import type { WireRequest } from '../../core/http/wire/request.ts';
 import type { WireResponse } from '../../core/http/wire/response.ts';
 import { WireServer } from '../../core/http/wire/server.ts';
 import { createRequestParser, kOnMessageComplete } from '../../core/http/parser.ts';
+import { startReading, type BodySink } from '../../core/http/body.ts';
+import type { GatewayError } from '../../core/base/errors.ts';
 
 type Handler = (req: WireRequest, res: WireResponse) => void;
 
@@ -458,5 +460,82 @@ describe('wire server', () => {
     assert.ok(received > 8 * 32 * 1024, 'the held response follows once the stream ends');
     assert.ok(drained > 0, 'and its writer is told to go on');
     socket.destroy();
+  });
+
+  describe('the gateway\'s body reader (body.ts startReading: the request hands it the body, no events)', () => {
+    /** What a sink was told, in order: `body <text>` or `failed <code>: <description>`. */
+    function recordingSink(told: string[], then: (res: WireResponse) => void): BodySink<WireResponse> {
+      return {
+        body: (res, body) => {
+          told.push(`body ${body.toString()}`);
+          then(res);
+        },
+        bodyFailed: (res, error: GatewayError) => {
+          told.push(`failed ${error.code}: ${error.message}`);
+          then(res);
+        },
+      };
+    }
+    const answer = (told: string[]) => (res: WireResponse) => {
+      if (!res.writableEnded) res.end(told.join('|'));
+    };
+
+    it('reads a chunked body whole, read at once or after an async step (its chunks kept meanwhile)', async () => {
+      for (const delayMs of [0, 30]) {
+        const told: string[] = [];
+        const listeners: number[] = [];
+        handler = (req, res) => {
+          const read = () => {
+            startReading(req, 1024, recordingSink(told, answer(told)), res);
+            listeners.push(req.listenerCount('data') + req.listenerCount('end') + req.listenerCount('error') + req.listenerCount('close'));
+          };
+          if (delayMs === 0) read();
+          else setTimeout(read, delayMs);
+        };
+        const out = await exchange('POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n', /\r\n\r\n.+/);
+        assert.match(out, /\r\n\r\nbody hello world$/, `read after ${delayMs} ms`);
+        assert.deepEqual(told, ['body hello world']);
+        assert.deepEqual(listeners, [0], 'no listener is added to the request');
+      }
+    });
+
+    it('refuses a body past the limit once (413), in a later chunk, and delivers nothing after', async () => {
+      const told: string[] = [];
+      handler = (req, res) => startReading(req, 8, recordingSink(told, answer(told)), res);
+      const chunks = ['POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n', '6\r\n world\r\n', '3\r\nabc\r\n0\r\n\r\n'];
+      const out = await exchange(chunks, /\r\n\r\n.+/);
+      assert.match(out, /failed payload_too_large: request body exceeds the limit of 8 bytes$/);
+      assert.deepEqual(told, ['failed payload_too_large: request body exceeds the limit of 8 bytes']);
+    });
+
+    it('tells the reader when the body stalls past the request timeout (request_timeout), once', async () => {
+      const told: string[] = [];
+      handler = (req, res) => startReading(req, 1_000_000, recordingSink(told, () => undefined), res);
+      const out = await exchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n{"partial":', undefined, 5000);
+      assert.match(out, /^HTTP\/1\.1 408 Request Timeout/);
+      assert.equal(told.length, 1);
+      assert.match(told[0]!, /^failed request_timeout: the request was not received within/);
+    });
+
+    it('tells the reader when the client leaves mid-body, once', async () => {
+      const told: string[] = [];
+      let settle!: () => void;
+      const settled = new Promise<void>((resolve) => (settle = resolve));
+      handler = (req, res) =>
+        startReading(
+          req,
+          1_000_000,
+          recordingSink(told, () => settle()),
+          res,
+        );
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"partial":');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.destroy();
+      await settled;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.deepEqual(told, ['failed invalid_request: the request body could not be read']);
+    });
   });
 });

@@ -5,11 +5,15 @@
  *
  * Body chunks that arrive before anyone listens are kept (an async authenticate hook may run
  * first) and replayed, in order and asynchronously, once a `data` listener is attached, as a
- * Readable would do. While nobody reads, the connection stops reading from the socket past a
+ * Readable would do. The gateway's own reader (body.ts) takes them without events
+ * (`readInto`): four listeners added and removed a request cost more than the body's bytes — each
+ * `on` and removal a megamorphic store or delete on the emitter's `_events`, whose shapes every
+ * emitter of the process shares. While nobody reads, the connection stops reading from the socket past a
  * small buffer, so an unread body cannot grow memory.
  */
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
+import type { BodyReader } from '../types.ts';
 
 /** Headers Node keeps once (later repeats are dropped); the others are joined with ", ". */
 const SINGLE = new Set([
@@ -44,6 +48,8 @@ export class WireRequest extends EventEmitter {
   complete = false;
   #endEmitted = false;
   #closed = false;
+  /** Who reads the body instead of `data` / `end` listeners (readInto), until its end or failure. */
+  #reader: BodyReader | null = null;
 
   constructor(method: string, url: string, rawHeaders: string[], httpVersion: string, socket: Socket, source: BodySource) {
     super();
@@ -85,13 +91,31 @@ export class WireRequest extends EventEmitter {
     return this.on(event, listener);
   }
 
+  readInto(reader: BodyReader): void {
+    this.#reader = reader;
+    if (!this.#flowing) {
+      this.#flowing = true;
+      this.#scheduleFlush();
+    }
+  }
+
+  #deliver(chunk: Buffer): void {
+    const reader = this.#reader;
+    if (reader === null) this.emit('data', chunk);
+    else if (!reader.chunk(chunk)) {
+      // Refused: what arrives from now on is kept as when paused (and bounded so).
+      this.#reader = null;
+      this.#flowing = false;
+    }
+  }
+
   /** A body chunk from the parser. */
   push(chunk: Buffer): void {
     // Answered already, or gone: nobody will read it, so it is not kept (nor does it stop the
     // connection being read: behind it may be the client's FIN that ends a stream).
     if (this.#discarding) return;
     if (this.#flowing && this.#pending.length === 0 && !this.#flushScheduled) {
-      this.emit('data', chunk);
+      this.#deliver(chunk);
       return;
     }
     this.#pending.push(chunk);
@@ -123,7 +147,7 @@ export class WireRequest extends EventEmitter {
         this.#pending.push(chunk);
         continue;
       }
-      this.emit('data', chunk);
+      this.#deliver(chunk);
     }
     if (wasLimited) this.#source.resumeReading();
     if (this.complete && this.#pending.length === 0) this.#emitEnd();
@@ -132,7 +156,13 @@ export class WireRequest extends EventEmitter {
   #emitEnd(): void {
     if (this.#endEmitted) return;
     this.#endEmitted = true;
-    this.emit('end');
+    const reader = this.#reader;
+    if (reader !== null) {
+      this.#reader = null;
+      reader.end();
+    } else {
+      this.emit('end');
+    }
     this.destroyRequest();
   }
 
@@ -166,9 +196,28 @@ export class WireRequest extends EventEmitter {
   destroyRequest(error?: Error): void {
     if (this.#closed) return;
     this.#closed = true;
-    // An 'error' with no listener would throw: only a reader that is still waiting is told.
-    if (error !== undefined && !this.#endEmitted && this.listenerCount('error') > 0) this.emit('error', error);
+    const reader = this.#reader;
+    if (reader !== null) {
+      // As an 'error' listener is told at once and a 'close' listener on the next tick.
+      if (error !== undefined) {
+        this.#reader = null;
+        reader.failed(error);
+      }
+    } else if (error !== undefined && !this.#endEmitted && this.listenerCount('error') > 0) {
+      // An 'error' with no listener would throw: only a reader that is still waiting is told.
+      this.emit('error', error);
+    }
     process.nextTick(emitClose, this);
+  }
+
+  /** `close`, and a reader still waiting told that the body will not come. */
+  emitClose(): void {
+    const reader = this.#reader;
+    if (reader !== null) {
+      this.#reader = null;
+      reader.failed(undefined);
+    }
+    this.emit('close');
   }
 }
 
@@ -177,5 +226,5 @@ function flush(request: WireRequest): void {
 }
 
 function emitClose(request: WireRequest): void {
-  request.emit('close');
+  request.emitClose();
 }
