@@ -10,6 +10,8 @@
  */
 import type { BodyReader, HttpRequest } from './types.ts';
 import { GatewayError } from '../base/errors.ts';
+import type { RequestRecord } from '../observe/request-record.ts';
+import { currentRequest, runInRequest } from '../observe/request-scope.ts';
 
 /** Receives the body (or the reason there is none) for `state`. */
 export interface BodySink<S> {
@@ -30,6 +32,12 @@ class BodyRead<S> implements BodyReader {
   readonly limit: number;
   readonly sink: BodySink<S>;
   readonly state: S;
+  /**
+   * The request whose work reads the body, while requests are scoped (request-scope.ts: the
+   * tracer): the body's end may come with a later read of the socket, outside that work, and
+   * what the sink starts then (the backend call) is still the request's.
+   */
+  readonly record: RequestRecord | undefined;
   chunk0: Buffer | null = null;
   chunks: Buffer[] | null = null;
   size = 0;
@@ -38,12 +46,24 @@ class BodyRead<S> implements BodyReader {
     this.limit = limit;
     this.sink = sink;
     this.state = state;
+    this.record = currentRequest();
+  }
+
+  /** The sink's answer, as work of the request that reads the body. */
+  #tell(body: Buffer | null, error: GatewayError | null): void {
+    const record = this.record;
+    if (record !== undefined && currentRequest() !== record) {
+      runInRequest(record, () => this.#tell(body, error));
+      return;
+    }
+    if (error !== null) this.sink.bodyFailed(this.state, error);
+    else this.sink.body(this.state, body!);
   }
 
   chunk(chunk: Buffer): boolean {
     this.size += chunk.length;
     if (this.size > this.limit) {
-      this.sink.bodyFailed(this.state, tooLarge(this.limit));
+      this.#tell(null, tooLarge(this.limit));
       return false;
     }
     if (this.chunk0 === null) this.chunk0 = chunk;
@@ -52,18 +72,17 @@ class BodyRead<S> implements BodyReader {
   }
 
   end(): void {
-    const body = this.chunks !== null ? Buffer.concat(this.chunks, this.size) : (this.chunk0 ?? EMPTY);
-    this.sink.body(this.state, body);
+    this.#tell(this.chunks !== null ? Buffer.concat(this.chunks, this.size) : (this.chunk0 ?? EMPTY), null);
   }
 
   failed(error: Error | undefined): void {
     if (error === undefined) {
-      this.sink.bodyFailed(this.state, new GatewayError('invalid_request', 'the client closed the request before its body was complete'));
+      this.#tell(null, new GatewayError('invalid_request', 'the client closed the request before its body was complete'));
       return;
     }
     const timedOut = (error as { code?: string }).code === 'ERR_REQUEST_TIMEOUT';
-    this.sink.bodyFailed(
-      this.state,
+    this.#tell(
+      null,
       timedOut ? new GatewayError('request_timeout', error.message) : new GatewayError('invalid_request', 'the request body could not be read', { detail: error.message }),
     );
   }

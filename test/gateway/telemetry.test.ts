@@ -131,6 +131,28 @@ describe('telemetry: traces through the gateway', () => {
     assert.equal(header(received.headers['x-exchanged']), 'yes');
   });
 
+  it('a call whose body arrives in several reads is traced as one: its backend call is a CLIENT span under it', async () => {
+    // 200 KB of arguments: more than a read of the socket gives, so the body's end comes with a
+    // later read than its head, outside the request's own work unless it is put back into it.
+    const text = 'x'.repeat(200_000);
+    const { spans } = await traced(
+      [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }],
+      '',
+      async (url) => {
+        const c = await connectClient(url);
+        await c.client.callTool({ name: 'beta_echo', arguments: { text } });
+        await c.close();
+      },
+      [phases],
+    );
+    const call = only(spans, (s) => s.kind === SERVER && s.attributes['mcp.method.name'] === 'tools/call', 'tools/call span');
+    const children = spans.filter((s) => s.parentSpanId === call.spanId);
+    assert.ok(children.some((s) => s.name === 'onMessage phases'), `onMessage phases in ${JSON.stringify(children.map((s) => s.name))}`);
+    // A body this large is not parsed again for the span's name (meta-propagation.ts): `POST beta`.
+    const backendCall = only(children, (s) => s.kind === CLIENT && s.name.endsWith(' beta') && s.attributes['mcp.method.name'] !== 'tools/list', 'backend call');
+    assert.equal(backendCall.traceId, call.traceId);
+  });
+
   it('a trusted client\'s traceparent (and tracestate) is continued; an untrusted one is not', async () => {
     const headers = { traceparent: CLIENT_PARENT, tracestate: 'vendor=abc' };
     const drive = async (url: string) => {
