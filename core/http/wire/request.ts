@@ -93,10 +93,13 @@ export class WireRequest extends EventEmitter {
 
   readInto(reader: BodyReader): void {
     this.#reader = reader;
-    if (!this.#flowing) {
-      this.#flowing = true;
-      this.#scheduleFlush();
-    }
+    if (this.#flowing) return;
+    this.#flowing = true;
+    // Nothing arrived yet (the MCP endpoint reads as the head is parsed, before its body's first
+    // byte): the chunks and the end go to the reader as the parser gives them, as to a `data`
+    // listener on a flowing request, with no tick to replay what is not there.
+    if (this.#pending.length === 0 && !this.complete) return;
+    this.#scheduleFlush();
   }
 
   #deliver(chunk: Buffer): void {
