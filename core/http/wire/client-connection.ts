@@ -215,7 +215,7 @@ export class Connection implements ResponseSink, BodySource {
 
   begin(method: string, url: string, headers: string[], major: number, minor: number, upgrade: boolean, keepAlive: boolean): void {
     const http10 = major === 1 && minor === 0;
-    const request = new WireRequest(method, url, headers, `${major}.${minor}`, this.socket, this);
+    const request = new WireRequest(method, url, headers, major === 1 && minor === 1 ? '1.1' : `${major}.${minor}`, this.socket, this);
     const response = new WireResponse(this, method, http10, keepAlive && !this.#owner.closing);
     response.request = request;
     this.request = request;
