@@ -11,7 +11,7 @@
  * emitter of the process shares. While nobody reads, the connection stops reading from the socket past a
  * small buffer, so an unread body cannot grow memory.
  */
-import { EventEmitter } from 'node:events';
+import { LazyEventEmitter } from './lazy-emitter.ts';
 import type { Socket } from 'node:net';
 import type { BodyReader } from '../types.ts';
 
@@ -32,7 +32,7 @@ export interface BodySource {
   resumeReading(): void;
 }
 
-export class WireRequest extends EventEmitter {
+export class WireRequest extends LazyEventEmitter {
   readonly method: string;
   readonly url: string;
   readonly rawHeaders: string[];

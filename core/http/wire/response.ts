@@ -8,7 +8,7 @@
  * handed to the socket (never synchronously inside `end()`); `close` alone when the connection
  * died first.
  */
-import { EventEmitter } from 'node:events';
+import { LazyEventEmitter } from './lazy-emitter.ts';
 import { STATUS_CODES } from 'node:http';
 
 /** What a response needs from its connection. */
@@ -44,7 +44,7 @@ function httpDate(): string {
   return cachedDate;
 }
 
-export class WireResponse extends EventEmitter {
+export class WireResponse extends LazyEventEmitter {
   statusCode = 200;
   headersSent = false;
   writableEnded = false;
