@@ -51,6 +51,7 @@ export const UNIT: readonly string[] = [
   'test/core/header-value-checks.test.ts',
   'test/core/hop-mark.test.ts',
   'test/core/jsonrpc.test.ts',
+  'test/core/lazy-emitter.test.ts',
   'test/core/methods.test.ts',
   'test/core/origin-guard.test.ts',
   'test/core/rate-limits.test.ts',
