@@ -26,7 +26,7 @@ function tooLarge(limit: number): GatewayError {
 /**
  * One body being read for `sink`: told the chunks, the end or the failure, by the request itself
  * (readInto: Gatehouse's own server) or by module-level listeners (node:http's request), so
- * either way there is no closure a request.
+ * either way there is no closure a request. The sink is told once, whatever happens after.
  */
 class BodyRead<S> implements BodyReader {
   readonly limit: number;
@@ -41,6 +41,7 @@ class BodyRead<S> implements BodyReader {
   chunk0: Buffer | null = null;
   chunks: Buffer[] | null = null;
   size = 0;
+  told = false;
 
   constructor(limit: number, sink: BodySink<S>, state: S) {
     this.limit = limit;
@@ -49,25 +50,32 @@ class BodyRead<S> implements BodyReader {
     this.record = currentRequest();
   }
 
-  /** The sink's answer, as work of the request that reads the body. */
+  /** Tells the sink, once, as work of the request that reads the body. */
   #tell(body: Buffer | null, error: GatewayError | null): void {
+    if (this.told) return;
+    this.told = true;
     const record = this.record;
-    if (record !== undefined && currentRequest() !== record) {
-      runInRequest(record, () => this.#tell(body, error));
-      return;
-    }
+    if (record !== undefined && currentRequest() !== record) runInRequest(record, () => this.#answer(body, error));
+    else this.#answer(body, error);
+  }
+
+  #answer(body: Buffer | null, error: GatewayError | null): void {
     if (error !== null) this.sink.bodyFailed(this.state, error);
     else this.sink.body(this.state, body!);
   }
 
   chunk(chunk: Buffer): boolean {
+    if (this.told) return false;
     this.size += chunk.length;
     if (this.size > this.limit) {
       this.#tell(null, tooLarge(this.limit));
       return false;
     }
-    if (this.chunk0 === null) this.chunk0 = chunk;
-    else (this.chunks ??= [this.chunk0]).push(chunk);
+    if (this.chunk0 === null) {
+      this.chunk0 = chunk;
+      return true;
+    }
+    (this.chunks ??= [this.chunk0]).push(chunk);
     return true;
   }
 

@@ -12,6 +12,8 @@ import { WireServer } from '../../core/http/wire/server.ts';
 import { createRequestParser, kOnMessageComplete } from '../../core/http/parser.ts';
 import { startReading, type BodySink } from '../../core/http/body.ts';
 import type { GatewayError } from '../../core/base/errors.ts';
+import type { RequestRecord } from '../../core/observe/request-record.ts';
+import { runInRequest, scopeRequests } from '../../core/observe/request-scope.ts';
 
 type Handler = (req: WireRequest, res: WireResponse) => void;
 
@@ -476,6 +478,9 @@ describe('wire server', () => {
         },
       };
     }
+    /** `promise`, or a failure naming `what` after 3 s (a reader never told would hang the test). */
+    const within = <T>(promise: Promise<T>, what: string): Promise<T> =>
+      Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within 3 s`)), 3000).unref())]);
     const answer = (told: string[]) => (res: WireResponse) => {
       if (!res.writableEnded) res.end(told.join('|'));
     };
@@ -506,6 +511,68 @@ describe('wire server', () => {
       const out = await exchange(chunks, /\r\n\r\n.+/);
       assert.match(out, /failed payload_too_large: request body exceeds the limit of 8 bytes$/);
       assert.deepEqual(told, ['failed payload_too_large: request body exceeds the limit of 8 bytes']);
+    });
+
+    it('tells the sink once when it throws refusing a body past the limit; the connection ends, the process does not', async () => {
+      let calls = 0;
+      handler = (req, res) =>
+        startReading(
+          req,
+          4,
+          {
+            body: () => res.end('no'),
+            bodyFailed: () => {
+              calls++;
+              throw new Error('a sink that throws');
+            },
+          },
+          res,
+        );
+      const out = await exchange('POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n', undefined, 500);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(calls, 1);
+      assert.equal(out, '', 'the connection is dropped without an answer');
+    });
+
+    it('tells a reader that attaches after the client left mid-body (during an async step) that the body will not come', async () => {
+      const told: string[] = [];
+      let settle!: () => void;
+      const settled = new Promise<void>((resolve) => (settle = resolve));
+      handler = (req, res) => {
+        setTimeout(() => startReading(req, 1_000_000, recordingSink(told, () => settle()), res), 100);
+      };
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"partial":');
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      socket.destroy();
+      await within(settled, 'the late reader told');
+      assert.deepEqual(told, ['failed invalid_request: the client closed the request before its body was complete']);
+    });
+
+    it('hands the body over once when request scoping ends while it arrives (no scope to re-enter)', async () => {
+      const told: string[] = [];
+      const record = { id: 'a request' } as unknown as RequestRecord;
+      handler = (req, res) => {
+        const unscope = scopeRequests();
+        runInRequest(record, () => startReading(req, 1_000, recordingSink(told, answer(told)), res));
+        // The rest of the body comes in a later read, once nobody scopes requests any more.
+        unscope();
+      };
+      const socket = connect(port, '127.0.0.1');
+      const received = new Promise<string>((resolve) => {
+        let text = '';
+        socket.on('data', (d: Buffer) => {
+          text += d.toString('latin1');
+          if (/\r\n\r\n.+/.test(text)) resolve(text);
+        });
+      });
+      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello');
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      socket.write('world');
+      assert.match(await within(received, 'the answer'), /body helloworld$/);
+      socket.destroy();
+      assert.deepEqual(told, ['body helloworld']);
     });
 
     it('tells the reader when the body stalls past the request timeout (request_timeout), once', async () => {

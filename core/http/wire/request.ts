@@ -93,6 +93,12 @@ export class WireRequest extends LazyEventEmitter {
 
   readInto(reader: BodyReader): void {
     this.#reader = reader;
+    if (this.#closed && !this.complete) {
+      // The client left before the body came whole (while an async hook ran): told so, as a
+      // `close` listener would have been, on the next tick.
+      process.nextTick(readerGone, this);
+      return;
+    }
     if (this.#flowing) return;
     this.#flowing = true;
     // Nothing arrived yet (the MCP endpoint reads as the head is parsed, before its body's first
@@ -215,12 +221,16 @@ export class WireRequest extends LazyEventEmitter {
 
   /** `close`, and a reader still waiting told that the body will not come. */
   emitClose(): void {
-    const reader = this.#reader;
-    if (reader !== null) {
-      this.#reader = null;
-      reader.failed(undefined);
-    }
+    this.readerGone();
     this.emit('close');
+  }
+
+  /** A reader still waiting is told that the body will not come. */
+  readerGone(): void {
+    const reader = this.#reader;
+    if (reader === null) return;
+    this.#reader = null;
+    reader.failed(undefined);
   }
 }
 
@@ -230,4 +240,8 @@ function flush(request: WireRequest): void {
 
 function emitClose(request: WireRequest): void {
   request.emitClose();
+}
+
+function readerGone(request: WireRequest): void {
+  request.readerGone();
 }
