@@ -513,6 +513,19 @@ describe('wire server', () => {
       assert.deepEqual(told, ['failed payload_too_large: request body exceeds the limit of 8 bytes']);
     });
 
+    it('reads a body of many small chunks whole and in order (copied into blocks), with large ones among them', async () => {
+      const told: string[] = [];
+      handler = (req, res) => startReading(req, 1_000_000, recordingSink(told, (r) => r.end(String(told.length))), res);
+      const pieces: string[] = [];
+      for (let i = 0; i < 3000; i++) pieces.push(String.fromCharCode(97 + (i % 26)));
+      pieces.splice(1500, 0, 'L'.repeat(2048));
+      pieces.push('T'.repeat(5000));
+      const chunked = pieces.map((p) => `${p.length.toString(16)}\r\n${p}\r\n`).join('') + '0\r\n\r\n';
+      await exchange('POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' + chunked, /\r\n\r\n1$/);
+      assert.equal(told.length, 1);
+      assert.equal(told[0], `body ${pieces.join('')}`);
+    });
+
     it('tells the sink once when it throws refusing a body past the limit; the connection ends, the process does not', async () => {
       let calls = 0;
       handler = (req, res) =>
