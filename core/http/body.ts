@@ -89,26 +89,22 @@ class BodyRead<S> implements BodyReader {
       return true;
     }
     const chunks = (this.chunks ??= [this.chunk0]);
+    let block = this.block;
     if (chunk.length >= SMALL_CHUNK) {
-      this.#closeBlock(chunks);
+      // What the block holds goes first, copied to its size: the block is used again, so small
+      // and large chunks in turn do not leave a block behind each time.
+      if (this.filled > 0) chunks.push(Buffer.from(block!.subarray(0, this.filled)));
+      this.filled = 0;
       chunks.push(chunk);
       return true;
     }
-    let block = this.block;
     if (block === null || this.filled + chunk.length > block.length) {
-      this.#closeBlock(chunks);
+      if (block !== null) chunks.push(block.subarray(0, this.filled));
       block = this.block = Buffer.allocUnsafe(BLOCK);
+      this.filled = 0;
     }
     this.filled += chunk.copy(block, this.filled);
     return true;
-  }
-
-  /** Puts what the open block holds in line, and opens none. */
-  #closeBlock(chunks: Buffer[]): void {
-    if (this.block === null) return;
-    chunks.push(this.block.subarray(0, this.filled));
-    this.block = null;
-    this.filled = 0;
   }
 
   end(): void {
@@ -117,7 +113,7 @@ class BodyRead<S> implements BodyReader {
       this.#tell(this.chunk0 ?? EMPTY, null);
       return;
     }
-    this.#closeBlock(chunks);
+    if (this.filled > 0) chunks.push(this.block!.subarray(0, this.filled));
     this.#tell(Buffer.concat(chunks, this.size), null);
   }
 
