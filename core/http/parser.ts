@@ -19,6 +19,11 @@ export interface NativeParser {
   finish(): number | Error | undefined;
   close(): void;
   remove(): void;
+  /** Makes the parser the listener of a stream handle's reads (node:http's server does so): parsed in C++, no 'data' events. */
+  consume(handle: object): void;
+  unconsume(): void;
+  /** A copy of the read being parsed (during a `kOnExecute` callback). */
+  getCurrentBuffer(): Buffer;
   [slot: number]: unknown;
 }
 
@@ -31,6 +36,7 @@ interface NativeParserClass {
   readonly kOnHeadersComplete: number;
   readonly kOnBody: number;
   readonly kOnMessageComplete: number;
+  readonly kOnExecute: number;
   readonly kLenientNone: number;
 }
 
@@ -42,6 +48,7 @@ export const kOnHeaders = HTTPParser.kOnHeaders;
 export const kOnHeadersComplete = HTTPParser.kOnHeadersComplete;
 export const kOnBody = HTTPParser.kOnBody;
 export const kOnMessageComplete = HTTPParser.kOnMessageComplete;
+export const kOnExecute = HTTPParser.kOnExecute;
 const kLenientNone = HTTPParser.kLenientNone;
 
 /** Maximum size of a backend's response head (Node's default). */

@@ -7,6 +7,7 @@
 import type { Socket } from 'node:net';
 import { createRequestParser, kOnBody, kOnHeaders, kOnHeadersComplete, kOnMessageBegin, kOnMessageComplete, METHODS, type NativeParser } from '../parser.ts';
 import { isHeaderNamed } from '../../base/header-list.ts';
+import { readThroughParser, sniffHead, startHandle, stopHandle, type StreamHandle } from './handle-reading.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
 
@@ -43,6 +44,7 @@ function onMessageBegin(this: Tagged<NativeParser>): void {
   const connection = this[kConnection];
   // After the connection's last request, what llhttp still frames in the same read is dropped.
   if (connection.lastRequestDone) return;
+  connection.messagesBegun++;
   connection.headersStartedAt = connection.requestStartedAt = performance.now();
 }
 
@@ -76,12 +78,21 @@ function onHeadersComplete(
     connection.partialUrl = '';
   }
   connection.headersStartedAt = 0;
-  connection.begin(METHODS[method] ?? 'GET', target, all, major, minor, upgrade, keepAlive);
+  try {
+    connection.begin(METHODS[method] ?? 'GET', target, all, major, minor, upgrade, keepAlive);
+  } catch {
+    connection.failed();
+  }
   return 0;
 }
 
 function onBody(this: Tagged<NativeParser>, chunk: Buffer): void {
-  this[kConnection].request?.push(chunk);
+  const connection = this[kConnection];
+  try {
+    connection.request?.push(chunk);
+  } catch {
+    connection.failed();
+  }
 }
 
 function onMessageComplete(this: Tagged<NativeParser>): void {
@@ -89,7 +100,39 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
   const request = connection.request;
   connection.request = null;
   if (connection.lastRequest) connection.lastRequestDone = true;
-  request?.finish();
+  try {
+    request?.finish();
+  } catch {
+    connection.failed();
+  }
+}
+
+/**
+ * After the parser took a read of the socket, when it reads the handle itself (handle-reading.ts):
+ * what onData does after `execute`. No callback of the parser may throw then: each catches what
+ * its work throws and ends the connection.
+ */
+function onExecute(this: Tagged<NativeParser>, result: number | Error): void {
+  const connection = this[kConnection];
+  if (connection.lastRequestDone) return;
+  connection.lastActive = performance.now();
+  try {
+    const failed = typeof result !== 'number';
+    // The method of a message refused before its head is complete, or whose head is still
+    // arriving, when this read began with it (a copy of the read, made only then).
+    if (failed || connection.headersStartedAt !== 0) {
+      const begun = connection.messagesBegun;
+      if (begun === 1 && connection.atMessageStart) connection.methodSeen = sniffHead(this.getCurrentBuffer());
+      else if (begun !== 0) connection.methodSeen = null;
+    }
+    connection.messagesBegun = 0;
+    connection.atMessageStart = connection.request === null && connection.headersStartedAt === 0;
+    if (failed) connection.malformed(result);
+    // A client that pipelines without reading answers gets no more handler calls for a while.
+    else if (connection.queue.length >= connection.maxPipelined) connection.pauseForPipeline();
+  } catch {
+    connection.failed();
+  }
 }
 
 function onData(this: Tagged<Socket>, chunk: Buffer): void {
@@ -100,7 +143,7 @@ function onData(this: Tagged<Socket>, chunk: Buffer): void {
   connection.lastActive = performance.now();
   // A chunk that starts a message when nothing is in progress starts with its method: kept for a
   // refusal of that message before its head is complete (a HEAD request's has no body).
-  if (connection.idle) connection.methodSeen = chunk.length >= 5 && chunk[0] === 0x48 && chunk.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : null;
+  if (connection.idle) connection.methodSeen = sniffHead(chunk);
   let result: number | Error;
   try {
     result = connection.parser.execute(chunk);
@@ -129,6 +172,10 @@ function onDrain(this: Tagged<Socket>): void {
   const connection = this[kConnection];
   connection.blockedSince = 0;
   connection.queue[0]?.emit('drain');
+}
+
+function onPause(this: Tagged<Socket>): void {
+  this[kConnection].paused();
 }
 
 function onClose(this: Tagged<Socket>): void {
@@ -181,6 +228,12 @@ export class Connection implements ResponseSink, BodySource {
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
   #paused = 0;
   #gone = false;
+  /** The socket's handle when the parser reads it (handle-reading.ts); null: fed from 'data' events. */
+  readonly #handle: StreamHandle | null;
+  /** The next read starts a message: `methodSeen` may be read off it (when the parser reads the handle). */
+  atMessageStart = true;
+  /** Messages begun in the read being parsed (when the parser reads the handle). */
+  messagesBegun = 0;
 
   constructor(socket: Socket, owner: ConnectionOwner) {
     this.#owner = owner;
@@ -197,6 +250,9 @@ export class Connection implements ResponseSink, BodySource {
     parser[kOnMessageComplete] = onMessageComplete;
     this.parser = parser;
     this.lastActive = performance.now();
+    this.#handle = readThroughParser(socket, parser, onExecute);
+    if (this.#handle !== null) socket.on('pause', onPause);
+    // Also when the parser reads the handle: the socket flows, so that its end is told ('end').
     socket.on('data', onData);
     socket.on('end', onEnd);
     socket.on('drain', onDrain);
@@ -440,10 +496,25 @@ export class Connection implements ResponseSink, BodySource {
     this.#paused |= reason;
   }
 
+  /** The socket was paused (here, or by the server after an Upgrade request): a handle the parser reads stops. */
+  paused(): void {
+    if (this.#handle !== null) stopHandle(this.#handle);
+  }
+
   #resume(reason: number): void {
     if ((this.#paused & reason) === 0) return;
     this.#paused &= ~reason;
-    if (this.#paused === 0) this.socket.resume();
+    if (this.#paused === 0) {
+      this.socket.resume();
+      if (this.#handle !== null && !this.#gone) startHandle(this.#handle);
+    }
+  }
+
+  /** Work a parser callback started threw past its own guards: this connection ends, the process does not. */
+  failed(): void {
+    this.lastRequest = this.lastRequestDone = true;
+    this.request = null;
+    this.destroy();
   }
 
   /** The socket is gone: every request and response in progress learns it. */
@@ -461,6 +532,7 @@ export class Connection implements ResponseSink, BodySource {
     this.#heldBytes = 0;
     this.#finishing.length = 0;
     const parser = this.parser;
+    if (this.#handle !== null) parser.unconsume();
     setImmediate(() => parser.close());
     this.#owner.forget(this);
   }
