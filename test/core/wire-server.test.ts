@@ -4,11 +4,12 @@
  * slow heads), HTTP/1.0, HEAD, backpressure, and a client leaving mid-response.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { WireRequest } from '../../core/http/wire/request.ts';
 import type { WireResponse } from '../../core/http/wire/response.ts';
 import { WireServer } from '../../core/http/wire/server.ts';
+import { Connection, type ConnectionOwner } from '../../core/http/wire/client-connection.ts';
 import { createRequestParser, kOnMessageComplete } from '../../core/http/parser.ts';
 import { startReading, type BodySink } from '../../core/http/body.ts';
 import type { GatewayError } from '../../core/base/errors.ts';
@@ -617,5 +618,95 @@ describe('wire server', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
       assert.deepEqual(told, ['failed invalid_request: the request body could not be read']);
     });
+  });
+});
+
+describe('wire server: how a connection reads its socket', () => {
+  /** A Connection over each accepted socket, `prepare` applied to the socket first. */
+  async function serve(prepare: (socket: Socket) => void, answer: (req: WireRequest, res: WireResponse) => void, maxPipelinedRequests = 16) {
+    const owner: ConnectionOwner = {
+      handler: answer,
+      keepAliveSeconds: 5,
+      maxHeaderSize: 16 * 1024,
+      maxPipelinedRequests,
+      maxStreamBuffer: 4 * 1024 * 1024,
+      closing: false,
+      forget: () => undefined,
+      dropped: () => undefined,
+    };
+    const net = createServer({ allowHalfOpen: true }, (socket) => {
+      prepare(socket);
+      new Connection(socket, owner);
+    });
+    await new Promise<void>((resolve) => net.listen(0, '127.0.0.1', resolve));
+    return { port: (net.address() as { port: number }).port, close: () => new Promise((resolve) => net.close(resolve)) };
+  }
+
+  function send(to: number, bytes: string, until: RegExp): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(to, '127.0.0.1', () => socket.write(bytes));
+      let received = '';
+      const timer = setTimeout(() => socket.destroy(), 3000);
+      socket.on('data', (d) => {
+        received += d.toString('latin1');
+        if (until.test(received)) socket.destroy();
+      });
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve(received);
+      });
+      socket.on('error', reject);
+    });
+  }
+
+  const handles: boolean[] = [];
+  const answer = (req: WireRequest, res: WireResponse): void => {
+    handles.push((req.socket as unknown as { _handle: { _consumed?: boolean } })._handle._consumed === true);
+    readBody(req).then((body) => res.end(`${req.url} ${body}`), () => res.destroy());
+  };
+  const pipelined = 'POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhiPOST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nyou\r\n0\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n';
+
+  it('the parser reads the handle of an ordinary socket, pipelined requests and chunked bodies included', async () => {
+    handles.length = 0;
+    const rig = await serve(() => undefined, answer, 1);
+    try {
+      const out = await send(rig.port, pipelined, /\/c $/);
+      assert.deepEqual([...out.matchAll(/\r\n\r\n(\/\w [a-z]*)/g)].map((m) => m[1]), ['/a hi', '/b you', '/c ']);
+      assert.deepEqual(handles, [true, true, true]);
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it("a socket whose handle something else reads already is served through 'data' events, the same way", async () => {
+    handles.length = 0;
+    const rig = await serve((socket) => ((socket as unknown as { _handle: { _consumed?: boolean } })._handle._consumed = true), answer, 1);
+    try {
+      const out = await send(rig.port, pipelined, /\/c $/);
+      assert.deepEqual([...out.matchAll(/\r\n\r\n(\/\w [a-z]*)/g)].map((m) => m[1]), ['/a hi', '/b you', '/c ']);
+      assert.equal(handles.length, 3);
+      const malformed = await send(rig.port, 'HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n', /\r\n\r\n/);
+      assert.match(malformed, /^HTTP\/1\.1 400 Bad Request\r\n[^]*content-length: \d+\r\n[^]*\r\n\r\n$/);
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it('a body reader that throws ends the connection, not the process, when the parser reads the handle', async () => {
+    const rig = await serve(() => undefined, (req) => {
+      req.readInto({
+        chunk: () => {
+          throw new Error('a reader that throws');
+        },
+        end: () => undefined,
+        failed: () => undefined,
+      });
+    });
+    try {
+      const out = await send(rig.port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello', /never/);
+      assert.equal(out, '');
+    } finally {
+      await rig.close();
+    }
   });
 });
