@@ -498,7 +498,7 @@ export class Connection implements ResponseSink, BodySource {
 
   /** The socket was paused (here, or by the server after an Upgrade request): a handle the parser reads stops. */
   paused(): void {
-    if (this.#handle !== null) stopHandle(this.#handle);
+    if (this.#handle !== null && !this.socket.destroyed) stopHandle(this.#handle);
   }
 
   #resume(reason: number): void {
@@ -506,7 +506,7 @@ export class Connection implements ResponseSink, BodySource {
     this.#paused &= ~reason;
     if (this.#paused === 0) {
       this.socket.resume();
-      if (this.#handle !== null && !this.#gone) startHandle(this.#handle);
+      if (this.#handle !== null && !this.socket.destroyed) startHandle(this.#handle);
     }
   }
 
