@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import { createRequestParser, kOnBody, kOnHeaders, kOnHeadersComplete, kOnMessageBegin, kOnMessageComplete, METHODS, type NativeParser } from '../parser.ts';
 import { isHeaderNamed } from '../../base/header-list.ts';
-import { readThroughParser, sniffHead, startHandle, stopHandle, type StreamHandle } from './handle-reading.ts';
+import { readThroughParser, startHandle, stopHandle, type StreamHandle } from '../handle-reading.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
 
@@ -108,7 +108,7 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
 }
 
 /**
- * After the parser took a read of the socket, when it reads the handle itself (handle-reading.ts):
+ * After the parser took a read of the socket, when it reads the handle itself (core/http/handle-reading.ts):
  * what onData does after `execute`. No callback of the parser may throw then: each catches what
  * its work throws and ends the connection.
  */
@@ -133,6 +133,11 @@ function onExecute(this: Tagged<NativeParser>, result: number | Error): void {
   } catch {
     connection.failed();
   }
+}
+
+/** 'HEAD' when `bytes` begin with that method (the answer to a refused HEAD request has no body). */
+function sniffHead(bytes: Buffer): string | null {
+  return bytes.length >= 5 && bytes[0] === 0x48 && bytes.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : null;
 }
 
 function onData(this: Tagged<Socket>, chunk: Buffer): void {
@@ -228,7 +233,7 @@ export class Connection implements ResponseSink, BodySource {
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
   #paused = 0;
   #gone = false;
-  /** The socket's handle when the parser reads it (handle-reading.ts); null: fed from 'data' events. */
+  /** The socket's handle when the parser reads it (core/http/handle-reading.ts); null: fed from 'data' events. */
   readonly #handle: StreamHandle | null;
   /** The next read starts a message: `methodSeen` may be read off it (when the parser reads the handle). */
   atMessageStart = true;

@@ -1,10 +1,12 @@
 /**
- * A client socket read by its HTTP parser directly, as node:http's server reads its sockets: the
- * parser becomes the listener of the socket's native handle (`consume`), so a read goes from
- * libuv into llhttp in C++ into one static buffer, and JavaScript is called for the parser's
- * callbacks and once after the read (`kOnExecute`). The alternative, 'data' events, costs a
- * Buffer and its allocation per read, the Readable stream's bookkeeping and a tick to read more:
- * some 6,000 instructions of a request (bench/README.md).
+ * A socket read by its HTTP parser directly, as node:http's server reads its sockets: the parser
+ * becomes the listener of the socket's native handle (`consume`), so a read goes from libuv into
+ * llhttp in C++ into one static buffer, and JavaScript is called for the parser's callbacks and
+ * once after the read (`kOnExecute`). The alternative, 'data' events, costs a Buffer and its
+ * allocation per read, the Readable stream's bookkeeping and a tick to read more: some 6,000
+ * instructions of a request for the client's socket (bench/README.md). The own server's client
+ * connections (wire/client-connection.ts) and the upstream client's plain-TCP connections
+ * (core/upstream/backend-connection.ts) are read so.
  *
  * What changes with it: the socket's stream no longer sees the data, so pausing it does not stop
  * reading (the handle is stopped here), and the parser's callbacks run from C++ with nothing of
@@ -12,7 +14,7 @@
  * process), and the ticks and microtasks they schedule run after each of them.
  */
 import type { Socket } from 'node:net';
-import { kOnExecute, type NativeParser } from '../parser.ts';
+import { kOnExecute, type NativeParser } from './parser.ts';
 
 /** The part of a TCP socket's native handle used here (net.Socket's `_handle`). */
 export interface StreamHandle {
@@ -48,9 +50,4 @@ export function startHandle(handle: StreamHandle): void {
   if (handle.reading) return;
   handle.reading = true;
   handle.readStart();
-}
-
-/** 'HEAD' when `bytes` begin with that method (the answer to a refused HEAD request has no body). */
-export function sniffHead(bytes: Buffer): string | null {
-  return bytes.length >= 5 && bytes[0] === 0x48 && bytes.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : null;
 }
