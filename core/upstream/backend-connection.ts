@@ -15,6 +15,7 @@ import {
   kOnMessageComplete,
   type NativeParser,
 } from '../http/parser.ts';
+import { readThroughParser, startHandle, stopHandle, type StreamHandle } from '../http/handle-reading.ts';
 import { isHeaderNamed } from '../base/header-list.ts';
 import { UpstreamError } from './upstream-error.ts';
 import type { Carrier, UpstreamHandler } from './transport.ts';
@@ -56,7 +57,10 @@ type Tagged<T> = T & { [kConnection]: Connection };
 
 function onSocketConnect(this: Tagged<Socket>): void {
   this.setTimeout(0);
-  this[kConnection].connected = true;
+  const connection = this[kConnection];
+  connection.connected = true;
+  // The parser reads the handle connected (happy eyeballs may have tried others); TLS reads its own.
+  if (!connection.owner.tls && !connection.closed) connection.readThroughParser();
 }
 
 /** A guarded pool's socket connected: where it connected is judged before anything is written (the request waits for 'connect'). */
@@ -83,17 +87,32 @@ function onSocketData(this: Tagged<Socket>, chunk: Buffer): void {
   try {
     result = connection.parser.execute(chunk);
   } catch (err) {
-    // A callback threw (a response with no request outstanding, or a writer toward the client
-    // that refused what the backend sent): this connection is done, the process is not.
-    connection.fail(err instanceof UpstreamError ? err : new UpstreamError('EPROTO', `the backend's response could not be handled: ${(err as Error)?.message ?? err}`, err));
+    failedCallback(connection, err);
     return;
   }
+  parsed(connection, result);
+}
+
+/** onSocketData's work after a read, when the parser reads the handle (a read with no request outstanding is refused after it). */
+function onExecute(this: Tagged<NativeParser>, result: number | Error): void {
+  const connection = this[kConnection];
+  if (connection.closed) return;
+  if (connection.handler === null && connection.completed === null) connection.fail(new UpstreamError('EPROTO', 'the backend sent data with no request outstanding'));
+  else parsed(connection, result);
+}
+
+function parsed(connection: Connection, result: number | Error): void {
   if (typeof result !== 'number') {
     const code = (result as { code?: string }).code ?? 'HPE_ERROR';
     connection.fail(new UpstreamError(code, `invalid HTTP response (${code})`, result));
     return;
   }
   connection.afterRead();
+}
+
+/** A callback threw (an answer nobody asked for, a writer toward the client that refused): the connection ends, the process does not. */
+function failedCallback(connection: Connection, err: unknown): void {
+  connection.fail(err instanceof UpstreamError ? err : new UpstreamError('EPROTO', `the backend's response could not be handled: ${(err as Error)?.message ?? err}`, err));
 }
 
 function onSocketError(this: Tagged<Socket>, err: Error): void {
@@ -146,6 +165,15 @@ function onHeadersComplete(
   keepAlive: boolean,
 ): number {
   const connection = this[kConnection];
+  try {
+    return headersComplete(connection, headers, status, keepAlive);
+  } catch (err) {
+    failedCallback(connection, err); // called from C++ when the parser reads the handle
+    return -1; // llhttp stops parsing the read
+  }
+}
+
+function headersComplete(connection: Connection, headers: string[] | undefined, status: number, keepAlive: boolean): number {
   if (connection.handler === null) throw unsolicited();
   let all = headers ?? [];
   if (connection.partialHeaders !== null) {
@@ -170,8 +198,12 @@ function onHeadersComplete(
 
 function onBody(this: Tagged<NativeParser>, chunk: Buffer): void {
   const connection = this[kConnection];
-  if (connection.handler === null) throw unsolicited();
-  if (!connection.handler.onData(chunk)) connection.pause();
+  try {
+    if (connection.handler === null) throw unsolicited();
+    if (!connection.handler.onData(chunk)) connection.pause();
+  } catch (err) {
+    failedCallback(connection, err);
+  }
 }
 
 function onMessageComplete(this: Tagged<NativeParser>): void {
@@ -181,7 +213,10 @@ function onMessageComplete(this: Tagged<NativeParser>): void {
     return;
   }
   const handler = connection.handler;
-  if (handler === null) throw unsolicited();
+  if (handler === null) {
+    failedCallback(connection, unsolicited());
+    return;
+  }
   connection.handler = null;
   connection.answerDeadline = 0;
   connection.served++;
@@ -223,6 +258,8 @@ export class Connection implements Carrier {
   idleSince = 0;
   served = 0;
   paused = false;
+  /** The socket's handle once the parser reads it (handle-reading.ts); null: fed from 'data' events. */
+  #handle: StreamHandle | null = null;
 
   constructor(owner: ConnectionOwner) {
     this.owner = owner;
@@ -308,6 +345,7 @@ export class Connection implements Carrier {
     if (!this.paused) {
       this.paused = true;
       this.socket.pause();
+      if (this.#handle !== null && !this.closed) stopHandle(this.#handle);
     }
   }
 
@@ -315,7 +353,14 @@ export class Connection implements Carrier {
     if (this.paused) {
       this.paused = false;
       this.socket.resume();
+      if (this.#handle !== null && !this.closed) startHandle(this.#handle);
     }
+  }
+
+  /** From the connect on: the parser reads the socket's handle (paused here as the socket is). */
+  readThroughParser(): void {
+    this.#handle = readThroughParser(this.socket, this.parser, onExecute);
+    if (this.#handle !== null && this.paused) stopHandle(this.#handle);
   }
 
   /** Ends the exchange with `error` (null: the connection closed while idle), and the connection with it. */
@@ -343,6 +388,8 @@ export class Connection implements Carrier {
     this.answerDeadline = 0;
     this.socket.destroy();
     const parser = this.parser;
+    // No longer the handle's reader before it is freed (the handle closes later than that).
+    if (this.#handle !== null) parser.unconsume();
     // Free the native parser once its callbacks have unwound (as node:http does).
     setImmediate(() => parser.close());
     this.owner.discard(this);
