@@ -17,37 +17,64 @@ import type { Socket } from 'node:net';
 import { kOnExecute, type NativeParser } from './parser.ts';
 
 /** The part of a TCP socket's native handle used here (net.Socket's `_handle`). */
-export interface StreamHandle {
+interface StreamHandle {
   readonly isStreamBase?: boolean;
   /** Set by whoever made a parser the handle's reader (node:http marks it the same way). */
   _consumed?: boolean;
   /** net.Socket's own record of whether the handle reads. */
   reading: boolean;
   readStart(): number;
-  readStop(): number;
 }
 
 /**
- * Makes `parser` the reader of `socket`'s handle, `onExecute` told after each read; the handle,
- * or null when the socket has none a parser can read (then it is fed from 'data' events).
+ * Who reads a socket's handle: its parser (from `consume` on), or, while reading is paused, the
+ * socket's stream, which holds what arrives up to its high-water mark and then stops reading,
+ * and still sees the peer leave (a FIN, a reset); what it held reaches the parser through 'data'
+ * when reading resumes, and the parser takes the handle back once the stream holds nothing.
  */
-export function readThroughParser<P extends NativeParser>(socket: Socket, parser: P, onExecute: (this: P, result: number | Error) => void): StreamHandle | null {
-  const handle = (socket as unknown as { _handle?: StreamHandle | null })._handle;
-  if (handle == null || handle.isStreamBase !== true || handle._consumed === true) return null;
-  handle._consumed = true;
-  parser[kOnExecute] = onExecute;
-  parser.consume(handle);
-  return handle;
-}
+export class HandleReading {
+  readonly #socket: Socket;
+  readonly #parser: NativeParser;
+  readonly #handle: StreamHandle;
+  #parserReads = true;
 
-export function stopHandle(handle: StreamHandle): void {
-  if (!handle.reading) return;
-  handle.reading = false;
-  handle.readStop();
-}
+  private constructor(socket: Socket, parser: NativeParser, handle: StreamHandle) {
+    this.#socket = socket;
+    this.#parser = parser;
+    this.#handle = handle;
+  }
 
-export function startHandle(handle: StreamHandle): void {
-  if (handle.reading) return;
-  handle.reading = true;
-  handle.readStart();
+  /**
+   * Makes `parser` the reader of `socket`'s handle, `onExecute` told after each read; null when
+   * the socket has no handle a parser can read (then it is fed from 'data' events).
+   */
+  static start<P extends NativeParser>(socket: Socket, parser: P, onExecute: (this: P, result: number | Error) => void): HandleReading | null {
+    const handle = (socket as unknown as { _handle?: StreamHandle | null })._handle;
+    if (handle == null || handle.isStreamBase !== true || handle._consumed === true) return null;
+    handle._consumed = true;
+    parser[kOnExecute] = onExecute;
+    parser.consume(handle);
+    return new HandleReading(socket, parser, handle);
+  }
+
+  /** Reading paused (or the parser about to be freed): the stream reads the handle. */
+  toStream(): void {
+    if (!this.#parserReads) return;
+    this.#parserReads = false;
+    this.#parser.unconsume();
+  }
+
+  /** The parser reads the handle again if the stream holds nothing more; whether it does now. */
+  toParser(): boolean {
+    if (this.#parserReads) return false;
+    if (this.#socket.destroyed || this.#socket.readableLength !== 0) return false;
+    this.#parserReads = true;
+    this.#parser.consume(this.#handle);
+    const handle = this.#handle;
+    if (!handle.reading) {
+      handle.reading = true;
+      handle.readStart();
+    }
+    return true;
+  }
 }

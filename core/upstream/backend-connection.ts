@@ -15,7 +15,7 @@ import {
   kOnMessageComplete,
   type NativeParser,
 } from '../http/parser.ts';
-import { readThroughParser, startHandle, stopHandle, type StreamHandle } from '../http/handle-reading.ts';
+import { HandleReading } from '../http/handle-reading.ts';
 import { isHeaderNamed } from '../base/header-list.ts';
 import { UpstreamError } from './upstream-error.ts';
 import type { Carrier, UpstreamHandler } from './transport.ts';
@@ -91,6 +91,7 @@ function onSocketData(this: Tagged<Socket>, chunk: Buffer): void {
     return;
   }
   parsed(connection, result);
+  connection.takeHandle(); // what the stream held while reading was paused is parsed
 }
 
 /** onSocketData's work after a read, when the parser reads the handle (a read with no request outstanding is refused after it). */
@@ -102,12 +103,9 @@ function onExecute(this: Tagged<NativeParser>, result: number | Error): void {
 }
 
 function parsed(connection: Connection, result: number | Error): void {
-  if (typeof result !== 'number') {
-    const code = (result as { code?: string }).code ?? 'HPE_ERROR';
-    connection.fail(new UpstreamError(code, `invalid HTTP response (${code})`, result));
-    return;
-  }
-  connection.afterRead();
+  if (typeof result === 'number') return connection.afterRead();
+  const code = (result as { code?: string }).code ?? 'HPE_ERROR';
+  connection.fail(new UpstreamError(code, `invalid HTTP response (${code})`, result));
 }
 
 /** A callback threw (an answer nobody asked for, a writer toward the client that refused): the connection ends, the process does not. */
@@ -258,8 +256,8 @@ export class Connection implements Carrier {
   idleSince = 0;
   served = 0;
   paused = false;
-  /** The socket's handle once the parser reads it (handle-reading.ts); null: fed from 'data' events. */
-  #handle: StreamHandle | null = null;
+  /** Who reads the socket's handle once connected (handle-reading.ts); null: its stream ('data' events). */
+  #reading: HandleReading | null = null;
 
   constructor(owner: ConnectionOwner) {
     this.owner = owner;
@@ -341,26 +339,30 @@ export class Connection implements Carrier {
     this.socket.write(request);
   }
 
+  /** While paused, the socket's stream reads (handle-reading.ts): it still sees the backend leave. */
   pause(): void {
-    if (!this.paused) {
-      this.paused = true;
-      this.socket.pause();
-      if (this.#handle !== null && !this.closed) stopHandle(this.#handle);
-    }
+    if (this.paused) return;
+    this.paused = true;
+    this.socket.pause();
+    this.#reading?.toStream();
   }
 
   resume(): void {
-    if (this.paused) {
-      this.paused = false;
-      this.socket.resume();
-      if (this.#handle !== null && !this.closed) startHandle(this.#handle);
-    }
+    if (!this.paused) return;
+    this.paused = false;
+    this.socket.resume();
+    this.takeHandle();
   }
 
-  /** From the connect on: the parser reads the socket's handle (paused here as the socket is). */
+  /** From the connect on: the parser reads the socket's handle, unless reading is paused. */
   readThroughParser(): void {
-    this.#handle = readThroughParser(this.socket, this.parser, onExecute);
-    if (this.#handle !== null && this.paused) stopHandle(this.#handle);
+    this.#reading = HandleReading.start(this.socket, this.parser, onExecute);
+    if (this.paused) this.#reading?.toStream();
+  }
+
+  /** The parser reads the handle again, once reading is not paused and the stream holds nothing more. */
+  takeHandle(): void {
+    if (!this.paused && !this.closed) this.#reading?.toParser();
   }
 
   /** Ends the exchange with `error` (null: the connection closed while idle), and the connection with it. */
@@ -389,7 +391,7 @@ export class Connection implements Carrier {
     this.socket.destroy();
     const parser = this.parser;
     // No longer the handle's reader before it is freed (the handle closes later than that).
-    if (this.#handle !== null) parser.unconsume();
+    this.#reading?.toStream(); // before the parser is freed
     // Free the native parser once its callbacks have unwound (as node:http does).
     setImmediate(() => parser.close());
     this.owner.discard(this);

@@ -136,6 +136,43 @@ describe('wire server', () => {
     assert.deepEqual(order, Array.from({ length: 40 }, (_, i) => i));
   });
 
+  it('sees a client leave while its connection is paused at maxPipelinedRequests: its responses are told', async () => {
+    let handled = 0;
+    let closed = 0;
+    handler = (_req, res) => {
+      handled++;
+      res.on('close', () => closed++); // a backend call would be cancelled here
+    };
+    for (const leave of ['end', 'reset'] as const) {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(Array.from({ length: 16 }, (_, i) => `POST /call${i} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}`).join(''));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (leave === 'end') socket.end();
+      else socket.resetAndDestroy();
+    }
+    const until = Date.now() + 2000;
+    while (closed < 32 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(handled, 32);
+    assert.equal(closed, 32);
+  });
+
+  it('answers a malformed request behind an unanswered GET with a 400 that has its body (it answers the GET)', async () => {
+    handler = (_req, res) => void setTimeout(() => res.end('late'), 300);
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d) => (received += d.toString('latin1')));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write('HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n');
+    await new Promise((resolve) => socket.once('close', resolve));
+    const [head, body] = received.split('\r\n\r\n');
+    assert.match(head!, /^HTTP\/1\.1 400 Bad Request/);
+    assert.equal(body!.length, Number(/content-length: (\d+)/.exec(head!)![1]));
+  });
+
   it('builds req.headers without a prototype: __proto__ and constructor are plain headers; repeats joined', async () => {
     handler = (req, res) => {
       const h = req.headers;

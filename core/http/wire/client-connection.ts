@@ -5,9 +5,10 @@
  * a pipelined request's response waits, buffered, until the ones before it are finished.
  */
 import type { Socket } from 'node:net';
-import { createRequestParser, kOnBody, kOnHeaders, kOnHeadersComplete, kOnMessageBegin, kOnMessageComplete, METHODS, type NativeParser } from '../parser.ts';
+import { createRequestParser, type NativeParser } from '../parser.ts';
 import { isHeaderNamed } from '../../base/header-list.ts';
-import { readThroughParser, startHandle, stopHandle, type StreamHandle } from '../handle-reading.ts';
+import { HandleReading } from '../handle-reading.ts';
+import { kConnection, onData, onExecute, readsRequests, type ParsingConnection } from './request-parsing.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
 
@@ -25,7 +26,6 @@ export interface ConnectionOwner {
   dropped(reason: 'stream_buffer'): void;
 }
 
-const kConnection = Symbol('gatehouse.wire.connection');
 type Tagged<T> = T & { [kConnection]: Connection };
 
 /**
@@ -39,129 +39,6 @@ const HELD_HARD_LIMIT = 16 * 1024 * 1024;
 const REFUSAL_CODE: Readonly<Record<number, string>> = { 500: 'internal_error', 501: 'not_implemented' };
 const PAUSED_BY_BODY = 1;
 const PAUSED_BY_PIPELINE = 2;
-
-function onMessageBegin(this: Tagged<NativeParser>): void {
-  const connection = this[kConnection];
-  // After the connection's last request, what llhttp still frames in the same read is dropped.
-  if (connection.lastRequestDone) return;
-  connection.messagesBegun++;
-  connection.headersStartedAt = connection.requestStartedAt = performance.now();
-}
-
-function onHeaders(this: Tagged<NativeParser>, headers: string[], url: string): void {
-  const connection = this[kConnection];
-  if (connection.lastRequestDone) return;
-  (connection.partialHeaders ??= []).push(...headers);
-  connection.partialUrl += url;
-}
-
-function onHeadersComplete(
-  this: Tagged<NativeParser>,
-  major: number,
-  minor: number,
-  headers: string[] | undefined,
-  method: number,
-  url: string | undefined,
-  _status: number,
-  _message: string,
-  upgrade: boolean,
-  keepAlive: boolean,
-): number {
-  const connection = this[kConnection];
-  if (connection.lastRequestDone) return 0;
-  let all = headers ?? [];
-  let target = url ?? '';
-  if (connection.partialHeaders !== null) {
-    all = connection.partialHeaders.concat(all);
-    target = connection.partialUrl + target;
-    connection.partialHeaders = null;
-    connection.partialUrl = '';
-  }
-  connection.headersStartedAt = 0;
-  try {
-    connection.begin(METHODS[method] ?? 'GET', target, all, major, minor, upgrade, keepAlive);
-  } catch {
-    connection.failed();
-  }
-  return 0;
-}
-
-function onBody(this: Tagged<NativeParser>, chunk: Buffer): void {
-  const connection = this[kConnection];
-  try {
-    connection.request?.push(chunk);
-  } catch {
-    connection.failed();
-  }
-}
-
-function onMessageComplete(this: Tagged<NativeParser>): void {
-  const connection = this[kConnection];
-  const request = connection.request;
-  connection.request = null;
-  if (connection.lastRequest) connection.lastRequestDone = true;
-  try {
-    request?.finish();
-  } catch {
-    connection.failed();
-  }
-}
-
-/**
- * After the parser took a read of the socket, when it reads the handle itself (core/http/handle-reading.ts):
- * what onData does after `execute`. No callback of the parser may throw then: each catches what
- * its work throws and ends the connection.
- */
-function onExecute(this: Tagged<NativeParser>, result: number | Error): void {
-  const connection = this[kConnection];
-  if (connection.lastRequestDone) return;
-  connection.lastActive = performance.now();
-  try {
-    const failed = typeof result !== 'number';
-    // The method of a message refused before its head is complete, or whose head is still
-    // arriving, when this read began with it (a copy of the read, made only then).
-    if (failed || connection.headersStartedAt !== 0) {
-      const begun = connection.messagesBegun;
-      if (begun === 1 && connection.atMessageStart) connection.methodSeen = sniffHead(this.getCurrentBuffer());
-      else if (begun !== 0) connection.methodSeen = null;
-    }
-    connection.messagesBegun = 0;
-    connection.atMessageStart = connection.request === null && connection.headersStartedAt === 0;
-    if (failed) connection.malformed(result);
-    // A client that pipelines without reading answers gets no more handler calls for a while.
-    else if (connection.queue.length >= connection.maxPipelined) connection.pauseForPipeline();
-  } catch {
-    connection.failed();
-  }
-}
-
-/** 'HEAD' when `bytes` begin with that method (the answer to a refused HEAD request has no body). */
-function sniffHead(bytes: Buffer): string | null {
-  return bytes.length >= 5 && bytes[0] === 0x48 && bytes.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : null;
-}
-
-function onData(this: Tagged<Socket>, chunk: Buffer): void {
-  const connection = this[kConnection];
-  // After a request that asked to switch protocols, llhttp no longer frames what follows as
-  // HTTP: none of it is read as a request (it would be a smuggled one).
-  if (connection.lastRequestDone) return;
-  connection.lastActive = performance.now();
-  // A chunk that starts a message when nothing is in progress starts with its method: kept for a
-  // refusal of that message before its head is complete (a HEAD request's has no body).
-  if (connection.idle) connection.methodSeen = sniffHead(chunk);
-  let result: number | Error;
-  try {
-    result = connection.parser.execute(chunk);
-  } catch {
-    // A callback threw past every handler's own guard: this connection ends, the process does not.
-    connection.destroy();
-    return;
-  }
-  if (connection.lastRequestDone) return;
-  if (typeof result !== 'number') connection.malformed(result);
-  // A client that pipelines without reading answers gets no more handler calls for a while.
-  else if (connection.queue.length >= connection.maxPipelined) connection.pauseForPipeline();
-}
 
 function onEnd(this: Tagged<Socket>): void {
   // The client half-closed. As node:http does by default, that ends the exchange: a request
@@ -191,7 +68,7 @@ function onError(): void {
   // Resets and timeouts end in 'close', where the requests and responses are told.
 }
 
-export class Connection implements ResponseSink, BodySource {
+export class Connection implements ResponseSink, BodySource, ParsingConnection {
   readonly socket: Tagged<Socket>;
   readonly parser: Tagged<NativeParser>;
   readonly #owner: ConnectionOwner;
@@ -233,8 +110,8 @@ export class Connection implements ResponseSink, BodySource {
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
   #paused = 0;
   #gone = false;
-  /** The socket's handle when the parser reads it (core/http/handle-reading.ts); null: fed from 'data' events. */
-  readonly #handle: StreamHandle | null;
+  /** Who reads the socket's handle (core/http/handle-reading.ts); null: its stream, always ('data' events). */
+  readonly #reading: HandleReading | null;
   /** The next read starts a message: `methodSeen` may be read off it (when the parser reads the handle). */
   atMessageStart = true;
   /** Messages begun in the read being parsed (when the parser reads the handle). */
@@ -247,16 +124,11 @@ export class Connection implements ResponseSink, BodySource {
     this.socket[kConnection] = this;
     socket.setNoDelay(true);
     const parser = createRequestParser(owner.maxHeaderSize) as Tagged<NativeParser>;
-    parser[kConnection] = this;
-    parser[kOnMessageBegin] = onMessageBegin;
-    parser[kOnHeaders] = onHeaders;
-    parser[kOnHeadersComplete] = onHeadersComplete;
-    parser[kOnBody] = onBody;
-    parser[kOnMessageComplete] = onMessageComplete;
+    readsRequests(parser, this);
     this.parser = parser;
     this.lastActive = performance.now();
-    this.#handle = readThroughParser(socket, parser, onExecute);
-    if (this.#handle !== null) socket.on('pause', onPause);
+    this.#reading = HandleReading.start(socket, parser, onExecute);
+    if (this.#reading !== null) socket.on('pause', onPause);
     // Also when the parser reads the handle: the socket flows, so that its end is told ('end').
     socket.on('data', onData);
     socket.on('end', onEnd);
@@ -366,7 +238,7 @@ export class Connection implements ResponseSink, BodySource {
     const body = JSON.stringify({ error: 'invalid_request', error_description: description });
     const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
     // The answer to a HEAD request has no body (RFC 9110 §9.3.2), only the length it would have.
-    const head = only?.forHead === true || this.methodSeen === 'HEAD';
+    const head = only !== null ? only.forHead : this.methodSeen === 'HEAD';
     this.socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${head ? '' : body}`);
   }
 
@@ -501,9 +373,9 @@ export class Connection implements ResponseSink, BodySource {
     this.#paused |= reason;
   }
 
-  /** The socket was paused (here, or by the server after an Upgrade request): a handle the parser reads stops. */
+  /** The socket was paused (here, or by the server after an Upgrade request): its stream reads (handle-reading.ts). */
   paused(): void {
-    if (this.#handle !== null && !this.socket.destroyed) stopHandle(this.#handle);
+    this.#reading?.toStream();
   }
 
   #resume(reason: number): void {
@@ -511,8 +383,15 @@ export class Connection implements ResponseSink, BodySource {
     this.#paused &= ~reason;
     if (this.#paused === 0) {
       this.socket.resume();
-      if (this.#handle !== null && !this.socket.destroyed) startHandle(this.#handle);
+      this.takeHandle();
     }
+  }
+
+  /** The parser reads the handle again, once reading is not paused and the stream holds nothing more. */
+  takeHandle(): void {
+    if (this.#reading === null || this.#paused !== 0 || this.lastRequestDone || !this.#reading.toParser()) return;
+    this.messagesBegun = 0;
+    this.atMessageStart = this.request === null && this.headersStartedAt === 0;
   }
 
   /** Work a parser callback started threw past its own guards: this connection ends, the process does not. */
@@ -537,7 +416,7 @@ export class Connection implements ResponseSink, BodySource {
     this.#heldBytes = 0;
     this.#finishing.length = 0;
     const parser = this.parser;
-    if (this.#handle !== null) parser.unconsume();
+    this.#reading?.toStream(); // before the parser is freed
     setImmediate(() => parser.close());
     this.#owner.forget(this);
   }
