@@ -1,11 +1,13 @@
 /**
  * The upstream pool's keep-alive reuse when an exchange paused reading (backpressure, or an
  * async response hook) as its response completed: the next exchange on that connection must be
- * read from the start, not wait forever on a paused socket.
+ * read from the start, not wait forever on a paused socket. And a connection its parser reads
+ * (core/http/handle-reading.ts): bytes a backend sends while idle, and a body read across
+ * pauses, where the stream and the parser hand the socket's reads over to each other.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { Carrier, UpstreamError, UpstreamHandler } from '../../core/upstream/transport.ts';
 import { Pool } from '../../core/upstream/pool.ts';
@@ -68,6 +70,107 @@ describe('upstream pool: reuse after a paused exchange', () => {
       assert.equal(connections, 1, 'the one connection was reused');
     } finally {
       pool.close();
+    }
+  });
+});
+
+describe('upstream pool: a connection read by its parser', () => {
+  /** A raw backend: `answer` writes what it likes for each request head it reads. */
+  async function rawBackend(answer: (socket: Socket, request: number) => void) {
+    let accepted = 0;
+    const server = createNetServer((socket) => {
+      accepted++;
+      let seen = 0;
+      let buffered = '';
+      socket.on('error', () => undefined);
+      socket.on('data', (d) => {
+        buffered += d.toString('latin1');
+        while (buffered.includes('\r\n\r\n')) {
+          buffered = buffered.slice(buffered.indexOf('\r\n\r\n') + 4);
+          answer(socket, seen++);
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      origin: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+      accepted: () => accepted,
+      close: () => new Promise((resolve) => server.close(resolve)),
+    };
+  }
+
+  it('drops a connection whose backend sent bytes while it was idle: the next request is not answered with them', async () => {
+    for (const stale of ['HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nstale!', 'HTTP/1.1 200 OK\r\ncontent-len']) {
+      const backend = await rawBackend((socket, request) => {
+        socket.write(`HTTP/1.1 200 OK\r\ncontent-length: 6\r\nkeep-alive: timeout=10\r\n\r\nfresh${request}`);
+        if (request === 0) setTimeout(() => socket.write(stale), 30);
+      });
+      const pool = new Pool(backend.origin, { connections: 1, keepAliveMs: 10_000, connectTimeoutMs: 2000 });
+      try {
+        const first = new Collecting(false);
+        pool.dispatch(first, 'GET', '/first', [], null, 2000);
+        await first.done;
+        assert.equal(first.body, 'fresh0');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const second = new Collecting(false);
+        pool.dispatch(second, 'GET', '/second', [], null, 2000);
+        await second.done;
+        assert.equal(second.body, 'fresh0', 'answered on a new connection, as its first request');
+        assert.equal(backend.accepted(), 2);
+      } finally {
+        pool.close();
+        await backend.close();
+      }
+    }
+  });
+
+  it('delivers a body that arrives in many reads whole and in order while its exchange pauses and resumes', async () => {
+    const body = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 7 + (i >> 11)) & 0xff;
+    const backend = await rawBackend((socket) => {
+      socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`);
+      let at = 0;
+      const next = (): void => {
+        if (at >= body.length) return;
+        const end = Math.min(body.length, at + 1 + ((at * 13) % 70_000));
+        socket.write(body.subarray(at, end), () => setImmediate(next));
+        at = end;
+      };
+      next();
+    });
+    const pool = new Pool(backend.origin, { connections: 1, keepAliveMs: 10_000, connectTimeoutMs: 2000 });
+    try {
+      const chunks: Buffer[] = [];
+      let carrier: Carrier | null = null;
+      let settle!: () => void;
+      let fail!: (err: Error) => void;
+      const done = new Promise<void>((resolve, reject) => ((settle = resolve), (fail = reject)));
+      pool.dispatch(
+        {
+          attach: (c) => (carrier = c),
+          onHeaders: () => true,
+          onData: (chunk) => {
+            chunks.push(Buffer.from(chunk));
+            // Paused on every other chunk, resumed a little later.
+            if (chunks.length % 2 === 0) return true;
+            setTimeout(() => carrier!.resume(), 1);
+            return false;
+          },
+          onComplete: () => settle(),
+          onError: (err) => fail(err),
+        },
+        'GET',
+        '/big',
+        [],
+        null,
+        10_000,
+      );
+      await done;
+      assert.ok(chunks.length > 10, `${chunks.length} chunks`);
+      assert.ok(Buffer.concat(chunks).equals(body));
+    } finally {
+      pool.close();
+      await backend.close();
     }
   });
 });
