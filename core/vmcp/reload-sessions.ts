@@ -15,7 +15,7 @@
 import type { SessionStorage } from '../mcp/aggregate/compose.ts';
 import type { SessionEnder } from '../mcp/aggregate/group.ts';
 import type { Relay, RelayHandler, RelayMessage } from '../mcp/aggregate/relay.ts';
-import type { SessionOwner, SessionRecord, SessionStore } from '../mcp/aggregate/session-store.ts';
+import type { CreateOutcome, SessionOwner, SessionRecord, SessionStore } from '../mcp/aggregate/session-store.ts';
 import { isPromise } from '../base/thenable.ts';
 
 /** `record` as seen by a generation whose backends are `names`; the same object when nothing differs. */
@@ -55,31 +55,45 @@ function adjusted(record: SessionRecord, names: ReadonlySet<string>): SessionRec
 /**
  * The shared store as a generation sees it: what it reads (touch, and the record a create found)
  * through `recordFor`; close does nothing (the store outlives every generation); the rest as is.
- * A proxy, so that a method the store gains passes through without this file knowing it.
+ * A class rather than a Proxy: it is on every aggregated request (a trap per property read and
+ * a bound function per method read cost more than the lookup), and a method the store gains
+ * fails to compile here until it is passed on.
  */
-function storeView(store: SessionStore, names: ReadonlySet<string>): SessionStore {
-  const seen = (record: SessionRecord | null): SessionRecord | null => (record === null ? null : recordFor(record, names));
-  const touch = (id: string, caller?: SessionOwner | null): SessionRecord | null | Promise<SessionRecord | null> => {
-    const record = store.touch(id, caller);
-    return isPromise(record) ? record.then(seen) : seen(record);
-  };
-  const close = async (): Promise<void> => {};
-  return new Proxy(store, {
-    get(target, property) {
-      if (property === 'touch') return touch;
-      if (property === 'close') return close;
-      const value: unknown = Reflect.get(target, property, target);
-      if (typeof value !== 'function') return value;
-      if (property === 'create') {
-        // A create that found the session already stored answers with that record: seen as touch sees it.
-        return async (record: SessionRecord) => {
-          const outcome = (await value.call(target, record)) as { created: boolean; existing?: SessionRecord };
-          return outcome.created || outcome.existing === undefined ? outcome : { ...outcome, existing: recordFor(outcome.existing, names) };
-        };
-      }
-      return value.bind(target);
-    },
-  });
+class StoreView implements SessionStore {
+  readonly #store: SessionStore;
+  readonly #names: ReadonlySet<string>;
+  /** One function for every touch (no closure per request). */
+  readonly #seen = (record: SessionRecord | null): SessionRecord | null => (record === null ? null : recordFor(record, this.#names));
+
+  constructor(store: SessionStore, names: ReadonlySet<string>) {
+    this.#store = store;
+    this.#names = names;
+  }
+
+  touch(id: string, caller?: SessionOwner | null): SessionRecord | null | Promise<SessionRecord | null> {
+    const record = this.#store.touch(id, caller);
+    return isPromise(record) ? record.then(this.#seen) : this.#seen(record);
+  }
+
+  save(record: SessionRecord): Promise<readonly SessionRecord[]> {
+    return this.#store.save(record);
+  }
+
+  /** A create that found the session already stored answers with that record: seen as touch sees it. */
+  async create(record: SessionRecord): Promise<CreateOutcome> {
+    const outcome = await this.#store.create(record);
+    return outcome.created || outcome.existing === undefined ? outcome : { ...outcome, existing: recordFor(outcome.existing, this.#names) };
+  }
+
+  update(record: SessionRecord): Promise<boolean> {
+    return this.#store.update(record);
+  }
+
+  delete(id: string): Promise<void> {
+    return this.#store.delete(id);
+  }
+
+  async close(): Promise<void> {}
 }
 
 class HeldRelay implements Relay {
@@ -129,7 +143,7 @@ export interface GenerationStorage {
 export function storageFor(shared: SessionStorage, backends: readonly string[]): GenerationStorage {
   const relay = new HeldRelay(shared.relay);
   const storage: SessionStorage = {
-    store: storeView(shared.store, new Set(backends)),
+    store: new StoreView(shared.store, new Set(backends)),
     relay,
     serve: () => {},
     close: async () => {},
