@@ -67,7 +67,8 @@ export class HandleReading {
   /** The parser reads the handle again if the stream holds nothing more; whether it does now. */
   toParser(): boolean {
     if (this.#parserReads) return false;
-    if (this.#socket.destroyed || this.#socket.readableLength !== 0) return false;
+    // Not while the stream holds data, nor while someone paused the socket (a plugin may).
+    if (this.#socket.destroyed || this.#socket.readableLength !== 0 || this.#socket.isPaused()) return false;
     this.#parserReads = true;
     this.#parser.consume(this.#handle);
     const handle = this.#handle;

@@ -729,6 +729,20 @@ describe('wire server: how a connection reads its socket', () => {
     }
   });
 
+  it('at maxPipelinedRequests 1, reads a body longer than a read to its end (reading pauses after it, not under it)', async () => {
+    handles.length = 0;
+    const rig = await serve(() => undefined, answer, 1);
+    try {
+      const body = 'x'.repeat(300_000);
+      const out = await send(rig.port, `POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}GET /c HTTP/1.1\r\nHost: x\r\n\r\n`, /\/c $/);
+      assert.match(out, /^HTTP\/1\.1 200 OK/);
+      assert.equal((out.match(/HTTP\/1\.1 200 OK/g) ?? []).length, 2);
+      assert.ok(out.includes(`/big ${body}`));
+    } finally {
+      await rig.close();
+    }
+  });
+
   it('a body reader that throws ends the connection, not the process, when the parser reads the handle', async () => {
     const rig = await serve(() => undefined, (req) => {
       req.readInto({

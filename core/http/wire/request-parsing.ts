@@ -134,11 +134,19 @@ export function onExecute(this: Tagged<NativeParser>, result: number | Error): v
     connection.messagesBegun = 0;
     connection.atMessageStart = connection.request === null && connection.headersStartedAt === 0;
     if (failed) connection.malformed(result);
-    // A client that pipelines without reading answers gets no more handler calls for a while.
-    else if (connection.queue.length >= connection.maxPipelined) connection.pauseForPipeline();
+    else if (pipelinedTooFar(connection)) connection.pauseForPipeline();
   } catch {
     connection.failed();
   }
+}
+
+/**
+ * A client that pipelines without reading answers gets no more handler calls for a while: once
+ * `maxPipelined` requests are unanswered, and none is still arriving (reading stopped under a
+ * body would keep it from ever completing: at a limit of 1, any body longer than a read).
+ */
+function pipelinedTooFar(connection: ParsingConnection): boolean {
+  return connection.queue.length >= connection.maxPipelined && connection.request === null;
 }
 
 /** 'HEAD' when `bytes` begin with that method (the answer to a refused HEAD request has no body). */
@@ -165,8 +173,7 @@ export function onData(this: Tagged<Socket>, chunk: Buffer): void {
   }
   if (connection.lastRequestDone) return;
   if (typeof result !== 'number') connection.malformed(result);
-  // A client that pipelines without reading answers gets no more handler calls for a while.
-  else if (connection.queue.length >= connection.maxPipelined) connection.pauseForPipeline();
+  else if (pipelinedTooFar(connection)) connection.pauseForPipeline();
   // What the stream held while reading was paused is parsed: the parser may read the handle again.
   else connection.takeHandle();
 }
