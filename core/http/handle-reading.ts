@@ -8,10 +8,11 @@
  * connections (wire/client-connection.ts) and the upstream client's plain-TCP connections
  * (core/upstream/backend-connection.ts) are read so.
  *
- * What changes with it: the socket's stream no longer sees the data, so pausing it does not stop
- * reading (the handle is stopped here), and the parser's callbacks run from C++ with nothing of
- * JavaScript below them, so whatever they start must not throw (an exception would reach the
- * process), and the ticks and microtasks they schedule run after each of them.
+ * What changes with it: the socket's stream no longer sees the data, so pausing the stream alone
+ * would not stop reading (the stream takes the handle back while reading is paused:
+ * HandleReading), and the parser's callbacks run from C++ with nothing of JavaScript below them,
+ * so whatever they start must not throw (an exception would reach the process), and the ticks
+ * and microtasks they schedule run after each of them.
  */
 import type { Socket } from 'node:net';
 import { kOnExecute, type NativeParser } from './parser.ts';
