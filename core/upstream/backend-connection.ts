@@ -390,8 +390,8 @@ export class Connection implements Carrier {
     this.answerDeadline = 0;
     this.socket.destroy();
     const parser = this.parser;
-    // No longer the handle's reader before it is freed (the handle closes later than that).
-    this.#reading?.toStream(); // before the parser is freed
+    // No longer the handle's reader before the parser is freed (the handle closes later than that).
+    this.#reading?.toStream();
     // Free the native parser once its callbacks have unwound (as node:http does).
     setImmediate(() => parser.close());
     this.owner.discard(this);
