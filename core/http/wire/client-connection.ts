@@ -6,11 +6,12 @@
  */
 import type { Socket } from 'node:net';
 import { createRequestParser, type NativeParser } from '../parser.ts';
-import { isHeaderNamed } from '../../base/header-list.ts';
+import { firstHeader, hasHeader } from '../../base/header-list.ts';
 import { HandleReading } from '../handle-reading.ts';
 import { kConnection, onData, onExecute, readsRequests, type ParsingConnection } from './request-parsing.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
+import { HeldResponses } from './held-responses.ts';
 
 /** What a connection needs from its server. */
 export interface ConnectionOwner {
@@ -28,13 +29,6 @@ export interface ConnectionOwner {
 
 type Tagged<T> = T & { [kConnection]: Connection };
 
-/**
- * Bytes a pipelined response may hold while an earlier one is still being written (an SSE stream
- * in front never ends): past it, its writes report backpressure, so the backend behind it pauses.
- */
-const HELD_SOFT_LIMIT = 64 * 1024;
-/** Bytes all held responses of a connection may total before the connection is cut. */
-const HELD_HARD_LIMIT = 16 * 1024 * 1024;
 /** The error code of a refusal the connection writes itself, by status (else `invalid_request`). */
 const REFUSAL_CODE: Readonly<Record<number, string>> = { 500: 'internal_error', 501: 'not_implemented' };
 const PAUSED_BY_BODY = 1;
@@ -76,8 +70,8 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
   request: WireRequest | null = null;
   /** Responses in request order; only the first writes to the socket. */
   readonly queue: WireResponse[] = [];
-  readonly #held = new Map<WireResponse, { data: (string | Buffer)[]; bytes: number; last: boolean; waiting: boolean }>();
-  #heldBytes = 0;
+  /** What pipelined responses wrote while one before them was being written. */
+  readonly #held = new HeldResponses<WireResponse>();
   /** Responses whose last write is in flight, in order (socket writes complete in order). */
   readonly #finishing: WireResponse[] = [];
   /** One callback per connection for every last write (no closure per response). */
@@ -172,7 +166,7 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
       return;
     }
     // Only when nothing before it is being written (a pipelining client waits out its own timer).
-    if (this.queue[0] === response && expectsContinue(headers)) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
+    if (this.queue[0] === response && firstHeader(headers, 'expect')?.toLowerCase() === '100-continue') this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
     try {
       this.#owner.handler(request, response);
     } catch {
@@ -228,8 +222,7 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
     if (only !== null && !only.headersSent) {
       // The bad bytes were in the body of a request not yet answered: answer it with the 400.
       this.queue.length = 0;
-      this.#heldBytes -= this.#held.get(only)?.bytes ?? 0;
-      this.#held.delete(only);
+      this.#held.drop(only);
       only.abort();
     } else if (this.queue.length > 0) {
       this.destroy();
@@ -248,21 +241,9 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
     if (this.#gone || this.socket.writableEnded || this.socket.destroyed) return false;
     if (this.queue[0] !== response) {
       // A pipelined response waits for the ones before it, within bounds.
-      let held = this.#held.get(response);
-      if (held === undefined) this.#held.set(response, (held = { data: [], bytes: 0, last: false, waiting: false }));
-      if (data.length > 0) {
-        held.data.push(data);
-        held.bytes += data.length;
-        this.#heldBytes += data.length;
-        if (this.#heldBytes > HELD_HARD_LIMIT) {
-          this.destroy();
-          return false;
-        }
-      }
-      held.last ||= last;
-      if (held.bytes <= HELD_SOFT_LIMIT) return true;
-      held.waiting = true; // told 'drain' once it is written
-      return false;
+      const verdict = this.#held.hold(response, data, last);
+      if (verdict === null) this.destroy();
+      return verdict === true;
     }
     this.lastActive = performance.now();
     const socket = this.socket;
@@ -324,13 +305,10 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
       return;
     }
     const next = this.queue[0];
-    const held = next === undefined ? undefined : this.#held.get(next);
-    if (next !== undefined && held !== undefined) {
-      this.#held.delete(next);
-      this.#heldBytes -= held.bytes;
-      const data = held.data.length === 0 ? '' : held.data.length === 1 ? held.data[0]! : Buffer.concat(held.data.map((d) => (typeof d === 'string' ? Buffer.from(d, 'latin1') : d)));
-      this.send(next, data, held.last);
-      if (held.waiting && !held.last) next.emit('drain');
+    const taken = next === undefined ? undefined : this.#held.take(next);
+    if (taken !== undefined) {
+      this.send(next!, taken.data, taken.held.last);
+      if (taken.held.waiting && !taken.held.last) next!.emit('drain');
     }
     if (this.queue.length === 0 && this.#owner.closing) this.socket.end();
   }
@@ -350,7 +328,6 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
     this.request = null;
     for (const response of queued) response.request?.destroyRequest(new Error('the connection is closing'));
     this.#held.clear();
-    this.#heldBytes = 0;
     this.#resume(PAUSED_BY_BODY | PAUSED_BY_PIPELINE);
   }
 
@@ -413,23 +390,10 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
     }
     this.queue.length = 0;
     this.#held.clear();
-    this.#heldBytes = 0;
     this.#finishing.length = 0;
     const parser = this.parser;
     this.#reading?.toStream(); // before the parser is freed
     setImmediate(() => parser.close());
     this.#owner.forget(this);
   }
-}
-
-function hasHeader(headers: string[], name: string): boolean {
-  for (let i = 0; i < headers.length; i += 2) if (isHeaderNamed(headers[i]!, name)) return true;
-  return false;
-}
-
-function expectsContinue(headers: string[]): boolean {
-  for (let i = 0; i < headers.length; i += 2) {
-    if (isHeaderNamed(headers[i]!, 'expect') && headers[i + 1]!.toLowerCase() === '100-continue') return true;
-  }
-  return false;
 }
