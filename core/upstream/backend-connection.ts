@@ -16,6 +16,7 @@ import {
   type NativeParser,
 } from '../http/parser.ts';
 import { HandleReading } from '../http/handle-reading.ts';
+import { NOT_WRITTEN, writeToHandle } from '../http/handle-writing.ts';
 import { isHeaderNamed } from '../base/header-list.ts';
 import { UpstreamError } from './upstream-error.ts';
 import type { Carrier, UpstreamHandler } from './transport.ts';
@@ -328,15 +329,14 @@ export class Connection implements Carrier {
     }
     if (body !== null) head += 'content-length: ' + body.length + '\r\n';
     head += '\r\n';
-    if (body === null || body.length === 0) {
-      this.socket.write(head, 'latin1');
-      return;
+    let request: string | Buffer = head; // latin1: a byte a character
+    if (body !== null && body.length > 0) {
+      request = Buffer.allocUnsafe(head.length + body.length);
+      request.write(head, 0, head.length, 'latin1');
+      body.copy(request, head.length);
     }
-    const headLength = Buffer.byteLength(head, 'latin1');
-    const request = Buffer.allocUnsafe(headLength + body.length);
-    request.write(head, 0, headLength, 'latin1');
-    body.copy(request, headLength);
-    this.socket.write(request);
+    // Straight to the handle when the parser reads it (plain TCP, connected); a queued rest needs no telling.
+    if (this.#reading === null || writeToHandle(this.socket, request, null, 0) === NOT_WRITTEN) this.socket.write(request, 'latin1');
   }
 
   /** While paused, the socket's stream reads (handle-reading.ts): it still sees the backend leave. */

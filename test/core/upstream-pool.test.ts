@@ -3,9 +3,11 @@
  * async response hook) as its response completed: the next exchange on that connection must be
  * read from the start, not wait forever on a paused socket. And a connection its parser reads
  * (core/http/handle-reading.ts): bytes a backend sends while idle, and a body read across
- * pauses, where the stream and the parser hand the socket's reads over to each other.
+ * pauses, where the stream and the parser hand the socket's reads over to each other. And a
+ * request the backend's kernel cannot take at once (core/http/handle-writing.ts queues the rest).
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -171,6 +173,44 @@ describe('upstream pool: a connection read by its parser', () => {
     } finally {
       pool.close();
       await backend.close();
+    }
+  });
+});
+
+describe('upstream pool: a request written to the handle', () => {
+  it('a request body the backend reads late arrives whole, and the connection carries the next request after it', async () => {
+    // The first request of a connection is written through the stream (it waits for the connect); the ones after it go to the handle.
+    const body = Buffer.alloc(24 * 1024 * 1024);
+    for (let i = 0; i < body.length; i += 4096) body[i] = (i >> 12) & 0xff;
+    let connections = 0;
+    const server = createServer((req, res) => {
+      req.pause();
+      setTimeout(() => {
+        const hash = createHash('sha256');
+        req.on('data', (d: Buffer) => hash.update(d));
+        req.on('end', () => res.end(`${req.url} ${hash.digest('hex')}`));
+        req.resume();
+      }, 200);
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const pool = new Pool(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), { connections: 1, keepAliveMs: 10_000, connectTimeoutMs: 2000 });
+    try {
+      const first = new Collecting(false);
+      pool.dispatch(first, 'POST', '/first', [], Buffer.from('hi'), 10_000);
+      await first.done;
+      const big = new Collecting(false);
+      pool.dispatch(big, 'POST', '/big', [], body, 10_000);
+      await big.done;
+      assert.equal(big.body, `/big ${createHash('sha256').update(body).digest('hex')}`);
+      const next = new Collecting(false);
+      pool.dispatch(next, 'POST', '/next', [], Buffer.from('hi'), 10_000);
+      await next.done;
+      assert.equal(next.body, `/next ${createHash('sha256').update('hi').digest('hex')}`);
+      assert.equal(connections, 1, 'the one connection carried them all');
+    } finally {
+      pool.close();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

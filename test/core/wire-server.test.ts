@@ -1,7 +1,8 @@
 /**
  * Gatehouse's own HTTP/1.1 server (core/http/wire/) over raw sockets: framing both ways,
  * keep-alive and pipelining order, the refusals (malformed, smuggling shapes, oversize heads,
- * slow heads), HTTP/1.0, HEAD, backpressure, and a client leaving mid-response.
+ * slow heads), HTTP/1.0, HEAD, backpressure, a client leaving mid-response, and how a
+ * connection reads and writes its socket (core/http/handle-reading.ts, handle-writing.ts).
  */
 import assert from 'node:assert/strict';
 import { connect, createServer, type Socket } from 'node:net';
@@ -658,27 +659,27 @@ describe('wire server', () => {
   });
 });
 
-describe('wire server: how a connection reads its socket', () => {
-  /** A Connection over each accepted socket, `prepare` applied to the socket first. */
-  async function serve(prepare: (socket: Socket) => void, answer: (req: WireRequest, res: WireResponse) => void, maxPipelinedRequests = 16) {
-    const owner: ConnectionOwner = {
-      handler: answer,
-      keepAliveSeconds: 5,
-      maxHeaderSize: 16 * 1024,
-      maxPipelinedRequests,
-      maxStreamBuffer: 4 * 1024 * 1024,
-      closing: false,
-      forget: () => undefined,
-      dropped: () => undefined,
-    };
-    const net = createServer({ allowHalfOpen: true }, (socket) => {
-      prepare(socket);
-      new Connection(socket, owner);
-    });
-    await new Promise<void>((resolve) => net.listen(0, '127.0.0.1', resolve));
-    return { port: (net.address() as { port: number }).port, close: () => new Promise((resolve) => net.close(resolve)) };
-  }
+/** A Connection over each accepted socket, `prepare` applied to the socket first. */
+async function serve(prepare: (socket: Socket) => void, answer: (req: WireRequest, res: WireResponse) => void, maxPipelinedRequests = 16) {
+  const owner: ConnectionOwner = {
+    handler: answer,
+    keepAliveSeconds: 5,
+    maxHeaderSize: 16 * 1024,
+    maxPipelinedRequests,
+    maxStreamBuffer: 4 * 1024 * 1024,
+    closing: false,
+    forget: () => undefined,
+    dropped: () => undefined,
+  };
+  const net = createServer({ allowHalfOpen: true }, (socket) => {
+    prepare(socket);
+    new Connection(socket, owner);
+  });
+  await new Promise<void>((resolve) => net.listen(0, '127.0.0.1', resolve));
+  return { port: (net.address() as { port: number }).port, close: () => new Promise((resolve) => net.close(resolve)) };
+}
 
+describe('wire server: how a connection reads its socket', () => {
   function send(to: number, bytes: string, until: RegExp): Promise<string> {
     return new Promise((resolve, reject) => {
       const socket = connect(to, '127.0.0.1', () => socket.write(bytes));
@@ -756,6 +757,155 @@ describe('wire server: how a connection reads its socket', () => {
     try {
       const out = await send(rig.port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello', /never/);
       assert.equal(out, '');
+    } finally {
+      await rig.close();
+    }
+  });
+});
+
+describe('wire server: how a connection writes its socket', () => {
+  /** Connects, writes `bytes`, reads nothing for `pauseMs`, then everything until `done` says so or the server closes. */
+  function slowClient(to: number, bytes: string, pauseMs: number, done: (received: Buffer) => boolean): Promise<{ received: Buffer; resumedAt: number }> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let length = 0;
+      let resumedAt = 0;
+      const socket = connect(to, '127.0.0.1', () => socket.write(bytes));
+      socket.pause();
+      setTimeout(() => {
+        resumedAt = performance.now();
+        socket.resume();
+      }, pauseMs);
+      const timer = setTimeout(() => socket.destroy(), 10_000);
+      socket.on('data', (d: Buffer) => {
+        chunks.push(d);
+        length += d.length;
+        if (done(Buffer.concat(chunks, length))) socket.destroy();
+      });
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve({ received: Buffer.concat(chunks, length), resumedAt });
+      });
+      socket.on('error', reject);
+    });
+  }
+
+  it('writes a small answer to the socket\'s handle, not through its stream, and tells its finish after the write', async () => {
+    let streamWrites = 0;
+    const finished: string[] = [];
+    const rig = await serve(
+      (socket) => {
+        const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+        (socket as unknown as { write: (...args: unknown[]) => boolean }).write = (...args) => {
+          streamWrites++;
+          return write(...args);
+        };
+      },
+      (req, res) => {
+        let ended = false;
+        res.on('finish', () => finished.push(`${req.url} ${ended}`));
+        res.end(`answer to ${req.url}`);
+        ended = true;
+      },
+    );
+    try {
+      const { received } = await slowClient(rig.port, 'GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n', 0, (r) => r.includes('answer to /b'));
+      assert.match(received.toString('latin1'), /answer to \/a[\s\S]*answer to \/b$/);
+      assert.equal(streamWrites, 0);
+      assert.deepEqual(finished, ['/a true', '/b true'], "'finish' comes after end() returned, in order");
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it('queues an answer the kernel cannot take at once, tells its finish once it is out, and writes the one pipelined behind it after it', async () => {
+    const size = 24 * 1024 * 1024;
+    let finishedAt = 0;
+    const rig = await serve(
+      () => undefined,
+      (req, res) => {
+        if (req.url === '/big') {
+          res.on('finish', () => (finishedAt = performance.now()));
+          res.end(Buffer.alloc(size, 'b'));
+        } else res.end('small');
+      },
+    );
+    try {
+      const { received, resumedAt } = await slowClient(rig.port, 'GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /small HTTP/1.1\r\nHost: x\r\n\r\n', 200, (r) => r.subarray(-5).toString() === 'small');
+      const text = received.toString('latin1');
+      const firstBody = text.indexOf('\r\n\r\n') + 4;
+      const secondHead = text.indexOf('HTTP/1.1 200', firstBody);
+      assert.equal(secondHead - firstBody, size, 'the big body whole, then the next response');
+      assert.equal(text.slice(firstBody, secondHead).replaceAll('b', ''), '');
+      assert.ok(text.endsWith('\r\n\r\nsmall'));
+      assert.ok(finishedAt > resumedAt, "'finish' waited for the client to take the bytes");
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it('keeps a streaming writer\'s chunks in order across queued and stream writes, and tells it to go on when they are out', async () => {
+    const chunk = 64 * 1024;
+    const count = 400;
+    let drains = 0;
+    const rig = await serve(
+      () => undefined,
+      (_req, res) => {
+        res.writeHead(200, ['content-length', String(chunk * count)]);
+        let i = 0;
+        const pump = (): void => {
+          while (i < count) {
+            const data = Buffer.alloc(chunk, 97 + (i % 26));
+            i++;
+            if (i === count) {
+              res.end(data);
+              return;
+            }
+            if (!res.write(data)) {
+              res.once('drain', () => {
+                drains++;
+                pump();
+              });
+              return;
+            }
+          }
+        };
+        pump();
+      },
+    );
+    try {
+      const { received } = await slowClient(rig.port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 200, () => false);
+      const body = received.subarray(received.indexOf('\r\n\r\n') + 4);
+      assert.equal(body.length, chunk * count);
+      for (let i = 0; i < count; i++) {
+        const block = body.subarray(i * chunk, (i + 1) * chunk);
+        assert.ok(block[0] === 97 + (i % 26) && block[chunk - 1] === 97 + (i % 26), `chunk ${i} in its place`);
+      }
+      assert.ok(drains > 0, 'the writer waited at least once');
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it('a client that resets while its answer is queued: the response closes without finishing, and the next client is served', async () => {
+    let closed: ((finished: boolean) => void) | null = null;
+    const outcome = new Promise<boolean>((resolve) => (closed = resolve));
+    const rig = await serve(
+      () => undefined,
+      (req, res) => {
+        if (req.url !== '/big') return void res.end('small');
+        res.on('close', () => closed!(res.writableFinished));
+        res.end(Buffer.alloc(24 * 1024 * 1024, 'b'));
+      },
+    );
+    try {
+      const socket = connect(rig.port, '127.0.0.1', () => socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\n'));
+      socket.pause();
+      socket.on('error', () => undefined);
+      setTimeout(() => socket.resetAndDestroy(), 100);
+      assert.equal(await outcome, false);
+      const { received } = await slowClient(rig.port, 'GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 0, () => false);
+      assert.ok(received.toString().endsWith('\r\n\r\nsmall'));
     } finally {
       await rig.close();
     }

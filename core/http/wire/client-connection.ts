@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import { createRequestParser, type NativeParser } from '../parser.ts';
 import { firstHeader, hasHeader } from '../../base/header-list.ts';
 import { HandleReading } from '../handle-reading.ts';
+import { NOT_WRITTEN, QUEUED, WRITTEN, queuedBytes, writeToHandle } from '../handle-writing.ts';
 import { kConnection, onData, onExecute, readsRequests, type ParsingConnection } from './request-parsing.ts';
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
@@ -56,6 +57,11 @@ function onPause(this: Tagged<Socket>): void {
 
 function onClose(this: Tagged<Socket>): void {
   this[kConnection].closed();
+}
+
+/** A write handed to the handle directly (handle-writing.ts) is out: `last` when it ended a response. */
+function onHandleWriteDone(socket: Socket, last: number, error: Error | null): void {
+  if (error === null) (socket as Tagged<Socket>)[kConnection].handleWriteDone(last === 1);
 }
 
 function onError(): void {
@@ -251,19 +257,46 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
       if (data.length === 0) return true;
       // A writer that does not wait for 'drain' (events the gateway sends itself) would make the
       // socket buffer grow for as long as the client does not read: past the limit, it is dropped.
-      if (socket.writableLength > this.#owner.maxStreamBuffer) {
+      if (socket.writableLength + queuedBytes(socket) > this.#owner.maxStreamBuffer) {
         this.destroy();
         this.#owner.dropped('stream_buffer');
         return false;
       }
-      // A string is a response head (bodies are Buffers by now): header bytes are latin1, as node:http writes them.
-      if (typeof data === 'string' ? socket.write(data, 'latin1') : socket.write(data)) return true;
-      this.#blocked();
-      return false;
+      return this.#write(data, false);
     }
     this.#finishing.push(response);
-    if (!(typeof data === 'string' ? socket.write(data, 'latin1', this.#afterLastWrite) : socket.write(data, this.#afterLastWrite))) this.#blocked();
+    this.#write(data, true);
     return true;
+  }
+
+  /** Writes to the handle when it may (handle-writing.ts), else through the stream; false: blocked until 'drain'. */
+  #write(data: string | Buffer, last: boolean): boolean {
+    if (this.#reading !== null) {
+      const wrote = writeToHandle(this.socket, data, onHandleWriteDone, last ? 1 : 0);
+      if (wrote === WRITTEN) {
+        // A last write the kernel took at once is told on the next tick, as the stream tells it.
+        if (last) process.nextTick(this.#afterLastWrite);
+        return true;
+      }
+      if (wrote === QUEUED) this.#blocked();
+      if (wrote !== NOT_WRITTEN) return false; // FAILED: the socket's 'close' tells the rest
+    }
+    const after = last ? this.#afterLastWrite : undefined;
+    // A string is a response head (bodies are Buffers by now): header bytes are latin1, as node:http writes them.
+    if (typeof data === 'string' ? this.socket.write(data, 'latin1', after) : this.socket.write(data, after)) return true;
+    this.#blocked();
+    return false;
+  }
+
+  /**
+   * A write handed to the handle was queued (the kernel's buffer was full) and is out now: the
+   * connection is no longer blocked, unless the stream waits for its own 'drain' (which tells).
+   */
+  handleWriteDone(last: boolean): void {
+    if (last) this.#afterLastWrite();
+    if (this.socket.writableNeedDrain) return;
+    this.blockedSince = 0;
+    if (!last) this.queue[0]?.emit('drain');
   }
 
   #blocked(): void {
@@ -278,8 +311,7 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
    * `writableLength` only moves when a whole write completes).
    */
   #unsent(): number {
-    const handle = (this.socket as unknown as { _handle?: { writeQueueSize?: number } | null })._handle;
-    return this.socket.writableLength + (handle?.writeQueueSize ?? 0) - this.socket.bytesWritten;
+    return this.socket.writableLength + queuedBytes(this.socket) - this.socket.bytesWritten;
   }
 
   /** Whether the client took bytes since the connection was last found blocked (and notes where it is now). */
