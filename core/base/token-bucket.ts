@@ -29,6 +29,7 @@
  * (a silent Redis holds one request for its timeout, not every one): an outage neither opens the
  * limits nor closes them, nor holds requests.
  */
+import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 

@@ -4,6 +4,7 @@
  * upstream identity providers, its storage, and the bounds a flood meets (rate budgets per group
  * of endpoints, registered clients, sign-ins in progress). Also the rule tying it to incomingAuth.
  */
+import { Buffer } from 'node:buffer';
 import { z } from 'zod';
 import type { RateBound } from '../base/rate-limit.ts';
 import {

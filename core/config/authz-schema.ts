@@ -12,6 +12,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
+import process from 'node:process';
 import { z } from 'zod';
 import { MAX_AUTHZ_FILE_BYTES, offsetOf, parseAuthzFile, type AuthzFile, type AuthzFileProblem } from './authz-file.ts';
 import {

@@ -6,6 +6,7 @@
  * both, `stringData` wins, as in Kubernetes. Values are text: a `data` value must decode to
  * UTF-8 (write random keys in hex or base64 inside `stringData`).
  */
+import { Buffer } from 'node:buffer';
 import { z } from 'zod';
 import { didYouMean } from './problems.ts';
 import { isMapping } from './yaml.ts';

@@ -6,6 +6,7 @@
  * `trustClientTraceContext`. Off unless enabled; the standard OTEL_* variables fill what the
  * section leaves out (core/config/README.md).
  */
+import process from 'node:process';
 import { z } from 'zod';
 import { addIssue, q, text, whenMapping, type Ctx } from './formats.ts';
 import { describeValue } from './problems.ts';

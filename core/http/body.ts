@@ -8,6 +8,7 @@
  * that are module functions finding that state on it); `readBody` is the promise form for
  * plugin routes.
  */
+import { Buffer } from 'node:buffer';
 import type { BodyReader, HttpRequest } from './types.ts';
 import { GatewayError } from '../base/errors.ts';
 import type { RequestRecord } from '../observe/request-record.ts';

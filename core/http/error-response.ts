@@ -3,6 +3,7 @@
  * even that fails (`lastResort`): the status, the JSON or JSON-RPC body, CORS, the Bearer
  * challenge of a 401, and whether the connection must close.
  */
+import { Buffer } from 'node:buffer';
 import { errorBody, GatewayError, type AuthChallenge } from '../base/errors.ts';
 import { addCorsHeaders } from './cors.ts';
 import type { HttpResponse } from './types.ts';

@@ -9,6 +9,8 @@
  * changes it, Gatehouse refuses to start with a clear message instead of misparsing.
  */
 import { createRequire } from 'node:module';
+import process from 'node:process';
+import { Buffer } from 'node:buffer';
 
 /** The callback slots of the binding, by index. */
 export interface NativeParser {

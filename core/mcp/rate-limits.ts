@@ -21,6 +21,7 @@
  * transparent endpoint).
  */
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { RateBound } from '../base/rate-limit.ts';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';

@@ -7,6 +7,7 @@
  * the events of a request's stream summed, and each event of a GET stream (which lives as long as
  * its client likes); past it the client gets a JSON-RPC error naming the backend and the bound.
  */
+import { Buffer } from 'node:buffer';
 import type { ResponseHook } from '../plugin-api/plugin.ts';
 import { runResponseHooks } from '../server/chain.ts';
 import { isPromise } from '../base/thenable.ts';

@@ -28,6 +28,7 @@
  * (one that another replica ended is found so at most `#recheckMs` later than without this).
  */
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { LRUCache } from 'lru-cache';
 import type { Context } from '../plugin-api/context.ts';
 import { isHeaderNamed } from '../base/header-list.ts';

@@ -14,6 +14,7 @@
  * follows the session's GET stream is forwarded once that stream is established at the backend
  * (stream-openings.ts), so a server that asks on its stream finds it there.
  */
+import { Buffer } from 'node:buffer';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import { runHooks, type Chain, type HookOutcome } from '../server/chain.ts';
 import type { Context } from '../plugin-api/context.ts';

@@ -4,6 +4,7 @@
  * the request id; secrets never reach a log (the principal's token is a private field).
  */
 import { createHash } from 'node:crypto';
+import process from 'node:process';
 import { pino, type Logger, type LevelWithSilent } from 'pino';
 import { build as prettyStream } from 'pino-pretty';
 

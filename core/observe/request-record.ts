@@ -6,6 +6,7 @@
  * Never the session id itself, nor a token: with the owner's token a session id is the session's
  * credential, so the record carries its digest (`sessionTag`), as the access log does.
  */
+import { performance } from 'node:perf_hooks';
 import { isHeaderNamed } from '../base/header-list.ts';
 import { sessionTag } from './log.ts';
 

@@ -7,6 +7,7 @@
  * `undici:request:create` subscriber add headers. What it adds is checked as a plugin's outgoing
  * header is: a header value with CR, LF or NUL would split the request, and is refused.
  */
+import { performance } from 'node:perf_hooks';
 import type { RequestRecord } from './request-record.ts';
 
 const NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;

@@ -14,7 +14,7 @@
  * anywhere in the result — so that every reader, whether it takes the first of two keys or the
  * last, reads the answer the gateway checked.
  */
-import { isUtf8 } from 'node:buffer';
+import { Buffer, isUtf8 } from 'node:buffer';
 import { CLOSE_BRACE, COLON, COMMA, KEYS, OPEN_BRACE, QUOTE, skipPlainString, skipSpace, skipValue, skipValueGenerally } from './json-scan.ts';
 import { resultEndFast, spelledResultFast, UNDECIDED } from './json-scan-wasm.ts';
 

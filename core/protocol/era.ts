@@ -12,6 +12,7 @@
  * backend (from the client's own `_meta`, or from its legacy session), or taken away for a
  * legacy one.
  */
+import { Buffer } from 'node:buffer';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest } from './jsonrpc.ts';
 import { readAlikeByAll } from './json-scan.ts';
 

@@ -11,6 +11,7 @@
  * ends costs what it holds, up to `maxEventBytes`: past it the parser holds nothing more and says
  * so (`tooLarge`), and whoever reads the stream fails that backend's answer.
  */
+import { Buffer } from 'node:buffer';
 
 export interface SseEvent {
   /** `id:` of the event (the resumption cursor), or null. */

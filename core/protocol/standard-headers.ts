@@ -4,6 +4,7 @@
  * (a gateway that routed or authorised on the header while the backend ran the body would be
  * split), and writes them on a request for a modern backend, values made header-safe.
  */
+import { Buffer } from 'node:buffer';
 import { GatewayError } from '../base/errors.ts';
 import { isResponse, type JsonRpcMessage } from './jsonrpc.ts';
 import { mcpNameOf } from './methods.ts';

@@ -21,6 +21,7 @@
  * group: asked when a list is built for a caller, and, with `admit`, for each call of an item
  * the caller sees, just before the onMessage hooks (a refusal never reaches a hook or a backend).
  */
+import { performance } from 'node:perf_hooks';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import type { Context } from '../plugin-api/context.ts';
 import type { JsonRpcResponse } from '../protocol/jsonrpc.ts';

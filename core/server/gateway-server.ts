@@ -22,6 +22,7 @@
  * and the public port no longer serves them.
  */
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { runHooks, type Chain } from './chain.ts';
 import type { AdminListenerConfig, ConnectionLimits, ServerEngine, ServerSettings } from '../config/server-settings.ts';

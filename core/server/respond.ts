@@ -5,6 +5,7 @@
  * connection already gone) ends in the plain 500 or a cut connection, never in an exception
  * that would escape into a socket callback or an unhandled rejection.
  */
+import { Buffer } from 'node:buffer';
 import type { Context } from '../plugin-api/context.ts';
 import { lastResort } from '../http/error-response.ts';
 import { addCorsHeaders } from '../http/cors.ts';

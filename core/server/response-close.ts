@@ -4,6 +4,7 @@
  * cancelled if still running, and the request seam is told how it ended (the route metrics and
  * the access log are subscribers of it).
  */
+import { performance } from 'node:perf_hooks';
 import type { Context, RequestScope } from '../plugin-api/context.ts';
 import type { HttpResponse } from '../http/types.ts';
 import type { GatewayMetrics } from '../observe/metrics.ts';

@@ -14,6 +14,7 @@
  *  - a body of anything else in a refusal (an error page): its first ERROR_BODY_LIMIT bytes are
  *    kept, to word the error, and the rest is read and dropped, up to the same bound.
  */
+import { Buffer } from 'node:buffer';
 import { isHeaderNamed } from '../base/header-list.ts';
 import { SseParser, type SseEvent } from '../protocol/sse.ts';
 

@@ -7,6 +7,7 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { LookupFunction } from '../http/address-guard.ts';
 import { connect as tlsConnect } from 'node:tls';
+import { Buffer } from 'node:buffer';
 import {
   createResponseParser,
   kOnBody,

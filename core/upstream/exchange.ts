@@ -4,6 +4,7 @@
  * what the client gets. Also the one way to write to a client with backpressure toward the
  * backend.
  */
+import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from '../http/types.ts';
 import type { BackendInfo } from '../plugin-api/backend.ts';
 import { GatewayError } from '../base/errors.ts';

@@ -10,6 +10,7 @@
  *  - from a channel (stdio, legacy SSE), as messages (`MessageReader`, transport.ts): no HTTP
  *    to read, and the channel bounds what it sends (channel-answer.ts).
  */
+import { Buffer } from 'node:buffer';
 import type { GatewayError } from '../base/errors.ts';
 import type { SseEvent } from '../protocol/sse.ts';
 import { AnswerReader, readAnswerHead, type AnswerHead, type Overflow } from './answer-reader.ts';

@@ -8,6 +8,7 @@
  * request never lands on a connection the backend is closing).
  */
 import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { LookupFunction } from '../http/address-guard.ts';
 import { Connection, UpstreamError, type ConnectionOwner, type DialGuard } from './backend-connection.ts';
 import type { BackendTransport, UpstreamHandler } from './transport.ts';

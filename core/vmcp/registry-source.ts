@@ -13,6 +13,7 @@
  * arrive, no compression asked for or decoded), the token goes to the registry's origin only,
  * and redirects are not followed.
  */
+import { Buffer } from 'node:buffer';
 import { Agent, request } from 'undici';
 import type { RegistryFeedConfig } from '../config/vmcp-types.ts';
 import { RegistryAnswerError, shown } from './registry-entries.ts';

@@ -15,6 +15,7 @@
  * None of them is on the MCP path, and none needs a bearer token.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Buffer } from 'node:buffer';
 import { LRUCache } from 'lru-cache';
 import {
   type AuthServerConfig,

@@ -15,6 +15,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Buffer } from 'node:buffer';
 import {
   backendInfo,
   type BackendInfo,

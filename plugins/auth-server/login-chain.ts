@@ -18,6 +18,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Buffer } from 'node:buffer';
 import * as client from 'openid-client';
 import type Provider from 'oidc-provider';
 import type { Logger } from 'pino';

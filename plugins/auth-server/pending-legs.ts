@@ -12,6 +12,7 @@
  * one of all, kept by one script each, so replicas count together).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { durably } from './redis-adapter.ts';

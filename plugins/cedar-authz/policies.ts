@@ -7,6 +7,7 @@
  * set of the same id instead of adding one.
  */
 import { createHash } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 import {
   checkParseEntities,
   checkParsePolicySet,

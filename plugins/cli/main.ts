@@ -3,6 +3,7 @@
  * (exit-codes.ts). A failure the user can act on is printed as it is, without a stack trace;
  * anything else is a bug and shows its stack.
  */
+import process from 'node:process';
 import { CommanderError } from 'commander';
 import { StartupError } from '@gatehouse-mcp/gateway';
 import { endOutputQuietlyOnClosedPipe } from './closed-pipe.ts';

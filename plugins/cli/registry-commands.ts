@@ -1,6 +1,7 @@
 /**
  * `gatehouse registry serve|validate`.
  */
+import process from 'node:process';
 import { validateRegistryFile } from '../registry/config/registry-config.ts';
 import { authzModeOf, startRegistry } from '../registry/registry-server.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';

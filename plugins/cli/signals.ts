@@ -14,6 +14,7 @@
  * systemd's control-group kill) and from the primary. The primary is the one that gives up on a
  * drain (it kills the worker).
  */
+import process from 'node:process';
 import type { Logger } from '@gatehouse-mcp/gateway';
 import { EXIT_FAILURE, EXIT_OK } from './exit-codes.ts';
 

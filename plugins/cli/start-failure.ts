@@ -2,6 +2,7 @@
  * A start that failed, told in one line without a stack trace: the command line and the example
  * scripts print it and exit with the code exit-codes.ts gives it.
  */
+import process from 'node:process';
 import { StartupError } from '@gatehouse-mcp/gateway';
 import { exitCodeOf, EXIT_FAILURE } from './exit-codes.ts';
 

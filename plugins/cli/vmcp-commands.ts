@@ -1,6 +1,7 @@
 /**
  * `gatehouse vmcp serve|validate`.
  */
+import process from 'node:process';
 import { startVmcp } from '@gatehouse-mcp/gateway';
 import { validateVmcp, VmcpBuiltins } from './vmcp-builtins.ts';
 import type { ServeOptions, ValidateOptions } from './options.ts';

@@ -19,6 +19,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import process from 'node:process';
 import { type ClusterOidcConfig, StartupError } from '@gatehouse-mcp/gateway';
 import type { TokenValidatorOptions } from './contract.ts';
 

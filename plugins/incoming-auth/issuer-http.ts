@@ -13,6 +13,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
+import { Buffer } from 'node:buffer';
 import { CHANNELS, isLoopbackHost, OutboundRecord, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
 import { reasonOf } from './fetch-reason.ts';
 import type { AgentSpec, FailedPhase, FetchSpec, FromWorker, ToWorker } from './issuer-http-worker.ts';

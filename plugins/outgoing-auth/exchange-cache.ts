@@ -14,6 +14,7 @@
  * A hit costs one hash and one map lookup, synchronously: the request path meets no promise.
  */
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { LRUCache } from 'lru-cache';
 import type { Registry } from 'prom-client';
 import {

@@ -5,12 +5,14 @@
  * or a narrow one package.json exports beside it (`@gatehouse-mcp/gateway/address-guard`, for a
  * worker thread that must not load all of core), as a plugin outside the repository must, and no core module imports that entry (loading it must
  * not start a cycle through it). Also: every test file is where `npm test`'s glob
- * (test/<folder>/<name>.test.ts) finds it.
+ * (test/<folder>/<name>.test.ts) finds it, and core and plugins import the Node globals that
+ * are accessors on the global object.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import ts from 'typescript';
 import { REPO_ROOT } from '../fixtures/processes.ts';
 
 function filesUnder(dir: string, ending: RegExp): string[] {
@@ -206,5 +208,65 @@ describe('the test glob', () => {
       .map((file) => relative(join(REPO_ROOT, 'test'), file))
       .filter((file) => file.split('/').length !== 2);
     assert.deepEqual(misplaced, [], 'npm test runs test/*/*.test.ts: move these up, or widen the glob in package.json');
+  });
+});
+
+/**
+ * Node defines `performance`, `process` and `Buffer` on the global object as accessors (getters,
+ * so that they can be replaced), and V8 does not fold an accessor of the global object: each use
+ * is a call through the global-load inline cache and the getter, some 180 instructions, a dozen
+ * times a request on the transparent path (bench/README.md). Imported, they are module bindings.
+ */
+const GLOBAL_ACCESSORS: Readonly<Record<string, string>> = { performance: 'node:perf_hooks', process: 'node:process', Buffer: 'node:buffer' };
+
+/** `name` uses of a file that read a global accessor (`process.x`, `x instanceof Buffer`, `f(process)`), unless the file imports it. */
+function globalAccessorUses(path: string): string[] {
+  const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true);
+  const imported = new Set<string>();
+  for (const statement of source.statements) {
+    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier) || statement.importClause === undefined) continue;
+    const from = statement.moduleSpecifier.text;
+    const clause = statement.importClause;
+    if (clause.name !== undefined && GLOBAL_ACCESSORS[clause.name.text] === from) imported.add(clause.name.text);
+    const bindings = clause.namedBindings;
+    if (bindings !== undefined && ts.isNamedImports(bindings)) {
+      for (const element of bindings.elements) if (GLOBAL_ACCESSORS[element.name.text] === from) imported.add(element.name.text);
+    }
+  }
+  const uses: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isIdentifier(node) && Object.hasOwn(GLOBAL_ACCESSORS, node.text) && !imported.has(node.text)) {
+      const parent = node.parent;
+      const read =
+        (ts.isPropertyAccessExpression(parent) && parent.expression === node) ||
+        (ts.isBinaryExpression(parent) && parent.right === node) ||
+        ((ts.isCallExpression(parent) || ts.isNewExpression(parent)) && (parent.arguments as readonly ts.Node[] | undefined)?.includes(node) === true);
+      if (read) uses.push(`${relative(REPO_ROOT, path)}:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1} ${node.text}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return uses;
+}
+
+describe('the Node globals that are accessors', () => {
+  it('core and plugins import performance, process and Buffer rather than read them off the global object', () => {
+    const uses = ['core', 'plugins'].flatMap((dir) => filesUnder(join(REPO_ROOT, dir), /(?<!\.d)\.ts$/)).flatMap(globalAccessorUses);
+    assert.deepEqual(uses, [], "import { performance } from 'node:perf_hooks', process from 'node:process', { Buffer } from 'node:buffer'");
+  });
+
+  it('the rule sees a read through the global, and lets an imported one pass', () => {
+    const dir = join(REPO_ROOT, '.scratch-structure');
+    mkdirSync(dir, { recursive: true });
+    try {
+      const bare = join(dir, 'bare.ts');
+      writeFileSync(bare, "export const t = (x: unknown): number => (x instanceof Buffer ? performance.now() : process.pid);\n");
+      assert.deepEqual(globalAccessorUses(bare).map((use) => use.split(' ')[1]), ['Buffer', 'performance', 'process']);
+      const imported = join(dir, 'imported.ts');
+      writeFileSync(imported, "import { Buffer } from 'node:buffer';\nimport { performance } from 'node:perf_hooks';\nimport process from 'node:process';\nexport const t = (x: unknown): number => (x instanceof Buffer ? performance.now() : process.pid);\n");
+      assert.deepEqual(globalAccessorUses(imported), []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

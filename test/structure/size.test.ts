@@ -18,11 +18,11 @@ const FUNCTION_LINES = 60;
 /** Files of core/ over FILE_LINES: the reason, and the most lines they may have. */
 const LARGE_FILES: Readonly<Record<string, { readonly max: number; readonly why: string }>> = {
   'core/mcp/aggregate/routed.ts': {
-    max: 650,
+    max: 651,
     why: 'one routed exchange (JSON answer, SSE events, parking and resuming a call): its parts share the exchange state (the reading of the answer is answer-reader.ts)',
   },
   'core/http/wire/client-connection.ts': {
-    max: 431,
+    max: 432,
     why: "one client connection's state machine on the hot path (pipelining, backpressure, timeouts, refusals; the parser's callbacks are request-parsing.ts): a split would add a call per request",
   },
 };

@@ -4,7 +4,10 @@
  * refused) fed from the socket, a request object per message, and the responses in order —
  * a pipelined request's response waits, buffered, until the ones before it are finished.
  */
+import { Buffer } from 'node:buffer';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import process from 'node:process';
 import { createRequestParser, type NativeParser } from '../parser.ts';
 import { firstHeader, hasHeader } from '../../base/header-list.ts';
 import { HandleReading } from '../handle-reading.ts';
@@ -46,9 +49,7 @@ function onEnd(this: Tagged<Socket>): void {
 }
 
 function onDrain(this: Tagged<Socket>): void {
-  const connection = this[kConnection];
-  connection.blockedSince = 0;
-  connection.queue[0]?.emit('drain');
+  this[kConnection].drained(false);
 }
 
 function onPause(this: Tagged<Socket>): void {
@@ -61,7 +62,7 @@ function onClose(this: Tagged<Socket>): void {
 
 /** A write handed to the handle directly (handle-writing.ts) is out: `last` when it ended a response. */
 function onHandleWriteDone(socket: Socket, last: number, error: Error | null): void {
-  if (error === null) (socket as Tagged<Socket>)[kConnection].handleWriteDone(last === 1);
+  if (error === null) (socket as Tagged<Socket>)[kConnection].drained(last === 1);
 }
 
 function onError(): void {
@@ -289,10 +290,10 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
   }
 
   /**
-   * A write handed to the handle was queued (the kernel's buffer was full) and is out now: the
-   * connection is no longer blocked, unless the stream waits for its own 'drain' (which tells).
+   * The socket drained, or a queued write handed to the handle is out (`last`: it ended a
+   * response): no longer blocked, unless the stream still waits for its own 'drain'.
    */
-  handleWriteDone(last: boolean): void {
+  drained(last: boolean): void {
     if (last) this.#afterLastWrite();
     if (this.socket.writableNeedDrain) return;
     this.blockedSince = 0;

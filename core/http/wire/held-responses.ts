@@ -3,6 +3,7 @@
  * written: HTTP/1.1 answers in request order, so a later answer that is ready first waits here,
  * within bounds, until the ones before it are on the wire (client-connection.ts).
  */
+import { Buffer } from 'node:buffer';
 
 /**
  * Bytes a pipelined response may hold while an earlier one is still being written (an SSE stream

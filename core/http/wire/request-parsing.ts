@@ -4,6 +4,7 @@
  * read; or a 'data' event, `onData`). The connection they work on is client-connection.ts's.
  */
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { kOnBody, kOnHeaders, kOnHeadersComplete, kOnMessageBegin, kOnMessageComplete, METHODS, type NativeParser } from '../parser.ts';
 import type { WireRequest } from './request.ts';
 

@@ -13,6 +13,7 @@
  */
 import { LazyEventEmitter } from './lazy-emitter.ts';
 import type { Socket } from 'node:net';
+import process from 'node:process';
 import type { BodyReader } from '../types.ts';
 
 /** Headers Node keeps once (later repeats are dropped); the others are joined with ", ". */

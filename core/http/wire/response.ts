@@ -10,6 +10,8 @@
  */
 import { LazyEventEmitter } from './lazy-emitter.ts';
 import { STATUS_CODES } from 'node:http';
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 
 /** What a response needs from its connection. */
 export interface ResponseSink {

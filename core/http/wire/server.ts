@@ -18,8 +18,10 @@
  * response (an SSE stream, typically) writes again, or when what is waiting has not moved for
  * `sendTimeoutMs` (nginx's send_timeout).
  */
+import { Buffer } from 'node:buffer';
 import { EventEmitter } from 'node:events';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { Connection, type ConnectionOwner } from './client-connection.ts';
 import type { WireRequest } from './request.ts';
 import type { WireResponse } from './response.ts';

@@ -4,6 +4,7 @@
  * that precede the response handed to a sink), and the session's initialize, notifications and
  * DELETE. Outgoing credentials come from the prepareBackend hooks compiled for this backend.
  */
+import { Buffer } from 'node:buffer';
 import type { BackendInfo } from '../../plugin-api/backend.ts';
 import { runHooks, type Chain, type HookOutcome } from '../../server/chain.ts';
 import type { Context } from '../../plugin-api/context.ts';

@@ -6,6 +6,7 @@
  * backend forgot the session: it joins again and the request goes once more), or handed to the
  * input rounds (a call that needs the client's input first).
  */
+import { Buffer } from 'node:buffer';
 import type { Chain, HookOutcome } from '../../server/chain.ts';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError, rpcErrorResponse } from '../../base/errors.ts';

@@ -15,6 +15,8 @@
  * back), the session's calls routed to that backend wait for it (`opening`), so a server that
  * asks the client something on its stream finds the stream there (stream-openings.ts).
  */
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError } from '../../base/errors.ts';
 import { addCorsHeaders } from '../../http/cors.ts';

@@ -18,6 +18,7 @@
  * The same holds for what goes on to the backends: a modern request's envelope is checked here
  * too (its log level one of MCP's), since a list sends it to every modern backend.
  */
+import { Buffer } from 'node:buffer';
 import { GatewayError } from '../../base/errors.ts';
 import { MCP_LOG_LEVELS, META } from '../../protocol/era.ts';
 import { MAX_NESTING } from '../../protocol/jsonrpc.ts';

@@ -21,6 +21,7 @@
  * What the backend session held (a log level, resource subscriptions) is not replayed: the
  * backend starts from its defaults, as after any restart.
  */
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { isModernVersion } from '../../protocol/era.ts';
 import type { Context } from '../../plugin-api/context.ts';

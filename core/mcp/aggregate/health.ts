@@ -7,6 +7,7 @@
  * again after one success. A backend that demands credentials (401/403) answered, so it counts as
  * up. Sessions that gave up on a backend try it again at once when it turns healthy.
  */
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { LEGACY_VERSIONS } from '../../protocol/era.ts';
 import type { BackendLink } from './backend-link.ts';

@@ -5,6 +5,7 @@
  * modern client's call that may be asked, that stream is opened first, and what comes on it is
  * asked in the one call in flight on that backend session.
  */
+import { performance } from 'node:perf_hooks';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError } from '../../base/errors.ts';
 import { isPromise } from '../../base/thenable.ts';

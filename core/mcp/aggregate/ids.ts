@@ -19,6 +19,7 @@
  * are safe in a header are kept as positions (printable ASCII, at most 256 characters): the
  * gateway never issues an id carrying another, and refuses one it could not have issued.
  */
+import { Buffer } from 'node:buffer';
 import type { JsonRpcId } from '../../protocol/jsonrpc.ts';
 
 const RESUMABLE = /^[\x20-\x7e]{1,256}$/;

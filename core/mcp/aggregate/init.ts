@@ -6,6 +6,7 @@
  * the backend sessions already opened are closed.
  */
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError } from '../../base/errors.ts';

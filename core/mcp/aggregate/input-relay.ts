@@ -10,6 +10,7 @@
  * onResponse hooks. Notifications the backend sends on the way (progress) reach the client too.
  */
 import { randomBytes } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError, rpcErrorResponse } from '../../base/errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';

@@ -4,6 +4,8 @@
  * cached per session until a `notifications/<kind>/list_changed`, and served to the client in
  * pages of its own (an opaque cursor tied to the list's version).
  */
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 import { GatewayError } from '../../base/errors.ts';
 import { answerTooLarge } from '../../upstream/upstreams.ts';
 import { reauthenticationAmong, type BackendLink, type CallResult, type MessageSink } from './backend-link.ts';

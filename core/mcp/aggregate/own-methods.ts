@@ -4,6 +4,8 @@
  * `logging/setLevel` (sent on to every backend that logs); `subscriptions/listen` opens a
  * stream (session-streams.ts). Anything else unrouted is "method not found".
  */
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 import type { Chain, HookOutcome } from '../../server/chain.ts';
 import type { Context } from '../../plugin-api/context.ts';
 import { Reply } from '../../plugin-api/reply.ts';

@@ -14,6 +14,7 @@
  * its replica's: a retry that reaches another replica is resumed through that one.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 import type { Principal } from '../../plugin-api/context.ts';
 import { ownerKey } from './session-store.ts';
 

@@ -12,6 +12,7 @@
  * An answer that says nothing of the era (a 401 to a probe without the caller's credentials,
  * an unreachable backend) is no verdict: the next use probes again, with the caller's context.
  */
+import { performance } from 'node:perf_hooks';
 import type { Context } from '../../plugin-api/context.ts';
 import { GatewayError } from '../../base/errors.ts';
 import { MODERN_VERSIONS, META, type Era } from '../../protocol/era.ts';

@@ -15,6 +15,8 @@
  * process is the only replica.
  */
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 

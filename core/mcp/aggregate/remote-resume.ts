@@ -11,6 +11,8 @@
  * the client leaves.
  */
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 import type { Context } from '../../plugin-api/context.ts';
 import { Context as RequestContext } from '../../plugin-api/context.ts';
 import { GatewayError, rpcErrorResponse } from '../../base/errors.ts';

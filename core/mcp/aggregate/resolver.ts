@@ -11,6 +11,7 @@
  * item is not found, exactly as one that does not exist; an answer names a backend only when the
  * views let the caller know it; and a found item is given to the views' admit steps (`subject`).
  */
+import { performance } from 'node:perf_hooks';
 import type { Context, MessageTarget } from '../../plugin-api/context.ts';
 import type { ViewItem } from '../../plugin-api/view.ts';
 import type { JsonRpcRequest } from '../../protocol/jsonrpc.ts';

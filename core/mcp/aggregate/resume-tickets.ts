@@ -28,6 +28,7 @@
  * collide with the earlier request's claim.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 import type { JsonRpcId } from '../../protocol/jsonrpc.ts';
 import type { Relay } from './relay.ts';
 

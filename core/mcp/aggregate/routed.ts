@@ -23,6 +23,7 @@
  *  - onResponse hooks of the method see every response the client gets here, the gateway's own
  *    errors included (JSON read whole, SSE through hooked-events.ts), after ids are rewritten.
  */
+import { Buffer } from 'node:buffer';
 import type { Context } from '../../plugin-api/context.ts';
 import { errorBody, GatewayError, rpcErrorResponse } from '../../base/errors.ts';
 import { pushCorsHeaders } from '../../http/cors.ts';

@@ -4,6 +4,7 @@
  * that serves a resource URI, and, when plugins have views, each list as the caller sees it
  * (list-views.ts): every step below serves, pages and routes by that one.
  */
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Context } from '../../plugin-api/context.ts';
 import type { ListKind } from '../../protocol/methods.ts';

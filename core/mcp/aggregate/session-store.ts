@@ -4,6 +4,7 @@
  * rebuilt: who owns the session, the backend session ids and the negotiated versions (lists
  * and routing tables are rebuilt from the backends on demand). Secrets are never stored.
  */
+import { Buffer } from 'node:buffer';
 
 /** One backend's side of an aggregated session. */
 export interface BackendSessionRecord {

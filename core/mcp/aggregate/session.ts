@@ -3,6 +3,7 @@
  * plus what is rebuilt on demand and never stored — list caches, the routing of in-flight
  * requests and tasks, and the client's open GET stream.
  */
+import { Buffer } from 'node:buffer';
 import type { Context } from '../../plugin-api/context.ts';
 import { EnvelopeTails, type ClientEnvelope } from '../../protocol/era.ts';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';

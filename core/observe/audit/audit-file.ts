@@ -13,6 +13,7 @@
 import cluster from 'node:cluster';
 import { existsSync, mkdirSync, openSync, renameSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { Buffer } from 'node:buffer';
 import pino from 'pino';
 
 type Destination = ReturnType<typeof pino.destination>;

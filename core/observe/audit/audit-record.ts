@@ -10,6 +10,7 @@
  * log). What a client chose (a tool's name, a URI, a subject) is cut to MAX_TEXT characters; the
  * line is JSON, so a CR, LF or NUL in it is escaped and cannot start a record of its own.
  */
+import { Buffer } from 'node:buffer';
 import type { AuditOutcome, OperationEvent } from '../operation-event.ts';
 import type { RequestRecord } from '../request-record.ts';
 import { mcpEventType } from './audit-events.ts';

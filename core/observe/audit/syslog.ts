@@ -15,6 +15,8 @@
 import { createSocket, type Socket as DatagramSocket } from 'node:dgram';
 import { connect, type Socket } from 'node:net';
 import { hostname } from 'node:os';
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 
 export const SYSLOG_FACILITIES: Readonly<Record<string, number>> = {
   kern: 0, user: 1, mail: 2, daemon: 3, auth: 4, syslog: 5, lpr: 6, news: 7, uucp: 8, cron: 9, authpriv: 10, ftp: 11,

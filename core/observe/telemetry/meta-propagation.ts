@@ -5,6 +5,7 @@
  * only while tracing is on, and only up to a size: a bigger one keeps its bytes (the headers
  * still carry the context).
  */
+import { Buffer } from 'node:buffer';
 
 /** Bodies above this are not rewritten: the cost of parsing them is not worth a `_meta` key. */
 const MAX_REWRITTEN = 1024 * 1024;

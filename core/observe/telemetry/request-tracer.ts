@@ -15,6 +15,7 @@
 import type { Context as OtelContext, Span, Tracer } from '@opentelemetry/api';
 import { CHANNELS } from '../channels.ts';
 import diagnostics from 'node:diagnostics_channel';
+import { performance } from 'node:perf_hooks';
 import type { RequestRecord } from '../request-record.ts';
 import { scopeRequests } from '../request-scope.ts';
 import type { UpstreamRecord } from '../upstream-record.ts';

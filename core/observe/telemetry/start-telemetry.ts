@@ -6,6 +6,7 @@
  * Traces go through a BatchSpanProcessor (bounded queue, batches; the OTEL_BSP_* variables tune
  * it) to the OTLP/HTTP exporter (JSON). `stop()` exports what is queued and unsubscribes.
  */
+import process from 'node:process';
 import { RequestTracer } from './request-tracer.ts';
 import { signalUrl, type Telemetry, type TelemetryOptions, type TelemetrySettings } from './telemetry-settings.ts';
 import { RequestMeters } from './request-meters.ts';

@@ -12,6 +12,8 @@
  * Backpressure: while the exchange is paused, what comes is held, bounded by the backend's
  * `maxResponseBytes`, as an HTTP backend's answer is; past it the exchange fails naming the bound.
  */
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 import type { BackendInfo } from '../../plugin-api/backend.ts';
 import { formatSize } from '../../config/size.ts';
 import type { SseEvent } from '../../protocol/sse.ts';

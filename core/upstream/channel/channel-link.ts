@@ -13,6 +13,7 @@
  * carries no stream of its own to say which call a message is about), else to the session's GET
  * stream (the owner decides: `unrelated`).
  */
+import { performance } from 'node:perf_hooks';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { UpstreamError } from '../upstream-error.ts';
 import type { ChannelAnswer } from './channel-answer.ts';

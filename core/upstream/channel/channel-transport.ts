@@ -18,6 +18,8 @@
  * channel that failed to start, and every answer bounded as an HTTP backend's (channel-answer.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 import type { Logger } from 'pino';
 import type { BackendInfo } from '../../plugin-api/backend.ts';
 import { GatewayError } from '../../base/errors.ts';

@@ -4,6 +4,7 @@
  * 10,000 sessions never hold 10,000 request bodies; and what a shared channel is initialized with
  * (the gateway's own parameters: no session's capabilities stand for the others').
  */
+import { Buffer } from 'node:buffer';
 import { GATEHOUSE_VERSION, LEGACY_VERSIONS } from '../../protocol/era.ts';
 
 /** The most a session's kept parameters may take, serialized. */

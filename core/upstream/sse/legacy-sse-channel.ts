@@ -7,6 +7,7 @@
  * `maxResponseBytes`, the endpoint by 8 KiB, the wait for it by `timeoutMs`), and nothing it
  * sends is written anywhere but back into this channel.
  */
+import { Buffer } from 'node:buffer';
 import type { Logger } from 'pino';
 import type { BackendInfo } from '../../plugin-api/backend.ts';
 import { MAX_NESTING, messageProblem, nestsDeeperThan, type JsonRpcMessage } from '../../protocol/jsonrpc.ts';

@@ -5,6 +5,7 @@
  * is a refusal (for the log). An UpstreamHandler the backend's request transport reports to; it
  * tells its owner the outcome once, and nothing after `abort`.
  */
+import { Buffer } from 'node:buffer';
 import type { JsonRpcId, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { BackendTransport, Carrier, UpstreamError, UpstreamHandler } from '../transport.ts';
 

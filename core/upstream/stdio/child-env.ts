@@ -5,6 +5,7 @@
  * environment reaches it: the gateway's own secrets (credentials, tokens in variables) are not
  * the backend's.
  */
+import process from 'node:process';
 
 /** The variables passed on from the gateway's environment unless configured. */
 export const INHERITED_VARIABLES: readonly string[] = ['PATH', 'HOME'];

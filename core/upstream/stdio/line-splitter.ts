@@ -10,6 +10,7 @@
  * Each byte is looked at once: a chunk is searched for `\n` from where the last search stopped,
  * and the bytes held of an unfinished line are joined only when its end arrives.
  */
+import { Buffer } from 'node:buffer';
 const NEWLINE = 0x0a;
 const CR = 0x0d;
 

@@ -3,6 +3,7 @@
  * own (`detached`), so what it starts (`npx` → `node server`, a shell's pipeline) is in the group
  * too, and is ended with it by one signal to the group.
  */
+import process from 'node:process';
 
 /**
  * Sends `signal` (0: none, a check) to every process of group `pgid`. Returns false when the

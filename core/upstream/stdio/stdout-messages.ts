@@ -7,6 +7,7 @@
  * `console.log`, a banner) is logged (its start) and skipped, but a child that writes more than
  * INVALID_LINES_LIMIT of them within INVALID_LINES_WINDOW_MS is not speaking MCP: it is ended.
  */
+import { Buffer } from 'node:buffer';
 import { oneLine } from '../../plugin-api/plugin-loader.ts';
 import type { Logger } from 'pino';
 import { MAX_NESTING, messageProblem, nestsDeeperThan, type JsonRpcMessage } from '../../protocol/jsonrpc.ts';

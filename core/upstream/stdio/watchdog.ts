@@ -18,6 +18,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
+import process from 'node:process';
 import type { Logger } from 'pino';
 
 /** Time between SIGTERM and SIGKILL to the groups left when the gateway is gone. */

@@ -22,6 +22,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import process from 'node:process';
 import { StartupError, type VmcpConfig } from '@gatehouse-mcp/gateway';
 import { InvalidConfigError } from '../exit-codes.ts';
 import { loadConfig } from '../serve.ts';

@@ -7,6 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import process from 'node:process';
 
 let ticksPerSecond: number | undefined;
 

@@ -15,6 +15,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { pathToFileURL } from 'node:url';
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 
 interface Rpc {
   id?: unknown;

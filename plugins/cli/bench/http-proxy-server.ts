@@ -10,6 +10,7 @@
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import process from 'node:process';
 
 /** This file, to run as a child process. */
 export const HTTP_PROXY_SERVER = fileURLToPath(import.meta.url);

@@ -8,6 +8,7 @@
  * loopback) and sorted for the percentiles. Responses outside 2xx, socket errors and timeouts
  * are counted; the measured request was checked once before (client.ts `toolCall`).
  */
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { BenchRequest } from './client.ts';
 

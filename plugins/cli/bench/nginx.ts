@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
+import process from 'node:process';
 
 /** Where nginx is looked for after PATH: Debian's package puts it in /usr/sbin, often not on a user's PATH. */
 const FALLBACK = '/usr/sbin/nginx';

@@ -12,6 +12,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import process from 'node:process';
 import { tree } from './cpu.ts';
 import { HTTP_PROXY_SERVER, httpProxyMissing } from './http-proxy-server.ts';
 import { findNginx, nginxArgs, nginxConfig, nginxVersion } from './nginx.ts';

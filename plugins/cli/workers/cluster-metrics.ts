@@ -12,6 +12,7 @@
  * (core/server/gateway-server.ts); a worker's own part is `getMetricsAsJSON()`, unchanged.
  */
 import type { Worker } from 'node:cluster';
+import process from 'node:process';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 
 /** A worker asks the primary for the sum. */

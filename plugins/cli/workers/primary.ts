@@ -4,6 +4,7 @@
  * SIGTERM or SIGINT once every worker drained, 1 when workers cannot start or keep dying, 2 when
  * a worker found the configuration wrong.
  */
+import process from 'node:process';
 import type { Logger } from '@gatehouse-mcp/gateway';
 import { StartupError } from '@gatehouse-mcp/gateway';
 import { EXIT_OK, EXIT_USAGE, InvalidConfigError } from '../exit-codes.ts';

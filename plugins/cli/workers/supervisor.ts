@@ -18,6 +18,7 @@
  * channel to the primary closes, so no worker outlives it.
  */
 import cluster, { type Worker } from 'node:cluster';
+import process from 'node:process';
 import type { Logger } from '@gatehouse-mcp/gateway';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.ts';
 import { RestartPolicy } from './restart-policy.ts';

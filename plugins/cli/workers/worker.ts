@@ -9,6 +9,7 @@
  */
 import cluster from 'node:cluster';
 import { availableParallelism, hostname } from 'node:os';
+import process from 'node:process';
 import type { WorkersSetting } from '@gatehouse-mcp/gateway';
 
 const READY = 'gatehouse:worker-ready';

@@ -1,6 +1,7 @@
 /**
  * Pagination cursors: opaque to clients (base64url of the sort key of the last item served).
  */
+import { Buffer } from 'node:buffer';
 import { GatewayError } from '@gatehouse-mcp/gateway';
 
 export function encodeCursor(key: readonly string[]): string {

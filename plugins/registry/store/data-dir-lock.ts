@@ -5,6 +5,7 @@
  */
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import process from 'node:process';
 
 function alive(pid: number): boolean {
   try {

@@ -13,6 +13,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isIP } from 'node:net';
+import { Buffer } from 'node:buffer';
 import { Agent, request } from 'undici';
 import { guardedLookup, refusedAddress, type AddressPolicy } from '@gatehouse-mcp/gateway';
 import { reasonOf } from '../../incoming-auth/fetch-reason.ts';

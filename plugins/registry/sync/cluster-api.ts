@@ -15,6 +15,8 @@
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 import { KubeConfig } from '@kubernetes/client-node';
 import { jsonValueBound, MAX_SYNCED_JSON_VALUES } from '../model/json-value.ts';
 import { SyncFailure } from './source-reader.ts';

@@ -13,6 +13,8 @@
  */
 import { open, readdir, stat } from 'node:fs/promises';
 import { extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 import { parseYamlDocuments } from '@gatehouse-mcp/gateway';
 import type { ClusterResource } from './cluster-resource.ts';
 import { isMcpServer, slimResource } from './cluster-resource.ts';

@@ -17,6 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
+import process from 'node:process';
 import type { Logger } from 'pino';
 import type { SyncItem } from '../store/source-sync-writer.ts';
 import { ClusterApi, loadKubeConfig } from './cluster-api.ts';

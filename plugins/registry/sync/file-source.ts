@@ -12,6 +12,7 @@
 import { constants } from 'node:fs';
 import { open, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, sep } from 'node:path';
+import { Buffer } from 'node:buffer';
 import type { ReadContext, ReadOutcome, SourceReader } from './source-reader.ts';
 import { SyncFailure } from './source-reader.ts';
 import { contentDigest, parseUpstreamFile } from './upstream-file.ts';

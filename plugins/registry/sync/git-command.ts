@@ -10,6 +10,8 @@
  * credential helpers, GIT_* variables) reaches git unless the caller passes it.
  */
 import { spawn } from 'node:child_process';
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 
 export interface GitCommand {
   readonly args: readonly string[];

@@ -13,6 +13,8 @@
  * unchecked host is reached. With pinned addresses no proxy is used either: a proxy resolves the
  * host itself, so the addresses checked would not be the ones reached.
  */
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 import type { GitCredentials, GitProtocol } from './git-settings.ts';
 
 /** Variables of this process that git may see: where it is, proxies, CA trust, the ssh agent. */
