@@ -45,11 +45,32 @@ const DROPPED = 1;
 const IDENTITY = 2;
 /** `Via`: read (the gateway's loop guard, hop-mark.ts), and written anew toward a backend with the gateway's entry. */
 const VIA = 3;
-/** What #read did with a header: taken (it goes no further), read (and classified as any other), not one it reads. */
+/**
+ * What #read did with a header: taken (it goes no further), read and forwarded as it is (none of
+ * the names it reads so is dropped or set apart: test/core/request-head.test.ts), not one it reads.
+ */
 const TAKEN = 0;
-const READ = 1;
+const FORWARDED = 1;
 const UNREAD = 2;
 const CLASS_OF = new Map<string, number>([...NOT_FORWARDED.map((name) => [name, DROPPED] as const), ...IDENTITY_HEADERS.map((name) => [name, IDENTITY] as const), ['via', VIA]]);
+/**
+ * The lengths and first letters of CLASS_OF's names: most names a client sends are none of them,
+ * and are told so here without the Map lookup, which hashes every character of a name (a fresh
+ * string from the parser each request: ~500 instructions a name in the transparent row).
+ */
+const LONGEST_CLASSED = 32;
+const MAY_BE_CLASSED = new Uint8Array(LONGEST_CLASSED * 128);
+for (const name of CLASS_OF.keys()) {
+  if (name.length >= LONGEST_CLASSED) throw new Error(`request-head.ts: ${name} is longer than the classes' table`);
+  MAY_BE_CLASSED[name.length * 128 + name.charCodeAt(0)] = 1;
+}
+
+/** CLASS_OF's class of a lower-case name, or undefined. */
+function classOf(name: string): number | undefined {
+  const first = name.charCodeAt(0);
+  if (name.length >= LONGEST_CLASSED || !(first < 128) || MAY_BE_CLASSED[name.length * 128 + first] === 0) return undefined;
+  return CLASS_OF.get(name);
+}
 
 export class RequestHead {
   host: string | undefined = undefined;
@@ -99,7 +120,11 @@ export class RequestHead {
         }
       }
       if (read === TAKEN) continue;
-      const kind = CLASS_OF.get(name);
+      if (read === FORWARDED) {
+        forward.push(name, value);
+        continue;
+      }
+      const kind = classOf(name);
       if (kind === undefined) {
         if (!isIdentityBeyondExact(name)) forward.push(name, value);
         else (this.identity ??= []).push(name, value);
@@ -112,7 +137,7 @@ export class RequestHead {
     }
   }
 
-  /** A header this class reads, by its lower-case name: TAKEN (not forwarded), READ (classified too), or UNREAD. */
+  /** A header this class reads, by its lower-case name: TAKEN (not forwarded), FORWARDED (as it is), or UNREAD. */
   #read(name: string, value: string): number {
     switch (name) {
       case 'host':
@@ -124,7 +149,7 @@ export class RequestHead {
         return TAKEN;
       case 'content-type':
         this.contentType ??= value;
-        return READ;
+        return FORWARDED;
       case 'content-length':
         this.contentLength ??= value;
         if (value !== '0') this.hasBody = true;
@@ -141,18 +166,18 @@ export class RequestHead {
       case 'mcp-method':
         if (this.mcpMethod !== undefined) this.mcpRepeated = true;
         this.mcpMethod ??= value;
-        return READ;
+        return FORWARDED;
       case 'mcp-name':
         if (this.mcpName !== undefined) this.mcpRepeated = true;
         this.mcpName ??= value;
-        return READ;
+        return FORWARDED;
       case 'mcp-protocol-version':
         if (this.protocolVersion !== undefined) this.mcpRepeated = true;
         this.protocolVersion ??= value;
-        return READ;
+        return FORWARDED;
       case 'mcp-session-id':
         this.sessionId = this.sessionId === undefined ? value : `${this.sessionId}, ${value}`;
-        return READ;
+        return FORWARDED;
       case 'authorization':
         this.authorization ??= value;
         this.authorizationCount++;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RequestHead } from '../../core/http/request-head.ts';
+import { NOT_FORWARDED, RequestHead } from '../../core/http/request-head.ts';
+import { isIdentityHeader } from '../../core/http/identity-headers.ts';
 
 describe('RequestHead', () => {
   it('reads the headers the core needs in one pass, first value wins', () => {
@@ -34,6 +35,25 @@ describe('RequestHead', () => {
       'content-type', 'application/json', 'mcp-method', 'tools/call', 'mcp-protocol-version', '2025-11-25',
       'accept', '*/*', 'x-custom', 'a', 'x-custom', 'b',
     ]);
+  });
+
+  it('forwards the headers it reads as they are: none of them is one it drops or sets apart', () => {
+    // request-head.ts forwards these without looking their class up.
+    const read = ['content-type', 'mcp-method', 'mcp-name', 'mcp-protocol-version', 'mcp-session-id'];
+    for (const name of read) assert.ok(!NOT_FORWARDED.includes(name) && !isIdentityHeader(name) && name !== 'via', name);
+    const head = new RequestHead(read.flatMap((name) => [name, `${name} value`]));
+    assert.deepEqual(head.forward, read.flatMap((name) => [name, `${name} value`]));
+  });
+
+  it('tells every name it drops or sets apart from its neighbours of the same length and first letter', () => {
+    // Names of the classes' lengths and first letters, classed or not (the table only spares the lookup).
+    const head = new RequestHead([
+      'cookie', 'c=1', 'cookies', 'x', 'coffee', 'y', 'te', 'trailers', 'tx', 'z', 'proxy', 'p', 'proxi', 'q',
+      'x-real-ip', '1.2.3.4', 'x-real-id', 'r', 'via', '1.1 a', 'vis', 's', 'Origin', 'https://o', 'orient', 't',
+    ]);
+    assert.deepEqual(head.forward, ['cookies', 'x', 'coffee', 'y', 'tx', 'z', 'proxi', 'q', 'x-real-id', 'r', 'vis', 's', 'orient', 't']);
+    assert.deepEqual(head.identity, ['x-real-ip', '1.2.3.4']);
+    assert.equal(head.via, '1.1 a');
   });
 
   it('reads Mcp-Session-Id, joining repeated ones as node:http would (an id no session has)', () => {
