@@ -6,19 +6,23 @@
  */
 
 /**
- * Whether `name` is `lowerName` in any letter case. Compared as it is first: most peers (fetch,
- * the SDKs) write names in lower case, and a name compared with `===` costs about half a
- * lowering (`toLowerCase` scans and copies: some 190 instructions for a fresh 12-letter name).
- * It is lowered only when the lengths and the first letters agree and the bytes do not: a
- * node:http peer's own `Content-Length` is not lowered to be told from `mcp-session-id`.
- * Names are latin1, as HTTP parsers give them, where only A-Z lower to ASCII (the first letter
- * is compared as ASCII).
+ * Whether `name` is `lowerName` (lower-case ASCII) in any letter case: HTTP field names are
+ * case-insensitive in ASCII only (RFC 9110 §5.1). Compared as it is first: most peers (fetch,
+ * the SDKs) write names in lower case. Otherwise compared a character at a time, an ASCII
+ * capital taken for its small letter, without lowering the name: `toLowerCase` scans, copies
+ * and allocates (some 190 instructions for a 12-letter name), and a node:http or Go peer's
+ * `Content-Length` or `Date` is written capitalised on every message.
  */
 export function isHeaderNamed(name: string, lowerName: string): boolean {
-  return (
-    name.length === lowerName.length &&
-    (name === lowerName || ((name.charCodeAt(0) | 0x20) === lowerName.charCodeAt(0) && name.toLowerCase() === lowerName))
-  );
+  const length = name.length;
+  if (length !== lowerName.length) return false;
+  if (name === lowerName) return true;
+  for (let i = 0; i < length; i++) {
+    const c = name.charCodeAt(i);
+    const l = lowerName.charCodeAt(i);
+    if (c !== l && (c !== l - 0x20 || l < 0x61 || l > 0x7a)) return false;
+  }
+  return true;
 }
 
 /** Removes every `lowerName` header from `list`, whatever the case it was written in. */

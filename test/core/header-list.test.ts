@@ -13,6 +13,12 @@ describe('header names in any letter case', () => {
     // A name the parser built from bytes (not a literal of the source) compares alike.
     assert.equal(isHeaderNamed(Buffer.from('mcp-session-id').toString('latin1'), 'mcp-session-id'), true);
     assert.equal(isHeaderNamed(Buffer.from('Mcp-Session-ID').toString('latin1'), 'mcp-session-id'), true);
+    // ASCII case only: what is one bit from a letter but not its capital, and what lowers to ASCII beyond it, is another name.
+    assert.equal(isHeaderNamed('content\rtype', 'content-type'), false, 'CR is not a capital hyphen');
+    assert.equal(isHeaderNamed('@', '`'), false, 'the capital of no letter');
+    assert.equal(isHeaderNamed('[]', '{}'), false, 'nor is [ the capital of {');
+    assert.equal(isHeaderNamed('\u212Aeep-alive', 'keep-alive'), false, 'the Kelvin sign lowers to k, but is no ASCII capital');
+    assert.equal(isHeaderNamed('DATE', 'date'), true);
   });
 
   it('removeHeader drops every copy, whatever its case, and keeps the rest in order', () => {
