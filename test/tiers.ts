@@ -61,6 +61,7 @@ export const UNIT: readonly string[] = [
   'test/core/router.test.ts',
   'test/core/sse.test.ts',
   'test/core/token-bucket.test.ts',
+  'test/core/transparent-headers.test.ts',
   'test/core/upstream-pool.test.ts',
   'test/eras/bytes.test.ts',
   'test/eras/json-scan-wasm.test.ts',

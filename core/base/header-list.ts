@@ -14,12 +14,19 @@
  * `Content-Length` or `Date` is written capitalised on every message.
  */
 export function isHeaderNamed(name: string, lowerName: string): boolean {
-  const length = name.length;
-  if (length !== lowerName.length) return false;
-  if (name === lowerName) return true;
-  for (let i = 0; i < length; i++) {
+  return name.length === lowerName.length && (name === lowerName || sameLetters(name, lowerName, name.length));
+}
+
+/** Whether `name` begins with `lowerPrefix` (lower-case ASCII) in any letter case, as isHeaderNamed compares. */
+export function startsWithHeaderName(name: string, lowerPrefix: string): boolean {
+  return name.length >= lowerPrefix.length && sameLetters(name, lowerPrefix, lowerPrefix.length);
+}
+
+/** Whether the first `count` characters of `name` are those of `lower`, an ASCII capital taken for its small letter. */
+function sameLetters(name: string, lower: string, count: number): boolean {
+  for (let i = 0; i < count; i++) {
     const c = name.charCodeAt(i);
-    const l = lowerName.charCodeAt(i);
+    const l = lower.charCodeAt(i);
     if (c !== l && (c !== l - 0x20 || l < 0x61 || l > 0x7a)) return false;
   }
   return true;

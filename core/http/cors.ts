@@ -3,6 +3,7 @@
  * allowed (http/origin-guard.ts decides which origins those are). A backend's own CORS headers
  * never pass: the gateway's origin policy is the only one.
  */
+import { startsWithHeaderName } from '../base/header-list.ts';
 
 /** Response headers a browser client may read: the challenge and the session id above all. */
 const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id';
@@ -23,9 +24,11 @@ export function pushCorsHeaders(list: string[], origin: string | null): void {
   if (origin !== null) list.push('access-control-allow-origin', origin, 'access-control-expose-headers', CORS_EXPOSED, 'vary', 'origin');
 }
 
-/** A backend's own CORS header (a lower-case name): dropped, the gateway sets its own. */
-export function isCorsHeader(lowerName: string): boolean {
-  return lowerName.startsWith('access-control-');
+export const CORS_PREFIX = 'access-control-';
+
+/** A backend's own CORS header (its name in any letter case): dropped, the gateway sets its own. */
+export function isCorsHeader(name: string): boolean {
+  return startsWithHeaderName(name, CORS_PREFIX);
 }
 
 /** The answer to a preflight from an allowed origin for `methods`. */

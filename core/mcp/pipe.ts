@@ -6,7 +6,8 @@
  */
 import type { Context } from '../plugin-api/context.ts';
 import { errorBody, GatewayError } from '../base/errors.ts';
-import { isCorsHeader, pushCorsHeaders } from '../http/cors.ts';
+import { CORS_PREFIX, isCorsHeader, pushCorsHeaders } from '../http/cors.ts';
+import { isHeaderNamed } from '../base/header-list.ts';
 import { Exchange, writeToClient } from '../upstream/exchange.ts';
 import { EVENT_STREAM_TYPE, JSON_TYPE } from '../upstream/answer-reader.ts';
 import type { BackendInfo } from '../plugin-api/backend.ts';
@@ -16,24 +17,18 @@ import type { SessionOwners } from './session-owners.ts';
 import type { OpenStream, OpenStreams } from './streams.ts';
 
 /**
- * Backend response headers a path does not pass on, with a table of their name lengths: a name
- * is lower-cased and looked up only when its length is one of theirs (or of the few the filter
- * watches for), so most headers cost one array read.
+ * Backend response headers a path does not pass on, by the length of their names: a name is
+ * compared (in any letter case, without lowering it: isHeaderNamed) only with those of its length,
+ * so most headers cost one array read.
  */
 export interface DroppedHeaders {
-  readonly names: ReadonlySet<string>;
-  readonly lengths: Uint8Array;
+  readonly byLength: readonly (readonly string[] | undefined)[];
 }
 
-/** Names the filter always watches for: content-type, cache-control, x-accel-buffering, access-control-*. */
-const WATCHED_LENGTHS = [12, 13, 17];
-/** Every access-control-* name is at least this long; names this long or longer are always looked at. */
-const LONG = 16;
-
 export function droppedHeaders(names: readonly string[]): DroppedHeaders {
-  const lengths = new Uint8Array(LONG);
-  for (const length of [...WATCHED_LENGTHS, ...names.map((name) => name.length)]) if (length < LONG) lengths[length] = 1;
-  return { names: new Set(names), lengths };
+  const byLength: string[][] = [];
+  for (const name of names) (byLength[name.length] ??= []).push(name);
+  return { byLength };
 }
 
 /** Hop-by-hop headers, and what the gateway sets itself: never passed back on the transparent path. */
@@ -58,24 +53,28 @@ export function forwardHeaders(headers: string[], dropped: DroppedHeaders): Forw
   let contentType: string | null = null;
   let cacheControl = false;
   let accelBuffering = false;
-  const { names, lengths } = dropped;
+  const byLength = dropped.byLength;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const value = headers[i + 1]!;
     const length = name.length;
-    if (length >= LONG || lengths[length] === 1) {
-      const lower = name.toLowerCase();
-      if (names.has(lower) || isCorsHeader(lower)) continue;
-      if (lower === 'content-type') {
-        contentType = value;
-        sse = EVENT_STREAM_TYPE.test(value);
-      } else if (lower === 'cache-control') cacheControl = true;
-      else if (lower === 'x-accel-buffering') accelBuffering = true;
-    }
+    const sameLength = length < byLength.length ? byLength[length] : undefined;
+    if (sameLength !== undefined && isOneOf(name, sameLength)) continue;
+    if (length > CORS_PREFIX.length && isCorsHeader(name)) continue; // the gateway writes its own
+    if (length === 12 && isHeaderNamed(name, 'content-type')) {
+      contentType = value;
+      sse = EVENT_STREAM_TYPE.test(value);
+    } else if (length === 13 && isHeaderNamed(name, 'cache-control')) cacheControl = true;
+    else if (length === 17 && isHeaderNamed(name, 'x-accel-buffering')) accelBuffering = true;
     list.push(name, value);
   }
   pushStreamHeaders(list, sse, cacheControl, accelBuffering);
   return { list, sse, contentType };
+}
+
+function isOneOf(name: string, lowerNames: readonly string[]): boolean {
+  for (let i = 0; i < lowerNames.length; i++) if (isHeaderNamed(name, lowerNames[i]!)) return true;
+  return false;
 }
 
 /**
