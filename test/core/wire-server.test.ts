@@ -887,6 +887,36 @@ describe('wire server: how a connection writes its socket', () => {
     }
   });
 
+  it('drops a client that stops reading behind a queued answer, when the pipelined answer after it is queued in turn (send timeout)', async () => {
+    // The first answer's completion writes the held second one, which queues too: the connection
+    // must count as blocked from then on, or the send timeout would never see it.
+    const first = 8 * 1024 * 1024;
+    const slow = new WireServer((req, res) => void res.end(Buffer.alloc(req.url === '/a' ? first : 12 * 1024 * 1024, 'x')), { sendTimeoutMs: 1000 });
+    const dropped: string[] = [];
+    slow.on('dropped', (reason: string) => dropped.push(reason));
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    try {
+      const socket = connect((slow.address() as { port: number }).port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.pause();
+      socket.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n');
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      let got = 0;
+      socket.on('data', (chunk: Buffer) => {
+        got += chunk.length;
+        if (got > first) socket.pause(); // the first answer read, then no more
+      });
+      socket.resume();
+      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 6000))]);
+      assert.deepEqual(dropped, ['send_timeout']);
+      assert.equal(slow.connectionCount, 0);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
+    }
+  });
+
   it('a client that resets while its answer is queued: the response closes without finishing, and the next client is served', async () => {
     let closed: ((finished: boolean) => void) | null = null;
     const outcome = new Promise<boolean>((resolve) => (closed = resolve));

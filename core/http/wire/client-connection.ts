@@ -16,6 +16,7 @@ import { kConnection, onData, onExecute, readsRequests, type ParsingConnection }
 import { WireRequest, type BodySource } from './request.ts';
 import { WireResponse, type ResponseSink } from './response.ts';
 import { HeldResponses } from './held-responses.ts';
+import { SendProgress } from './send-progress.ts';
 
 /** What a connection needs from its server. */
 export interface ConnectionOwner {
@@ -49,7 +50,7 @@ function onEnd(this: Tagged<Socket>): void {
 }
 
 function onDrain(this: Tagged<Socket>): void {
-  this[kConnection].drained(false);
+  this[kConnection].drained(false, false);
 }
 
 function onPause(this: Tagged<Socket>): void {
@@ -62,7 +63,7 @@ function onClose(this: Tagged<Socket>): void {
 
 /** A write handed to the handle directly (handle-writing.ts) is out: `last` when it ended a response. */
 function onHandleWriteDone(socket: Socket, last: number, error: Error | null): void {
-  if (error === null) (socket as Tagged<Socket>)[kConnection].drained(last === 1);
+  if (error === null) (socket as Tagged<Socket>)[kConnection].drained(last === 1, true);
 }
 
 function onError(): void {
@@ -100,12 +101,10 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
   lastRequest = false;
   lastRequestDone = false;
   lastActive: number;
-  /** performance.now() when a write last found the socket's buffer full, until it drains (0: not blocked). */
-  blockedSince = 0;
+  /** Whether the client takes what is written (the server's send timeout reads it). */
+  readonly progress: SendProgress;
   /** 'HEAD' when the message being read began with that method, as far as its first chunk tells (else null). */
   methodSeen: string | null = null;
-  /** `#unsent()` when `blockedSince` was last set or renewed. */
-  #sentWhenBlocked = 0;
   /** Unanswered requests at which reading pauses until one is answered (`maxPipelinedRequests`). */
   readonly maxPipelined: number;
   /** Why reading is paused (PAUSED_BY_* bits); the socket reads again when none is left. */
@@ -123,6 +122,7 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
     this.maxPipelined = owner.maxPipelinedRequests;
     this.socket = socket as Tagged<Socket>;
     this.socket[kConnection] = this;
+    this.progress = new SendProgress(socket);
     socket.setNoDelay(true);
     const parser = createRequestParser(owner.maxHeaderSize) as Tagged<NativeParser>;
     readsRequests(parser, this);
@@ -253,12 +253,11 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
       return verdict === true;
     }
     this.lastActive = performance.now();
-    const socket = this.socket;
     if (!last) {
       if (data.length === 0) return true;
       // A writer that does not wait for 'drain' (events the gateway sends itself) would make the
       // socket buffer grow for as long as the client does not read: past the limit, it is dropped.
-      if (socket.writableLength + queuedBytes(socket) > this.#owner.maxStreamBuffer) {
+      if (this.progress.buffered > this.#owner.maxStreamBuffer) {
         this.destroy();
         this.#owner.dropped('stream_buffer');
         return false;
@@ -279,48 +278,30 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
         if (last) process.nextTick(this.#afterLastWrite);
         return true;
       }
-      if (wrote === QUEUED) this.#blocked();
+      if (wrote === QUEUED) {
+        this.progress.directQueued = queuedBytes(this.socket); // libuv held nothing before it
+        this.progress.blocked(this.lastActive);
+      }
       if (wrote !== NOT_WRITTEN) return false; // FAILED: the socket's 'close' tells the rest
     }
     const after = last ? this.#afterLastWrite : undefined;
     // A string is a response head (bodies are Buffers by now): header bytes are latin1, as node:http writes them.
     if (typeof data === 'string' ? this.socket.write(data, 'latin1', after) : this.socket.write(data, after)) return true;
-    this.#blocked();
+    this.progress.blocked(this.lastActive);
     return false;
   }
 
   /**
-   * The socket drained, or a queued write handed to the handle is out (`last`: it ended a
-   * response): no longer blocked, unless the stream still waits for its own 'drain'.
+   * The socket drained, or a queued write handed to the handle is out (`direct`; `last`: it
+   * ended a response): no longer blocked, unless the stream still waits for its own 'drain'.
    */
-  drained(last: boolean): void {
+  drained(last: boolean, direct: boolean): void {
+    if (direct) this.progress.directQueued = 0;
+    const needDrain = this.socket.writableNeedDrain;
+    if (!needDrain) this.progress.blockedSince = 0;
+    // After the clearing: the response this completes may write the next one, which may block anew.
     if (last) this.#afterLastWrite();
-    if (this.socket.writableNeedDrain) return;
-    this.blockedSince = 0;
-    if (!last) this.queue[0]?.emit('drain');
-  }
-
-  #blocked(): void {
-    if (this.blockedSince !== 0) return;
-    this.blockedSince = this.lastActive;
-    this.#sentWhenBlocked = this.#unsent();
-  }
-
-  /**
-   * Bytes not yet taken by the kernel: what waits in the socket's buffer, and what libuv still
-   * holds of the write under way (which shrinks as a large write goes out in parts, where
-   * `writableLength` only moves when a whole write completes).
-   */
-  #unsent(): number {
-    return this.socket.writableLength + queuedBytes(this.socket) - this.socket.bytesWritten;
-  }
-
-  /** Whether the client took bytes since the connection was last found blocked (and notes where it is now). */
-  sentSinceBlocked(): boolean {
-    const unsent = this.#unsent();
-    if (unsent === this.#sentWhenBlocked) return false;
-    this.#sentWhenBlocked = unsent;
-    return true;
+    else if (!needDrain) this.queue[0]?.emit('drain');
   }
 
   /** `response` is on the wire: the next one may write, or the connection closes. */

@@ -145,10 +145,10 @@ export class WireServer extends EventEmitter implements ConnectionOwner {
         connection.malformed(Object.assign(new Error('request head not complete in time'), { code: 'HPE_HEADERS_TIMEOUT' }));
       } else if (this.#requestMs > 0 && connection.request !== null && now - connection.requestStartedAt > this.#requestMs) {
         connection.requestTimedOut(this.#requestMs);
-      } else if (this.#sendMs > 0 && connection.blockedSince !== 0 && now - connection.blockedSince > this.#sendMs) {
+      } else if (this.#sendMs > 0 && connection.progress.blockedSince !== 0 && now - connection.progress.blockedSince > this.#sendMs) {
         // What is waiting for the client has not moved for that long: a reader that stopped is
         // dropped (a slow one that still takes bytes gets another period).
-        if (connection.sentSinceBlocked()) connection.blockedSince = now;
+        if (connection.progress.sentSinceBlocked()) connection.progress.blockedSince = now;
         else {
           connection.destroy();
           this.dropped('send_timeout');
