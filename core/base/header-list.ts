@@ -39,11 +39,6 @@ export function removeHeader(list: string[], lowerName: string): void {
 
 /** Whether `list` has a `lowerName` header, whatever the case it was written in. */
 export function hasHeader(list: readonly string[], lowerName: string): boolean {
-  return firstHeader(list, lowerName) !== undefined;
-}
-
-/** The value of the first `lowerName` header of `list`, or undefined. */
-export function firstHeader(list: readonly string[], lowerName: string): string | undefined {
-  for (let i = 0; i < list.length; i += 2) if (isHeaderNamed(list[i]!, lowerName)) return list[i + 1];
-  return undefined;
+  for (let i = 0; i < list.length; i += 2) if (isHeaderNamed(list[i]!, lowerName)) return true;
+  return false;
 }

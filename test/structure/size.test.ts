@@ -22,7 +22,7 @@ const LARGE_FILES: Readonly<Record<string, { readonly max: number; readonly why:
     why: 'one routed exchange (JSON answer, SSE events, parking and resuming a call): its parts share the exchange state (the reading of the answer is answer-reader.ts)',
   },
   'core/http/wire/client-connection.ts': {
-    max: 413,
+    max: 419,
     why: "one client connection's state machine on the hot path (pipelining, backpressure, timeouts, refusals; the parser's callbacks are request-parsing.ts): a split would add a call per request",
   },
 };

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { createRequestParser, type NativeParser } from '../parser.ts';
-import { firstHeader, hasHeader } from '../../base/header-list.ts';
+import { hasHeader, isHeaderNamed } from '../../base/header-list.ts';
 import { HandleReading } from '../handle-reading.ts';
 import { NOT_WRITTEN, QUEUED, WRITTEN, queuedBytes, writeToHandle } from '../handle-writing.ts';
 import { kConnection, onData, onExecute, readsRequests, type ParsingConnection } from './request-parsing.ts';
@@ -173,7 +173,7 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
       return;
     }
     // Only when nothing before it is being written (a pipelining client waits out its own timer).
-    if (this.queue[0] === response && firstHeader(headers, 'expect')?.toLowerCase() === '100-continue') this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
+    if (this.queue[0] === response && expectsContinue(headers)) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
     try {
       this.#owner.handler(request, response);
     } catch {
@@ -410,4 +410,10 @@ export class Connection implements ResponseSink, BodySource, ParsingConnection {
     setImmediate(() => parser.close());
     this.#owner.forget(this);
   }
+}
+
+/** Whether an Expect line of the request is `100-continue`. */
+function expectsContinue(headers: string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) if (isHeaderNamed(headers[i]!, 'expect') && headers[i + 1]!.toLowerCase() === '100-continue') return true;
+  return false;
 }
