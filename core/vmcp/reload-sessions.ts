@@ -146,6 +146,7 @@ export function storageFor(shared: SessionStorage, backends: readonly string[]):
     store: new StoreView(shared.store, new Set(backends)),
     relay,
     serve: () => {},
+    reportsEnds: shared.reportsEnds,
     close: async () => {},
   };
   return {

@@ -56,6 +56,12 @@ export interface SessionStorage {
   readonly relay: Relay;
   /** The sessions now serving: the memory store's expiry ends backend sessions through them. */
   serve(sessions: SessionEnder): void;
+  /**
+   * Whether every session the store ends without a DELETE (expired, evicted) reaches the serving
+   * sessions through `serve`: the in-memory store's do; Redis's expiry is silent, so a replica's
+   * live sessions keep a time to live of their own.
+   */
+  readonly reportsEnds: boolean;
   close(): Promise<void>;
   /** The store's Redis connection and key prefix (other state the replicas share rides on it: rate limits); unset in memory. */
   readonly redis?: { readonly client: Redis; readonly keyPrefix: string };
@@ -127,7 +133,7 @@ export async function createSessionStorage(config: VmcpConfig, log: Logger): Pro
     close = () => memory.close();
   }
 
-  return { store, relay, close, serve: (sessions) => (serving = sessions), ...(redis === undefined ? {} : { redis }) };
+  return { store, relay, close, serve: (sessions) => (serving = sessions), reportsEnds: redis === undefined, ...(redis === undefined ? {} : { redis }) };
 }
 
 export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated> {
@@ -151,6 +157,7 @@ export async function createAggregated(deps: AggregatedDeps): Promise<Aggregated
     health,
     relay,
     log,
+    localExpiry: !storage.reportsEnds,
     removedBackends: deps.removedBackends ?? [],
     limits: deps.limits ?? null,
   };

@@ -53,6 +53,11 @@ export interface GroupOptions {
    * transparent path (the backend answers for what it lacks).
    */
   direct?: boolean;
+  /**
+   * Whether this process's live sessions expire on a clock of their own (default): not needed
+   * when the store reports every session it ends (compose.ts, SessionStorage.reportsEnds).
+   */
+  localExpiry?: boolean;
   /** Backends a config reload removed (sessions may still call their tools): named when one is called. */
   removedBackends?: readonly string[];
   /** `spec.config.rateLimiting` (null or unset: none). */
@@ -86,7 +91,7 @@ export class BackendGroup implements SessionEnder, ShownCarrier {
     const lists = new SessionLists({ links, byName, aggregation: options.aggregation, healer, log, views });
     const direct = options.direct === true && links.length === 1 ? links[0]! : null;
     const resolver = new Resolver({ links, byName, aggregation: options.aggregation, lists, direct, removedBackends: options.removedBackends ?? [], admits: views?.admits === true });
-    this.sessions = new Sessions({ name: options.name, links, byName, chain, store: options.store, session: options.session, failure: options.failure, health: options.health, healer, log, knows: views === null ? null : (ctx, backend) => views.knowsBackend(ctx, backend) });
+    this.sessions = new Sessions({ name: options.name, links, byName, chain, store: options.store, localExpiry: options.localExpiry ?? true, session: options.session, failure: options.failure, health: options.health, healer, log, knows: views === null ? null : (ctx, backend) => views.knowsBackend(ctx, backend) });
     this.#rounds = new InputRounds({ chain, healer, relay: options.relay, log });
     const held = new HeldStreams(healer);
     const tickets = new ResumeTickets(options.relay);
