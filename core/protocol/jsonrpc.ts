@@ -7,6 +7,15 @@ import { GatewayError } from '../base/errors.ts';
 
 export type JsonRpcId = string | number | null;
 
+/**
+ * An id as JSON writes it. A number is written as String writes it (the same digits for every
+ * finite number, and an id read from JSON is finite), without JSON.stringify's call into the
+ * runtime (~600 instructions for `1`, on every aggregated answer).
+ */
+export function idJson(id: JsonRpcId): string {
+  return typeof id === 'number' ? String(id) : JSON.stringify(id);
+}
+
 export interface JsonRpcRequest {
   jsonrpc: '2.0';
   id: string | number;

@@ -10,7 +10,7 @@ import type { Chain, HookOutcome } from '../../server/chain.ts';
 import type { Context } from '../../plugin-api/context.ts';
 import { Reply } from '../../plugin-api/reply.ts';
 import { isModernVersion, META } from '../../protocol/era.ts';
-import type { JsonRpcRequest } from '../../protocol/jsonrpc.ts';
+import { idJson, type JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import { mcpMethod, type ListKind } from '../../protocol/methods.ts';
 import { answer, answerError, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND } from './answer.ts';
 import type { BackendLink } from './backend-link.ts';
@@ -83,7 +83,7 @@ export class OwnMethods {
       // No hook wants the object: the page's bytes, serialized once per list version.
       const bytes = pageBytes(list, cache, session, cursor, pageSize);
       if (bytes !== null) {
-        const head = Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":`);
+        const head = Buffer.from(`{"jsonrpc":"2.0","id":${idJson(request.id)},"result":`);
         // A modern client's hints (the freshness left) differ at each request: written into the text.
         const result = hints === null ? bytes : Buffer.from(withCacheHints(bytes.toString(), hints, this.#serverMeta));
         return new Reply(200, Buffer.concat([head, result, CLOSE_BRACE]), { 'content-type': 'application/json' });

@@ -34,7 +34,7 @@ import { writeToClient } from '../../upstream/exchange.ts';
 import type { AnswerHead } from '../../upstream/answer-reader.ts';
 import { MessageExchange } from '../../upstream/message-exchange.ts';
 import { HookedEvents, type HookedEventsHost } from '../hooked-events.ts';
-import { messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
+import { idJson, messageProblem, type JsonRpcId, type JsonRpcMessage, type JsonRpcRequest, type JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import { completeResultBytes, isPlainResult } from '../../protocol/answer-bytes.ts';
 import { formatSseEvent, type SseEvent } from '../../protocol/sse.ts';
 import type { OpenStream, OpenStreams } from '../streams.ts';
@@ -217,7 +217,7 @@ export class RoutedExchange extends MessageExchange implements HookedEventsHost,
   /** The whole JSON answer is here: it must be this request's response (or say the session is lost). */
   #json(body: Buffer): void {
     this.#parkedBody = null;
-    const id = this.#passesAsBytes() && !this.#resumed ? JSON.stringify(this.ctx.rpcId) : null;
+    const id = this.#passesAsBytes() && !this.#resumed ? idJson(this.ctx.rpcId) : null;
     if (id !== null) {
       const passed = this.ctx.envelope === null ? (isPlainResult(body, id) ? body : null) : completeResultBytes(body, id);
       if (passed !== null) {
@@ -373,8 +373,8 @@ export class RoutedExchange extends MessageExchange implements HookedEventsHost,
   #writeBody(body: Buffer): void {
     const res = this.ctx.res;
     if (res.headersSent || res.destroyed) return;
-    const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'x-request-id', this.ctx.requestId];
-    if (this.ctx.envelope === null) headers.push('mcp-session-id', this.session.id);
+    const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'x-request-id', this.ctx.requestId, 'mcp-session-id', this.session.id];
+    if (this.ctx.envelope !== null) headers.length = 6; // no session header; cut, not pushed: a push past the literal copies the array
     pushCorsHeaders(headers, this.ctx.corsOrigin);
     res.writeHead(200, headers);
     res.end(body);
