@@ -59,6 +59,7 @@ export const UNIT: readonly string[] = [
   'test/core/outgoing-headers.test.ts',
   'test/core/request-head.test.ts',
   'test/core/router.test.ts',
+  'test/core/session-request-limit.test.ts',
   'test/core/sse.test.ts',
   'test/core/token-bucket.test.ts',
   'test/core/transparent-headers.test.ts',

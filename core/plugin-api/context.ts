@@ -22,12 +22,21 @@ export class Principal {
   readonly claims: Readonly<Record<string, unknown>>;
   /** The raw bearer token: a private field, so it never appears in a log line or a JSON dump. */
   readonly #token: string | null;
+  #key: string | null = null;
 
   constructor(subject: string, claims: Readonly<Record<string, unknown>>, token: string | null, issuer: string | null = null) {
     this.subject = subject;
     this.claims = claims;
     this.issuer = issuer;
     this.#token = token;
+  }
+
+  /**
+   * Issuer and subject as one string, made once per Principal: what keys per-principal state
+   * (its hash is computed once and kept with the string, not per request).
+   */
+  get key(): string {
+    return (this.#key ??= `${this.issuer ?? ''}\0${this.subject}`);
   }
 
   /** The bearer token the client presented (for RFC 8693 token exchange). */
@@ -137,6 +146,8 @@ export class Context implements ErrorTarget {
   inflight: Cancellable | null;
   /** The MCP session this request counts against (`server.maxSessionRequests`) until it ends, or null. */
   countedSession: string | null;
+  /** Whose requests of that session it counts among (Principal.key, '' anonymous): kept, should a hook change ctx.principal. */
+  countedPrincipal: string;
   /** What the observation seam is told of this request (observe/channels.ts), or null when nobody listens. */
   record: RequestRecord | null;
   /** The error the gateway answered with (the last one logged), for the seam's outcome; null when none. */
@@ -168,6 +179,7 @@ export class Context implements ErrorTarget {
     this.envelope = null;
     this.inflight = null;
     this.countedSession = null;
+    this.countedPrincipal = '';
     this.record = null;
     this.failure = null;
     this.#slots = slotCount === 0 ? EMPTY_SLOTS : new Array(slotCount);

@@ -48,10 +48,10 @@ export function compileRoutes(routes: Routes, metrics: GatewayMetrics, limit: Se
             if (session !== undefined) {
               // Counted per principal and session: a party that learned a session's id but is
               // not its principal cannot fill its count (the endpoint refuses it the session).
-              const principal = ctx.principal;
-              const key = principal === null ? session : `${principal.issuer ?? ''}\0${principal.subject}\0${session}`;
-              if (!limit.enter(key)) return tooManySessionRequests(metrics, limit.max);
-              ctx.countedSession = key;
+              const who = ctx.principal === null ? '' : ctx.principal.key;
+              if (!limit.enter(session, who)) return tooManySessionRequests(metrics, limit.max);
+              ctx.countedSession = session;
+              ctx.countedPrincipal = who;
             }
             return mcp.handle(ctx);
           };

@@ -29,7 +29,7 @@ export function onResponseClose(this: TrackedResponse): void {
   this[kLive]!.inflight--;
   ctx.inflight?.cancel();
   const scope = ctx.scope as ServerScope;
-  if (ctx.countedSession !== null) scope.sessionLimit!.leave(ctx.countedSession);
+  if (ctx.countedSession !== null) scope.sessionLimit!.leave(ctx.countedSession, ctx.countedPrincipal);
   scope.metrics.inflight--;
   // 499 (nginx's "client closed request") only when the client left before any answer.
   const status = this.headersSent ? this.statusCode : 499;
