@@ -89,7 +89,7 @@ export function runResponseHooks(
  * Wraps a hook so its time lands in the per-plugin, per-phase histogram, and, while the request
  * is observed (ctx.record), in the request's phases for the seam. Done once, at compile.
  */
-function timed<F extends (...args: never[]) => unknown>(hook: F, observe: Observe | null, plugin: string, phase: string): F {
+function timed<F extends (ctx: Context, arg: never) => unknown>(hook: F, observe: Observe | null, plugin: string, phase: string): F {
   // An onResponse hook's value replaces the response; any other hook's value is its answer (a refusal).
   const answers = phase !== 'onResponse';
   const done = (ctx: Context, start: number, failed: boolean): void => {
@@ -97,12 +97,14 @@ function timed<F extends (...args: never[]) => unknown>(hook: F, observe: Observ
     observe?.(seconds);
     (ctx as Context | null)?.record?.phase(plugin, phase, start, seconds, failed);
   };
-  const wrapped = (...args: Parameters<F>): unknown => {
-    const ctx = args[0] as unknown as Context;
+  // Every hook takes (ctx) or (ctx, arg): two parameters, not a rest array spread into the call
+  // (an array and a spread call per hook per request).
+  const call = hook as unknown as (ctx: Context, arg: unknown) => unknown;
+  const wrapped = (ctx: Context, arg: unknown): unknown => {
     const start = performance.now();
     let result: unknown;
     try {
-      result = hook(...args);
+      result = call(ctx, arg);
     } catch (err) {
       done(ctx, start, true);
       throw err;
