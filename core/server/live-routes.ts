@@ -45,7 +45,11 @@ export function compileRoutes(routes: Routes, metrics: GatewayMetrics, limit: Se
         ? (ctx) => mcp.handle(ctx)
         : (ctx) => {
             const session = ctx.head.sessionId;
-            if (session !== undefined) {
+            // Not once the response is gone (the client left while an async authenticate or
+            // authorize hook ran): its close listener has run already and would never leave the
+            // count, and `max` such requests would lock the session out for good. A response is
+            // destroyed before its close is emitted, so one open here leaves the count later.
+            if (session !== undefined && !ctx.res.destroyed) {
               // Counted per principal and session: a party that learned a session's id but is
               // not its principal cannot fill its count (the endpoint refuses it the session).
               const who = ctx.principal === null ? '' : ctx.principal.key;

@@ -21,6 +21,8 @@ import { KeyIssuer } from '../incoming-auth/helpers/key-issuer.ts';
 import type { RunningVmcp } from '../../core/vmcp/virtual-mcp-server.ts';
 import { startSdkServer, type SdkServer } from '../fixtures/sdk-server.ts';
 import { openRawSession, post, startTestGateway, vmcpYaml, writeConfig } from '../helpers/gateway.ts';
+import type { Context } from '../../core/plugin-api/context.ts';
+import type { PluginSpec } from '../../core/plugin-api/plugin-loader.ts';
 
 const session = openRawSession;
 
@@ -76,6 +78,58 @@ for (const mode of ['transparent', 'aggregated'] as const) {
       assert.equal(again.status, 200, again.text);
       assert.match(again.text, /after/);
       assert.equal(await metric(gateway, /gatehouse_limit_refusals_total\{limit="session_requests"\} (\d+)/), 1);
+    });
+  });
+
+  describe(`${mode} mode: server.maxSessionRequests and a client that leaves while it is authenticated`, () => {
+    let alpha: SdkServer;
+    let gateway: RunningVmcp;
+    // An authenticate hook that takes its time when asked to (as a first JWKS fetch or an
+    // introspection does): the client can leave before the request is counted.
+    const slowAuth: PluginSpec = {
+      definition: {
+        name: 'slow-auth',
+        create: () => ({
+          name: 'slow-auth',
+          authenticate: (ctx: Context) => (ctx.req.headers['x-slow'] === undefined ? undefined : new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 300))),
+        }),
+      },
+      config: {},
+      source: 'test',
+    };
+
+    before(async () => {
+      alpha = await startSdkServer({ name: 'alpha' });
+      const beta = mode === 'aggregated' ? await startSdkServer({ name: 'beta' }) : null;
+      gateway = await startTestGateway({
+        backends: [{ name: 'alpha', url: alpha.url }, ...(beta === null ? [] : [{ name: 'beta', url: beta.url }])],
+        spec: '  server: {maxSessionRequests: 2}',
+        plugins: [slowAuth],
+      });
+      if (beta !== null) after(() => beta.close());
+    });
+    after(async () => {
+      await gateway.stop();
+      await alpha.close();
+    });
+
+    it('a request whose client left before it was counted is not counted: the session is not locked out', async () => {
+      const headers = await session(gateway.url);
+      const url = new URL(gateway.url);
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' });
+      const sessionHeaders = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+      for (let i = 0; i < 3; i++) {
+        const socket = connect(Number(url.port), url.hostname);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write(`POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nx-slow: 1\r\n${sessionHeaders}content-length: ${body.length}\r\n\r\n${body}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        socket.destroy();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 600)); // every slow hook has settled
+      for (const id of [10, 11]) {
+        const again = await post(gateway.url, body.replace('9', String(id)), headers);
+        assert.equal(again.status, 200, again.text);
+      }
     });
   });
 }
