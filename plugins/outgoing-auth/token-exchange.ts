@@ -13,6 +13,7 @@ import {
   definePlugin,
   GatewayError,
   type OutgoingHeaders,
+  type Principal,
   type TokenExchangeCacheConfig,
   type TokenExchangeConfig,
 } from '@gatehouse-mcp/gateway';
@@ -72,22 +73,31 @@ export const tokenExchange = definePlugin<TokenExchangePluginConfig>({
         const subjectOfCaller = subjectOf(auth, backend.name);
         const header = auth.externalTokenHeaderName ?? 'authorization';
 
-        // The caller's verified claims are one object per token while incoming auth keeps it cached:
-        // its cache key is remembered with it, so a hit costs no hash (the subject is still compared),
-        // and so is the header value last written from the cached token (rebuilt when the cache
-        // answers another token: a new exchange after the last one expired).
-        const keys = new WeakMap<object, Known>();
-        const knownOf = (ctx: Context, subject: string): Known => {
-          const claims = ctx.principal?.claims;
-          const known = claims === undefined ? undefined : keys.get(claims);
-          if (known !== undefined && known.subject === subject) return known;
-          const fresh: Known = { subject, key: ExchangeCache.key(subject, shape), token: '', value: '' };
-          if (claims !== undefined) keys.set(claims, fresh);
+        // What a caller's exchange needs per request is remembered, so that a hit costs no hash
+        // and no long string compare. By Principal: incoming auth gives every request of a
+        // connection the same Principal, so its token is the very string remembered and the
+        // subject compare is a pointer compare. By claims beneath it: the verified claims are one
+        // object per token while incoming auth keeps it cached, shared by every connection of
+        // that token, so a new connection finds the cache key without hashing again. The subject
+        // is compared either way: the key answers only the subject it was made for. The header
+        // value last written from the cached token is kept too (rebuilt when the cache answers
+        // another token: a new exchange after the last one expired).
+        const byPrincipal = new WeakMap<Principal, Known>();
+        const byClaims = new WeakMap<object, Known>();
+        const knownOf = (principal: Principal | null, subject: string): Known => {
+          if (principal === null) return { subject, key: ExchangeCache.key(subject, shape), token: '', value: '' };
+          const mine = byPrincipal.get(principal);
+          if (mine !== undefined && mine.subject === subject) return mine;
+          const shared = byClaims.get(principal.claims);
+          const key = shared !== undefined && shared.subject === subject ? shared.key : ExchangeCache.key(subject, shape);
+          const fresh: Known = { subject, key, token: '', value: '' };
+          if (shared === undefined || shared.subject !== subject) byClaims.set(principal.claims, fresh);
+          byPrincipal.set(principal, fresh);
           return fresh;
         };
 
         const withSubject = (ctx: Context, subject: string, headers: OutgoingHeaders): GatewayError | undefined | Promise<GatewayError | undefined> => {
-          const known = knownOf(ctx, subject);
+          const known = knownOf(ctx.principal, subject);
           const key = known.key;
           const cached = cache.get(key);
           if (cached !== undefined) {
@@ -106,8 +116,10 @@ export const tokenExchange = definePlugin<TokenExchangePluginConfig>({
 
         return (ctx: Context, headers: OutgoingHeaders) => {
           const subject = subjectOfCaller(ctx);
+          // `typeof` first: an instanceof looks up Symbol.hasInstance on every request.
+          if (typeof subject === 'string') return withSubject(ctx, subject, headers);
           if (subject instanceof GatewayError) return subject;
-          return typeof subject === 'string' ? withSubject(ctx, subject, headers) : subject.then((value) => withSubject(ctx, value, headers));
+          return subject.then((value) => withSubject(ctx, value, headers));
         };
       },
       async stop() {
