@@ -13,6 +13,7 @@ import { Pool } from '../../core/upstream/pool.ts';
 import type { WireRequest } from '../../core/http/wire/request.ts';
 import type { WireResponse } from '../../core/http/wire/response.ts';
 import { WireServer } from '../../core/http/wire/server.ts';
+import { isWritableField, WritableFields } from '../../core/http/writable-fields.ts';
 
 /** Values that must never reach a head: CR, LF, NUL, another control, DEL, a character past latin1 (U+010D would be a CR in latin1). */
 const UNSAFE = ['a\r\nx-injected: 1', 'a\nb', 'a\rb', 'a\0b', 'a\x01b', 'a\x7fb', 'a\u010db', 'a\u2028b'];
@@ -37,6 +38,40 @@ class Outcome implements UpstreamHandler {
     this.#resolve({ error });
   }
 }
+
+describe('WritableFields: the memory of the last writable text per position is a shortcut, never a hole', () => {
+  it('refuses every unsafe text at a position that last held a safe one of the same length, and keeps the safe one', () => {
+    for (const bad of UNSAFE) {
+      const fields = new WritableFields(4);
+      const safe = 'x'.repeat(bad.length);
+      assert.equal(fields.check(safe, 1), true);
+      assert.equal(fields.check(bad, 1), false, JSON.stringify(bad));
+      assert.equal(fields.check(bad, 1), false, 'refused again: a refusal is not remembered');
+      assert.equal(fields.check(safe.slice(0, 1) + safe.slice(1), 1), true, 'the same text in another string passes');
+      assert.equal(isWritableField(bad), false);
+    }
+  });
+
+  it('remembers strings only: a value of another type that passed is checked again when it comes back changed', () => {
+    const fields = new WritableFields(4);
+    const value: string[] = ['safe'];
+    assert.equal(fields.check(value as unknown as string, 0), true);
+    value.push('\r\nx-injected: 1');
+    assert.equal(fields.check(value as unknown as string, 0), false);
+  });
+
+  it('judges each position by its own memory, and positions past its size share slots without passing anything unsafe', () => {
+    const fields = new WritableFields(2);
+    assert.equal(fields.check('application/json', 0), true);
+    assert.equal(fields.check('2025-06-18', 1), true);
+    assert.equal(fields.check('application/json', 2), true, 'position 2 shares slot 0');
+    assert.equal(fields.check('a\r\nb', 2), false);
+    assert.equal(fields.check('a\r\nb', 3), false);
+    assert.equal(fields.check('', 5), true, 'an empty value is writable');
+    assert.equal(fields.check('latin1 é\tand a tab', 6), true);
+    assert.equal(fields.check('a\u010db', 6), false);
+  });
+});
 
 describe('the request head toward a backend: every value checked, the culprit named', () => {
   let server: Server;

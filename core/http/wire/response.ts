@@ -24,13 +24,11 @@ export interface ResponseSink {
 
 import type { HttpHeaders } from '../types.ts';
 import { isHeaderNamed } from '../../base/header-list.ts';
+import { isWritableField, WritableFields } from '../writable-fields.ts';
 
-/**
- * What a header name or value may not hold, as node:http refuses it: controls other than HTAB
- * (CR, LF, NUL...), DEL, and characters past latin1 (the head is encoded latin1, where `\u010d`
- * would become a CR).
- */
-const UNSAFE = /[^\t\x20-\x7e\x80-\xff]/;
+/** The header names and values last found writable in a response head, by position (writable-fields.ts). */
+const RESPONSE_NAMES = new WritableFields(16);
+const RESPONSE_VALUES = new WritableFields(16);
 
 let cachedDate = '';
 let cachedSecond = -1;
@@ -122,7 +120,7 @@ export class WireResponse extends LazyEventEmitter {
     for (let i = 0; i < headers.length; i += 2) {
       const name = String(headers[i]);
       const value = String(headers[i + 1]);
-      if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
+      if (!RESPONSE_NAMES.check(name, i >> 1) || !RESPONSE_VALUES.check(value, i >> 1)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
       if (extra !== null && extra.has(name.toLowerCase())) continue;
       // The names the framing reads, told by their length first (isHeaderNamed: lowered only
       // when written in another case).
@@ -148,7 +146,7 @@ export class WireResponse extends LazyEventEmitter {
     }
     if (extra !== null) {
       for (const [lower, [name, value]] of extra) {
-        if (UNSAFE.test(name) || UNSAFE.test(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
+        if (!isWritableField(name) || !isWritableField(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
         if (lower === 'connection' && /\bclose\b/i.test(value)) this.keepAlive = false;
         if (lower === 'connection') hasConnection = true;
         if (lower === 'content-length') hasLength = true;
