@@ -131,7 +131,7 @@ export class BackendGroup implements SessionEnder, ShownCarrier {
    */
   backendEra(ctx: Context): Era | null | Promise<Era | null> {
     const link = this.#o.links[0]!;
-    const known = this.#o.health.profiles.get(link);
+    const known = this.#o.health.profiles.get(link, ctx.startedAt);
     if (known !== undefined) return known.era;
     return this.#o.health.profiles.probe(ctx, link).then(
       (profile) => profile?.era ?? null,

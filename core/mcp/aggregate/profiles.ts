@@ -92,10 +92,14 @@ export class BackendProfiles {
   /** performance.now() until which a backend whose probe gave no verdict is not probed again. */
   readonly #quietUntil = new Map<string, number>();
 
-  /** The backend's profile if one is known and fresh. */
-  get(link: BackendLink): BackendProfile | undefined {
+  /**
+   * The backend's profile if one is known and fresh at `now` (performance.now(); a request passes
+   * the time it started, read already: a clock read less on every transparent request, and a
+   * verdict ten minutes old is not made wrong by the milliseconds a request waited).
+   */
+  get(link: BackendLink, now = performance.now()): BackendProfile | undefined {
     const profile = this.#profiles.get(link.name);
-    return profile !== undefined && performance.now() - profile.probedAt < PROFILE_TTL_MS ? profile : undefined;
+    return profile !== undefined && now - profile.probedAt < PROFILE_TTL_MS ? profile : undefined;
   }
 
   /** The backend's last verdict, fresh or not (for /status). */
