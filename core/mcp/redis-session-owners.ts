@@ -17,8 +17,8 @@ import type { VmcpConfig } from '../config/vmcp-types.ts';
 import { GatewayError } from '../base/errors.ts';
 import type { Logger } from '../observe/log.ts';
 import { createRedisClient, waitReady } from '../store/redis.ts';
-import type { SessionOwner } from './aggregate/session-store.ts';
-import { ownerKeyOf, SessionOwners, type SharedOwners } from './session-owners.ts';
+import { ownerKey, type SessionOwner } from './aggregate/session-store.ts';
+import { SessionOwners, type SharedOwners } from './session-owners.ts';
 
 export interface RedisSessionOwnersOptions {
   readonly ttlMs: number;
@@ -96,7 +96,7 @@ export class RedisSessionOwners implements SharedOwners {
   }
 
   #indexKey(owner: SessionOwner): string {
-    return this.#indexPrefix + digest(ownerKeyOf(owner));
+    return this.#indexPrefix + digest(ownerKey(owner));
   }
 
   async load(id: string): Promise<SessionOwner | null> {

@@ -34,7 +34,7 @@ import type { Context } from '../plugin-api/context.ts';
 import { isHeaderNamed } from '../base/header-list.ts';
 import { GatewayError } from '../base/errors.ts';
 import type { Logger } from '../observe/log.ts';
-import type { SessionOwner } from './aggregate/session-store.ts';
+import { ownerKey, type SessionOwner } from './aggregate/session-store.ts';
 
 /** A principal as a binding names it. */
 export interface Binding extends SessionOwner {
@@ -76,10 +76,6 @@ export interface SessionOwnersOptions {
 /** What an unknown transparent session gets, whoever asks: the aggregated endpoint's words. */
 export function sessionNotFound(): GatewayError {
   return new GatewayError('session_not_found', 'Session not found: initialize a new session');
-}
-
-export function ownerKeyOf(owner: SessionOwner): string {
-  return `${owner.issuer ?? ''}\n${owner.subject}`;
 }
 
 /** The value of `mcp-session-id` among a backend's response headers (any letter case). */
@@ -222,7 +218,7 @@ export class SessionOwners {
 
   /** Holds `id` → `owner` here (the principal's oldest held here past its maximum end). */
   #keep(id: string, owner: SessionOwner, now: number): Binding {
-    const key = ownerKeyOf(owner);
+    const key = ownerKey(owner);
     const binding: Binding = { issuer: owner.issuer, subject: owner.subject, key, refreshedAt: now, live: true };
     this.#local.set(id, binding);
     let ids = this.#byOwner.get(key);

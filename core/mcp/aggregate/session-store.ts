@@ -104,7 +104,10 @@ export function recordSize(record: SessionRecord): number {
   return Buffer.byteLength(JSON.stringify(record));
 }
 
-/** One string per owner, for indexes of sessions by owner. */
+/**
+ * One string per owner, for indexes of sessions by owner (aggregated sessions and transparent
+ * session ids alike). Hashed into Redis keys: its form is part of what replicas share.
+ */
 export function ownerKey(owner: SessionOwner): string {
   return `${owner.issuer ?? ''}\n${owner.subject}`;
 }
