@@ -4,7 +4,7 @@
  * and the admin listener, when /status and /metrics have one of their own.
  */
 import type { EventEmitter } from 'node:events';
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, ServerResponse, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AdminListenerConfig, ConnectionLimits, ServerEngine } from '../config/server-settings.ts';
 import { OriginGuard } from '../http/origin-guard.ts';
@@ -45,9 +45,18 @@ export function createListener(onRequest: RequestListener, settings: ListenerSet
   // node:http wants the head's limit within the request's.
   const headersTimeoutMs = requestTimeoutMs > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) : HEADERS_TIMEOUT_MS;
   if (settings.engine === 'node') {
-    // node:http enforces only the connection limit (it closes the extra socket without an answer).
+    // node:http enforces the connection limit (it closes the extra socket without an answer);
+    // maxStreamBuffer is added to its response here. maxPipelinedRequests and sendTimeout are
+    // the Gatehouse engine's alone.
     const http = createServer(
-      { noDelay: true, requestTimeout: requestTimeoutMs, headersTimeout: headersTimeoutMs, keepAliveTimeout: KEEP_ALIVE_MS, connectionsCheckingInterval: 1_000 },
+      {
+        noDelay: true,
+        requestTimeout: requestTimeoutMs,
+        headersTimeout: headersTimeoutMs,
+        keepAliveTimeout: KEEP_ALIVE_MS,
+        connectionsCheckingInterval: 1_000,
+        ServerResponse: limits.maxStreamBuffer > 0 ? boundedResponse(limits.maxStreamBuffer, metrics) : ServerResponse,
+      },
       onRequest,
     );
     if (limits.maxConnections > 0) http.maxConnections = limits.maxConnections;
@@ -66,6 +75,30 @@ export function createListener(onRequest: RequestListener, settings: ListenerSet
   wire.on('dropped', (reason: DropReason) => metrics.limited(reason));
   metrics.connections = () => wire.connectionCount;
   return wire;
+}
+
+/**
+ * node:http's response with `server.maxStreamBuffer`, which node:http does not have: a write
+ * that finds more than the limit still waiting for the client (in the response and its socket)
+ * drops the connection, as the Gatehouse engine's does (client-connection.ts). Without it, the
+ * events the gateway sends itself on a stream whose client stopped reading (an aggregated GET
+ * stream, a listen) would be buffered for as long as they come. The last write is not bounded:
+ * it ends the response. Writers that wait for 'drain' (a backend's stream piped through) stay
+ * far below the limit.
+ */
+function boundedResponse(maxStreamBuffer: number, metrics: GatewayMetrics): typeof ServerResponse {
+  class BoundedServerResponse extends ServerResponse {
+    // The two overloads of write in one signature (what node's own implementation takes).
+    override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+      if (this.writableLength > maxStreamBuffer && !this.destroyed) {
+        this.destroy();
+        metrics.limited('stream_buffer');
+        return false;
+      }
+      return (ServerResponse.prototype.write as (chunk: unknown, encoding?: unknown, callback?: unknown) => boolean).call(this, chunk, encoding, callback);
+    }
+  }
+  return BoundedServerResponse as unknown as typeof ServerResponse;
 }
 
 /** The admin listener, listening: the server, its address, and the Host check for its requests. */

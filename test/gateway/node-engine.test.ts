@@ -1,6 +1,7 @@
 /**
- * `spec.server.engine: node`: the transparent-mode and bad-input suites again, with the gateway
- * on node:http instead of Gatehouse's own HTTP/1.1 server, so both engines answer alike.
+ * `spec.server.engine: node`: the transparent-mode, bad-input and server-limits suites again,
+ * with the gateway on node:http instead of Gatehouse's own HTTP/1.1 server, so both engines
+ * answer alike and hold what a client may make them buffer (server.maxStreamBuffer).
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -28,3 +29,4 @@ it('the suites below really run on node:http (its header spelling on the wire)',
 
 await import('./transparent.test.ts');
 await import('./bad-input.test.ts');
+await import('../security/limits.test.ts');
