@@ -99,6 +99,7 @@ export const E2E: readonly string[] = [
   'test/auth-server/',
   'test/cli/',
   'test/core/connection-limits.test.ts',
+  'test/core/node-engine-limits.test.ts',
   'test/core/fast-string-methods.test.ts',
   'test/core/rate-limit.test.ts',
   'test/core/token-bucket-redis.test.ts',

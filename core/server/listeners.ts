@@ -5,6 +5,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import { createServer, ServerResponse, type Server as HttpServer } from 'node:http';
+import { limitedResponse } from './limited-response.ts';
 import type { AddressInfo } from 'node:net';
 import type { AdminListenerConfig, ConnectionLimits, ServerEngine } from '../config/server-settings.ts';
 import { OriginGuard } from '../http/origin-guard.ts';
@@ -46,8 +47,8 @@ export function createListener(onRequest: RequestListener, settings: ListenerSet
   const headersTimeoutMs = requestTimeoutMs > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) : HEADERS_TIMEOUT_MS;
   if (settings.engine === 'node') {
     // node:http enforces the connection limit (it closes the extra socket without an answer);
-    // maxStreamBuffer is added to its response here. maxPipelinedRequests and sendTimeout are
-    // the Gatehouse engine's alone.
+    // maxStreamBuffer and sendTimeout are added to its response (limited-response.ts). maxPipelinedRequests is
+    // the Gatehouse engine's alone (node:http answers a connection's requests one at a time).
     const http = createServer(
       {
         noDelay: true,
@@ -55,7 +56,7 @@ export function createListener(onRequest: RequestListener, settings: ListenerSet
         headersTimeout: headersTimeoutMs,
         keepAliveTimeout: KEEP_ALIVE_MS,
         connectionsCheckingInterval: 1_000,
-        ServerResponse: limits.maxStreamBuffer > 0 ? boundedResponse(limits.maxStreamBuffer, metrics) : ServerResponse,
+        ServerResponse: limits.maxStreamBuffer > 0 || limits.sendTimeoutMs > 0 ? limitedResponse(limits, metrics) : ServerResponse,
       },
       onRequest,
     );
@@ -75,30 +76,6 @@ export function createListener(onRequest: RequestListener, settings: ListenerSet
   wire.on('dropped', (reason: DropReason) => metrics.limited(reason));
   metrics.connections = () => wire.connectionCount;
   return wire;
-}
-
-/**
- * node:http's response with `server.maxStreamBuffer`, which node:http does not have: a write
- * that finds more than the limit still waiting for the client (in the response and its socket)
- * drops the connection, as the Gatehouse engine's does (client-connection.ts). Without it, the
- * events the gateway sends itself on a stream whose client stopped reading (an aggregated GET
- * stream, a listen) would be buffered for as long as they come. The last write is not bounded:
- * it ends the response. Writers that wait for 'drain' (a backend's stream piped through) stay
- * far below the limit.
- */
-function boundedResponse(maxStreamBuffer: number, metrics: GatewayMetrics): typeof ServerResponse {
-  class BoundedServerResponse extends ServerResponse {
-    // The two overloads of write in one signature (what node's own implementation takes).
-    override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
-      if (this.writableLength > maxStreamBuffer && !this.destroyed) {
-        this.destroy();
-        metrics.limited('stream_buffer');
-        return false;
-      }
-      return (ServerResponse.prototype.write as (chunk: unknown, encoding?: unknown, callback?: unknown) => boolean).call(this, chunk, encoding, callback);
-    }
-  }
-  return BoundedServerResponse as unknown as typeof ServerResponse;
 }
 
 /** The admin listener, listening: the server, its address, and the Host check for its requests. */
