@@ -6,17 +6,16 @@
  * waits does not move — while a slow client that keeps reading is not.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterEach, describe, it } from 'node:test';
 import type { WireRequest } from '../../core/http/wire/request.ts';
 import type { WireResponse } from '../../core/http/wire/response.ts';
 import { WireServer, type DropReason, type WireServerOptions } from '../../core/http/wire/server.ts';
+import { closeAll, rawClient as open, until } from './helpers/raw-clients.ts';
 
 type Handler = (req: WireRequest, res: WireResponse) => void;
 
 let server: WireServer | null = null;
-const sockets: Socket[] = [];
 
 async function start(options: WireServerOptions, handler: Handler): Promise<{ port: number; dropped: DropReason[] }> {
   const dropped: DropReason[] = [];
@@ -24,14 +23,6 @@ async function start(options: WireServerOptions, handler: Handler): Promise<{ po
   server.on('dropped', (reason: DropReason) => dropped.push(reason));
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
   return { port: (server.address() as { port: number }).port, dropped };
-}
-
-async function open(port: number): Promise<Socket> {
-  const socket = connect(port, '127.0.0.1');
-  sockets.push(socket);
-  socket.on('error', () => undefined);
-  await once(socket, 'connect');
-  return socket;
 }
 
 /** Everything the server sends until it closes the connection (or `timeoutMs`). */
@@ -47,22 +38,10 @@ function readAll(socket: Socket, timeoutMs = 3000): Promise<string> {
   });
 }
 
-const until = async (check: () => boolean, timeoutMs: number, what: string): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
-
 afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.destroy();
   const s = server;
   server = null;
-  if (s !== null) {
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  }
+  await closeAll(s);
 });
 
 describe('connection limits of the own HTTP server', () => {

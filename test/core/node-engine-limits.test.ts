@@ -1,23 +1,22 @@
 /**
  * `server.engine: node`: the two limits node:http does not have, added to its response
- * (core/server/listeners.ts), over raw sockets: a client that stops reading is dropped, at once
+ * (core/server/limited-response.ts), over raw sockets: a client that stops reading is dropped, at once
  * when a writer that ignores backpressure piles up more than `maxStreamBuffer`, after
  * `sendTimeoutMs` when what waits does not move, while a slow client that keeps reading, even
  * one large write a little at a time, is not.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterEach, describe, it } from 'node:test';
 import type { ConnectionLimits } from '../../core/config/server-settings.ts';
 import type { GatewayMetrics } from '../../core/observe/metrics.ts';
 import { createListener, type Listener } from '../../core/server/listeners.ts';
+import { closeAll, rawClient, until } from './helpers/raw-clients.ts';
 
 type Handler = (path: string, res: ServerResponse) => void;
 
 let listener: Listener | null = null;
-const sockets: Socket[] = [];
 
 async function start(limits: Partial<ConnectionLimits>, handler: Handler): Promise<{ port: number; dropped: string[] }> {
   const dropped: string[] = [];
@@ -29,30 +28,15 @@ async function start(limits: Partial<ConnectionLimits>, handler: Handler): Promi
 }
 
 async function open(port: number, path: string): Promise<Socket> {
-  const socket = connect(port, '127.0.0.1');
-  sockets.push(socket);
-  socket.on('error', () => undefined);
-  await once(socket, 'connect');
+  const socket = await rawClient(port);
   socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
   return socket;
 }
 
-const until = async (check: () => boolean, timeoutMs: number, what: string): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
-
 afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.destroy();
   const l = listener;
   listener = null;
-  if (l !== null) {
-    l.closeAllConnections();
-    await new Promise<void>((resolve) => l.close(() => resolve()));
-  }
+  await closeAll(l);
 });
 
 describe('engine: node holds maxStreamBuffer and sendTimeout', () => {
