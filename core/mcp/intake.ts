@@ -14,7 +14,8 @@ import { runHooks } from '../server/chain.ts';
 import type { Context, MessageTarget } from '../plugin-api/context.ts';
 import { GatewayError } from '../base/errors.ts';
 import { declaredLengthProblem } from '../http/body.ts';
-import { parseMessages, type JsonRpcMessage } from '../protocol/jsonrpc.ts';
+import { messageProblem, parseMessages, type JsonRpcMessage, type JsonRpcRequest } from '../protocol/jsonrpc.ts';
+import { knownEnvelopes } from '../protocol/envelope-tails.ts';
 import { subjectOf } from '../protocol/methods.ts';
 import { standardHeadersProblem } from '../protocol/standard-headers.ts';
 import { modernEnvelope } from './request-era.ts';
@@ -39,7 +40,15 @@ export function checkPostHead(ctx: Context, maxBodyBytes: number): void {
 /** Steps 3–4: the request's messages land on `ctx.message` / `ctx.rpcMethod` / `ctx.rpcId`. */
 export function acceptMessages(ctx: Context, body: Buffer): void {
   ctx.body = body;
-  const message = parseMessages(body);
+  // A modern request ending with an envelope seen before is read without re-reading it (envelope-tails.ts).
+  const enveloped = knownEnvelopes.parse(body);
+  let message: JsonRpcMessage | JsonRpcMessage[];
+  if (enveloped !== null && messageProblem(enveloped.message) === null) {
+    message = enveloped.message as JsonRpcMessage;
+    ctx.envelopeAt = enveloped.at;
+  } else {
+    message = parseMessages(body);
+  }
   ctx.message = message;
   if (!Array.isArray(message) && 'method' in message) {
     ctx.rpcMethod = message.method;
@@ -51,6 +60,7 @@ export function acceptMessages(ctx: Context, body: Buffer): void {
   const mismatch = standardHeadersProblem(message, ctx.head.mcpMethod, ctx.head.mcpName);
   if (mismatch !== null) throw mismatch;
   ctx.envelope = modernEnvelope(ctx.head, message);
+  if (ctx.envelope !== null && ctx.envelopeAt === -1) knownEnvelopes.learn(message as JsonRpcRequest, body);
 }
 
 /** Step 5: the onMessage hooks of each message, stopping at the first answer. */

@@ -142,6 +142,12 @@ export class Context implements ErrorTarget {
    * and log level; null for a legacy request (its session holds them).
    */
   envelope: ClientEnvelope | null;
+  /**
+   * Where the envelope member of `body` begins when the request was read by its known tail
+   * (envelope-tails.ts: the body up to there, closed with `}}`, is the request without it); -1
+   * otherwise. Meaningful while `body` is the client's.
+   */
+  envelopeAt: number;
   /** The backend exchange in flight, cancelled if the client goes away first. */
   inflight: Cancellable | null;
   /** The MCP session this request counts against (`server.maxSessionRequests`) until it ends, or null. */
@@ -177,6 +183,7 @@ export class Context implements ErrorTarget {
     this.target = null;
     this.corsOrigin = null;
     this.envelope = null;
+    this.envelopeAt = -1;
     this.inflight = null;
     this.countedSession = null;
     this.countedPrincipal = '';

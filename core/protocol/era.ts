@@ -12,9 +12,7 @@
  * backend (from the client's own `_meta`, or from its legacy session), or taken away for a
  * legacy one.
  */
-import { Buffer } from 'node:buffer';
 import type { JsonRpcMessage, JsonRpcNotification, JsonRpcRequest } from './jsonrpc.ts';
-import { readAlikeByAll } from './json-scan.ts';
 
 export type Era = 'modern' | 'legacy';
 
@@ -45,7 +43,7 @@ export const META = {
 } as const;
 
 /** The per-request fields a modern request carries and a legacy one does not. */
-const ENVELOPE_KEYS: readonly string[] = [META.protocolVersion, META.clientCapabilities, META.clientInfo, META.logLevel];
+export const ENVELOPE_KEYS: readonly string[] = [META.protocolVersion, META.clientCapabilities, META.clientInfo, META.logLevel];
 
 export function isModernVersion(version: string | undefined): boolean {
   return version !== undefined && MODERN_VERSIONS.includes(version);
@@ -102,76 +100,6 @@ export function towardLegacy(message: JsonRpcMessage): JsonRpcMessage {
   for (const key in message.params) if (key !== '_meta') params[key] = message.params[key];
   if (meta !== null) params['_meta'] = meta;
   return { jsonrpc: message.jsonrpc, ...('id' in message ? { id: message.id } : {}), method: message.method, params } as JsonRpcMessage;
-}
-
-/** Tails a session keeps (its clients' envelopes as they write them), and misses before it stops looking. */
-const MAX_TAILS = 4;
-const MAX_MISSES = 16;
-/**
- * A longer tail is cut but not kept: the session lives on, and a tail holds the envelope as the
- * client wrote it (its clientInfo whole, which the session itself keeps only a few fields of).
- */
-const MAX_TAIL_BYTES = 4096;
-
-/**
- * towardLegacy of a session's modern requests as bytes, where the client's own bytes allow it
- * without writing the message anew: when the request's `_meta` holds only the envelope and the
- * bytes end with that member as JSON.stringify writes it, then the ends of `params` and of the
- * message (how the SDK clients write a request: `...,"_meta":{...}}}`), they are the bytes
- * before it, and `}}`. The member cut is complete (its key is followed by a colon: no string or
- * array holds it), so what is left is the client's message without it, every other member as
- * the client wrote it.
- *
- * A client writes the same envelope on every request: the tails seen are kept (a few per
- * session), so the next request costs a compare of its last bytes instead of serializing its
- * `_meta` (measured at about twice the cost of writing the rest of the message). Null when the
- * bytes end otherwise (a progressToken in `_meta`, another writer's order or spacing): then
- * towardLegacy and JSON.stringify; a session whose requests never end so stops looking. Null too
- * for bytes some reader would read otherwise than JSON.parse did (a key twice, or spelled with an
- * escape: `"name":"limited",…,"name":"free"`), so the backend runs what the gateway routed,
- * checked and counted (json-scan.ts).
- */
-export class EnvelopeTails {
-  #tails: Buffer[] = [];
-  #misses = 0;
-
-  /** `body` (of `message`, a modern request) without its envelope; null when it cannot be cut so. */
-  cut(message: JsonRpcRequest, body: Buffer): Buffer | null {
-    for (const tail of this.#tails) {
-      if (tail.length < body.length && tail.compare(body, body.length - tail.length) === 0) return readAlikeByAll(body) ? cutTail(body, tail.length) : null;
-    }
-    if (this.#misses >= MAX_MISSES) return null;
-    const tail = envelopeTail(message, body);
-    if (tail === null) {
-      this.#misses++;
-      return null;
-    }
-    this.#misses = 0;
-    if (!readAlikeByAll(body)) return null;
-    if (tail.length <= MAX_TAIL_BYTES) {
-      this.#tails.unshift(tail);
-      if (this.#tails.length > MAX_TAILS) this.#tails.pop();
-    }
-    return cutTail(body, tail.length);
-  }
-}
-
-/** The bytes `body` ends with that are its envelope member and the two closing braces, or null. */
-function envelopeTail(message: JsonRpcRequest, body: Buffer): Buffer | null {
-  const given = metaOf(message);
-  if (given === undefined) return null;
-  for (const key in given) if (!ENVELOPE_KEYS.includes(key)) return null;
-  const tail = Buffer.from(',"_meta":' + JSON.stringify(given) + '}}');
-  return tail.length < body.length && tail.compare(body, body.length - tail.length) === 0 ? tail : null;
-}
-
-/** `body` without its last `length` bytes, closed again with `}}`. */
-function cutTail(body: Buffer, length: number): Buffer {
-  const at = body.length - length;
-  const out = Buffer.allocUnsafe(at + 2);
-  body.copy(out, 0, 0, at);
-  out[at] = out[at + 1] = 0x7d; // }}
-  return out;
 }
 
 /** MCP's log levels (RFC 5424), least severe first. */

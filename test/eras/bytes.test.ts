@@ -1,12 +1,13 @@
 /**
  * The era bridge's byte paths: a backend's answer completed for a modern client without being
  * written anew (json-scan.ts), and a modern request's envelope cut out of the client's bytes for
- * a legacy backend (EnvelopeTails, era.ts). Each either gives exactly what the parsed message
+ * a legacy backend (EnvelopeTails, envelope-tails.ts). Each either gives exactly what the parsed message
  * written anew would say, or gives up (null) — never something else.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EnvelopeTails, META, towardLegacy } from '../../core/protocol/era.ts';
+import { META, towardLegacy } from '../../core/protocol/era.ts';
+import { EnvelopeTails, withoutEnvelope, type EnvelopedRequest } from '../../core/protocol/envelope-tails.ts';
 import { completeResultBytes, isPlainResult } from '../../core/protocol/answer-bytes.ts';
 import { readAlikeByAll } from '../../core/protocol/json-scan.ts';
 import type { JsonRpcRequest } from '../../core/protocol/jsonrpc.ts';
@@ -159,45 +160,125 @@ describe('isPlainResult: a legacy client gets a plain result as the backend sent
   });
 });
 
-describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () => {
+describe('EnvelopeTails: a modern request read by its known envelope, and cut out of its bytes', () => {
   const envelope = { [META.protocolVersion]: '2026-07-28', [META.clientCapabilities]: { elicitation: { form: {} } }, [META.clientInfo]: { name: 'c', version: '1' } };
   const request = (params: Record<string, unknown>, id: number | string = 1): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'tools/call', params });
-  const cut = (tails: EnvelopeTails, message: JsonRpcRequest, text = JSON.stringify(message)): string | null => tails.cut(message, Buffer.from(text))?.toString() ?? null;
-
-  it('gives the client\'s bytes without _meta, as towardLegacy would write them, and keeps the tail for the next requests', () => {
+  const plain = request({ name: 'echo', _meta: envelope });
+  const plainBody = Buffer.from(JSON.stringify(plain));
+  const meta = `,"_meta":${JSON.stringify(envelope)}}}`;
+  /** Tails that know `envelope` (learned from a request read the ordinary way). */
+  const knowing = (): EnvelopeTails => {
     const tails = new EnvelopeTails();
-    for (let id = 1; id <= 3; id++) {
+    tails.learn(plain, plainBody);
+    return tails;
+  };
+  /** What parse reads from `text`: null, or exactly what JSON.parse reads (asserted). */
+  const read = (tails: EnvelopeTails, text: string): EnvelopedRequest | null => {
+    const known = tails.parse(Buffer.from(text));
+    if (known !== null) assert.deepStrictEqual(known.message, JSON.parse(text), text);
+    return known;
+  };
+  /** The bytes a legacy backend gets (call-routing.ts): cut when read by a known tail, and then read alike by all; else null. */
+  const cut = (tails: EnvelopeTails, text: string): string | null => {
+    const known = read(tails, text);
+    if (known === null) return null;
+    const bytes = withoutEnvelope(Buffer.from(text), known.at);
+    return readAlikeByAll(bytes) ? bytes.toString() : null;
+  };
+
+  it('reads a request ending with a known envelope as JSON.parse reads it, and cuts it to what towardLegacy writes', () => {
+    const tails = new EnvelopeTails();
+    const first = request({ name: 'echo', arguments: { text: 'hi', note: ',"_meta":{}}}' }, _meta: envelope });
+    assert.equal(tails.parse(Buffer.from(JSON.stringify(first))), null, 'nothing known yet: read the ordinary way');
+    tails.learn(first, Buffer.from(JSON.stringify(first)));
+    for (const id of [2, 'three', 4]) {
       const message = request({ name: 'echo', arguments: { text: `hi ${id}`, note: ',"_meta":{}}}' }, _meta: envelope }, id);
-      const out = cut(tails, message);
-      assert.equal(out, JSON.stringify(towardLegacy(message)));
+      assert.equal(cut(tails, JSON.stringify(message)), JSON.stringify(towardLegacy(message)));
+    }
+    assert.ok(read(tails, '{"id":5 , "method":"tools/call","jsonrpc":"2.0","params":{ "name" : "écho" ,"arguments":{"n":[1,{"a":null}]}\n' + meta) !== null, 'other order and spacing before the envelope');
+  });
+
+  it('gives each request an envelope of its own: a change to one reaches neither the next nor what is kept', () => {
+    const tails = knowing();
+    const one = tails.parse(plainBody)!;
+    const two = tails.parse(plainBody)!;
+    assert.notEqual(one.message.params!['_meta'], two.message.params!['_meta']);
+    ((one.message.params!['_meta'] as Record<string, { name: string }>)[META.clientInfo]!).name = 'changed';
+    ((one.message.params!['_meta'] as Record<string, Record<string, unknown>>)[META.clientCapabilities]!)['sampling'] = {};
+    assert.deepStrictEqual(tails.parse(plainBody)!.message, plain);
+  });
+
+  it('learns only an envelope alone and last, spelled as JSON.stringify spells it', () => {
+    const notKept: [string, JsonRpcRequest, string][] = [
+      ['a progressToken in _meta', request({ name: 'echo', _meta: { ...envelope, progressToken: 3 } }), ''],
+      ['_meta not last', request({ _meta: envelope, name: 'echo' }), ''],
+      ['written with spaces', plain, JSON.stringify(plain, null, 1)],
+      ['a newline after', plain, JSON.stringify(plain) + '\n'],
+      ['a key __proto__', request({ name: 'echo', _meta: { ...envelope, [META.clientCapabilities]: JSON.parse('{"__proto__":{"x":1}}') } }), ''],
+      ['a tail over 4 KiB', request({ name: 'echo', _meta: { ...envelope, [META.clientInfo]: { name: 'c'.repeat(5000), version: '1' } } }), ''],
+      ['a tail over 4 KiB in bytes, not in characters', request({ name: 'echo', _meta: { ...envelope, [META.clientInfo]: { name: 'é'.repeat(2100), version: '1' } } }), ''],
+    ];
+    for (const [why, message, text] of notKept) {
+      const tails = new EnvelopeTails();
+      const body = Buffer.from(text === '' ? JSON.stringify(message) : text);
+      tails.learn(message, body);
+      assert.equal(tails.parse(body), null, why);
+      assert.equal(tails.parse(plainBody), null, why);
+    }
+    assert.ok(knowing().parse(plainBody) !== null);
+  });
+
+  it('takes a tail\'s value from its own bytes, only from a body read by it: a decoy after params teaches nothing', () => {
+    const version = `"${META.protocolVersion}":"2026-07-28"`;
+    const capabilities = (value: string): string => `"${META.clientCapabilities}":{"elicitation":${value}}`;
+    for (const [sent, written] of [['1e999', 'null'], ['-0', '0']]) {
+      const tails = new EnvelopeTails();
+      // params' _meta holds Infinity (or -0), which JSON.stringify writes as the decoy's bytes end.
+      const decoy = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{${version},${capabilities(sent!)}}},"zz":{"k":1,"_meta":{${version},${capabilities(written!)}}}}`;
+      tails.learn(JSON.parse(decoy) as JsonRpcRequest, Buffer.from(decoy));
+      const later = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","_meta":{${version},${capabilities(written!)}}}}`;
+      assert.equal(read(tails, later), null, sent);
     }
   });
 
-  it('leaves to towardLegacy what it cannot cut so: more than the envelope in _meta, _meta elsewhere, other spacing', () => {
-    const tails = new EnvelopeTails();
-    assert.equal(cut(tails, request({ name: 'echo', _meta: { ...envelope, progressToken: 3 } })), null, 'a progressToken stays');
-    assert.equal(cut(tails, request({ _meta: envelope, name: 'echo' })), null, '_meta not last');
-    const message = request({ name: 'echo', _meta: envelope });
-    assert.equal(cut(tails, message, JSON.stringify(message, null, 1)), null, 'written with spaces');
-    assert.equal(cut(tails, message, JSON.stringify(message) + '\n'), null, 'a newline after');
-    assert.equal(cut(tails, message), JSON.stringify(towardLegacy(message)));
+  it('keeps a tail once', () => {
+    const tails = knowing();
+    const named = (i: number): JsonRpcRequest => request({ name: 'echo', _meta: { ...envelope, [META.clientInfo]: { name: `client-${i}`, version: '1' } } });
+    tails.learn(plain, plainBody); // known already: a miss, and the next fifteen tries skipped
+    for (let i = 0; i < 15; i++) tails.learn(named(99), Buffer.from(JSON.stringify(named(99))));
+    for (let i = 0; i < 7; i++) tails.learn(named(i), Buffer.from(JSON.stringify(named(i))));
+    assert.ok(tails.parse(plainBody) !== null, 'eight tails, the first among them');
+    tails.learn(named(7), Buffer.from(JSON.stringify(named(7))));
+    assert.equal(tails.parse(plainBody), null, 'the ninth pushed it out');
   });
 
-  it('a cached tail cuts only bytes that end exactly so; a client with another envelope gets its own', () => {
-    const tails = new EnvelopeTails();
-    const first = request({ name: 'a', _meta: envelope });
-    assert.ok(cut(tails, first) !== null);
-    const other = request({ name: 'a', _meta: { ...envelope, [META.clientInfo]: { name: 'other', version: '2' } } });
-    assert.equal(cut(tails, other), JSON.stringify(towardLegacy(other)));
-    const withToken = request({ name: 'a', _meta: { ...envelope, progressToken: 'p' } });
-    assert.equal(cut(tails, withToken), null);
+  it('reads the ordinary way whatever a known tail does not read exactly as JSON.parse would', () => {
+    const tails = knowing();
+    const refused = [
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{', // `{` then the envelope: no JSON at all
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{ \n',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"id":{"x":1', // the envelope would be the id's
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"extra":{"a":1',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"x":1}', // a _meta of its own
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1',
+      '{"__proto__":1,"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"',
+      '{"params":{"name":"echo"},"jsonrpc":"2.0","id":1,"method":"tools/call"',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo\\',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","x":' ,
+      '[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}',
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":${'['.repeat(300)}${']'.repeat(300)}`, // nested deeper than a request may
+    ];
+    for (const head of refused) assert.equal(tails.parse(Buffer.from(head + meta)), null, head);
+    for (const other of [
+      request({ name: 'a', _meta: { ...envelope, [META.clientInfo]: { name: 'other', version: '2' } } }),
+      request({ name: 'a', _meta: { ...envelope, progressToken: 'p' } }),
+    ]) {
+      assert.equal(tails.parse(Buffer.from(JSON.stringify(other))), null);
+    }
   });
 
   it('cuts no bytes a first-wins reader would read otherwise: a key twice, at any depth, or spelled with an escape', () => {
-    const tails = new EnvelopeTails();
-    const meta = `,"_meta":${JSON.stringify(envelope)}}}`;
-    const message = request({ name: 'echo', _meta: envelope });
-    assert.ok(cut(tails, message) !== null, 'a plain request is cut (its tail kept)');
+    const tails = knowing();
     for (const head of [
       '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","name":"echo"',
       '{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"echo"',
@@ -206,9 +287,9 @@ describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () 
       '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\\u0061me":"crash","name":"echo"',
       '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"x":1}',
     ]) {
-      assert.equal(cut(tails, message, head + meta), null, head);
+      assert.equal(cut(tails, head + meta), null, head);
     }
-    assert.ok(cut(tails, message, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":{"name":1},"b":{"name":2}}' + meta) !== null, 'one key in two objects is no key twice');
+    assert.ok(cut(tails, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":{"name":1},"b":{"name":2}}' + meta) !== null, 'one key in two objects is no key twice');
   });
 
   it('passes no number some reader reads otherwise than JSON.parse: past 15 characters, or with an exponent', () => {
@@ -221,10 +302,7 @@ describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () 
   });
 
   it('tells keys apart in objects of any size: same-length keys, a key twice past the first sixteen, in nested and sibling objects', () => {
-    const tails = new EnvelopeTails();
-    const meta = `,"_meta":${JSON.stringify(envelope)}}}`;
-    const message = request({ name: 'echo', _meta: envelope });
-    assert.ok(cut(tails, message) !== null, 'a plain request is cut (its tail kept)');
+    const tails = knowing();
     const head = (args: string): string => `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":${args}`;
     const keys = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `"k${String(i + from).padStart(2, '0')}":${i}`);
     const passes = [
@@ -234,7 +312,7 @@ describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () 
       `{"a":{${keys(20).join(',')}},"b":{${keys(20).join(',')}},"c":[{${keys(17).join(',')}},{${keys(17).join(',')}}]}`,
       `{${keys(10).join(',')},"inner":{${keys(10).join(',')}},${keys(10, 10).join(',')}}`,
     ];
-    for (const args of passes) assert.ok(cut(tails, message, head(args) + meta) !== null, args);
+    for (const args of passes) assert.ok(cut(tails, head(args) + meta) !== null, args);
     const refused = [
       '{"ab":1,"ba":2,"ab":3}',
       `{${keys(16).join(',')},"k03":9}`, // past the sixteenth, the first among them
@@ -242,14 +320,24 @@ describe('EnvelopeTails: a modern request\'s envelope cut out of its bytes', () 
       `{${keys(10).join(',')},"inner":{${keys(10).join(',')}},${keys(10, 5).join(',')}}`, // after a nested object
       `{"a":[{${keys(30).join(',')},"k29":0}]}`,
     ];
-    for (const args of refused) assert.equal(cut(tails, message, head(args) + meta), null, args);
+    for (const args of refused) assert.equal(cut(tails, head(args) + meta), null, args);
   });
 
-  it('stops looking in a session whose clients never end their requests so', () => {
+  it('after a request it could not learn from, skips the next fifteen: clients that never end so pay the try on few requests', () => {
     const tails = new EnvelopeTails();
-    const message = request({ _meta: envelope, name: 'echo' });
-    for (let i = 0; i < 40; i++) assert.equal(cut(tails, message), null);
-    const late = request({ name: 'echo', _meta: envelope });
-    assert.equal(cut(tails, late), null, 'given up');
+    const notLast = request({ _meta: envelope, name: 'echo' });
+    tails.learn(notLast, Buffer.from(JSON.stringify(notLast)));
+    for (let i = 0; i < 15; i++) tails.learn(plain, plainBody);
+    assert.equal(tails.parse(plainBody), null, 'skipped');
+    tails.learn(plain, plainBody);
+    assert.ok(tails.parse(plainBody) !== null, 'learned at the next try');
+  });
+
+  it('keeps the last eight envelopes, whatever clients send', () => {
+    const tails = new EnvelopeTails();
+    const named = (i: number): JsonRpcRequest => request({ name: 'echo', _meta: { ...envelope, [META.clientInfo]: { name: `client-${i}`, version: '1' } } });
+    for (let i = 0; i < 20; i++) tails.learn(named(i), Buffer.from(JSON.stringify(named(i))));
+    assert.equal(tails.parse(Buffer.from(JSON.stringify(named(11)))), null, 'the oldest are let go');
+    for (let i = 12; i < 20; i++) assert.ok(read(tails, JSON.stringify(named(i))) !== null, `client-${i}`);
   });
 });

@@ -14,6 +14,7 @@ import { respond } from '../../server/respond.ts';
 import { isPromise } from '../../base/thenable.ts';
 import { isModernVersion, towardLegacy } from '../../protocol/era.ts';
 import { readAlikeByAll } from '../../protocol/json-scan.ts';
+import { withoutEnvelope } from '../../protocol/envelope-tails.ts';
 import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from '../../protocol/jsonrpc.ts';
 import type { OpenStreams } from '../streams.ts';
 import { answer, answerError, INTERNAL_ERROR, INVALID_PARAMS } from './answer.ts';
@@ -141,13 +142,19 @@ export class CallRouting implements RouteListener<RoutedExchange> {
    * the client sent (no name rewritten), no hook sees messages (with onMessage or onResponse
    * hooks, the backend gets what the hooks saw, written anew), and every reader reads the bytes
    * as JSON.parse did (json-scan.ts: no key twice, none spelled with an escape). A modern
-   * client's has its envelope cut out (EnvelopeTails); a legacy client's goes as it came when
-   * towardLegacy leaves it alone (no modern envelope in its `_meta`). Writing the message anew
-   * costs several times the scan. Null: the parsed message, written anew.
+   * client's has its envelope cut out, when the request was read by its known tail
+   * (envelope-tails.ts); a legacy client's goes as it came when towardLegacy leaves it alone (no
+   * modern envelope in its `_meta`). Writing the message anew costs several times the scan.
+   * Null: the parsed message, written anew.
    */
   #clientBytes(ctx: Context, session: AggregatedSession, request: JsonRpcRequest, backend: BackendSessionRecord): Buffer | null {
     if (request !== ctx.message || ctx.body === null || this.#o.chain.seesMessages || isModernVersion(backend.protocolVersion)) return null;
-    if (ctx.envelope !== null) return session.envelopeTails.cut(request, ctx.body);
+    if (ctx.envelope !== null) {
+      if (ctx.envelopeAt === -1) return null;
+      // The bytes the backend gets are checked, not the client's: the envelope cut out is not the backend's to read.
+      const cut = withoutEnvelope(ctx.body, ctx.envelopeAt);
+      return readAlikeByAll(cut) ? cut : null;
+    }
     return towardLegacy(request) === request && readAlikeByAll(ctx.body) ? ctx.body : null;
   }
 

@@ -5,7 +5,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Context } from '../../plugin-api/context.ts';
-import { EnvelopeTails, type ClientEnvelope } from '../../protocol/era.ts';
+import type { ClientEnvelope } from '../../protocol/era.ts';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest } from '../../protocol/jsonrpc.ts';
 import type { ListKind } from '../../protocol/methods.ts';
 import type { ListCache } from './lists.ts';
@@ -172,13 +172,6 @@ export class AggregatedSession {
   }
 
   #heldStreams: Map<string, HeldStream | { readonly refusedAt: number; readonly record: BackendSessionRecord }> | null = null;
-
-  #tails: EnvelopeTails | null = null;
-
-  /** How its modern clients write their envelope, for cutting it out of their bytes (era.ts). */
-  get envelopeTails(): EnvelopeTails {
-    return (this.#tails ??= new EnvelopeTails());
-  }
 
   /**
    * Resources subscribed on legacy backends for modern clients' listens (resources/subscribe on
