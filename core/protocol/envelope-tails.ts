@@ -30,7 +30,6 @@ const MAX_TAILS = 8;
 const MAX_TAIL_BYTES = 4096;
 const SKIP_AFTER_MISS = 15;
 
-
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 
@@ -70,7 +69,7 @@ export class EnvelopeTails {
       return;
     }
     const tail = envelopeTail(message, body);
-    // Known already (this body was refused by its shape, not its tail): kept once.
+    // Known already (parse stopped at another tail this body also ends with, one nesting it): kept once.
     if (tail === null || this.#tails.some((known) => known.bytes.equals(tail.bytes))) {
       this.#skip = SKIP_AFTER_MISS;
       return;
