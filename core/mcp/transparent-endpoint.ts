@@ -285,7 +285,8 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     // refused calls join, or a GET stream while hooks exist (#send).
     if (responseHooks !== null || refusedInBatch.has(ctx) || (method === 'GET' && this.#chain.hasResponseHooks)) removeHeader(list, 'accept-encoding');
     // The client's Via and this gateway's entry: a backend URL that leads back here is refused there (hop-mark.ts).
-    list.push('x-request-id', ctx.requestId, 'via', this.#hops.via(ctx.head.via));
+    // The request id, which differs every time, after it: the head's lines before it are the last request's (head-memo.ts).
+    list.push('via', this.#hops.via(ctx.head.via), 'x-request-id', ctx.requestId);
     if (this.#backendHooks !== null) {
       const headers = new OutgoingHeaders(list);
       const outcome = runHooks(this.#backendHooks, ctx, headers);

@@ -19,7 +19,7 @@ import {
 import { HandleReading } from '../http/handle-reading.ts';
 import { NOT_WRITTEN, writeToHandle } from '../http/handle-writing.ts';
 import { isHeaderNamed } from '../base/header-list.ts';
-import { WritableFields } from '../http/writable-fields.ts';
+import type { RequestHeads } from './request-heads.ts';
 import { UpstreamError } from './upstream-error.ts';
 import type { Carrier, UpstreamHandler } from './transport.ts';
 
@@ -48,13 +48,13 @@ export interface ConnectionOwner {
   readonly guard: DialGuard | null;
   /** How the host name is resolved: the guard's lookup, one given in code, or undefined (dns.lookup). */
   readonly lookup: LookupFunction | undefined;
+  /** What writes its connections' request heads. */
+  readonly heads: RequestHeads;
   release(connection: Connection): void;
   discard(connection: Connection): void;
 }
 
 const kConnection = Symbol('gatehouse.connection');
-/** The header values last found writable toward backends, by position (writable-fields.ts). */
-const REQUEST_VALUES = new WritableFields(16);
 type Tagged<T> = T & { [kConnection]: Connection };
 
 function onSocketConnect(this: Tagged<Socket>): void {
@@ -304,32 +304,19 @@ export class Connection implements Carrier {
     handler.onComplete();
   }
 
-  /**
-   * Writes one request. `headers` are lower-case `[name, value, ...]`: names are tokens by
-   * construction (the HTTP parser's, OutgoingHeaders.set's, or the gateway's own). Whatever a
-   * value's origin (the client's headers, a session id a backend chose, a Last-Event-ID, a
-   * plugin's credentials), it is checked here, the last step before the wire: one with CR, LF,
-   * NUL or a character that is not latin1 (which the encoding would turn into other bytes) fails
-   * the exchange and nothing is written (writable-fields.ts: mostly a compare with the last).
-   */
+  /** Writes one request: its head as request-heads.ts makes it; a value it refuses fails the exchange and nothing is written. */
   send(handler: UpstreamHandler, method: string, path: string, headers: readonly string[], body: Buffer | null, deadline: number, answerDeadline = 0): void {
     this.handler = handler;
     handler.attach(this);
     this.headOnly = method === 'HEAD';
     this.deadline = deadline;
     this.answerDeadline = answerDeadline;
-    let head = method + ' ' + path + ' HTTP/1.1\r\nhost: ' + this.owner.authority + '\r\n';
-    for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i]!;
-      const value = headers[i + 1]!;
-      if (!REQUEST_VALUES.check(value, i >> 1)) {
-        this.fail(new UpstreamError('EUNSAFE_HEADER', `refused to send header ${JSON.stringify(name.slice(0, 64))}: its value has characters that are not allowed`));
-        return;
-      }
-      head += name + ': ' + value + '\r\n';
+    const heads = this.owner.heads;
+    const head = heads.text(method, path, headers, body === null ? -1 : body.length);
+    if (head === null) {
+      this.fail(new UpstreamError('EUNSAFE_HEADER', `refused to send header ${JSON.stringify(heads.refusedName.slice(0, 64))}: its value has characters that are not allowed`));
+      return;
     }
-    if (body !== null) head += 'content-length: ' + body.length + '\r\n';
-    head += '\r\n';
     let request: string | Buffer = head; // latin1: a byte a character
     if (body !== null && body.length > 0) {
       request = Buffer.allocUnsafe(head.length + body.length);

@@ -11,6 +11,7 @@ import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { LookupFunction } from '../http/address-guard.ts';
 import { Connection, UpstreamError, type ConnectionOwner, type DialGuard } from './backend-connection.ts';
+import { RequestHeads } from './request-heads.ts';
 import type { BackendTransport, UpstreamHandler } from './transport.ts';
 
 export interface PoolOptions {
@@ -61,6 +62,7 @@ export class Pool implements ConnectionOwner, BackendTransport {
   readonly connectTimeoutMs: number;
   readonly guard: DialGuard | null;
   readonly lookup: LookupFunction | undefined;
+  readonly heads: RequestHeads;
   readonly #options: PoolOptions;
   readonly #idle: Connection[] = [];
   readonly #all = new Set<Connection>();
@@ -75,6 +77,7 @@ export class Pool implements ConnectionOwner, BackendTransport {
     this.host = origin.hostname.startsWith('[') ? origin.hostname.slice(1, -1) : origin.hostname;
     this.port = origin.port === '' ? (this.tls ? 443 : 80) : Number(origin.port);
     this.authority = origin.host;
+    this.heads = new RequestHeads(this.authority);
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.#options = options;
     this.guard = options.guard ?? null;

@@ -1,8 +1,9 @@
 /**
  * The last checks before a head reaches a wire: the response head written to a client
  * (core/http/wire/response.ts) and the request head written to a backend
- * (core/upstream/backend-connection.ts). A field that fails is named, wherever it stands in the
- * head, and nothing of the head is written.
+ * (core/upstream/request-heads.ts). A field that fails is named, wherever it stands in the
+ * head, and nothing of the head is written; a head that shares its first lines with the last one
+ * written (head-memo.ts) comes out as if every line were joined afresh.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
@@ -11,7 +12,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Carrier, UpstreamError, UpstreamHandler } from '../../core/upstream/transport.ts';
 import { Pool } from '../../core/upstream/pool.ts';
 import type { WireRequest } from '../../core/http/wire/request.ts';
-import type { WireResponse } from '../../core/http/wire/response.ts';
+import { WireResponse } from '../../core/http/wire/response.ts';
+import { RequestHeads } from '../../core/upstream/request-heads.ts';
 import { WireServer } from '../../core/http/wire/server.ts';
 import { isWritableField, WritableFields } from '../../core/http/writable-fields.ts';
 
@@ -193,5 +195,108 @@ describe('the response head toward a client: every name and value checked, the c
     const { thrown } = await answer((res) => res.writeHead(200, ['x-one', '1', 'x-bad\r\nname', '2']));
     assert.ok(thrown instanceof TypeError);
     assert.match(thrown.message, /invalid response header "x-bad\\r\\nname"/);
+  });
+});
+
+describe('the memory of the last head (head-memo.ts): lines taken whole only where they are the same, never a hole', () => {
+  const NAMES = ['content-type', 'accept', 'mcp-session-id', 'x-request-id', 'authorization'];
+  const VALUES = ['application/json', 'a', 'session-1', 'session-2', 'Bearer t1', '', 'a\r\nx-injected: 1', 'b\0c'];
+
+  /** The head as it must come out: every line joined afresh, or null when a value may not be written. */
+  function requestReference(method: string, path: string, headers: readonly string[], bodyLength: number): string | null {
+    let head = `${method} ${path} HTTP/1.1\r\nhost: backend:8080\r\n`;
+    for (let i = 0; i < headers.length; i += 2) {
+      if (!isWritableField(headers[i + 1]!)) return null;
+      head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    }
+    return head + (bodyLength < 0 ? '\r\n' : `content-length: ${bodyLength}\r\n\r\n`);
+  }
+
+  /** A small random generator (the sequence is the same every run). */
+  function random(seed: number): () => number {
+    let state = seed;
+    return () => {
+      state = (state * 1103515245 + 12345) & 0x7fffffff;
+      return state / 0x80000000;
+    };
+  }
+
+  it('writes, over 20,000 heads drawn from a few lines (so that most share a start with the last), exactly what joining every line afresh writes, and refuses every unsafe value', () => {
+    const heads = new RequestHeads('backend:8080');
+    const next = random(7);
+    let last: string[] = [];
+    let refused = 0;
+    for (let n = 0; n < 20_000; n++) {
+      // Mostly the last head with one line changed, dropped or added; sometimes a fresh one.
+      const headers = next() < 0.2 ? [] : [...last];
+      const change = Math.floor(next() * 4);
+      const at = 2 * Math.floor(next() * (headers.length / 2 + 1));
+      const line = [NAMES[Math.floor(next() * NAMES.length)]!, VALUES[Math.floor(next() * VALUES.length)]!];
+      if (change === 0 && at < headers.length) headers.splice(at, 2);
+      else if (change === 1) headers.splice(at, 0, ...line);
+      else if (at < headers.length) headers[at + 1] = line[1]!;
+      const method = next() < 0.9 ? 'POST' : 'GET';
+      const bodyLength = method === 'GET' ? -1 : Math.floor(next() * 3) * 50;
+      const expected = requestReference(method, '/mcp', headers, bodyLength);
+      const text = heads.text(method, '/mcp', headers, bodyLength);
+      assert.equal(text, expected, `head ${n}: ${JSON.stringify(headers)}`);
+      if (text === null) refused++;
+      last = headers.slice(0, 40);
+    }
+    assert.ok(refused > 100, `unsafe values came up (${refused} refused)`);
+  });
+
+  it('refuses an unsafe value in the line after the lines it shares with the last head, and in one of those lines, and writes the safe head again after', () => {
+    const heads = new RequestHeads('backend:8080');
+    const safe = ['content-type', 'application/json', 'mcp-session-id', 'session-1', 'x-request-id', '1'];
+    const first = heads.text('POST', '/mcp', safe, 10);
+    assert.equal(heads.text('POST', '/mcp', [...safe.slice(0, 5), '2'], 10), requestReference('POST', '/mcp', [...safe.slice(0, 5), '2'], 10));
+    for (const bad of UNSAFE) {
+      for (const at of [1, 3, 5]) {
+        const headers = [...safe];
+        headers[at] = bad;
+        assert.equal(heads.text('POST', '/mcp', headers, 10), null, `${JSON.stringify(bad)} at ${at}`);
+        assert.equal(heads.refusedName, headers[at - 1]);
+      }
+    }
+    assert.equal(heads.text('POST', '/mcp', safe, 10), first);
+  });
+
+  /** A response head as WireResponse writes it, caught from its sink. */
+  function responseHead(status: number, headers: (string | number)[], body: string): { head: string; keepAlive: boolean } {
+    let data = '';
+    const sink = { send: (_res: WireResponse, chunk: string | Buffer) => ((data += chunk.toString()), true), destroy: () => undefined, keepAliveSeconds: 5 };
+    const res = new WireResponse(sink, 'GET', false, true);
+    res.writeHead(status, headers).end(body);
+    return { head: data.slice(0, data.indexOf('\r\n\r\n') + 4).replace(/^date: .*\r\n/m, ''), keepAlive: res.keepAlive };
+  }
+
+  it('keeps what the shared lines of a response head declared: a length, a date, a connection that closes', () => {
+    const declaring = ['content-type', 'application/json', 'content-length', 2, 'Date', 'Thu, 01 Jan 2026 00:00:00 GMT', 'Connection', 'close'];
+    for (let round = 0; round < 3; round++) {
+      const { head, keepAlive } = responseHead(200, [...declaring, 'x-request-id', `r${round}`], 'ok');
+      assert.equal(head, `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nDate: Thu, 01 Jan 2026 00:00:00 GMT\r\nConnection: close\r\nx-request-id: r${round}\r\n\r\n`, `round ${round}`);
+      assert.equal(keepAlive, false, `round ${round}: the connection closes`);
+    }
+    for (let round = 0; round < 3; round++) {
+      const { head, keepAlive } = responseHead(200, ['content-type', 'application/json', 'x-request-id', `r${round}`], 'ok');
+      assert.equal(head, `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: r${round}\r\ncontent-length: 2\r\nconnection: keep-alive\r\nkeep-alive: timeout=5\r\n\r\n`, `round ${round}`);
+      assert.equal(keepAlive, true);
+    }
+    const other = responseHead(404, ['content-type', 'application/json', 'x-request-id', 'r9'], 'no');
+    assert.match(other.head, /^HTTP\/1\.1 404 Not Found\r\n/);
+  });
+
+  it('refuses an unsafe value or name in a response head that shares its first lines with the last, and writes the last again after', () => {
+    const safe = ['content-type', 'application/json', 'mcp-session-id', 'session-1', 'x-request-id', 'r1'];
+    const first = responseHead(200, safe, 'ok').head;
+    for (const bad of UNSAFE) {
+      for (const at of [1, 3, 4, 5]) {
+        const headers = [...safe];
+        headers[at] = bad;
+        assert.throws(() => responseHead(200, headers, 'ok'), /invalid response header/, `${JSON.stringify(bad)} at ${at}`);
+      }
+    }
+    assert.equal(responseHead(200, safe, 'ok').head, first);
   });
 });

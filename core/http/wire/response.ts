@@ -25,24 +25,52 @@ export interface ResponseSink {
 import type { HttpHeaders } from '../types.ts';
 import { isHeaderNamed } from '../../base/header-list.ts';
 import { isWritableField, WritableFields } from '../writable-fields.ts';
+import { HeadMemo } from '../head-memo.ts';
 
 /** The header names and values last found writable in a response head, by position (writable-fields.ts). */
 const RESPONSE_NAMES = new WritableFields(16);
 const RESPONSE_VALUES = new WritableFields(16);
+/** The response head written last (head-memo.ts). */
+const RESPONSE_HEADS = new HeadMemo();
 
-let cachedDate = '';
+let cachedDateLine = '';
 let cachedSecond = -1;
 
-/** The `Date` header value, recomputed at most once a second. */
-function httpDate(): string {
+/** The `Date` header line, recomputed at most once a second. */
+function httpDateLine(): string {
   const now = Date.now();
   const second = Math.floor(now / 1000);
   if (second !== cachedSecond) {
     cachedSecond = second;
-    cachedDate = new Date(now).toUTCString();
+    cachedDateLine = 'date: ' + new Date(now).toUTCString() + '\r\n';
   }
-  return cachedDate;
+  return cachedDateLine;
 }
+
+/** Status lines by code, made once each. */
+const STATUS_LINES: string[] = [];
+
+function statusLine(status: number): string {
+  return (STATUS_LINES[status] ??= 'HTTP/1.1 ' + status + ' ' + (STATUS_CODES[status] ?? 'Unknown') + '\r\n');
+}
+
+let keptAliveSeconds = -1;
+let keepAliveLines = '';
+
+/** The keep-alive lines and the blank line that ends a head (one timeout per server, mostly). */
+function keepAliveEnd(seconds: number): string {
+  if (seconds !== keptAliveSeconds) {
+    keptAliveSeconds = seconds;
+    keepAliveLines = 'connection: keep-alive\r\nkeep-alive: timeout=' + seconds + '\r\n\r\n';
+  }
+  return keepAliveLines;
+}
+
+/** What the lines of a response head declared, kept with their text (head-memo.ts). */
+const HAS_LENGTH = 1;
+const HAS_DATE = 2;
+const HAS_CONNECTION = 4;
+const CLOSES = 8;
 
 export class WireResponse extends LazyEventEmitter {
   statusCode = 200;
@@ -60,6 +88,8 @@ export class WireResponse extends LazyEventEmitter {
   #headers: (string | number)[] = [];
   #extra: Map<string, [string, string]> | null = null;
   #chunked = false;
+  /** What the head's lines declared (HAS_LENGTH, ...), once #listLines has run. */
+  #declared = 0;
 
   /** The answer to a HEAD request: headers only. */
   get forHead(): boolean {
@@ -111,49 +141,11 @@ export class WireResponse extends LazyEventEmitter {
   #head(bodyLength: number | null): string {
     const status = this.statusCode;
     const noBody = this.#noBodyRequest || status === 204 || status === 304 || status < 200;
-    let head = 'HTTP/1.1 ' + status + ' ' + (STATUS_CODES[status] ?? 'Unknown') + '\r\n';
-    let hasLength = false;
-    let hasDate = false;
-    let hasConnection = false;
-    const headers = this.#headers;
-    const extra = this.#extra;
-    for (let i = 0; i < headers.length; i += 2) {
-      const name = String(headers[i]);
-      const value = String(headers[i + 1]);
-      if (!RESPONSE_NAMES.check(name, i >> 1) || !RESPONSE_VALUES.check(value, i >> 1)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
-      if (extra !== null && extra.has(name.toLowerCase())) continue;
-      // The names the framing reads, told by their length first (isHeaderNamed: lowered only
-      // when written in another case).
-      switch (name.length) {
-        case 14:
-          if (isHeaderNamed(name, 'content-length')) hasLength = true;
-          break;
-        case 17:
-          if (isHeaderNamed(name, 'transfer-encoding')) continue; // the framing is decided here
-          break;
-        case 4:
-          if (isHeaderNamed(name, 'date')) hasDate = true;
-          break;
-        case 10:
-          if (isHeaderNamed(name, 'keep-alive')) continue;
-          if (isHeaderNamed(name, 'connection')) {
-            hasConnection = true;
-            if (/\bclose\b/i.test(value)) this.keepAlive = false;
-          }
-          break;
-      }
-      head += name + ': ' + value + '\r\n';
-    }
-    if (extra !== null) {
-      for (const [lower, [name, value]] of extra) {
-        if (!isWritableField(name) || !isWritableField(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
-        if (lower === 'connection' && /\bclose\b/i.test(value)) this.keepAlive = false;
-        if (lower === 'connection') hasConnection = true;
-        if (lower === 'content-length') hasLength = true;
-        head += name + ': ' + value + '\r\n';
-      }
-    }
-    if (!hasDate) head += 'date: ' + httpDate() + '\r\n';
+    let head = this.#listLines(status);
+    if (this.#extra !== null) head = this.#extraLines(head);
+    const declared = this.#declared;
+    const hasLength = (declared & HAS_LENGTH) !== 0;
+    if ((declared & HAS_DATE) === 0) head += httpDateLine();
     if (this.#noBodyRequest && !hasLength && bodyLength !== null && bodyLength > 0 && status >= 200 && status !== 204 && status !== 304) {
       head += 'content-length: ' + bodyLength + '\r\n'; // HEAD: the length a GET would have had
     } else if (!noBody && !hasLength) {
@@ -164,9 +156,77 @@ export class WireResponse extends LazyEventEmitter {
         head += 'transfer-encoding: chunked\r\n';
       }
     }
-    if (!hasConnection) head += this.keepAlive ? `connection: keep-alive\r\nkeep-alive: timeout=${this.#sink.keepAliveSeconds}\r\n` : 'connection: close\r\n';
     this.headersSent = true;
-    return head + '\r\n';
+    if ((declared & HAS_CONNECTION) !== 0) return head + '\r\n';
+    return head + (this.keepAlive ? keepAliveEnd(this.#sink.keepAliveSeconds) : 'connection: close\r\n\r\n');
+  }
+
+  /**
+   * The status line and the lines of the header list, checked; what they declared is left in
+   * `#declared`. A head without setHeader's headers starts from the lines it shares with the
+   * last one written (head-memo.ts): they passed the checks when they were, and the flags kept
+   * with them say what they declared.
+   */
+  #listLines(status: number): string {
+    const headers = this.#headers;
+    const extra = this.#extra;
+    const memo = extra === null ? RESPONSE_HEADS : null;
+    let line = 0;
+    let differs = 0;
+    let flags = 0;
+    let head = '';
+    if (memo !== null) {
+      line = memo.match(status, '', headers);
+      differs = memo.differs;
+      head = memo.textAt(line);
+      flags = memo.flagsAt(line);
+    }
+    if (line === 0) {
+      head = statusLine(status);
+      line = 1;
+    }
+    for (let i = 2 * line - 2; ; i += 2, line++) {
+      if (line === differs) head = memo!.keep(head, flags);
+      if (i >= headers.length) break;
+      const name = String(headers[i]);
+      const value = String(headers[i + 1]);
+      if (line >= differs && (!RESPONSE_NAMES.check(name, i >> 1) || !RESPONSE_VALUES.check(value, i >> 1))) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
+      if (extra !== null && extra.has(name.toLowerCase())) continue;
+      // The names the framing reads, told by their length first (isHeaderNamed: lowered only
+      // when written in another case).
+      switch (name.length) {
+        case 14:
+          if (isHeaderNamed(name, 'content-length')) flags |= HAS_LENGTH;
+          break;
+        case 17:
+          if (isHeaderNamed(name, 'transfer-encoding')) continue; // the framing is decided here
+          break;
+        case 4:
+          if (isHeaderNamed(name, 'date')) flags |= HAS_DATE;
+          break;
+        case 10:
+          if (isHeaderNamed(name, 'keep-alive')) continue;
+          if (isHeaderNamed(name, 'connection')) flags |= /\bclose\b/i.test(value) ? HAS_CONNECTION | CLOSES : HAS_CONNECTION;
+          break;
+      }
+      head += name + ': ' + value + '\r\n';
+    }
+    memo?.remember(status, '', headers);
+    if ((flags & CLOSES) !== 0) this.keepAlive = false;
+    this.#declared = flags;
+    return head;
+  }
+
+  /** `head` and the headers setHeader set (which replace the list's of their name), checked. */
+  #extraLines(head: string): string {
+    for (const [lower, [name, value]] of this.#extra!) {
+      if (!isWritableField(name) || !isWritableField(value)) throw new TypeError(`invalid response header ${JSON.stringify(name)}: control characters and characters past latin1 are not allowed`);
+      if (lower === 'connection' && /\bclose\b/i.test(value)) this.keepAlive = false;
+      if (lower === 'connection') this.#declared |= HAS_CONNECTION;
+      if (lower === 'content-length') this.#declared |= HAS_LENGTH;
+      head += name + ': ' + value + '\r\n';
+    }
+    return head;
   }
 
   /** Sends the headers now (an SSE stream starts before its first event). */

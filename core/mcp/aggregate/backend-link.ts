@@ -188,7 +188,8 @@ export class BackendLink {
       return list;
     }
     // The client request's Via and this gateway's entry: a backend URL that leads back here is refused there (hop-mark.ts).
-    list.push('x-request-id', ctx.requestId, 'via', this.#hops.via(ctx.head.via));
+    // The request id, which differs every time, after it: the head's lines before it are the last request's (head-memo.ts).
+    list.push('via', this.#hops.via(ctx.head.via), 'x-request-id', ctx.requestId);
     passAllowed(list, ctx.head, this.backend.passthroughHeaders);
     if (this.#hooks === null) return list;
     const headers = new OutgoingHeaders(list);
