@@ -131,7 +131,8 @@ export class RequestHead {
       } else if (kind !== DROPPED) this.#setApart(kind, name, value);
     }
     const tokens = this.connectionTokens;
-    if (tokens !== undefined && !PLAIN_CONNECTION.test(tokens)) {
+    // `keep-alive` and `close` as most clients write them are told without the expression.
+    if (tokens !== undefined && tokens !== 'keep-alive' && tokens !== 'close' && !PLAIN_CONNECTION.test(tokens)) {
       dropConnectionTokens(forward, tokens);
       if (this.identity !== null) dropConnectionTokens(this.identity, tokens);
     }

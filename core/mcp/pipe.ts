@@ -63,7 +63,8 @@ export function forwardHeaders(headers: string[], dropped: DroppedHeaders): Forw
     if (length > CORS_PREFIX.length && isCorsHeader(name)) continue; // the gateway writes its own
     if (length === 12 && isHeaderNamed(name, 'content-type')) {
       contentType = value;
-      sse = EVENT_STREAM_TYPE.test(value);
+      // The two spellings nearly every backend writes are told without the expression (answer-reader.ts reads them so too).
+      sse = value === 'text/event-stream' || (value !== 'application/json' && EVENT_STREAM_TYPE.test(value));
     } else if (length === 13 && isHeaderNamed(name, 'cache-control')) cacheControl = true;
     else if (length === 17 && isHeaderNamed(name, 'x-accel-buffering')) accelBuffering = true;
     list.push(name, value);

@@ -54,6 +54,19 @@ describe('WritableFields: the memory of the last writable text per position is a
     }
   });
 
+  it('judges every character from U+0000 to U+FFFF alike in short text (checked by a loop) and in long text (by the expression)', () => {
+    const rule = /[^\t\x20-\x7e\x80-\xff]/;
+    for (let code = 0; code <= 0xffff; code++) {
+      const c = String.fromCharCode(code);
+      const allowed = !rule.test(c);
+      assert.equal(isWritableField(`a${c}b`), allowed, `U+${code.toString(16)} in short text`);
+      assert.equal(isWritableField(`${'a'.repeat(60)}${c}b`), allowed, `U+${code.toString(16)} in long text`);
+    }
+    assert.equal(isWritableField('x'.repeat(48)), true);
+    assert.equal(isWritableField('x'.repeat(47) + '\r'), false, 'the last character of the longest text the loop checks');
+    assert.equal(isWritableField('x'.repeat(48) + '\n'), false, 'the first text the expression checks');
+  });
+
   it('remembers strings only: a value of another type that passed is checked again when it comes back changed', () => {
     const fields = new WritableFields(4);
     const value: string[] = ['safe'];
