@@ -46,6 +46,7 @@ export function acceptMessages(ctx: Context, body: Buffer): void {
   if (enveloped !== null && messageProblem(enveloped.message) === null) {
     message = enveloped.message as JsonRpcMessage;
     ctx.envelopeAt = enveloped.at;
+    ctx.capabilitiesJson = enveloped.capabilitiesJson;
   } else {
     message = parseMessages(body);
   }

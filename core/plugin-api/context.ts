@@ -148,6 +148,12 @@ export class Context implements ErrorTarget {
    * otherwise. Meaningful while `body` is the client's.
    */
   envelopeAt: number;
+  /**
+   * The envelope's client capabilities as JSON.stringify writes them, when the request was read by
+   * its known tail (written once for the tail: the implicit session's id is derived from them);
+   * null otherwise. True of the message as the client sent it, before any hook changed it.
+   */
+  capabilitiesJson: string | null;
   /** The backend exchange in flight, cancelled if the client goes away first. */
   inflight: Cancellable | null;
   /** The MCP session this request counts against (`server.maxSessionRequests`) until it ends, or null. */
@@ -184,6 +190,7 @@ export class Context implements ErrorTarget {
     this.corsOrigin = null;
     this.envelope = null;
     this.envelopeAt = -1;
+    this.capabilitiesJson = null;
     this.inflight = null;
     this.countedSession = null;
     this.countedPrincipal = '';

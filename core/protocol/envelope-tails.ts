@@ -23,7 +23,7 @@
  * requests never end so pay the stringify on few of them.
  */
 import { Buffer } from 'node:buffer';
-import { ENVELOPE_KEYS } from './era.ts';
+import { ENVELOPE_KEYS, META } from './era.ts';
 import { MAX_NESTING, nestsDeeperThan, type JsonRpcRequest } from './jsonrpc.ts';
 
 const MAX_TAILS = 8;
@@ -38,12 +38,16 @@ interface Tail {
   readonly bytes: Buffer;
   /** The envelope as read once; never handed out (each request gets a copy of its own). */
   readonly meta: Readonly<Record<string, unknown>>;
+  /** Its client capabilities as JSON.stringify writes them (null: not an object), written once. */
+  readonly capabilitiesJson: string | null;
 }
 
 /** A request read by a known tail: the message, and where its envelope member begins in the body. */
 export interface EnvelopedRequest {
   readonly message: JsonRpcRequest;
   readonly at: number;
+  /** The envelope's client capabilities as JSON.stringify writes them, or null (the tail's, one string for all its requests). */
+  readonly capabilitiesJson: string | null;
 }
 
 export class EnvelopeTails {
@@ -57,7 +61,7 @@ export class EnvelopeTails {
     if (tails.length === 0 || body[length - 1] !== CLOSE_BRACE) return null;
     for (const tail of tails) {
       const bytes = tail.bytes;
-      if (bytes.length < length && bytes.compare(body, length - bytes.length) === 0) return readWithout(body, length - bytes.length, tail.meta);
+      if (bytes.length < length && bytes.compare(body, length - bytes.length) === 0) return readWithout(body, length - bytes.length, tail);
     }
     return null;
   }
@@ -90,8 +94,8 @@ export function withoutEnvelope(body: Buffer, at: number): Buffer {
   return out;
 }
 
-/** The body read as JSON.parse reads it, the envelope member at `at` put back as a copy of `meta`; null when not shaped so. */
-function readWithout(body: Buffer, at: number, meta: Readonly<Record<string, unknown>>): EnvelopedRequest | null {
+/** The body read as JSON.parse reads it, the envelope member at `at` put back as a copy of the tail's; null when not shaped so. */
+function readWithout(body: Buffer, at: number, tail: Tail): EnvelopedRequest | null {
   let last = at - 1;
   while (last > 0 && (body[last] === 0x20 || body[last] === 0x0a || body[last] === 0x0d || body[last] === 0x09)) last--;
   // A body nesting deeper than any request may is refused before anything reads it (jsonrpc.ts).
@@ -103,8 +107,8 @@ function readWithout(body: Buffer, at: number, meta: Readonly<Record<string, unk
     return null;
   }
   if (!isRequestShaped(value)) return null;
-  value.params['_meta'] = copyJson(meta);
-  return { message: value, at };
+  value.params['_meta'] = copyJson(tail.meta);
+  return { message: value, at, capabilitiesJson: tail.capabilitiesJson };
 }
 
 function isRequestShaped(value: unknown): value is JsonRpcRequest & { params: Record<string, unknown> } {
@@ -146,5 +150,8 @@ function envelopeTail(message: JsonRpcRequest, body: Buffer): Tail | null {
   const bytes = Buffer.from(',"_meta":' + written + '}}');
   if (bytes.length > MAX_TAIL_BYTES || bytes.length >= body.length || bytes.compare(body, body.length - bytes.length) !== 0) return null;
   const meta = JSON.parse(written) as Record<string, unknown>;
-  return readWithout(body, body.length - bytes.length, meta) === null ? null : { bytes, meta };
+  const capabilities = meta[META.clientCapabilities];
+  const capabilitiesJson = typeof capabilities === 'object' && capabilities !== null && !Array.isArray(capabilities) ? JSON.stringify(capabilities) : null;
+  const tail: Tail = { bytes, meta, capabilitiesJson };
+  return readWithout(body, body.length - bytes.length, tail) === null ? null : tail;
 }

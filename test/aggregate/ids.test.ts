@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { multiplexEventId, parseEventId, routedEventId, unwrapRequestId, wrapRequestId } from '../../core/mcp/aggregate/ids.ts';
+import { implicitSessionId } from '../../core/mcp/aggregate/implicit-session.ts';
+import type { Principal } from '../../core/plugin-api/context.ts';
 
 describe('aggregated ids', () => {
   it('server→client request ids keep the backend and the original id and type', () => {
@@ -43,5 +45,29 @@ describe('aggregated ids', () => {
     assert.equal(parseEventId(`0~${ticket}.`), null);
     assert.equal(parseEventId(`0~abc~${'A'.repeat(21)}.e1`), null);
     assert.equal(parseEventId(`0~a.b~${'A'.repeat(22)}.e1`), null);
+  });
+});
+
+describe('implicit session ids (implicit-session.ts)', () => {
+  const alice = { issuer: 'https://idp.example', subject: 'alice' } as Principal;
+  const bob = { issuer: 'https://idp.example', subject: 'bob' } as Principal;
+  const capabilities = { elicitation: { form: {} }, sampling: {} };
+
+  it('derives the same id whether the capabilities\' JSON comes with the request or is written here, and another one for another principal or other capabilities', () => {
+    const written = implicitSessionId(alice, capabilities);
+    assert.match(written, /^m\.[A-Za-z0-9_-]{43}$/);
+    assert.equal(implicitSessionId(alice, capabilities, JSON.stringify(capabilities)), written);
+    assert.equal(implicitSessionId(alice, { ...capabilities }), written, 'a copy declares the same');
+    assert.notEqual(implicitSessionId(bob, capabilities, JSON.stringify(capabilities)), written);
+    assert.notEqual(implicitSessionId(null, capabilities), written);
+    assert.notEqual(implicitSessionId(alice, { sampling: {} }), written);
+    assert.notEqual(implicitSessionId(alice, { sampling: {}, elicitation: { form: {} } }), written, 'another order of keys is another declaration');
+  });
+
+  it('gives the same ids after its memory was emptied for being full', () => {
+    const first = implicitSessionId(alice, capabilities);
+    for (let i = 0; i < 10_050; i++) implicitSessionId({ issuer: 'https://idp.example', subject: `user-${i}` } as Principal, capabilities);
+    assert.equal(implicitSessionId(alice, capabilities), first);
+    assert.equal(implicitSessionId(alice, capabilities, JSON.stringify(capabilities)), first);
   });
 });

@@ -175,7 +175,12 @@ describe('EnvelopeTails: a modern request read by its known envelope, and cut ou
   /** What parse reads from `text`: null, or exactly what JSON.parse reads (asserted). */
   const read = (tails: EnvelopeTails, text: string): EnvelopedRequest | null => {
     const known = tails.parse(Buffer.from(text));
-    if (known !== null) assert.deepStrictEqual(known.message, JSON.parse(text), text);
+    if (known !== null) {
+      assert.deepStrictEqual(known.message, JSON.parse(text), text);
+      // The capabilities' JSON the tail brings (the implicit session's id is derived from it) is the message's.
+      const capabilities = (known.message.params!['_meta'] as Record<string, unknown>)[META.clientCapabilities];
+      assert.equal(known.capabilitiesJson, typeof capabilities === 'object' && capabilities !== null && !Array.isArray(capabilities) ? JSON.stringify(capabilities) : null, text);
+    }
     return known;
   };
   /** The bytes a legacy backend gets (call-routing.ts): cut when read by a known tail, and then read alike by all; else null. */
@@ -206,6 +211,7 @@ describe('EnvelopeTails: a modern request read by its known envelope, and cut ou
     ((one.message.params!['_meta'] as Record<string, { name: string }>)[META.clientInfo]!).name = 'changed';
     ((one.message.params!['_meta'] as Record<string, Record<string, unknown>>)[META.clientCapabilities]!)['sampling'] = {};
     assert.deepStrictEqual(tails.parse(plainBody)!.message, plain);
+    assert.equal(tails.parse(plainBody)!.capabilitiesJson, JSON.stringify(envelope[META.clientCapabilities]), 'the capabilities\' JSON is the tail\'s, not the changed copy\'s');
   });
 
   it('learns only an envelope alone and last, spelled as JSON.stringify spells it', () => {

@@ -21,24 +21,38 @@ const MAX_CACHED_KEY = 4096;
 const MAX_CACHED_IDS = 10_000;
 
 /**
- * Derived ids, so that a request on the hot path hashes nothing it hashed before. A plain map,
- * emptied when full: a lookup on every modern request costs a fraction of an LRU's (whose clock
- * sets a timer), and a busy gateway has far fewer principal × capabilities than this.
+ * Derived ids, so that a request on the hot path hashes nothing it hashed before: by the
+ * capabilities' JSON (a request read by its envelope's known tail brings the same string each
+ * time, whose hash V8 keeps), then by principal. Plain maps, emptied when full: a lookup on
+ * every modern request costs a fraction of an LRU's (whose clock sets a timer), and a busy
+ * gateway has far fewer principal × capabilities than this.
  */
-const ids = new Map<string, string>();
+const ids = new Map<string, Map<string, string>>();
+let cachedIds = 0;
 
-/** The implicit session's id of `principal` declaring `capabilities`. */
-export function implicitSessionId(principal: Principal | null, capabilities: Readonly<Record<string, unknown>>): string {
+/**
+ * The implicit session's id of `principal` declaring `capabilities`; `capabilitiesJson`, when
+ * known, is JSON.stringify's text of them (envelope-tails.ts), which is not written again.
+ */
+export function implicitSessionId(principal: Principal | null, capabilities: Readonly<Record<string, unknown>>, capabilitiesJson: string | null = null): string {
   const who = principal === null ? '' : ownerKey({ issuer: principal.issuer, subject: principal.subject });
   // The capabilities as sent (key order included): another order only makes another session.
-  const key = `${who}\n${JSON.stringify(capabilities)}`;
-  let id = ids.get(key);
+  const declared = capabilitiesJson ?? JSON.stringify(capabilities);
+  let byPrincipal = ids.get(declared);
+  let id = byPrincipal?.get(who);
   if (id === undefined) {
+    const key = `${who}\n${declared}`;
     id = PREFIX + createHash('sha256').update(key).digest('base64url');
     // Only small keys are kept: a client declaring megabytes of capabilities pays its hash each time.
     if (key.length <= MAX_CACHED_KEY) {
-      if (ids.size >= MAX_CACHED_IDS) ids.clear();
-      ids.set(key, id);
+      if (cachedIds >= MAX_CACHED_IDS) {
+        ids.clear();
+        cachedIds = 0;
+        byPrincipal = undefined;
+      }
+      if (byPrincipal === undefined) ids.set(declared, (byPrincipal = new Map()));
+      byPrincipal.set(who, id);
+      cachedIds++;
     }
   }
   return id;

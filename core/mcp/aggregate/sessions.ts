@@ -122,7 +122,8 @@ export class Sessions {
    * capabilities), created on its first request; or what the client gets instead.
    */
   implicit(ctx: Context): AggregatedSession | HookOutcome | Promise<AggregatedSession | HookOutcome> {
-    const id = implicitSessionId(ctx.principal, ctx.envelope!.capabilities);
+    // The pipeline's first step: no hook has changed the message since intake read its capabilities' JSON.
+    const id = implicitSessionId(ctx.principal, ctx.envelope!.capabilities, ctx.capabilitiesJson);
     const record = this.#o.store.touch(id, ctx.principal);
     if (isPromise(record)) return record.then((stored) => (stored === null ? this.#createImplicit(ctx, id) : this.#adopt(ctx, id, stored)));
     return record === null ? this.#createImplicit(ctx, id) : this.#adopt(ctx, id, record);
