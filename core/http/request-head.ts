@@ -121,7 +121,7 @@ export class RequestHead {
       }
       if (read === TAKEN) continue;
       if (read === FORWARDED) {
-        forward.push(name, value);
+        forward.push(this.#forwardedName, value);
         continue;
       }
       const kind = classOf(name);
@@ -138,7 +138,14 @@ export class RequestHead {
     }
   }
 
-  /** A header this class reads, by its lower-case name: TAKEN (not forwarded), FORWARDED (as it is), or UNREAD. */
+  /**
+   * The name of the header #read last found FORWARDED, as this file spells it: the same string
+   * object every request, which the head written toward a backend compares with the last one's
+   * by reference alone (head-memo.ts), where the parser's copy would be compared letter by letter.
+   */
+  #forwardedName = '';
+
+  /** A header this class reads, by its lower-case name: TAKEN (not forwarded), FORWARDED (as it is, named by #forwardedName), or UNREAD. */
   #read(name: string, value: string): number {
     switch (name) {
       case 'host':
@@ -150,6 +157,10 @@ export class RequestHead {
         return TAKEN;
       case 'content-type':
         this.contentType ??= value;
+        this.#forwardedName = 'content-type';
+        return FORWARDED;
+      case 'accept':
+        this.#forwardedName = 'accept';
         return FORWARDED;
       case 'content-length':
         this.contentLength ??= value;
@@ -167,17 +178,21 @@ export class RequestHead {
       case 'mcp-method':
         if (this.mcpMethod !== undefined) this.mcpRepeated = true;
         this.mcpMethod ??= value;
+        this.#forwardedName = 'mcp-method';
         return FORWARDED;
       case 'mcp-name':
         if (this.mcpName !== undefined) this.mcpRepeated = true;
         this.mcpName ??= value;
+        this.#forwardedName = 'mcp-name';
         return FORWARDED;
       case 'mcp-protocol-version':
         if (this.protocolVersion !== undefined) this.mcpRepeated = true;
         this.protocolVersion ??= value;
+        this.#forwardedName = 'mcp-protocol-version';
         return FORWARDED;
       case 'mcp-session-id':
         this.sessionId = this.sessionId === undefined ? value : `${this.sessionId}, ${value}`;
+        this.#forwardedName = 'mcp-session-id';
         return FORWARDED;
       case 'authorization':
         this.authorization ??= value;
