@@ -42,3 +42,16 @@ export function hasHeader(list: readonly string[], lowerName: string): boolean {
   for (let i = 0; i < list.length; i += 2) if (isHeaderNamed(list[i]!, lowerName)) return true;
   return false;
 }
+
+/**
+ * Moves the pair at `at` to the end of `list` when it is still the `lowerName` header put there
+ * (hooks may have added headers after it, or removed or moved it: then nothing moves). Header
+ * order means nothing to HTTP across names; a head whose only line that differs every time is
+ * its last shares every other line with the last head written (head-memo.ts).
+ */
+export function moveLast(list: string[], at: number, lowerName: string): void {
+  if (at >= list.length - 2 || list[at] !== lowerName) return;
+  const value = list[at + 1]!;
+  list.splice(at, 2);
+  list.push(lowerName, value);
+}

@@ -20,7 +20,7 @@ import { runHooks, type Chain, type HookOutcome } from '../server/chain.ts';
 import type { Context } from '../plugin-api/context.ts';
 import { GatewayError } from '../base/errors.ts';
 import { discardBody, startReading, type BodySink } from '../http/body.ts';
-import { removeHeader } from '../base/header-list.ts';
+import { moveLast, removeHeader } from '../base/header-list.ts';
 import { passIdentity } from '../http/passthrough-headers.ts';
 import type { BackendMetrics } from '../observe/metrics.ts';
 import { OutgoingHeaders } from '../plugin-api/outgoing-headers.ts';
@@ -288,14 +288,21 @@ export class TransparentEndpoint implements McpEndpoint, BodySink<Context> {
     // The request id, which differs every time, after it: the head's lines before it are the last request's (head-memo.ts).
     list.push('via', this.#hops.via(ctx.head.via), 'x-request-id', ctx.requestId);
     if (this.#backendHooks !== null) {
+      const at = list.length - 2;
       const headers = new OutgoingHeaders(list);
       const outcome = runHooks(this.#backendHooks, ctx, headers);
       // Written out, not passed to then(): no closure on the sync path.
-      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#send(ctx, method, headers.list, body, responseHooks, opening)));
+      if (isPromise(outcome)) return outcome.then((settled) => (settled !== undefined ? settled : this.#sendHooked(ctx, method, headers.list, at, body, responseHooks, opening)));
       if (outcome !== undefined) return outcome;
-      return this.#send(ctx, method, headers.list, body, responseHooks, opening);
+      return this.#sendHooked(ctx, method, headers.list, at, body, responseHooks, opening);
     }
     return this.#send(ctx, method, list, body, responseHooks, opening);
+  }
+
+  /** #send once the backend hooks passed: the request id, put at `at`, goes last again (a credential a hook set comes before it). */
+  #sendHooked(ctx: Context, method: string, headers: string[], at: number, body: Buffer | null, responseHooks: ResponseHook[] | null, opening: StreamOpening | null): undefined {
+    moveLast(headers, at, 'x-request-id');
+    return this.#send(ctx, method, headers, body, responseHooks, opening);
   }
 
   /** Sends now, or, when the session's GET stream is still on its way to the backend, once it is there. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isHeaderNamed, removeHeader } from '../../core/base/header-list.ts';
+import { isHeaderNamed, moveLast, removeHeader } from '../../core/base/header-list.ts';
 
 describe('header names in any letter case', () => {
   it('isHeaderNamed: the name as written, or lowered, is the lower-case name', () => {
@@ -25,5 +25,22 @@ describe('header names in any letter case', () => {
     const list = ['Keep-Alive', '1', 'accept', '*/*', 'keep-alive', '2', 'KEEP-ALIVE', '3', 'x-keep-alive', '4'];
     removeHeader(list, 'keep-alive');
     assert.deepEqual(list, ['accept', '*/*', 'x-keep-alive', '4']);
+  });
+});
+
+describe('moveLast: the request id goes last again after the hooks, when it is still where it was put', () => {
+  it('moves it past what hooks added after it, and leaves a list whose hooks moved, removed or replaced it as they left it', () => {
+    const added = ['accept', 'a', 'x-request-id', 'r1', 'authorization', 'Bearer t'];
+    moveLast(added, 2, 'x-request-id');
+    assert.deepEqual(added, ['accept', 'a', 'authorization', 'Bearer t', 'x-request-id', 'r1']);
+    const last = ['accept', 'a', 'x-request-id', 'r1'];
+    moveLast(last, 2, 'x-request-id');
+    assert.deepEqual(last, ['accept', 'a', 'x-request-id', 'r1']);
+    const removed = ['accept', 'a', 'authorization', 'Bearer t'];
+    moveLast(removed, 2, 'x-request-id');
+    assert.deepEqual(removed, ['accept', 'a', 'authorization', 'Bearer t'], 'a hook removed it: nothing moves, nothing comes back');
+    const shifted = ['x-request-id', 'r1', 'authorization', 'Bearer t'];
+    moveLast(shifted, 2, 'x-request-id');
+    assert.deepEqual(shifted, ['x-request-id', 'r1', 'authorization', 'Bearer t'], 'a hook removed a header before it: another pair is at its place, nothing moves');
   });
 });

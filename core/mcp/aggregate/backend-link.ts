@@ -12,6 +12,7 @@ import { GatewayError } from '../../base/errors.ts';
 import type { BackendMetrics } from '../../observe/metrics.ts';
 import { OutgoingHeaders } from '../../plugin-api/outgoing-headers.ts';
 import { passAllowed } from '../../http/passthrough-headers.ts';
+import { moveLast } from '../../base/header-list.ts';
 import type { HopMark } from '../../http/hop-mark.ts';
 import type { BackendHook } from '../../plugin-api/plugin.ts';
 import type { AnswerHead } from '../../upstream/answer-reader.ts';
@@ -188,16 +189,18 @@ export class BackendLink {
       return list;
     }
     // The client request's Via and this gateway's entry: a backend URL that leads back here is refused there (hop-mark.ts).
-    // The request id, which differs every time, after it: the head's lines before it are the last request's (head-memo.ts).
-    list.push('via', this.#hops.via(ctx.head.via), 'x-request-id', ctx.requestId);
+    // The request id, which differs every time, last: the head's lines before it are the last request's (head-memo.ts).
+    list.push('via', this.#hops.via(ctx.head.via));
     passAllowed(list, ctx.head, this.backend.passthroughHeaders);
+    list.push('x-request-id', ctx.requestId);
     if (this.#hooks === null) return list;
+    const at = list.length - 2;
     const headers = new OutgoingHeaders(list);
     const outcome = runHooks(this.#hooks, ctx, headers);
     // Sync while the hooks are: the routed hot path meets no promise here.
-    if (!isPromise(outcome)) return this.#hooked(outcome, headers);
+    if (!isPromise(outcome)) return this.#hooked(outcome, headers, at);
     return outcome.then(
-      (settled) => this.#hooked(settled, headers),
+      (settled) => this.#hooked(settled, headers, at),
       // A hook that rejects with a GatewayError answers with it, as one that returns it.
       (err: unknown) => {
         if (err instanceof GatewayError) return err;
@@ -206,9 +209,11 @@ export class BackendLink {
     );
   }
 
-  #hooked(outcome: HookOutcome, headers: OutgoingHeaders): string[] | GatewayError {
+  /** What the hooks decided; passed, the list with the request id, put at `at`, last again (a credential a hook set comes before it). */
+  #hooked(outcome: HookOutcome, headers: OutgoingHeaders, at: number): string[] | GatewayError {
     if (outcome instanceof GatewayError) return outcome;
     if (outcome !== undefined) return new GatewayError('forbidden', `backend "${this.name}" refused by a plugin`, { status: 403 });
+    moveLast(headers.list, at, 'x-request-id');
     return headers.list;
   }
 
