@@ -99,8 +99,9 @@ export function notMcpAnswer(status: number, contentType: string | null, ctx: Co
 /** The transparent path's headers toward the client: the backend's, the request id, CORS. */
 export function clientHeaders(headers: string[], ctx: Context): ForwardedHeaders {
   const forwarded = forwardHeaders(headers, TRANSPARENT_DROPPED);
-  forwarded.list.push('x-request-id', ctx.requestId);
   pushCorsHeaders(forwarded.list, ctx.corsOrigin);
+  // The request id, which differs every time, last: the head's lines before it are the last answer's (head-memo.ts).
+  forwarded.list.push('x-request-id', ctx.requestId);
   return forwarded;
 }
 

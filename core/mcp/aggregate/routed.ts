@@ -373,9 +373,9 @@ export class RoutedExchange extends MessageExchange implements HookedEventsHost,
   #writeBody(body: Buffer): void {
     const res = this.ctx.res;
     if (res.headersSent || res.destroyed) return;
-    const headers: string[] = ['content-type', 'application/json', 'content-length', String(body.length), 'x-request-id', this.ctx.requestId, 'mcp-session-id', this.session.id];
-    if (this.ctx.envelope !== null) headers.length = 6; // no session header; cut, not pushed: a push past the literal copies the array
+    const headers = this.ctx.envelope !== null ? ['content-type', 'application/json', 'content-length', String(body.length)] : ['content-type', 'application/json', 'content-length', String(body.length), 'mcp-session-id', this.session.id]; // a modern client gets no session header
     pushCorsHeaders(headers, this.ctx.corsOrigin);
+    headers.push('x-request-id', this.ctx.requestId); // last, differing every time: the lines before it are the last answer's (head-memo.ts)
     res.writeHead(200, headers);
     res.end(body);
   }
