@@ -45,12 +45,14 @@ export function hasHeader(list: readonly string[], lowerName: string): boolean {
 
 /**
  * Moves the pair at `at` to the end of `list` when it is still the `lowerName` header put there
- * (hooks may have added headers after it, or removed or moved it: then nothing moves). Header
+ * (hooks may have added headers after it, or removed, moved or repeated it: then nothing moves). Header
  * order means nothing to HTTP across names; a head whose only line that differs every time is
  * its last shares every other line with the last head written (head-memo.ts).
  */
 export function moveLast(list: string[], at: number, lowerName: string): void {
   if (at >= list.length - 2 || list[at] !== lowerName) return;
+  // A hook that pushed a copy of its own after it: the copies stay in their order.
+  for (let i = at + 2; i < list.length; i += 2) if (isHeaderNamed(list[i]!, lowerName)) return;
   const value = list[at + 1]!;
   list.splice(at, 2);
   list.push(lowerName, value);

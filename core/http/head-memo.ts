@@ -42,6 +42,11 @@ function flattened(text: string): string {
   return text;
 }
 
+/** Whether `value` is held as a key: what `===` compares by content. */
+function isKey(value: unknown): boolean {
+  return typeof value === 'string' || typeof value === 'number';
+}
+
 export class HeadMemo {
   /** Two keys a line: the line's parts as last written (line 0: the start line's). */
   readonly #keys: (string | number)[] = new Array<string | number>(LINES * 2).fill('');
@@ -50,8 +55,9 @@ export class HeadMemo {
   readonly #flags: number[] = new Array<number>(LINES + 1).fill(0);
   /** How many lines' keys are held. */
   #lines = 0;
-  /** The first line of the head being built that differs from the one held (or its line count). */
+  /** The first line of the head last matched that differs from the one held (or its line count). */
   #differs = 0;
+  #generation = 0;
 
   constructor() {
     this.#texts[0] = '';
@@ -59,9 +65,10 @@ export class HeadMemo {
 
   /**
    * Compares a head (its start line's two parts, then `fields`: name, value, ...) with the one
-   * held; returns the line to build on from: `textAt()` and `flagsAt()` of it are what the
-   * lines before it came to. The caller then calls `keep()` once its text reaches `differs`,
-   * and `remember()` at the end.
+   * held; returns the line to build on from: `textAt()` and `flagsAt()` of it are what the lines
+   * before it came to. The caller then reads `differs` (the first line that differs from the
+   * head held: its line count when it is the same) and `generation`, calls `keep()` once its
+   * text reaches `differs`, and `remember()` at the end.
    */
   match(start0: string | number, start1: string | number, fields: readonly (string | number)[]): number {
     const keys = this.#keys;
@@ -73,14 +80,23 @@ export class HeadMemo {
       while (line < held && 2 * line - 1 <= end && fields[2 * line - 2] === keys[2 * line] && fields[2 * line - 1] === keys[2 * line + 1]) line++;
     }
     this.#differs = line;
+    this.#generation++;
     const texts = this.#texts;
     while (texts[line] === undefined) line--;
     return line;
   }
 
-  /** The first line that differs from the head held (the line count of a head equal to it). */
+  /** The first line of the head last matched that differs from the head held. */
   get differs(): number {
     return this.#differs;
+  }
+
+  /**
+   * Counts the matches: a head whose build wrote another one meanwhile (a header value's
+   * `toString` may run any code) finds it changed, and keeps nothing of its own.
+   */
+  get generation(): number {
+    return this.#generation;
   }
 
   textAt(line: number): string {
@@ -91,33 +107,45 @@ export class HeadMemo {
     return this.#flags[line]!;
   }
 
-  /** The text (and flags) of the lines before `differs`: kept flattened, and returned to build on. */
-  keep(text: string, flags: number): string {
-    const line = this.#differs;
-    if (line > LINES || this.#texts[line] !== undefined) return text;
+  /** The text (and flags) of the lines before `line`, the `differs` of the match `generation`: kept flattened, and returned to build on. */
+  keep(generation: number, line: number, text: string, flags: number): string {
+    if (generation !== this.#generation || line > LINES || this.#texts[line] !== undefined) return text;
     this.#texts[line] = flattened(text);
     this.#flags[line] = flags;
     return text;
   }
 
   /**
-   * The head is built: its keys from `differs` on are held in place of the last's (and the texts
-   * kept past that line, which were the last head's, are dropped). `lines`: the head's line count.
+   * The head of the match `generation` is built: its keys from `from` (that match's `differs`)
+   * on are held in place of the last's, and the texts kept past that line, which were the last
+   * head's, are dropped. Only strings and numbers are held, which `===` compares by content: a
+   * line holding anything else (an array, an object with a `toString`, whose text may change
+   * while it stays the same object) ends what is held, and is built afresh and checked every time.
    */
-  remember(start0: string | number, start1: string | number, fields: readonly (string | number)[]): void {
-    const from = this.#differs;
+  remember(generation: number, from: number, start0: string | number, start1: string | number, fields: readonly (string | number)[]): void {
+    if (generation !== this.#generation) return;
     const keys = this.#keys;
     const texts = this.#texts;
     for (let p = from + 1; p <= this.#lines; p++) texts[p] = undefined;
-    const lines = Math.min(1 + (fields.length >> 1), LINES);
+    let lines = Math.min(1 + (fields.length >> 1), LINES);
     if (from === 0) {
+      if (!isKey(start0) || !isKey(start1)) lines = 0;
       keys[0] = start0;
       keys[1] = start1;
     }
     for (let line = from === 0 ? 1 : from; line < lines; line++) {
-      keys[2 * line] = fields[2 * line - 2]!;
-      keys[2 * line + 1] = fields[2 * line - 1]!;
+      const name = fields[2 * line - 2]!;
+      const value = fields[2 * line - 1]!;
+      if (!isKey(name) || !isKey(value)) {
+        lines = line;
+        break;
+      }
+      keys[2 * line] = name;
+      keys[2 * line + 1] = value;
     }
+    // Texts kept at a line past what is held now (a match stops at the lines held, so none is
+    // reached, but none is left to mislead either).
+    for (let p = lines + 1; p <= from; p++) texts[p] = undefined;
     this.#lines = lines;
   }
 }

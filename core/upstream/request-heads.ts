@@ -42,23 +42,26 @@ export class RequestHeads {
     const memo = this.#memo;
     let line = memo.match(method, path, headers);
     const differs = memo.differs;
+    const generation = memo.generation;
     let head = memo.textAt(line);
     if (line === 0) {
       head = method + ' ' + path + ' HTTP/1.1\r\nhost: ' + this.#authority + '\r\n';
       line = 1;
     }
     for (let i = 2 * line - 2; ; i += 2, line++) {
-      if (line === differs) head = memo.keep(head, 0);
+      if (line === differs) head = memo.keep(generation, line, head, 0);
       if (i >= headers.length) break;
       const name = headers[i]!;
-      const value = headers[i + 1]!;
+      // Made text once, so that what is checked is what is written (a hook may have set an array, say).
+      const given = headers[i + 1]!;
+      const value = typeof given === 'string' ? given : String(given);
       if (line >= differs && !REQUEST_VALUES.check(value, i >> 1)) {
         this.refusedName = name;
         return null;
       }
       head += name + ': ' + value + '\r\n';
     }
-    memo.remember(method, path, headers);
+    memo.remember(generation, differs, method, path, headers);
     return head + (bodyLength < 0 ? '\r\n' : headEnd(bodyLength));
   }
 }

@@ -44,3 +44,11 @@ describe('moveLast: the request id goes last again after the hooks, when it is s
     assert.deepEqual(shifted, ['x-request-id', 'r1', 'authorization', 'Bearer t'], 'a hook removed a header before it: another pair is at its place, nothing moves');
   });
 });
+
+describe('moveLast when a hook repeated the header', () => {
+  it('leaves two copies in their order: the gateway\'s first, the hook\'s after it', () => {
+    const list = ['accept', 'a', 'x-request-id', 'r1', 'x-request-id', 'hook', 'authorization', 'Bearer t'];
+    moveLast(list, 2, 'x-request-id');
+    assert.deepEqual(list, ['accept', 'a', 'x-request-id', 'r1', 'x-request-id', 'hook', 'authorization', 'Bearer t']);
+  });
+});

@@ -313,3 +313,58 @@ describe('the memory of the last head (head-memo.ts): lines taken whole only whe
     assert.equal(responseHead(200, safe, 'ok').head, first);
   });
 });
+
+describe('the memory of the last head holds text only: a value that is not a string is built and checked afresh every time', () => {
+  it('refuses a request head whose array value (a hook\'s credential) was changed in place to carry CR LF, and never writes the changed text', () => {
+    const heads = new RequestHeads('backend:8080');
+    const credential = ['Bearer good'];
+    const headers = () => ['accept', 'application/json', 'authorization', credential as unknown as string, 'x-request-id', `r${Math.random()}`];
+    assert.match(heads.text('POST', '/mcp', headers(), 2)!, /authorization: Bearer good\r\n/);
+    assert.match(heads.text('POST', '/mcp', headers(), 2)!, /authorization: Bearer good\r\n/);
+    credential[0] = 'Bearer user-b';
+    assert.match(heads.text('POST', '/mcp', headers(), 2)!, /authorization: Bearer user-b\r\n/, 'the value as it is now, not as it was');
+    credential[0] = 'Bearer x\r\nx-injected: 1';
+    assert.equal(heads.text('POST', '/mcp', headers(), 2), null);
+    assert.equal(heads.refusedName, 'authorization');
+  });
+
+  it('refuses a response head whose object value turns unsafe, and writes its text as it is now', () => {
+    let text = 'safe';
+    const value = { toString: () => text };
+    const headers = () => ['content-type', 'application/json', 'x-thing', value as unknown as string, 'x-request-id', `r${Math.random()}`];
+    assert.match(responseHeadOf(200, headers()), /x-thing: safe\r\n/);
+    assert.match(responseHeadOf(200, headers()), /x-thing: safe\r\n/);
+    text = 'other';
+    assert.match(responseHeadOf(200, headers()), /x-thing: other\r\n/);
+    text = 'a\r\nx-injected: 1';
+    assert.throws(() => responseHeadOf(200, headers()), /invalid response header "x-thing"/);
+  });
+
+  it('keeps nothing of a head whose value\'s toString wrote another head meanwhile: the next heads are each as if joined afresh', () => {
+    const inner = ['content-type', 'text/plain', 'x-inner', 'i', 'x-request-id', 'r-inner'];
+    const reentrant = { toString: () => (responseHeadOf(201, inner), 'outer') };
+    const outer = ['content-type', 'application/json', 'x-outer', reentrant as unknown as string, 'x-request-id', 'r-outer'];
+    responseHeadOf(200, ['content-type', 'application/json', 'x-outer', 'plain', 'x-request-id', 'r0']);
+    assert.equal(responseHeadOf(200, outer), 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-outer: outer\r\nx-request-id: r-outer\r\ncontent-length: 2\r\nconnection: keep-alive\r\nkeep-alive: timeout=5\r\n\r\n');
+    assert.equal(responseHeadOf(201, inner), 'HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\nx-inner: i\r\nx-request-id: r-inner\r\ncontent-length: 2\r\nconnection: keep-alive\r\nkeep-alive: timeout=5\r\n\r\n');
+    assert.equal(responseHeadOf(200, ['content-type', 'application/json', 'x-outer', 'plain', 'x-request-id', 'r1']), 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-outer: plain\r\nx-request-id: r1\r\ncontent-length: 2\r\nconnection: keep-alive\r\nkeep-alive: timeout=5\r\n\r\n');
+  });
+
+  it('closes the connection of a response whose head said close before a line it refused, as when every line was read afresh', () => {
+    const closing = ['connection', 'close', 'x-request-id', 'r1'];
+    responseHeadOf(200, closing);
+    const sink = { send: () => true, destroy: () => undefined, keepAliveSeconds: 5 };
+    const res = new WireResponse(sink, 'GET', false, true);
+    res.writeHead(200, ['connection', 'close', 'x-bad', 'a\r\nb']);
+    assert.throws(() => res.end('ok'), /invalid response header "x-bad"/);
+    assert.equal(res.keepAlive, false);
+  });
+
+  /** The head WireResponse writes for `headers` and a 2-byte body, its date line taken out. */
+  function responseHeadOf(status: number, headers: string[]): string {
+    let data = '';
+    const sink = { send: (_res: WireResponse, chunk: string | Buffer) => ((data += chunk.toString()), true), destroy: () => undefined, keepAliveSeconds: 5 };
+    new WireResponse(sink, 'GET', false, true).writeHead(status, headers).end('ok');
+    return data.slice(0, data.indexOf('\r\n\r\n') + 4).replace(/^date: .*\r\n/m, '');
+  }
+});

@@ -173,20 +173,23 @@ export class WireResponse extends LazyEventEmitter {
     const memo = extra === null ? RESPONSE_HEADS : null;
     let line = 0;
     let differs = 0;
+    let generation = 0;
     let flags = 0;
     let head = '';
     if (memo !== null) {
       line = memo.match(status, '', headers);
       differs = memo.differs;
+      generation = memo.generation;
       head = memo.textAt(line);
       flags = memo.flagsAt(line);
+      if ((flags & CLOSES) !== 0) this.keepAlive = false;
     }
     if (line === 0) {
       head = statusLine(status);
       line = 1;
     }
     for (let i = 2 * line - 2; ; i += 2, line++) {
-      if (line === differs) head = memo!.keep(head, flags);
+      if (line === differs) head = memo!.keep(generation, line, head, flags);
       if (i >= headers.length) break;
       const name = String(headers[i]);
       const value = String(headers[i + 1]);
@@ -206,13 +209,18 @@ export class WireResponse extends LazyEventEmitter {
           break;
         case 10:
           if (isHeaderNamed(name, 'keep-alive')) continue;
-          if (isHeaderNamed(name, 'connection')) flags |= /\bclose\b/i.test(value) ? HAS_CONNECTION | CLOSES : HAS_CONNECTION;
+          if (isHeaderNamed(name, 'connection')) {
+            flags |= HAS_CONNECTION;
+            if (/\bclose\b/i.test(value)) {
+              flags |= CLOSES;
+              this.keepAlive = false; // now: should a later line be refused, the error answer closes too
+            }
+          }
           break;
       }
       head += name + ': ' + value + '\r\n';
     }
-    memo?.remember(status, '', headers);
-    if ((flags & CLOSES) !== 0) this.keepAlive = false;
+    memo?.remember(generation, differs, status, '', headers);
     this.#declared = flags;
     return head;
   }
